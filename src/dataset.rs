@@ -1,0 +1,504 @@
+//! The in-memory dataset model that a [`crate::writer::TimeFWriter`] serializes.
+//!
+//! Entities follow FORMAT-BRIEF §3 (samples, time series, annotations, tasks,
+//! sources). Intrinsic rules are checked when an entity is inserted and fail with
+//! [`Error::Validation`] naming the id and field; cross-entity rules (every reference
+//! resolves) are checked by [`TimeFDataset::validate_references`], which the writer
+//! calls before any I/O. Maps are `BTreeMap`s so every iteration is sorted by id and
+//! the output never depends on insertion order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// Error type a series loader may return.
+pub type LoaderError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Produces one series' float32 values. Runs at most once (seed, "Streaming and chunking").
+pub type Loader = Box<dyn FnOnce() -> std::result::Result<Vec<f32>, LoaderError> + Send>;
+
+/// A new UUIDv7 id in canonical form (lowercase 8-4-4-4-12 hex), time ordered so
+/// that sorting by id clusters by creation time (seed, "Id storage").
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// True when `s` is a canonical UUID string: lowercase hex in 8-4-4-4-12 groups
+/// (FORMAT-BRIEF §2; an uppercase or unhyphenated UUID is not canonical).
+pub fn is_canonical_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        })
+}
+
+/// Checks a path component (`dataset_name`, `dataset_version`, `task_name`):
+/// 1-128 chars of `[A-Za-z0-9._-]`, not starting with `.` (FORMAT-BRIEF §1).
+pub fn validate_name(value: &str, field: &'static str) -> Result<()> {
+    let ok = (1..=128).contains(&value.len())
+        && !value.starts_with('.')
+        && value.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::validation(
+            value,
+            field,
+            "must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'",
+        ))
+    }
+}
+
+fn non_empty(id: &str, field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        Err(Error::validation(id, field, "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+fn finite_opt(id: &str, field: &'static str, v: Option<f64>) -> Result<()> {
+    match v {
+        Some(x) if !x.is_finite() => Err(Error::validation(id, field, format!("{x} is not finite"))),
+        _ => Ok(()),
+    }
+}
+
+/// Name, version and descriptive fields of a dataset (manifest `dataset` block).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DatasetInfo {
+    /// Path component `<dataset_name>`.
+    pub name: String,
+    /// Path component `<dataset_version>`.
+    pub version: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// License identifier or text.
+    pub license: Option<String>,
+    /// How to cite the dataset.
+    pub citation: Option<String>,
+}
+
+/// Where samples come from (manifest `sources`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Source {
+    /// Id in the `source_id` space.
+    pub source_id: String,
+    /// Human-readable name.
+    pub name: String,
+    /// Where the source can be found.
+    pub url: Option<String>,
+    /// The source's license.
+    pub license: Option<String>,
+    /// How to cite the source.
+    pub citation: Option<String>,
+}
+
+/// Series-level metadata: one row of the index per chunk repeats it (FORMAT-BRIEF §3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesMeta {
+    /// Id in the `time_series_id` space.
+    pub time_series_id: String,
+    /// Signal kind, e.g. `ecg`, `accelerometer`, `unknown`.
+    pub spec_type: String,
+    /// Channel (lead, axis, dimension) within the spec type.
+    pub channel: String,
+    /// Physical units of the values, if known.
+    pub units: Option<String>,
+    /// Samples per second; finite and > 0.
+    pub sampling_rate_hz: f64,
+    /// Start in seconds (epoch seconds with wall-clock time, else 0-based).
+    pub t_start_s: f64,
+    /// End in seconds when known; then `len == round((t_end_s - t_start_s) * sampling_rate_hz)`.
+    pub t_end_s: Option<f64>,
+}
+
+impl SeriesMeta {
+    /// A series with no units, starting at 0 s, end unknown.
+    pub fn new(time_series_id: impl Into<String>, spec_type: impl Into<String>, channel: impl Into<String>, sampling_rate_hz: f64) -> Self {
+        SeriesMeta {
+            time_series_id: time_series_id.into(),
+            spec_type: spec_type.into(),
+            channel: channel.into(),
+            units: None,
+            sampling_rate_hz,
+            t_start_s: 0.0,
+            t_end_s: None,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let id = &self.time_series_id;
+        non_empty(id, "time_series_id", id)?;
+        non_empty(id, "spec_type", &self.spec_type)?;
+        non_empty(id, "channel", &self.channel)?;
+        if !(self.sampling_rate_hz.is_finite() && self.sampling_rate_hz > 0.0) {
+            return Err(Error::validation(id, "sampling_rate_hz", format!("{} is not finite and > 0", self.sampling_rate_hz)));
+        }
+        finite_opt(id, "t_start_s", Some(self.t_start_s))?;
+        finite_opt(id, "t_end_s", self.t_end_s)
+    }
+}
+
+/// One entry of a sample's `series` list.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeriesRef {
+    /// The referenced series.
+    pub time_series_id: String,
+    /// The role the series plays in the sample (categorical, e.g. `main`).
+    pub view: String,
+}
+
+/// One sample: a window over one or more series.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sample {
+    /// Id in the `sample_id` space.
+    pub sample_id: String,
+    /// Id in the `source_id` space; must name a source of the dataset.
+    pub source_id: String,
+    /// Id in the `subject_id` space, if known.
+    pub subject_id: Option<String>,
+    /// Window start in seconds on the series' time axis, if not the whole series.
+    pub t_start_s: Option<f64>,
+    /// Window end in seconds, if not the whole series.
+    pub t_end_s: Option<f64>,
+    /// At least one series.
+    pub series: Vec<SeriesRef>,
+    /// Free key/value metadata; `None` and empty are stored as null.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// One annotation; attachable to several samples (stored once per sample).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Annotation {
+    /// Id in the `annotation_id` space.
+    pub annotation_id: String,
+    /// Kind: `label`, `event`, `text`, `number`, ...
+    pub annotation_type: String,
+    /// What is annotated, e.g. `class`, `target`.
+    pub key: String,
+    /// Text value.
+    pub value_str: Option<String>,
+    /// Numeric value.
+    pub value_num: Option<f64>,
+    /// Event start in seconds.
+    pub t_start_s: Option<f64>,
+    /// Event end in seconds.
+    pub t_end_s: Option<f64>,
+    /// Channel the annotation is about.
+    pub channel: Option<String>,
+}
+
+/// What a task asks for (categorical `task_type`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskType {
+    /// Predict a class label.
+    Classification,
+    /// Predict a number.
+    Regression,
+    /// Predict the continuation of a series; needs `target_sample_id` and `context_sample_ids`.
+    Forecasting,
+    /// Question answering (`prompt`, `answer`).
+    Qa,
+    /// Any other kind, by name.
+    Other(String),
+}
+
+impl TaskType {
+    /// The stored name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TaskType::Classification => "classification",
+            TaskType::Regression => "regression",
+            TaskType::Forecasting => "forecasting",
+            TaskType::Qa => "qa",
+            TaskType::Other(s) => s,
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> TaskType {
+        match s {
+            "classification" => TaskType::Classification,
+            "regression" => TaskType::Regression,
+            "forecasting" => TaskType::Forecasting,
+            "qa" => TaskType::Qa,
+            other => TaskType::Other(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for TaskType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One task row (FORMAT-BRIEF §3, `tasks/task=<name>/part-0.parquet`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// Id in the `task_id` space (unique across all task names).
+    pub task_id: String,
+    /// What the task asks for.
+    pub task_type: TaskType,
+    /// `train`, `val`, `test`, ...
+    pub split: Option<String>,
+    /// At least one sample.
+    pub sample_ids: Vec<String>,
+    /// Annotation key or variable the task predicts.
+    pub target: Option<String>,
+    /// Forecasting: the sample to predict (required there).
+    pub target_sample_id: Option<String>,
+    /// Forecasting: the samples to predict from (required and non-empty there).
+    pub context_sample_ids: Option<Vec<String>>,
+    /// The task this one derives from.
+    pub from_task: Option<String>,
+    /// Forecasting horizon in values.
+    pub horizon: Option<i32>,
+    /// QA prompt.
+    pub prompt: Option<String>,
+    /// QA answer.
+    pub answer: Option<String>,
+}
+
+impl Task {
+    /// A task of `task_type` over `sample_ids` with every optional field unset.
+    pub fn new(task_id: impl Into<String>, task_type: TaskType, sample_ids: Vec<String>) -> Self {
+        Task {
+            task_id: task_id.into(),
+            task_type,
+            split: None,
+            sample_ids,
+            target: None,
+            target_sample_id: None,
+            context_sample_ids: None,
+            from_task: None,
+            horizon: None,
+            prompt: None,
+            answer: None,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let id = &self.task_id;
+        non_empty(id, "task_id", id)?;
+        if self.sample_ids.is_empty() {
+            return Err(Error::validation(id, "sample_ids", "a task needs at least one sample"));
+        }
+        if self.task_type == TaskType::Forecasting {
+            if self.target_sample_id.is_none() {
+                return Err(Error::validation(id, "target_sample_id", "a forecasting task needs a target sample"));
+            }
+            if self.context_sample_ids.as_ref().is_none_or(|c| c.is_empty()) {
+                return Err(Error::validation(id, "context_sample_ids", "a forecasting task needs context samples"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every sample id the task references (sample_ids, target, context), in that order.
+    pub fn referenced_samples(&self) -> impl Iterator<Item = &String> {
+        self.sample_ids
+            .iter()
+            .chain(self.target_sample_id.iter())
+            .chain(self.context_sample_ids.iter().flatten())
+    }
+}
+
+/// A stored series: its metadata and (until the writer takes it) its loader.
+pub struct SeriesEntry {
+    /// Series-level metadata.
+    pub meta: SeriesMeta,
+    /// Produces the values; `None` once taken.
+    pub(crate) loader: Option<Loader>,
+}
+
+impl fmt::Debug for SeriesEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SeriesEntry").field("meta", &self.meta).finish_non_exhaustive()
+    }
+}
+
+/// A whole dataset version before it is written.
+///
+/// Insert entities with the `add_*` methods; each validates the entity's own
+/// fields and refuses a second entity with the same id and different content.
+#[derive(Debug, Default)]
+pub struct TimeFDataset {
+    /// Name, version, description.
+    pub info: DatasetInfo,
+    pub(crate) sources: BTreeMap<String, Source>,
+    pub(crate) samples: BTreeMap<String, Sample>,
+    pub(crate) series: BTreeMap<String, SeriesEntry>,
+    /// annotation id -> (annotation, the samples it is attached to)
+    pub(crate) annotations: BTreeMap<String, (Annotation, BTreeSet<String>)>,
+    /// task name -> task id -> task
+    pub(crate) tasks: BTreeMap<String, BTreeMap<String, Task>>,
+}
+
+impl TimeFDataset {
+    /// An empty dataset named `name` at `version`; both are validated path components.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Result<Self> {
+        let info = DatasetInfo { name: name.into(), version: version.into(), ..Default::default() };
+        validate_name(&info.name, "dataset_name")?;
+        validate_name(&info.version, "dataset_version")?;
+        Ok(TimeFDataset { info, ..Default::default() })
+    }
+
+    /// Adds a source; an equal duplicate is ignored, a different one is an error.
+    pub fn add_source(&mut self, source: Source) -> Result<()> {
+        non_empty(&source.source_id, "source_id", &source.source_id)?;
+        insert_unique(&mut self.sources, source.source_id.clone(), source, "source_id")
+    }
+
+    /// Adds a series and its loader. The same id with equal metadata is deduplicated
+    /// (the first loader is kept, so each unique series loads once); with different
+    /// metadata it is an error.
+    pub fn add_series(&mut self, meta: SeriesMeta, loader: Loader) -> Result<()> {
+        meta.validate()?;
+        match self.series.get(&meta.time_series_id) {
+            Some(existing) if existing.meta == meta => Ok(()),
+            Some(_) => Err(Error::validation(&meta.time_series_id, "time_series_id", "added twice with different metadata")),
+            None => {
+                self.series.insert(meta.time_series_id.clone(), SeriesEntry { meta, loader: Some(loader) });
+                Ok(())
+            }
+        }
+    }
+
+    /// Adds a sample (at least one series entry; window bounds finite and ordered).
+    pub fn add_sample(&mut self, sample: Sample) -> Result<()> {
+        let id = &sample.sample_id;
+        non_empty(id, "sample_id", id)?;
+        non_empty(id, "source_id", &sample.source_id)?;
+        if sample.series.is_empty() {
+            return Err(Error::validation(id, "series", "a sample needs at least one series"));
+        }
+        for r in &sample.series {
+            non_empty(id, "series.time_series_id", &r.time_series_id)?;
+            non_empty(id, "series.view", &r.view)?;
+        }
+        finite_opt(id, "t_start_s", sample.t_start_s)?;
+        finite_opt(id, "t_end_s", sample.t_end_s)?;
+        if let (Some(a), Some(b)) = (sample.t_start_s, sample.t_end_s) {
+            if b < a {
+                return Err(Error::validation(id, "t_end_s", format!("{b} is before t_start_s {a}")));
+            }
+        }
+        insert_unique(&mut self.samples, sample.sample_id.clone(), sample, "sample_id")
+    }
+
+    /// Attaches `annotation` to `sample_ids`. Adding the same annotation id again
+    /// attaches it to more samples; its fields must then be equal.
+    pub fn add_annotation(&mut self, annotation: Annotation, sample_ids: &[String]) -> Result<()> {
+        let id = &annotation.annotation_id;
+        non_empty(id, "annotation_id", id)?;
+        non_empty(id, "annotation_type", &annotation.annotation_type)?;
+        non_empty(id, "key", &annotation.key)?;
+        finite_opt(id, "value_num", annotation.value_num)?;
+        finite_opt(id, "t_start_s", annotation.t_start_s)?;
+        finite_opt(id, "t_end_s", annotation.t_end_s)?;
+        if sample_ids.is_empty() {
+            return Err(Error::validation(id, "sample_ids", "an annotation needs at least one sample"));
+        }
+        let entry = self
+            .annotations
+            .entry(annotation.annotation_id.clone())
+            .or_insert_with(|| (annotation.clone(), BTreeSet::new()));
+        if entry.0 != annotation {
+            return Err(Error::validation(id, "annotation_id", "shared annotation differs between samples"));
+        }
+        entry.1.extend(sample_ids.iter().cloned());
+        Ok(())
+    }
+
+    /// Adds a task under `task_name` (a validated path component). Task ids are
+    /// unique across task names.
+    pub fn add_task(&mut self, task_name: &str, task: Task) -> Result<()> {
+        validate_name(task_name, "task_name")?;
+        task.validate()?;
+        for (name, tasks) in &self.tasks {
+            if let Some(existing) = tasks.get(&task.task_id) {
+                if name != task_name || existing != &task {
+                    return Err(Error::validation(&task.task_id, "task_id", "added twice with different content"));
+                }
+                return Ok(());
+            }
+        }
+        self.tasks.entry(task_name.to_string()).or_default().insert(task.task_id.clone(), task);
+        Ok(())
+    }
+
+    /// Sources, sorted by id.
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        self.sources.values()
+    }
+    /// Samples, sorted by id.
+    pub fn samples(&self) -> impl Iterator<Item = &Sample> {
+        self.samples.values()
+    }
+    /// Series metadata, sorted by id.
+    pub fn series(&self) -> impl Iterator<Item = &SeriesMeta> {
+        self.series.values().map(|e| &e.meta)
+    }
+    /// Annotations with the samples they are attached to, sorted by annotation id.
+    pub fn annotations(&self) -> impl Iterator<Item = (&Annotation, &BTreeSet<String>)> {
+        self.annotations.values().map(|(a, s)| (a, s))
+    }
+    /// Tasks as (task name, task), sorted by name then task id.
+    pub fn tasks(&self) -> impl Iterator<Item = (&str, &Task)> {
+        self.tasks.iter().flat_map(|(n, ts)| ts.values().map(move |t| (n.as_str(), t)))
+    }
+
+    /// Checks every cross-entity reference: samples name known sources and series,
+    /// annotations known samples, tasks known samples and tasks; every stored series
+    /// is referenced by a sample. Called by the writer before any I/O.
+    pub fn validate_references(&self) -> Result<()> {
+        let mut referenced = BTreeSet::new();
+        for s in self.samples.values() {
+            if !self.sources.contains_key(&s.source_id) {
+                return Err(Error::validation(&s.sample_id, "source_id", format!("unknown source {}", s.source_id)));
+            }
+            for r in &s.series {
+                if !self.series.contains_key(&r.time_series_id) {
+                    return Err(Error::validation(&s.sample_id, "series", format!("unknown series {}", r.time_series_id)));
+                }
+                referenced.insert(r.time_series_id.as_str());
+            }
+        }
+        if let Some(orphan) = self.series.keys().find(|k| !referenced.contains(k.as_str())) {
+            return Err(Error::validation(orphan, "time_series_id", "series referenced by no sample"));
+        }
+        for (a, samples) in self.annotations.values() {
+            if let Some(s) = samples.iter().find(|s| !self.samples.contains_key(*s)) {
+                return Err(Error::validation(&a.annotation_id, "sample_id", format!("unknown sample {s}")));
+            }
+        }
+        let task_ids: BTreeSet<&String> = self.tasks.values().flat_map(|t| t.keys()).collect();
+        for (_, t) in self.tasks() {
+            if let Some(s) = t.referenced_samples().find(|s| !self.samples.contains_key(*s)) {
+                return Err(Error::validation(&t.task_id, "sample_ids", format!("unknown sample {s}")));
+            }
+            if let Some(f) = &t.from_task {
+                if !task_ids.contains(f) {
+                    return Err(Error::validation(&t.task_id, "from_task", format!("unknown task {f}")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn insert_unique<T: PartialEq>(map: &mut BTreeMap<String, T>, id: String, value: T, what: &'static str) -> Result<()> {
+    match map.get(&id) {
+        Some(existing) if *existing == value => Ok(()),
+        Some(_) => Err(Error::validation(id, what, "added twice with different content")),
+        None => {
+            map.insert(id, value);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The crate's one public error type.
+//!
+//! Modelled on `object_store::Error` and lance's `Error`: one `#[non_exhaustive]`
+//! enum whose variants carry the path, id or option at fault and the source error.
+//! Module-private detail (parser positions, parquet errors) converts into it.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure the library reports.
+///
+/// Variants separate the cases a caller handles differently: a version that
+/// already exists, a directory that is not a version, a version whose bytes are
+/// corrupt, input that is invalid, and I/O.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A committed version (its `manifest.json`) already exists at `path`
+    /// (FORMAT-BRIEF §1: checked before any I/O; the publish rename never replaces it).
+    #[error("version already exists: {}", path.display())]
+    AlreadyExists {
+        /// The version directory.
+        path: PathBuf,
+    },
+
+    /// `path` is not a committed TimeF version (no `manifest.json`, or a manifest
+    /// of another `format` / `format_version`).
+    #[error("not a TimeF version: {}: {reason}", path.display())]
+    NotAVersion {
+        /// The directory that was opened.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+
+    /// Stored bytes do not match what the manifest or the format promises.
+    #[error("corrupt version: {}: {reason}", path.display())]
+    Corrupt {
+        /// The file at fault.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
+    },
+
+    /// A dataset entity breaks a rule of the format; `id` names the entity
+    /// (sample, series, annotation, task, source id, or a path component) and
+    /// `field` the offending field.
+    #[error("invalid {field} of {id}: {reason}")]
+    Validation {
+        /// The entity at fault.
+        id: String,
+        /// The field at fault.
+        field: &'static str,
+        /// The rule it breaks.
+        reason: String,
+    },
+
+    /// An option value is out of range (`option` is its builder or CLI name).
+    #[error("invalid option {option}: {reason}")]
+    InvalidOption {
+        /// The option's name.
+        option: &'static str,
+        /// The rule it breaks.
+        reason: String,
+    },
+
+    /// An input file of a connector is malformed. `line` is 1-based when known.
+    #[error("{}{}: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    InvalidInput {
+        /// The input file.
+        path: PathBuf,
+        /// 1-based line number, when the format is line oriented.
+        line: Option<usize>,
+        /// What is wrong, naming the case or series.
+        reason: String,
+    },
+
+    /// A series loader failed; `series_id` names the series.
+    #[error("loading series {series_id}: {source}")]
+    Loader {
+        /// The series whose loader failed.
+        series_id: String,
+        /// The loader's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// A copy-on-write edit cannot be applied (unknown ids, or required
+    /// references that would be lost without `cascade`). Every blocker is listed.
+    #[error("edit refused: {}", blockers.join("; "))]
+    Edit {
+        /// One line per blocking (task, reference) or unknown id.
+        blockers: Vec<String>,
+    },
+
+    /// A pinned encoding or property did not take in a written file
+    /// (the read-back self-check, FORMAT-BRIEF §3).
+    #[error("self-check of {}: column {column}: {reason}", path.display())]
+    SelfCheck {
+        /// The written file (relative to the version directory).
+        path: PathBuf,
+        /// The column's leaf path.
+        column: String,
+        /// The encodings or properties seen, and what was expected.
+        reason: String,
+    },
+
+    /// An operating-system I/O error on `path`.
+    #[error("I/O on {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The parquet crate failed while encoding or decoding `path`.
+    #[error("parquet {}: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The parquet error.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+
+    /// The arrow crate failed on `path`.
+    #[error("arrow {}: {source}", path.display())]
+    Arrow {
+        /// The file.
+        path: PathBuf,
+        /// The arrow error.
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Validation`].
+    pub fn validation(id: impl Into<String>, field: &'static str, reason: impl Into<String>) -> Self {
+        Error::Validation { id: id.into(), field, reason: reason.into() }
+    }
+
+    /// Builds an [`Error::InvalidInput`].
+    pub fn input(path: impl Into<PathBuf>, line: Option<usize>, reason: impl Into<String>) -> Self {
+        Error::InvalidInput { path: path.into(), line, reason: reason.into() }
+    }
+
+    /// Builds an [`Error::Io`].
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// Builds an [`Error::Parquet`].
+    pub fn parquet(path: impl Into<PathBuf>, source: parquet::errors::ParquetError) -> Self {
+        Error::Parquet { path: path.into(), source }
+    }
+
+    /// True for errors caused by what the user supplied (input files, dataset
+    /// content, options) rather than by the machine; the CLI maps these to exit code 2.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            Error::AlreadyExists { .. }
+                | Error::NotAVersion { .. }
+                | Error::Validation { .. }
+                | Error::InvalidOption { .. }
+                | Error::InvalidInput { .. }
+                | Error::Loader { .. }
+                | Error::Edit { .. }
+        )
+    }
+}

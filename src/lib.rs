@@ -1,0 +1,15 @@
+//! # timef
+//!
+//! Writer, reader and tools for **TimeF**, a Parquet-native, versioned on-disk
+//! format for time-series datasets (FORMAT-BRIEF, `docs/format.md`).
+#![warn(missing_docs)]
+
+pub mod connectors;
+pub mod dataset;
+pub mod error;
+
+pub use dataset::{
+    new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType,
+    TimeFDataset,
+};
+pub use error::{Error, Result};
