@@ -9,7 +9,15 @@ pub mod dataset;
 pub mod error;
 
 pub use dataset::{
-    new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType,
-    TimeFDataset,
+    new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source,
+    Task, TaskType, TimeFDataset,
 };
 pub use error::{Error, Result};
+pub mod commit;
+pub mod encoding;
+pub mod layout;
+pub mod manifest;
+pub mod tables;
+pub mod writer;
+
+pub use writer::{StagedVersion, TimeFWriter, WriteProgressEvent, WriterOptions};

@@ -1,0 +1,327 @@
+//! `manifest.json`: the record that marks a version committed (FORMAT-BRIEF §4).
+//!
+//! Keys come out in the declaration order of these structs and maps are
+//! `BTreeMap`s, so the bytes are a pure function of the version: no wall clock,
+//! no host name, no absolute path. `schemas/manifest.schema.json` describes it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's `format` value.
+pub const FORMAT: &str = "timef";
+/// The manifest's `format_version` value this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The whole manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Name, version and descriptive fields.
+    pub dataset: DatasetBlock,
+    /// Versions of the software that wrote the bytes.
+    pub created_by: CreatedBy,
+    /// The dataset's derived schema.
+    pub schema: SchemaBlock,
+    /// Entity counts.
+    pub counts: Counts,
+    /// Storage of each of the six id spaces: `uuid16` or `string`.
+    pub id_encoding: BTreeMap<String, String>,
+    /// Every file of the version except the manifest, sorted by path.
+    pub files: Vec<FileEntry>,
+    /// Every writer option that shapes bytes.
+    pub writer: WriterBlock,
+    /// Where the samples come from, sorted by id.
+    pub sources: Vec<SourceEntry>,
+    /// Per spec type and channel, merged from the chunk statistics.
+    pub statistics: BTreeMap<String, BTreeMap<String, ChannelStats>>,
+    /// For a version written by a copy-on-write edit: its base and the operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived_from: Option<DerivedFrom>,
+}
+
+/// `dataset` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetBlock {
+    /// Dataset name (the parent directory's name).
+    pub name: String,
+    /// Dataset version (the version directory's name).
+    pub version: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// License.
+    pub license: Option<String>,
+    /// Citation.
+    pub citation: Option<String>,
+}
+
+/// `created_by` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedBy {
+    /// `timef <crate version>`.
+    #[serde(rename = "crate")]
+    pub crate_version: String,
+    /// `parquet-rs <version>`.
+    pub parquet: String,
+}
+
+/// `schema` block: what the dataset holds, derived at write time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SchemaBlock {
+    /// spec type -> channel -> rates and units.
+    pub time_series: BTreeMap<String, BTreeMap<String, ChannelSchema>>,
+    /// annotation key -> types and value kinds.
+    pub annotations: BTreeMap<String, AnnotationSchema>,
+    /// task name -> task types and count.
+    pub tasks: BTreeMap<String, TaskSchema>,
+    /// Sample metadata keys, sorted.
+    pub sample_metadata: Vec<String>,
+}
+
+/// One channel of a spec type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChannelSchema {
+    /// Distinct sampling rates in Hz, ascending.
+    pub sampling_rates_hz: Vec<f64>,
+    /// Distinct units, sorted.
+    pub units: Vec<String>,
+    /// Number of series.
+    pub series: u64,
+}
+
+/// One annotation key.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnnotationSchema {
+    /// Distinct `annotation_type`s, sorted.
+    pub annotation_types: Vec<String>,
+    /// Which value fields are used: `str`, `num` (sorted).
+    pub value_kinds: Vec<String>,
+    /// Number of annotations (not rows).
+    pub count: u64,
+}
+
+/// One task name.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskSchema {
+    /// Distinct task types, sorted.
+    pub task_types: Vec<String>,
+    /// Distinct splits, sorted.
+    pub splits: Vec<String>,
+    /// Number of tasks.
+    pub count: u64,
+}
+
+/// `counts` block.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    /// Samples.
+    pub samples: u64,
+    /// Unique series.
+    pub time_series: u64,
+    /// Chunks (index rows).
+    pub chunks: u64,
+    /// float32 values.
+    pub values: u64,
+    /// Unique annotations (not rows).
+    pub annotations: u64,
+    /// Tasks per task name.
+    pub tasks: BTreeMap<String, u64>,
+    /// Shard files.
+    pub shards: u64,
+}
+
+/// One file of the version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Relative to the version directory, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Parquet rows.
+    pub rows: u64,
+    /// Lowercase hex sha256.
+    pub sha256: String,
+}
+
+/// `writer` block: every option that shapes bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriterBlock {
+    /// Shard target, uncompressed value bytes.
+    pub shard_target_bytes: u64,
+    /// Hard cap of a shard, uncompressed value bytes.
+    pub shard_max_bytes: u64,
+    /// Row-group target, uncompressed value bytes.
+    pub row_group_target_bytes: u64,
+    /// Hard cap of a row group, uncompressed value bytes.
+    pub row_group_max_bytes: u64,
+    /// Largest chunk, bytes of float32 values.
+    pub chunk_max_bytes: u64,
+    /// Always `zstd`.
+    pub compression: String,
+    /// Pinned zstd level.
+    pub compression_level: i32,
+    /// Page-cut parameters (`docs/format.md`, "Layout").
+    pub content_defined_chunking: CdcBlock,
+}
+
+/// Content-defined page and row-group cuts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CdcBlock {
+    /// `row-key-v1`: cuts after rows whose key hash meets a mask.
+    pub method: String,
+    /// Smallest page before a content-defined cut, uncompressed bytes.
+    pub min_chunk_size: u64,
+    /// Largest page, uncompressed bytes.
+    pub max_chunk_size: u64,
+}
+
+/// One source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceEntry {
+    /// Id in the `source_id` space.
+    pub source_id: String,
+    /// Name.
+    pub name: String,
+    /// URL.
+    pub url: Option<String>,
+    /// License.
+    pub license: Option<String>,
+    /// Citation.
+    pub citation: Option<String>,
+}
+
+/// Statistics of one channel, merged from chunk partials.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ChannelStats {
+    /// Values.
+    pub count: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub std: f64,
+}
+
+/// `derived_from` block of an edited version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DerivedFrom {
+    /// The base version's `dataset.version`.
+    pub dataset_version: String,
+    /// sha256 of the base's `manifest.json` bytes.
+    pub manifest_sha256: String,
+    /// The operation and its arguments.
+    pub operation: serde_json::Value,
+    /// Entities removed, by kind.
+    pub removed: BTreeMap<String, u64>,
+}
+
+/// Running statistics of values: count, min, max, mean and the sum of squared
+/// deviations, merged with Chan et al.'s pairwise update so per-channel figures
+/// come from chunk partials without a second pass over values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Partial {
+    /// Values.
+    pub n: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Sum of squared deviations from the mean.
+    pub m2: f64,
+}
+
+impl Partial {
+    /// Statistics of one chunk (two passes over the chunk, which is in cache).
+    pub fn of(values: &[f32]) -> Partial {
+        let (mut min, mut max, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0f64);
+        for &v in values {
+            min = min.min(v);
+            max = max.max(v);
+            sum += f64::from(v);
+        }
+        let n = values.len() as u64;
+        let mean = sum / n as f64;
+        let m2 = values.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum();
+        Partial {
+            n,
+            min: f64::from(min),
+            max: f64::from(max),
+            mean,
+            m2,
+        }
+    }
+
+    /// Population standard deviation.
+    pub fn std(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            (self.m2 / self.n as f64).sqrt()
+        }
+    }
+
+    /// Merges `other` into `self`.
+    pub fn merge(&mut self, other: &Partial) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *other;
+            return;
+        }
+        let n = self.n + other.n;
+        let delta = other.mean - self.mean;
+        self.mean += delta * other.n as f64 / n as f64;
+        self.m2 += other.m2 + delta * delta * (self.n as f64) * (other.n as f64) / n as f64;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.n = n;
+    }
+
+    /// The manifest form.
+    pub fn to_stats(&self) -> ChannelStats {
+        ChannelStats {
+            count: self.n,
+            min: self.min,
+            max: self.max,
+            mean: self.mean,
+            std: self.std(),
+        }
+    }
+}
+
+impl Manifest {
+    /// Serialized bytes (pretty JSON, one trailing newline).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).expect("manifest types always serialize");
+        out.push(b'\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_partials_equal_one_pass() {
+        let a = [1.0f32, 2.0, 3.0];
+        let b = [10.0f32, -4.0];
+        let mut m = Partial::of(&a);
+        m.merge(&Partial::of(&b));
+        let all = Partial::of(&[1.0, 2.0, 3.0, 10.0, -4.0]);
+        assert_eq!(m.n, 5);
+        assert_eq!((m.min, m.max), (-4.0, 10.0));
+        assert!((m.mean - all.mean).abs() < 1e-12);
+        assert!((m.std() - all.std()).abs() < 1e-12);
+        assert_eq!(all.mean, 2.4);
+    }
+}

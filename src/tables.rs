@@ -1,0 +1,313 @@
+//! The five file kinds of a version: their Parquet schemas (FORMAT-BRIEF §3,
+//! columns in file order) and the conversion of rows into leaf columns.
+
+use std::collections::BTreeMap;
+
+use parquet::data_type::ByteArray;
+
+use crate::encoding::{
+    list_levels, optional_levels, FileSchema, IdEncoding, Leaf, LeafData, SchemaBuilder, Values,
+};
+use crate::error::Result;
+
+/// The six id spaces (FORMAT-BRIEF §2), in manifest order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IdSpace {
+    /// `sample_id`.
+    Sample,
+    /// `time_series_id`.
+    TimeSeries,
+    /// `annotation_id`.
+    Annotation,
+    /// `task_id`.
+    Task,
+    /// `source_id`.
+    Source,
+    /// `subject_id`.
+    Subject,
+}
+
+impl IdSpace {
+    /// All six, in order.
+    pub const ALL: [IdSpace; 6] = [
+        IdSpace::Sample,
+        IdSpace::TimeSeries,
+        IdSpace::Annotation,
+        IdSpace::Task,
+        IdSpace::Source,
+        IdSpace::Subject,
+    ];
+
+    /// The space's name, as in `manifest.id_encoding`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IdSpace::Sample => "sample_id",
+            IdSpace::TimeSeries => "time_series_id",
+            IdSpace::Annotation => "annotation_id",
+            IdSpace::Task => "task_id",
+            IdSpace::Source => "source_id",
+            IdSpace::Subject => "subject_id",
+        }
+    }
+}
+
+/// The storage chosen for each id space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdEncodings(pub [IdEncoding; 6]);
+
+impl IdEncodings {
+    /// The storage of `space`.
+    pub fn get(&self, space: IdSpace) -> IdEncoding {
+        self.0[space as usize]
+    }
+    /// The decision rule: uuid16 when the space has at least one value and every
+    /// value is a canonical UUID, else string (`docs/format.md`, "Ids").
+    pub fn decide<'a>(space_values: [Box<dyn Iterator<Item = &'a str> + 'a>; 6]) -> IdEncodings {
+        IdEncodings(space_values.map(|mut it| {
+            let mut any = false;
+            let all = it.all(|v| {
+                any = true;
+                crate::dataset::is_canonical_uuid(v)
+            });
+            if any && all {
+                IdEncoding::Uuid16
+            } else {
+                IdEncoding::String
+            }
+        }))
+    }
+}
+
+/// `time_series/shard-NNNNN.parquet`.
+pub fn shard_schema(ids: IdEncodings) -> Result<FileSchema> {
+    SchemaBuilder::default()
+        .column(
+            "time_series_id",
+            Leaf::Id(ids.get(IdSpace::TimeSeries)),
+            false,
+        )?
+        .column("chunk_idx", Leaf::I32(crate::encoding::Pin::Delta), false)?
+        .column("spec_type", Leaf::Cat, false)?
+        .column("channel", Leaf::Cat, false)?
+        .list("values", Leaf::Values, false)?
+        .finish()
+}
+
+/// `time_series_index.parquet`.
+pub fn index_schema(ids: IdEncodings) -> Result<FileSchema> {
+    use crate::encoding::Pin::{Delta, Plain};
+    SchemaBuilder::default()
+        .column(
+            "time_series_id",
+            Leaf::Id(ids.get(IdSpace::TimeSeries)),
+            false,
+        )?
+        .column("chunk_idx", Leaf::I32(Delta), false)?
+        .column("spec_type", Leaf::Cat, false)?
+        .column("channel", Leaf::Cat, false)?
+        .column("units", Leaf::Cat, true)?
+        .column("sampling_rate_hz", Leaf::F64, false)?
+        .column("t_start_s", Leaf::F64, false)?
+        .column("t_end_s", Leaf::F64, true)?
+        .column("value_offset", Leaf::I64(Delta), false)?
+        .column("n_values", Leaf::I32(Plain), false)?
+        .column("shard_path", Leaf::Cat, false)?
+        .column("row_group", Leaf::I32(Delta), false)?
+        .column("row_offset", Leaf::I32(Delta), false)?
+        .column("min", Leaf::F32, false)?
+        .column("max", Leaf::F32, false)?
+        .column("mean", Leaf::F64, false)?
+        .column("std", Leaf::F64, false)?
+        .finish()
+}
+
+/// `samples.parquet`.
+pub fn samples_schema(ids: IdEncodings) -> Result<FileSchema> {
+    SchemaBuilder::default()
+        .column("sample_id", Leaf::Id(ids.get(IdSpace::Sample)), false)?
+        .column("source_id", Leaf::Id(ids.get(IdSpace::Source)), false)?
+        .column("subject_id", Leaf::Id(ids.get(IdSpace::Subject)), true)?
+        .column("t_start_s", Leaf::F64, true)?
+        .column("t_end_s", Leaf::F64, true)?
+        .list_of_struct(
+            "series",
+            vec![
+                ("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries))),
+                ("view", Leaf::Cat),
+            ],
+            false,
+        )?
+        .string_map("metadata")?
+        .finish()
+}
+
+/// `annotations.parquet`.
+pub fn annotations_schema(ids: IdEncodings) -> Result<FileSchema> {
+    SchemaBuilder::default()
+        .column("sample_id", Leaf::Id(ids.get(IdSpace::Sample)), false)?
+        .column(
+            "annotation_id",
+            Leaf::Id(ids.get(IdSpace::Annotation)),
+            false,
+        )?
+        .column("annotation_type", Leaf::Cat, false)?
+        .column("key", Leaf::Cat, false)?
+        .column("value_str", Leaf::Utf8, true)?
+        .column("value_num", Leaf::F64, true)?
+        .column("t_start_s", Leaf::F64, true)?
+        .column("t_end_s", Leaf::F64, true)?
+        .column("channel", Leaf::Cat, true)?
+        .finish()
+}
+
+/// `tasks/task=<name>/part-0.parquet`.
+pub fn tasks_schema(ids: IdEncodings) -> Result<FileSchema> {
+    let sample = Leaf::Id(ids.get(IdSpace::Sample));
+    SchemaBuilder::default()
+        .column("task_id", Leaf::Id(ids.get(IdSpace::Task)), false)?
+        .column("task_type", Leaf::Cat, false)?
+        .column("split", Leaf::Cat, true)?
+        .list("sample_ids", sample, false)?
+        .column("target", Leaf::Cat, true)?
+        .column("target_sample_id", sample, true)?
+        .list("context_sample_ids", sample, true)?
+        .column("from_task", Leaf::Id(ids.get(IdSpace::Task)), true)?
+        .column("horizon", Leaf::I32(crate::encoding::Pin::Plain), true)?
+        .column("prompt", Leaf::Utf8, true)?
+        .column("answer", Leaf::Utf8, true)?
+        .finish()
+}
+
+/// Accumulates a table's leaf columns in schema order.
+#[derive(Debug, Default)]
+pub(crate) struct Columns {
+    pub leaves: Vec<LeafData>,
+}
+
+fn bytes_of<'a>(values: impl Iterator<Item = &'a str>) -> Values {
+    Values::Bytes(
+        values
+            .map(|s| ByteArray::from(s.as_bytes().to_vec()))
+            .collect(),
+    )
+}
+
+impl Columns {
+    fn push(&mut self, values: Values, def: Option<Vec<i16>>, rep: Option<Vec<i16>>) {
+        self.leaves.push(LeafData { values, def, rep });
+    }
+
+    /// A required id column.
+    pub fn ids<'a>(&mut self, ids: impl Iterator<Item = &'a str>, enc: IdEncoding) -> Result<()> {
+        self.push(crate::encoding::id_values(ids, enc)?, None, None);
+        Ok(())
+    }
+
+    /// A nullable id column.
+    pub fn opt_ids(&mut self, ids: &[Option<&str>], enc: IdEncoding) -> Result<()> {
+        let values = crate::encoding::id_values(ids.iter().flatten().copied(), enc)?;
+        self.push(values, Some(optional_levels(ids)), None);
+        Ok(())
+    }
+
+    /// A required UTF-8 (categorical or plain) column.
+    pub fn strs<'a>(&mut self, values: impl Iterator<Item = &'a str>) {
+        self.push(bytes_of(values), None, None);
+    }
+
+    /// A nullable UTF-8 column.
+    pub fn opt_strs(&mut self, values: &[Option<&str>]) {
+        self.push(
+            bytes_of(values.iter().flatten().copied()),
+            Some(optional_levels(values)),
+            None,
+        );
+    }
+
+    /// A required int32 column.
+    pub fn i32s(&mut self, values: Vec<i32>) {
+        self.push(Values::I32(values), None, None);
+    }
+
+    /// A nullable int32 column.
+    pub fn opt_i32s(&mut self, values: &[Option<i32>]) {
+        self.push(
+            Values::I32(values.iter().flatten().copied().collect()),
+            Some(optional_levels(values)),
+            None,
+        );
+    }
+
+    /// A required int64 column.
+    pub fn i64s(&mut self, values: Vec<i64>) {
+        self.push(Values::I64(values), None, None);
+    }
+
+    /// A required float32 column.
+    pub fn f32s(&mut self, values: Vec<f32>) {
+        self.push(Values::F32(values), None, None);
+    }
+
+    /// A required float64 column.
+    pub fn f64s(&mut self, values: Vec<f64>) {
+        self.push(Values::F64(values), None, None);
+    }
+
+    /// A nullable float64 column.
+    pub fn opt_f64s(&mut self, values: &[Option<f64>]) {
+        self.push(
+            Values::F64(values.iter().flatten().copied().collect()),
+            Some(optional_levels(values)),
+            None,
+        );
+    }
+
+    /// A list of ids; `None` rows are null lists (only when `nullable`).
+    pub fn id_lists(
+        &mut self,
+        rows: &[Option<&[String]>],
+        nullable: bool,
+        enc: IdEncoding,
+    ) -> Result<()> {
+        let values = crate::encoding::id_values(
+            rows.iter()
+                .flatten()
+                .flat_map(|r| r.iter().map(String::as_str)),
+            enc,
+        )?;
+        let (def, rep) = list_levels(rows.iter().map(|r| r.map(<[String]>::len)), nullable);
+        self.push(values, Some(def), Some(rep));
+        Ok(())
+    }
+
+    /// A required list of `{time_series_id, view}` structs: two leaves.
+    pub fn series_refs(
+        &mut self,
+        rows: &[&[crate::dataset::SeriesRef]],
+        enc: IdEncoding,
+    ) -> Result<()> {
+        let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
+        let ids = crate::encoding::id_values(
+            rows.iter()
+                .flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())),
+            enc,
+        )?;
+        let views = bytes_of(rows.iter().flat_map(|r| r.iter().map(|s| s.view.as_str())));
+        self.push(ids, Some(def.clone()), Some(rep.clone()));
+        self.push(views, Some(def), Some(rep));
+        Ok(())
+    }
+
+    /// A nullable `map<utf8, utf8>`; an empty map is stored as null.
+    pub fn string_maps(&mut self, rows: &[&BTreeMap<String, String>]) {
+        let shape: Vec<Option<usize>> = rows
+            .iter()
+            .map(|m| (!m.is_empty()).then_some(m.len()))
+            .collect();
+        let (def, rep) = list_levels(shape.into_iter(), true);
+        let keys = bytes_of(rows.iter().flat_map(|m| m.keys().map(String::as_str)));
+        let values = bytes_of(rows.iter().flat_map(|m| m.values().map(String::as_str)));
+        self.push(keys, Some(def.clone()), Some(rep.clone()));
+        self.push(values, Some(def), Some(rep));
+    }
+}
