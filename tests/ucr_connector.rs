@@ -534,7 +534,11 @@ const BAD_FILES: &[(&str, usize, &[&str])] = &[
         5,
         &["case 1, dimension 1", "all values are missing"],
     ),
-    ("invalid_utf8.ts", 1, &["not valid UTF-8", "byte 6 of the line"]),
+    (
+        "invalid_utf8.ts",
+        1,
+        &["not valid UTF-8", "byte 6 of the line"],
+    ),
     ("empty.ts", 1, &["file is empty"]),
     ("no_data_lines.ts", 3, &["no data lines after @data"]),
     (

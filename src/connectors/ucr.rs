@@ -1291,6 +1291,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Arbitrary text made of the format's own characters never panics the parser.
+        #[test]
+        fn parser_never_panics(
+            header in "(@(data|timestamps true|classlabel true a 1|targetlabel true|dimensions 2|univariate true)\n){0,4}",
+            body in "[@#%:,()?.0-9aeinfNT \t\r\n-]{0,120}",
+        ) {
+            let text = format!("{header}{body}");
+            let _ = parse(&text);
+            let _ = parse_drop(&text);
+        }
+
+        /// Arbitrary bytes never panic it either.
+        #[test]
+        fn parser_never_panics_on_bytes(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = parse_ts(Path::new("t.ts"), &bytes, OnMissing::Error);
+        }
+    }
+
     #[test]
     fn splits_from_stems() {
         assert_eq!(split_of(Path::new("/x/ArrowHead_TRAIN.ts")), "train");
