@@ -1,1 +1,1409 @@
-//! placeholder
+//! Reader for UCR/UEA `.ts` files (the sktime/aeon `.ts` format of the UCR and UEA
+//! classification archives and the TSER regression archive).
+//!
+//! A file is a header of `@tag value` lines (tag names case-insensitive, `#`/`%`
+//! comment lines allowed) closed by `@data`, then one case per line: dimensions
+//! separated by `:`, values by `,`, and the class label or regression target as the
+//! last `:` field. [`read_ucr`] parses every file eagerly, so each malformed input
+//! surfaces as [`Error::InvalidInput`] with the file and 1-based line, and turns the
+//! cases into samples, series, annotations and one task per split.
+//!
+//! ```no_run
+//! use timef::connectors::ucr::{read_ucr, UcrOptions};
+//! let opts = UcrOptions::new("ArrowHead", "1.0.0");
+//! let ds = read_ucr(&["ArrowHead_TRAIN.ts", "ArrowHead_TEST.ts"], &opts)?;
+//! # Ok::<(), timef::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use crate::dataset::{
+    Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset,
+};
+use crate::error::{Error, Result};
+
+/// Relative tolerance when checking that timestamps are evenly spaced.
+const TIMESTAMP_TOLERANCE: f64 = 1e-6;
+
+/// One parsed value with its time: the timestamp, or the value's index without
+/// timestamps; the value is `None` when missing.
+type Point = (f64, Option<f64>);
+
+/// What to do with a case whose values have an interior gap or a channel without values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnMissing {
+    /// Fail with [`Error::InvalidInput`] naming the line, case and dimension.
+    #[default]
+    Error,
+    /// Leave the case out; the remaining cases keep their file position in their ids.
+    DropCase,
+}
+
+/// Options of [`read_ucr`]. Plain fields with [`Default`], plus [`UcrOptions::new`]
+/// and consuming `with_*` setters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UcrOptions {
+    /// Dataset name (a path component); also the source id and the prefix of every id.
+    pub name: String,
+    /// Dataset version (a path component).
+    pub version: String,
+    /// Spec type of every series; [`DEFAULT_SPEC_TYPE`] when `None`.
+    pub spec_type: Option<String>,
+    /// Sampling rate of every series. When `None`, evenly spaced timestamps give the
+    /// rate (`1 / dt`), else [`DEFAULT_SAMPLING_RATE_HZ`]. When set it wins over the
+    /// timestamps' spacing (timestamps still give each series' start).
+    pub sampling_rate_hz: Option<f64>,
+    /// How ids are spelled.
+    pub ids: IdMode,
+    /// What to do with cases that have missing values other than trailing padding.
+    pub on_missing: OnMissing,
+}
+
+impl UcrOptions {
+    /// Options for dataset `name` at `version`, everything else default.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        UcrOptions {
+            name: name.into(),
+            version: version.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets [`UcrOptions::spec_type`].
+    pub fn with_spec_type(mut self, spec_type: impl Into<String>) -> Self {
+        self.spec_type = Some(spec_type.into());
+        self
+    }
+
+    /// Sets [`UcrOptions::sampling_rate_hz`].
+    pub fn with_sampling_rate_hz(mut self, hz: f64) -> Self {
+        self.sampling_rate_hz = Some(hz);
+        self
+    }
+
+    /// Sets [`UcrOptions::ids`].
+    pub fn with_ids(mut self, ids: IdMode) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// Sets [`UcrOptions::on_missing`].
+    pub fn with_on_missing(mut self, on_missing: OnMissing) -> Self {
+        self.on_missing = on_missing;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if let Some(hz) = self.sampling_rate_hz {
+            if !(hz.is_finite() && hz > 0.0) {
+                return Err(Error::InvalidOption {
+                    option: "sampling_rate_hz",
+                    reason: format!("{hz} is not finite and > 0"),
+                });
+            }
+        }
+        if self.spec_type.as_deref() == Some("") {
+            return Err(Error::InvalidOption {
+                option: "spec_type",
+                reason: "must not be empty".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Reads UCR/UEA `.ts` files into one dataset.
+///
+/// Each file is one split: `train`/`test` from a `_TRAIN`/`_TEST` file-stem suffix
+/// (case-insensitive), else the lower-cased stem; two files of the same split are an
+/// error. Every case becomes a sample `"{name}-{split}-{case}"` (case = 0-based index
+/// among the file's data lines) with one series per dimension (`"{sample}/{dim}"`,
+/// view `main`, channel `"{dim}"`). Class labels become `label`/`class` annotations,
+/// regression targets `number`/`target` annotations, and each labelled file one task
+/// named after its split. The dataset description is the first file's `@problemName`
+/// and leading comment lines.
+///
+/// Errors: [`Error::InvalidInput`] (path and 1-based line) for every malformed file,
+/// [`Error::Io`] when a file cannot be read, [`Error::InvalidOption`] for bad options,
+/// [`Error::Validation`] when the name, version or a split is not a valid path component.
+pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDataset> {
+    opts.validate()?;
+    if paths.is_empty() {
+        return Err(Error::InvalidOption {
+            option: "paths",
+            reason: "at least one .ts file is needed".into(),
+        });
+    }
+    // Splits first, so a duplicate is reported before any file is parsed.
+    let mut splits: BTreeMap<String, &Path> = BTreeMap::new();
+    let mut files = Vec::with_capacity(paths.len());
+    for p in paths {
+        let path = p.as_ref();
+        let split = split_of(path);
+        if let Some(other) = splits.insert(split.clone(), path) {
+            return Err(Error::input(
+                path,
+                None,
+                format!(
+                    "maps to split '{split}' like {}; give one file per split",
+                    other.display()
+                ),
+            ));
+        }
+        files.push((path, split));
+    }
+
+    let mut ds = TimeFDataset::new(opts.name.as_str(), opts.version.as_str())?;
+    for (i, (path, split)) in files.into_iter().enumerate() {
+        let file = parse_ts_file(path, opts.on_missing)?;
+        if i == 0 {
+            ds.info.description = file.description();
+            ds.add_source(Source {
+                source_id: opts.ids.id(&opts.name),
+                name: file
+                    .problem_name
+                    .clone()
+                    .unwrap_or_else(|| opts.name.clone()),
+                ..Default::default()
+            })?;
+        }
+        add_file(&mut ds, opts, &split, file)?;
+    }
+    Ok(ds)
+}
+
+/// The split a file stands for: `train`/`test` from a `_TRAIN`/`_TEST` stem suffix,
+/// else the whole stem lower-cased.
+fn split_of(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if stem.ends_with("_train") {
+        "train".into()
+    } else if stem.ends_with("_test") {
+        "test".into()
+    } else {
+        stem
+    }
+}
+
+/// Moves one parsed file into the dataset.
+fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, split: &str, file: TsFile) -> Result<()> {
+    let name = &opts.name;
+    let ids = opts.ids;
+    let spec_type = opts.spec_type.as_deref().unwrap_or(DEFAULT_SPEC_TYPE);
+    let source_id = ids.id(name);
+    let mut task_samples = Vec::with_capacity(file.cases.len());
+    for case in file.cases {
+        let readable = format!("{name}-{split}-{}", case.index);
+        let sample_id = ids.id(&readable);
+        let mut refs = Vec::with_capacity(case.channels.len());
+        for (dim, ch) in case.channels.into_iter().enumerate() {
+            let series_id = ids.id(&format!("{readable}/{dim}"));
+            let meta = SeriesMeta {
+                time_series_id: series_id.clone(),
+                spec_type: spec_type.to_string(),
+                channel: dim.to_string(),
+                units: None,
+                sampling_rate_hz: opts
+                    .sampling_rate_hz
+                    .or(ch.rate_hz)
+                    .unwrap_or(DEFAULT_SAMPLING_RATE_HZ),
+                t_start_s: ch.t_start_s,
+                t_end_s: None,
+            };
+            let values = ch.values;
+            ds.add_series(meta, Box::new(move || Ok(values)))?;
+            refs.push(SeriesRef {
+                time_series_id: series_id,
+                view: "main".into(),
+            });
+        }
+        ds.add_sample(Sample {
+            sample_id: sample_id.clone(),
+            source_id: source_id.clone(),
+            series: refs,
+            ..Default::default()
+        })?;
+        let annotation = match case.label {
+            Some(TsLabel::Class(label)) => Some(Annotation {
+                annotation_id: ids.id(&format!("{readable}/class")),
+                annotation_type: "label".into(),
+                key: "class".into(),
+                value_str: Some(label),
+                ..Default::default()
+            }),
+            Some(TsLabel::Target(v)) => Some(Annotation {
+                annotation_id: ids.id(&format!("{readable}/target")),
+                annotation_type: "number".into(),
+                key: "target".into(),
+                value_num: Some(v),
+                ..Default::default()
+            }),
+            None => None,
+        };
+        if let Some(a) = annotation {
+            ds.add_annotation(a, std::slice::from_ref(&sample_id))?;
+        }
+        task_samples.push(sample_id);
+    }
+    let (task_type, target) = match file.response {
+        TsResponse::None => return Ok(()),
+        TsResponse::Class(_) => (TaskType::Classification, "class"),
+        TsResponse::Target => (TaskType::Regression, "target"),
+    };
+    // Every case of the file may have been dropped; a task needs at least one sample.
+    if task_samples.is_empty() {
+        return Ok(());
+    }
+    let mut task = Task::new(ids.id(&format!("{name}-{split}")), task_type, task_samples);
+    task.split = Some(split.to_string());
+    task.target = Some(target.to_string());
+    ds.add_task(split, task)
+}
+
+// ---------------------------------------------------------------------------
+// Parser: bytes -> TsFile. Independent of the dataset model, so that it can be
+// unit-tested on in-memory text and callers can inspect a file's values directly
+// (the dataset keeps values behind loaders that only the writer runs).
+// ---------------------------------------------------------------------------
+
+/// What the cases of a file carry besides their values, as its header declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TsResponse {
+    /// No label or target (`@classLabel false`, no `@targetLabel true`).
+    None,
+    /// `@classLabel true ...`: the declared class labels, in header order.
+    Class(Vec<String>),
+    /// `@targetLabel true`: one regression target per case.
+    Target,
+}
+
+/// One case's class label or regression target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TsLabel {
+    /// The label text as in the file (blanks around the field removed).
+    Class(String),
+    /// The parsed target.
+    Target(f64),
+}
+
+/// One dimension (channel) of a case, trailing padding trimmed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TsChannel {
+    /// The values, parsed as f64 and stored as f32.
+    pub values: Vec<f32>,
+    /// The first timestamp in seconds; 0 without `@timeStamps true`.
+    pub t_start_s: f64,
+    /// `1 / dt` of evenly spaced timestamps (at least two points), else `None`.
+    pub rate_hz: Option<f64>,
+}
+
+/// One kept data line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TsCase {
+    /// 0-based index among the file's data lines (a dropped case keeps its slot).
+    pub index: usize,
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// One entry per dimension.
+    pub channels: Vec<TsChannel>,
+    /// The label or target, when the header declares one.
+    pub label: Option<TsLabel>,
+}
+
+/// A parsed `.ts` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TsFile {
+    /// The `@problemName` value (blank runs collapsed to one space).
+    pub problem_name: Option<String>,
+    /// The comment lines before the first tag, `#`/`%` markers and outer blanks stripped.
+    pub comments: Vec<String>,
+    /// What each case carries besides values.
+    pub response: TsResponse,
+    /// The kept cases, in file order.
+    pub cases: Vec<TsCase>,
+}
+
+impl TsFile {
+    /// `@problemName`, then the leading comments (outer empty comment lines
+    /// dropped), joined by `\n`; `None` when there is neither.
+    pub fn description(&self) -> Option<String> {
+        let start = self.comments.iter().position(|c| !c.is_empty());
+        let end = self.comments.iter().rposition(|c| !c.is_empty());
+        let comments = match (start, end) {
+            (Some(s), Some(e)) => self.comments.get(s..=e).unwrap_or_default(),
+            _ => &[],
+        };
+        let parts: Vec<&str> = self
+            .problem_name
+            .iter()
+            .map(String::as_str)
+            .chain(comments.iter().map(String::as_str))
+            .collect();
+        if parts.is_empty() {
+            None
+        } else {
+            Some(parts.join("\n"))
+        }
+    }
+}
+
+/// Header tags seen so far, with the line each came from (for error messages).
+#[derive(Debug, Default)]
+struct Header {
+    problem_name: Option<String>,
+    comments: Vec<String>,
+    seen_tag: bool,
+    timestamps: bool,
+    univariate: Option<(bool, usize)>,
+    dimensions: Option<(usize, usize)>,
+    class_labels: Option<(Vec<String>, usize)>,
+    target: Option<usize>,
+}
+
+/// Where the expected dimension count comes from.
+struct ExpectedDims {
+    count: usize,
+    why: String,
+}
+
+/// Parser state for one file; `path` goes into every error.
+struct Parser<'a> {
+    path: &'a Path,
+    on_missing: OnMissing,
+}
+
+impl Parser<'_> {
+    fn err(&self, line: usize, reason: impl Into<String>) -> Error {
+        Error::input(self.path, Some(line), reason)
+    }
+}
+
+/// Reads and parses one `.ts` file without building a dataset (the values are
+/// returned directly). Same rules and errors as [`read_ucr`].
+pub fn parse_ts_file(path: impl AsRef<Path>, on_missing: OnMissing) -> Result<TsFile> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    parse_ts(path, &bytes, on_missing)
+}
+
+/// Parses the bytes of a `.ts` file; `path` only names the file in errors.
+pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFile> {
+    let p = Parser { path, on_missing };
+    // A UTF-8 byte order mark is allowed before the first line.
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    // The last line's number, for errors at the end of the file (1 for an empty file).
+    let last_line = body.split(|&b| b == b'\n').count() - usize::from(body.ends_with(b"\n"));
+    let last_line = last_line.max(1);
+
+    let mut header = Header::default();
+    let mut data_tag: Option<(usize, TsResponse, Option<ExpectedDims>)> = None;
+    let mut cases = Vec::new();
+    let mut n_data_lines = 0usize;
+    let mut any_content = false;
+
+    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
+        let no = i + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = std::str::from_utf8(raw).map_err(|e| {
+            p.err(
+                no,
+                format!(
+                    "line is not valid UTF-8 (byte {} of the line is invalid)",
+                    e.valid_up_to() + 1
+                ),
+            )
+        })?;
+        let t = text.trim();
+        if t.is_empty() {
+            continue;
+        }
+        any_content = true;
+        match &mut data_tag {
+            None => {
+                if t.starts_with('#') || t.starts_with('%') {
+                    // Only comments before the first tag describe the dataset.
+                    if !header.seen_tag {
+                        header
+                            .comments
+                            .push(t.trim_start_matches(['#', '%']).trim().to_string());
+                    }
+                } else if let Some(tag) = t.strip_prefix('@') {
+                    if p.tag(&mut header, no, tag)? {
+                        data_tag = Some(p.finish_header(&header, no)?);
+                    }
+                } else {
+                    return Err(p.err(no, "data line before the @data tag (is @data missing?)"));
+                }
+            }
+            Some((_, response, expected)) => {
+                let index = n_data_lines;
+                n_data_lines += 1;
+                if let Some(case) = p.case(no, t, index, &header, response, expected)? {
+                    cases.push(case);
+                }
+            }
+        }
+    }
+
+    let Some((data_line, response, _)) = data_tag else {
+        return Err(if any_content {
+            p.err(
+                last_line,
+                "file ends before the @data tag (truncated header or missing @data)",
+            )
+        } else {
+            p.err(1, "file is empty")
+        });
+    };
+    if n_data_lines == 0 {
+        return Err(p.err(data_line, "no data lines after @data"));
+    }
+    Ok(TsFile {
+        problem_name: header.problem_name,
+        comments: header.comments,
+        response,
+        cases,
+    })
+}
+
+/// Parses a tag's boolean value (`true`/`false`, any case).
+fn parse_bool(value: &str) -> Option<bool> {
+    if value.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+impl Parser<'_> {
+    /// Applies one `@tag value` line (without the `@`) to `h`; true for `@data`.
+    /// A repeated tag overrides the earlier one.
+    fn tag(&self, h: &mut Header, no: usize, tag: &str) -> Result<bool> {
+        h.seen_tag = true;
+        let (name, value) = tag.split_once(char::is_whitespace).unwrap_or((tag, ""));
+        let mut words = value.split_whitespace();
+        let bool_value = |words: &mut std::str::SplitWhitespace<'_>| -> Result<bool> {
+            let w = words.next().unwrap_or("");
+            parse_bool(w)
+                .ok_or_else(|| self.err(no, format!("@{name} needs true or false, found '{w}'")))
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "data" => return Ok(true),
+            "problemname" => {
+                let v = words.collect::<Vec<_>>().join(" ");
+                h.problem_name = if v.is_empty() { None } else { Some(v) };
+            }
+            "timestamps" => h.timestamps = bool_value(&mut words)?,
+            "univariate" => h.univariate = Some((bool_value(&mut words)?, no)),
+            "dimensions" => {
+                let w = words.next().unwrap_or("");
+                match w.parse::<usize>() {
+                    Ok(d) if d > 0 => h.dimensions = Some((d, no)),
+                    _ => {
+                        return Err(self.err(
+                            no,
+                            format!("@dimensions needs a positive integer, found '{w}'"),
+                        ))
+                    }
+                }
+            }
+            "classlabel" => {
+                let on = bool_value(&mut words)?;
+                let labels: Vec<String> = words.map(str::to_string).collect();
+                h.class_labels = match (on, labels.is_empty()) {
+                    (true, false) => Some((labels, no)),
+                    (true, true) => {
+                        return Err(self.err(no, "@classLabel true needs the list of class labels"))
+                    }
+                    (false, true) => None,
+                    (false, false) => {
+                        return Err(self.err(no, "@classLabel false must not list class labels"))
+                    }
+                };
+            }
+            "targetlabel" => h.target = bool_value(&mut words)?.then_some(no),
+            // @missing, @equalLength and @seriesLength are advisory: missing values and
+            // lengths are taken from the data. Other tags are not part of the format.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// Checks the header at `@data` (line `no`) and fixes the response kind and the
+    /// expected dimension count if the header declares one.
+    fn finish_header(
+        &self,
+        h: &Header,
+        no: usize,
+    ) -> Result<(usize, TsResponse, Option<ExpectedDims>)> {
+        let response = match (&h.class_labels, h.target) {
+            (Some((_, cl)), Some(tl)) => {
+                let cl = *cl;
+                return Err(self.err(
+                    cl.max(tl),
+                    "@classLabel true and @targetLabel true cannot both be set",
+                ));
+            }
+            (Some((labels, _)), None) => TsResponse::Class(labels.clone()),
+            (None, Some(_)) => TsResponse::Target,
+            (None, None) => TsResponse::None,
+        };
+        let expected = match (h.univariate, h.dimensions) {
+            (Some((true, ul)), Some((d, dl))) if d != 1 => {
+                return Err(self.err(
+                    dl.max(ul),
+                    format!("@dimensions {d} contradicts @univariate true"),
+                ));
+            }
+            (_, Some((d, dl))) => Some(ExpectedDims {
+                count: d,
+                why: format!("@dimensions at line {dl}"),
+            }),
+            (Some((true, ul)), None) => Some(ExpectedDims {
+                count: 1,
+                why: format!("@univariate true at line {ul}"),
+            }),
+            _ => None,
+        };
+        Ok((no, response, expected))
+    }
+
+    /// Parses data line `no` (trimmed text `t`), case `index`. `None` when the case is
+    /// dropped under [`OnMissing::DropCase`].
+    fn case(
+        &self,
+        no: usize,
+        t: &str,
+        index: usize,
+        h: &Header,
+        response: &TsResponse,
+        expected: &mut Option<ExpectedDims>,
+    ) -> Result<Option<TsCase>> {
+        let mut fields = split_fields(t, h.timestamps);
+        let response_text = match response {
+            TsResponse::None => None,
+            _ => {
+                let what = if matches!(response, TsResponse::Target) {
+                    "regression target"
+                } else {
+                    "class label"
+                };
+                if fields.len() < 2 {
+                    return Err(self.err(no, format!("case {index}: expected dimensions then ':' and the {what}, found no ':'")));
+                }
+                fields.pop()
+            }
+        };
+
+        match expected {
+            Some(e) if e.count != fields.len() => {
+                return Err(self.err(
+                    no,
+                    format!(
+                        "case {index} has {} dimensions, expected {} ({})",
+                        fields.len(),
+                        e.count,
+                        e.why
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                *expected = Some(ExpectedDims {
+                    count: fields.len(),
+                    why: format!("as case 0 at line {no}"),
+                })
+            }
+        }
+
+        let case_response = match (response, response_text) {
+            (TsResponse::Class(declared), Some(text)) => {
+                let label = text.trim();
+                if !declared.iter().any(|d| d == label) {
+                    return Err(self.err(
+                        no,
+                        format!("case {index}: class label '{label}' is not declared in @classLabel ({})", declared.join(" ")),
+                    ));
+                }
+                Some(TsLabel::Class(label.to_string()))
+            }
+            (TsResponse::Target, Some(text)) => {
+                let text = text.trim();
+                match text.parse::<f64>() {
+                    Ok(v) if v.is_finite() => Some(TsLabel::Target(v)),
+                    parsed => {
+                        let why = match parsed {
+                            Ok(v) if v.is_nan() => "regression target is missing".to_string(),
+                            _ if text == "?" => "regression target is missing".to_string(),
+                            Ok(_) => format!("regression target '{text}' is not finite"),
+                            Err(_) => format!("regression target '{text}' is not a number"),
+                        };
+                        return Err(self.err(no, format!("case {index}: {why}")));
+                    }
+                }
+            }
+            _ => None,
+        };
+
+        let mut channels = Vec::with_capacity(fields.len());
+        // Missing-value problems are collected, not returned at once, so that a hard
+        // error in a later dimension still wins over dropping the case.
+        let mut missing_problem: Option<String> = None;
+        for (dim, field) in fields.iter().enumerate() {
+            let at = |k: usize, why: String| {
+                self.err(
+                    no,
+                    format!("case {index}, dimension {dim}, value {k}: {why}"),
+                )
+            };
+            let points: Vec<Point> = if h.timestamps {
+                parse_tuples(field).map_err(|(k, why)| at(k, why))?
+            } else {
+                split_values(field)
+                    .enumerate()
+                    .map(|(k, tok)| Ok((k as f64, parse_value(tok).map_err(|why| at(k, why))?)))
+                    .collect::<Result<_>>()?
+            };
+            let kept = match trim_padding(&points) {
+                Ok(kept) => kept,
+                Err(why) => {
+                    missing_problem.get_or_insert(format!("case {index}, dimension {dim}: {why}"));
+                    continue;
+                }
+            };
+            let (t_start_s, rate_hz) = if h.timestamps {
+                spacing(kept)
+                    .map_err(|why| self.err(no, format!("case {index}, dimension {dim}: {why}")))?
+            } else {
+                (0.0, None)
+            };
+            let values = kept
+                .iter()
+                .filter_map(|&(_, v)| v.map(|v| v as f32))
+                .collect();
+            channels.push(TsChannel {
+                values,
+                t_start_s,
+                rate_hz,
+            });
+        }
+        match (missing_problem, self.on_missing) {
+            (None, _) => Ok(Some(TsCase {
+                index,
+                line: no,
+                channels,
+                label: case_response,
+            })),
+            (Some(_), OnMissing::DropCase) => Ok(None),
+            (Some(why), OnMissing::Error) => Err(self.err(no, why)),
+        }
+    }
+}
+
+/// Splits a data line at `:`. With timestamps, a `:` inside `( )` belongs to a
+/// date-time (`(2019-01-01 00:00:00,1.5)`) and does not split.
+fn split_fields(line: &str, timestamps: bool) -> Vec<&str> {
+    if !timestamps {
+        return line.split(':').collect();
+    }
+    let mut fields = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in line.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ':' if depth == 0 => {
+                fields.push(line.get(start..i).unwrap_or(""));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields.push(line.get(start..).unwrap_or(""));
+    fields
+}
+
+/// The comma-separated tokens of a dimension; an empty dimension has none.
+fn split_values(field: &str) -> impl Iterator<Item = &str> {
+    let field = field.trim();
+    field.split(',').filter(move |_| !field.is_empty())
+}
+
+/// Parses one value token: `None` for missing (`?`, `NaN` in any case).
+fn parse_value(tok: &str) -> std::result::Result<Option<f64>, String> {
+    let tok = tok.trim();
+    if tok == "?" {
+        return Ok(None);
+    }
+    if tok.is_empty() {
+        return Err("empty value".into());
+    }
+    match tok.parse::<f64>() {
+        Ok(v) if v.is_nan() => Ok(None),
+        Ok(v) if !v.is_finite() => Err(format!("'{tok}' is not finite")),
+        Ok(v) if !(v as f32).is_finite() => Err(format!("'{tok}' is outside the float32 range")),
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Err(format!("'{tok}' is not a number")),
+    }
+}
+
+/// Parses `(time,value),(time,value),...`; errors carry the 0-based value index.
+fn parse_tuples(field: &str) -> std::result::Result<Vec<Point>, (usize, String)> {
+    let mut out = Vec::new();
+    let mut rest = field.trim();
+    if rest.is_empty() {
+        return Ok(out);
+    }
+    loop {
+        let k = out.len();
+        let Some(after_open) = rest.strip_prefix('(') else {
+            return Err((
+                k,
+                format!(
+                    "expected '(' of a (time,value) pair, found '{}'",
+                    preview(rest)
+                ),
+            ));
+        };
+        let Some((inner, after)) = after_open.split_once(')') else {
+            return Err((k, "'(' without a closing ')'".into()));
+        };
+        // Split at the last comma: a value never contains one, a time might in some locales.
+        let Some((time, value)) = inner.rsplit_once(',') else {
+            return Err((k, format!("expected (time,value), found '({inner})'")));
+        };
+        let time = parse_time(time.trim()).map_err(|why| (k, why))?;
+        let value = parse_value(value).map_err(|why| (k, why))?;
+        out.push((time, value));
+        rest = after.trim_start();
+        if rest.is_empty() {
+            return Ok(out);
+        }
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r.trim_start(),
+            None => {
+                return Err((
+                    k + 1,
+                    format!("expected ',' between pairs, found '{}'", preview(rest)),
+                ))
+            }
+        }
+    }
+}
+
+/// At most 20 characters of `s`, for error messages.
+fn preview(s: &str) -> String {
+    s.chars().take(20).collect()
+}
+
+/// Trims trailing missing values (padding of unequal-length data). An interior gap
+/// or a dimension without any value is an error (the caller may drop the case).
+fn trim_padding(points: &[Point]) -> std::result::Result<&[Point], String> {
+    let Some(last) = points.iter().rposition(|(_, v)| v.is_some()) else {
+        return Err(if points.is_empty() {
+            "no values".into()
+        } else {
+            "all values are missing".into()
+        });
+    };
+    let kept = points.get(..=last).unwrap_or_default();
+    match kept.iter().position(|(_, v)| v.is_none()) {
+        Some(k) => Err(format!(
+            "missing value at position {k} is followed by real values (interior gap)"
+        )),
+        None => Ok(kept),
+    }
+}
+
+/// Start and rate of timestamped points: the first time, and `1 / dt` when there are
+/// at least two points evenly spaced by `dt > 0` (relative tolerance 1e-6).
+fn spacing(points: &[Point]) -> std::result::Result<(f64, Option<f64>), String> {
+    let mut times = points.iter().map(|&(t, _)| t);
+    let Some(t0) = times.next() else {
+        return Ok((0.0, None));
+    };
+    let Some(t1) = times.next() else {
+        return Ok((t0, None));
+    };
+    let dt = t1 - t0;
+    if dt <= 0.0 {
+        return Err(format!("timestamps are not increasing ({t0} then {t1})"));
+    }
+    let mut prev = t1;
+    for (k, t) in times.enumerate() {
+        let step = t - prev;
+        if (step - dt).abs() > TIMESTAMP_TOLERANCE * dt {
+            return Err(format!(
+                "irregular timestamps: step {} (from {prev} to {t}) is {step} s, the first step is {dt} s",
+                k + 1
+            ));
+        }
+        prev = t;
+    }
+    let rate = 1.0 / dt;
+    // A step so small or so large that the rate is not a positive finite number
+    // cannot be stored.
+    if rate.is_finite() && rate > 0.0 {
+        Ok((t0, Some(rate)))
+    } else {
+        Err(format!(
+            "timestamp step {dt} s gives no usable sampling rate"
+        ))
+    }
+}
+
+/// A timestamp: a plain number, or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` (also with `T`
+/// and a trailing `Z`) read as UTC, in epoch seconds.
+fn parse_time(tok: &str) -> std::result::Result<f64, String> {
+    match tok.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("time '{tok}' is not finite")),
+        Err(_) => parse_datetime(tok).ok_or_else(|| {
+            format!("time '{tok}' is neither a number nor a YYYY-MM-DD HH:MM:SS date-time")
+        }),
+    }
+}
+
+/// `YYYY-MM-DD[( |T)HH:MM[:SS[.fff]]][Z]` as UTC epoch seconds; `None` if malformed.
+fn parse_datetime(s: &str) -> Option<f64> {
+    let s = s.strip_suffix('Z').unwrap_or(s);
+    let (date, time) = match s.split_once([' ', 'T']) {
+        Some((d, t)) => (d, Some(t.trim_start())),
+        None => (s, None),
+    };
+    let mut ymd = date.split('-');
+    let year = digits(ymd.next()?, 4, 4)?;
+    let month = digits(ymd.next()?, 1, 2)?;
+    let day = digits(ymd.next()?, 1, 2)?;
+    if ymd.next().is_some()
+        || !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+    {
+        return None;
+    }
+    let mut secs = 0.0;
+    if let Some(time) = time {
+        let mut hms = time.split(':');
+        let h = digits(hms.next()?, 1, 2)?;
+        let m = digits(hms.next()?, 1, 2)?;
+        let s = match hms.next() {
+            Some(sec) => {
+                let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
+                let whole = digits(whole, 1, 2)?;
+                if !frac.bytes().all(|b| b.is_ascii_digit()) || whole > 59 {
+                    return None;
+                }
+                sec.parse::<f64>().ok()?
+            }
+            None => 0.0,
+        };
+        if hms.next().is_some() || h > 23 || m > 59 {
+            return None;
+        }
+        secs = (h * 3600 + m * 60) as f64 + s;
+    }
+    Some(days_from_civil(year, month, day) as f64 * 86_400.0 + secs)
+}
+
+/// An unsigned decimal of `min..=max` ASCII digits.
+fn digits(s: &str, min: usize, max: usize) -> Option<i64> {
+    if (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<TsFile> {
+        parse_ts(Path::new("t.ts"), text.as_bytes(), OnMissing::Error)
+    }
+
+    fn parse_drop(text: &str) -> Result<TsFile> {
+        parse_ts(Path::new("t.ts"), text.as_bytes(), OnMissing::DropCase)
+    }
+
+    /// (line, reason) of an InvalidInput error.
+    fn input_err(r: Result<TsFile>) -> (Option<usize>, String) {
+        match r {
+            Err(Error::InvalidInput { line, reason, .. }) => (line, reason),
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+    }
+
+    fn values(f: &TsFile) -> Vec<Vec<Vec<f32>>> {
+        f.cases
+            .iter()
+            .map(|c| c.channels.iter().map(|ch| ch.values.clone()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn tags_are_case_insensitive_and_values_tolerate_blanks() {
+        let f = parse("@PROBLEMNAME  Foo\n@TimeStamps\tFALSE\n@CLASSLABEL  true \t a  B\n@Data\n1,2:a\n3,4:B\n").unwrap();
+        assert_eq!(f.problem_name.as_deref(), Some("Foo"));
+        assert_eq!(f.response, TsResponse::Class(vec!["a".into(), "B".into()]));
+        assert_eq!(values(&f), vec![vec![vec![1.0, 2.0]], vec![vec![3.0, 4.0]]]);
+        assert_eq!(f.cases[1].label, Some(TsLabel::Class("B".into())));
+    }
+
+    #[test]
+    fn bom_crlf_comments_and_blank_lines() {
+        let text = "\u{feff}# first\r\n%% second\r\n\r\n@problemName P\r\n# not leading\r\n@data\r\n\r\n1.5,2.5\r\n";
+        let f = parse(text).unwrap();
+        assert_eq!(f.comments, vec!["first", "second"]);
+        assert_eq!(f.description().as_deref(), Some("P\nfirst\nsecond"));
+        assert_eq!(values(&f), vec![vec![vec![1.5, 2.5]]]);
+        assert_eq!(f.response, TsResponse::None);
+    }
+
+    #[test]
+    fn description_drops_outer_empty_comment_lines() {
+        let f = parse("#\n# a\n#\n# b\n%\n@data\n1\n").unwrap();
+        assert_eq!(f.description().as_deref(), Some("a\n\nb"));
+        assert_eq!(parse("@data\n1\n").unwrap().description(), None);
+    }
+
+    #[test]
+    fn label_text_is_kept_exactly() {
+        let f = parse("@classLabel true 01 Run-1 x.y\n@data\n1:01\n2:Run-1\n3:x.y\n").unwrap();
+        let labels: Vec<_> = f.cases.iter().map(|c| c.label.clone()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                Some(TsLabel::Class("01".into())),
+                Some(TsLabel::Class("Run-1".into())),
+                Some(TsLabel::Class("x.y".into()))
+            ]
+        );
+        // "1" is not "01", and case matters.
+        let (line, reason) = input_err(parse("@classLabel true 01 A\n@data\n1:1\n"));
+        assert_eq!(line, Some(3));
+        assert!(
+            reason.contains("case 0") && reason.contains("'1'"),
+            "{reason}"
+        );
+        let (line, _) = input_err(parse("@classLabel true 01 A\n@data\n1:01\n1:a\n"));
+        assert_eq!(line, Some(4));
+    }
+
+    #[test]
+    fn trailing_missing_values_are_padding() {
+        let f = parse("@data\n1,2,?,NaN,nan:3,?\n4,5,6:7,8\n").unwrap();
+        assert_eq!(
+            values(&f),
+            vec![
+                vec![vec![1.0, 2.0], vec![3.0]],
+                vec![vec![4.0, 5.0, 6.0], vec![7.0, 8.0]]
+            ]
+        );
+    }
+
+    #[test]
+    fn interior_gap_and_all_missing_are_errors_or_dropped() {
+        let text = "@classLabel true a\n@data\n1,2:3:a\n1,?,2:3:a\n4:?,?:a\n5:6:a\n";
+        let (line, reason) = input_err(parse(text));
+        assert_eq!(line, Some(4));
+        assert!(
+            reason.contains("case 1, dimension 0") && reason.contains("interior gap"),
+            "{reason}"
+        );
+        let f = parse_drop(text).unwrap();
+        assert_eq!(
+            f.cases.iter().map(|c| c.index).collect::<Vec<_>>(),
+            vec![0, 3]
+        );
+        let (line, reason) = input_err(parse("@data\n4:?,?\n"));
+        assert_eq!(line, Some(2));
+        assert!(
+            reason.contains("case 0, dimension 1") && reason.contains("missing"),
+            "{reason}"
+        );
+        // An empty dimension has no values either.
+        let (_, reason) = input_err(parse("@data\n1::2\n"));
+        assert!(reason.contains("dimension 1: no values"), "{reason}");
+    }
+
+    #[test]
+    fn drop_case_does_not_hide_hard_errors() {
+        let (line, reason) = input_err(parse_drop("@data\n1,?,2:x\n"));
+        assert_eq!(line, Some(2));
+        assert!(
+            reason.contains("case 0, dimension 1, value 0") && reason.contains("'x'"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn unequal_lengths_across_channels() {
+        let f = parse("@univariate false\n@dimensions 2\n@data\n1,2,3:4\n").unwrap();
+        assert_eq!(values(&f), vec![vec![vec![1.0, 2.0, 3.0], vec![4.0]]]);
+    }
+
+    #[test]
+    fn dimension_count_must_match() {
+        let (line, reason) = input_err(parse("@data\n1:2\n3\n"));
+        assert_eq!(line, Some(3));
+        assert!(
+            reason.contains("case 1 has 1 dimensions, expected 2"),
+            "{reason}"
+        );
+        let (line, reason) = input_err(parse("@dimensions 3\n@data\n1:2:3\n1:2\n"));
+        assert_eq!(line, Some(4));
+        assert!(
+            reason.contains("case 1 has 2 dimensions, expected 3"),
+            "{reason}"
+        );
+        let (line, _) = input_err(parse("@univariate true\n@data\n1:2\n"));
+        assert_eq!(line, Some(3));
+        let (line, _) = input_err(parse("@univariate true\n@dimensions 2\n@data\n1:2\n"));
+        assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn values_are_f64_then_f32() {
+        let f = parse("@data\n0.1,1e-3,-2.5E2,+7\n").unwrap();
+        assert_eq!(
+            values(&f),
+            vec![vec![vec![0.1f64 as f32, 1e-3f64 as f32, -250.0, 7.0]]]
+        );
+        for bad in ["inf", "-Infinity", "1e39", "abc", "1.0.0", ""] {
+            let text = format!("@data\n1,{bad},2\n");
+            let (line, reason) = input_err(parse(&text));
+            assert_eq!(line, Some(2), "{bad}");
+            assert!(
+                reason.contains("case 0, dimension 0, value 1"),
+                "{bad}: {reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn regression_targets() {
+        let f = parse("@targetLabel true\n@data\n1,2:0.07758620689655173\n3:-1e3\n").unwrap();
+        assert_eq!(f.response, TsResponse::Target);
+        assert_eq!(f.cases[0].label, Some(TsLabel::Target(0.07758620689655173)));
+        assert_eq!(f.cases[1].label, Some(TsLabel::Target(-1000.0)));
+        for (bad, word) in [
+            ("x", "not a number"),
+            ("?", "missing"),
+            ("inf", "not finite"),
+            ("NaN", "missing"),
+        ] {
+            let (line, reason) = input_err(parse(&format!("@targetLabel true\n@data\n1:{bad}\n")));
+            assert_eq!(line, Some(3));
+            assert!(
+                reason.contains("case 0") && reason.contains(word),
+                "{bad}: {reason}"
+            );
+        }
+        let (_, reason) = input_err(parse("@targetLabel true\n@data\n1,2\n"));
+        assert!(reason.contains("found no ':'"), "{reason}");
+        let (line, _) = input_err(parse("@targetLabel true\n@classLabel true a\n@data\n1:a\n"));
+        assert_eq!(line, Some(2));
+    }
+
+    #[test]
+    fn timestamps_regular_numbers() {
+        let f =
+            parse("@timeStamps true\n@data\n(0.5,1.5),(0.6,2.5),(0.7,3.5),(0.8,?):(10,1),(12,2)\n")
+                .unwrap();
+        let ch = &f.cases[0].channels;
+        assert_eq!(ch[0].values, vec![1.5, 2.5, 3.5]);
+        assert_eq!(ch[0].t_start_s, 0.5);
+        let rate = ch[0].rate_hz.unwrap();
+        assert!((rate - 10.0).abs() < 1e-9, "{rate}");
+        assert_eq!((ch[1].t_start_s, ch[1].rate_hz), (10.0, Some(0.5)));
+    }
+
+    #[test]
+    fn timestamps_single_point_has_no_rate() {
+        let f = parse("@timeStamps true\n@data\n(3,1)\n").unwrap();
+        assert_eq!(
+            (
+                f.cases[0].channels[0].t_start_s,
+                f.cases[0].channels[0].rate_hz
+            ),
+            (3.0, None)
+        );
+    }
+
+    #[test]
+    fn timestamps_date_times_and_labels() {
+        let text = "@timestamps true\n@classlabel true a\n@data\n\
+                    (2019-01-01 00:00:00,1),(2019-01-01 01:00:00,2):(2019-01-01T00:00:00Z,3),(2019-01-01 00:30:00,4):a\n";
+        let f = parse(text).unwrap();
+        let ch = &f.cases[0].channels;
+        assert_eq!(ch[0].t_start_s, 1_546_300_800.0);
+        assert_eq!(ch[0].rate_hz, Some(1.0 / 3600.0));
+        assert_eq!(ch[1].rate_hz, Some(1.0 / 1800.0));
+        assert_eq!(f.cases[0].label, Some(TsLabel::Class("a".into())));
+    }
+
+    #[test]
+    fn timestamps_irregular_and_malformed() {
+        let (line, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),(1,2),(3,3)\n"));
+        assert_eq!(line, Some(3));
+        assert!(
+            reason.contains("case 0, dimension 0") && reason.contains("irregular"),
+            "{reason}"
+        );
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(1,1),(0,2)\n"));
+        assert!(reason.contains("not increasing"), "{reason}");
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(yesterday,1)\n"));
+        assert!(
+            reason.contains("value 0") && reason.contains("neither a number"),
+            "{reason}"
+        );
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),(1,2\n"));
+        assert!(
+            reason.contains("value 1") && reason.contains("closing"),
+            "{reason}"
+        );
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),\n"));
+        assert!(reason.contains("value 1"), "{reason}");
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1)(1,2)\n"));
+        assert!(
+            reason.contains("value 1") && reason.contains("','"),
+            "{reason}"
+        );
+        let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,?),(1,2)\n"));
+        assert!(reason.contains("interior gap"), "{reason}");
+    }
+
+    #[test]
+    fn datetime_parser() {
+        assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0.0));
+        assert_eq!(parse_datetime("2000-03-01"), Some(951_868_800.0));
+        assert_eq!(
+            parse_datetime("2020-02-29 12:30:15.5"),
+            Some(1_582_979_415.5)
+        );
+        assert_eq!(parse_datetime("1969-12-31 23:59"), Some(-60.0));
+        for bad in [
+            "2019-02-29",
+            "2019-13-01",
+            "2019-01-01 24:00:00",
+            "2019-1",
+            "19-01-01",
+            "2019-01-01 00:00:00:00",
+            "é",
+        ] {
+            assert_eq!(parse_datetime(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn structural_errors_have_lines() {
+        assert_eq!(input_err(parse("")), (Some(1), "file is empty".into()));
+        assert_eq!(input_err(parse("\n  \n")).1, "file is empty");
+        assert_eq!(
+            input_err(parse("@problemName X\n@classLabel true 1\n")).0,
+            Some(2)
+        );
+        assert_eq!(input_err(parse("@problemName X\n@class")).0, Some(2));
+        let (line, reason) = input_err(parse("@problemName X\n1,2\n"));
+        assert_eq!(line, Some(2));
+        assert!(reason.contains("@data"), "{reason}");
+        assert_eq!(input_err(parse("@problemName X\n@data\n\n")).0, Some(2));
+        assert_eq!(input_err(parse("@timeStamps maybe\n@data\n1\n")).0, Some(1));
+        assert_eq!(input_err(parse("@dimensions 0\n@data\n1\n")).0, Some(1));
+        assert_eq!(input_err(parse("@classLabel true\n@data\n1\n")).0, Some(1));
+        assert_eq!(
+            input_err(parse("@classLabel false a\n@data\n1\n")).0,
+            Some(1)
+        );
+        let (line, reason) = input_err(parse("@classLabel true a\n@data\n1,2\n"));
+        assert_eq!(line, Some(3));
+        assert!(
+            reason.contains("case 0") && reason.contains("class label"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_line() {
+        let (line, reason) = input_err(parse_ts(
+            Path::new("t.ts"),
+            b"@data\n1,2\n3,\xff\n",
+            OnMissing::Error,
+        ));
+        assert_eq!(line, Some(3));
+        assert!(
+            reason.contains("UTF-8") && reason.contains("byte 3 of the line"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn unknown_tags_are_ignored() {
+        let f = parse("@foo bar\n@missing true\n@equalLength false\n@seriesLength 9\n@data\n1\n")
+            .unwrap();
+        assert_eq!(values(&f), vec![vec![vec![1.0]]]);
+    }
+
+    #[test]
+    fn no_panic_on_odd_input() {
+        for text in [
+            "@",
+            "@data\n:",
+            "@data\n:::",
+            "@timestamps true\n@data\n(",
+            "@timestamps true\n@data\n)):(",
+            "@data\n,",
+            "\u{feff}",
+            "@classlabel true a\n@data\n:a",
+        ] {
+            let _ = parse(text);
+            let _ = parse_drop(text);
+        }
+    }
+
+    proptest::proptest! {
+        /// Arbitrary text made of the format's own characters never panics the parser.
+        #[test]
+        fn parser_never_panics(
+            header in "(@(data|timestamps true|classlabel true a 1|targetlabel true|dimensions 2|univariate true)\n){0,4}",
+            body in "[@#%:,()?.0-9aeinfNT \t\r\n-]{0,120}",
+        ) {
+            let text = format!("{header}{body}");
+            let _ = parse(&text);
+            let _ = parse_drop(&text);
+        }
+
+        /// Arbitrary bytes never panic it either.
+        #[test]
+        fn parser_never_panics_on_bytes(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = parse_ts(Path::new("t.ts"), &bytes, OnMissing::Error);
+        }
+    }
+
+    #[test]
+    fn splits_from_stems() {
+        assert_eq!(split_of(Path::new("/x/ArrowHead_TRAIN.ts")), "train");
+        assert_eq!(split_of(Path::new("a_test.ts")), "test");
+        assert_eq!(split_of(Path::new("Foo_Valid.ts")), "foo_valid");
+    }
+
+    fn dataset_from(text: &str, opts: &UcrOptions) -> Result<TimeFDataset> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("Toy_TRAIN.ts");
+        std::fs::write(&path, text).unwrap();
+        read_ucr(&[&path], opts)
+    }
+
+    #[test]
+    fn dataset_entities_and_ids() {
+        let mut ds = dataset_from(
+            "@problemName Toy\n@classLabel true a b\n@data\n1,2:3:b\n?,?:4:a\n5:6:a\n",
+            &UcrOptions::new("toy", "1").with_on_missing(OnMissing::DropCase),
+        )
+        .unwrap();
+        let samples: Vec<_> = ds.samples().map(|s| s.sample_id.as_str()).collect();
+        assert_eq!(samples, vec!["toy-train-0", "toy-train-2"]);
+        let series: Vec<_> = ds
+            .series()
+            .map(|s| {
+                (
+                    s.time_series_id.as_str(),
+                    s.channel.as_str(),
+                    s.spec_type.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(series[0], ("toy-train-0/0", "0", "unknown"));
+        assert_eq!(series.len(), 4);
+        let (name, task) = ds.tasks().next().unwrap();
+        assert_eq!(
+            (name, task.task_id.as_str(), task.sample_ids.len()),
+            ("train", "toy-train", 2)
+        );
+        let (a, on) = ds.annotations().next().unwrap();
+        assert_eq!(
+            (a.annotation_id.as_str(), a.value_str.as_deref()),
+            ("toy-train-0/class", Some("b"))
+        );
+        assert!(on.contains("toy-train-0"));
+        ds.validate_references().unwrap();
+        // The loader hands back the values parsed in read_ucr.
+        let entry = ds.series.get_mut("toy-train-2/1").unwrap();
+        let loaded = (entry.loader.take().unwrap())().unwrap();
+        assert_eq!(loaded, vec![6.0]);
+
+        let ds = dataset_from(
+            "@data\n1\n",
+            &UcrOptions::new("toy", "1")
+                .with_ids(IdMode::Uuid)
+                .with_sampling_rate_hz(10.0),
+        )
+        .unwrap();
+        let s = ds.samples().next().unwrap();
+        assert_eq!(s.sample_id, IdMode::Uuid.id("toy-train-0"));
+        assert_eq!(s.source_id, IdMode::Uuid.id("toy"));
+        let m = ds.series().next().unwrap();
+        assert_eq!((m.channel.as_str(), m.sampling_rate_hz), ("0", 10.0));
+        assert_eq!(ds.tasks().count(), 0);
+        ds.validate_references().unwrap();
+    }
+
+    #[test]
+    fn bad_options() {
+        let opts = UcrOptions::new("toy", "1").with_sampling_rate_hz(0.0);
+        assert!(matches!(
+            dataset_from("@data\n1\n", &opts),
+            Err(Error::InvalidOption {
+                option: "sampling_rate_hz",
+                ..
+            })
+        ));
+        let none: [&str; 0] = [];
+        assert!(matches!(
+            read_ucr(&none, &UcrOptions::new("toy", "1")),
+            Err(Error::InvalidOption {
+                option: "paths",
+                ..
+            })
+        ));
+        let err = read_ucr(
+            &["a/X_TRAIN.ts", "b/x_train.ts"],
+            &UcrOptions::new("toy", "1"),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidInput { line: None, .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+@problemName Bool
+@timeStamps yes
+@data
+1.0

@@ -1,0 +1,4 @@
+# Café data
+@problemName Utf
+@data
+1.0

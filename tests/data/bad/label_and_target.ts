@@ -1,0 +1,5 @@
+@problemName Both
+@classLabel true a
+@targetLabel true
+@data
+1.0:a

@@ -1,0 +1,4 @@
+@problemName Nothing
+@classLabel true a
+@data
+

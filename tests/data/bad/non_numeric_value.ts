@@ -1,0 +1,5 @@
+@problemName NonNum
+@classLabel true a
+@data
+1.0,2.0:3.0,4.0:a
+1.0,2.0:3.0,abc:a

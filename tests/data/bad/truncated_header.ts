@@ -1,0 +1,4 @@
+@problemName Trunc
+@timeStamps false
+@classLabel true 1 2
+@univ
