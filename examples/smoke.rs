@@ -3,11 +3,7 @@ use timef::*;
 fn main() -> Result<()> {
     let root = std::env::args().nth(1).unwrap();
     let mut d = TimeFDataset::new("smoke", "v1")?;
-    d.add_source(Source {
-        source_id: "src".into(),
-        name: "Smoke".into(),
-        ..Default::default()
-    })?;
+    d.add_source(Source { source_id: "src".into(), name: "Smoke".into(), ..Default::default() })?;
     for i in 0..5 {
         for ch in ["I", "II"] {
             let id = format!("s{i}/{ch}");
@@ -22,10 +18,7 @@ fn main() -> Result<()> {
             source_id: "src".into(),
             series: ["I", "II"]
                 .iter()
-                .map(|c| SeriesRef {
-                    time_series_id: format!("s{i}/{c}"),
-                    view: "main".into(),
-                })
+                .map(|c| SeriesRef { time_series_id: format!("s{i}/{c}"), view: "main".into() })
                 .collect(),
             metadata: BTreeMap::from([("site".to_string(), "a".to_string())]),
             ..Default::default()
@@ -46,11 +39,7 @@ fn main() -> Result<()> {
         Task {
             split: Some("train".into()),
             target: Some("class".into()),
-            ..Task::new(
-                "t1",
-                TaskType::Classification,
-                vec!["s0".into(), "s1".into()],
-            )
+            ..Task::new("t1", TaskType::Classification, vec!["s0".into(), "s1".into()])
         },
     )?;
     let o = WriterOptions::builder()

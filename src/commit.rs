@@ -26,9 +26,7 @@ pub const MANIFEST: &str = "manifest.json";
 /// Fails with [`Error::AlreadyExists`] when `version_dir` holds a committed version.
 pub fn ensure_absent(version_dir: &Path) -> Result<()> {
     if version_dir.join(MANIFEST).exists() {
-        Err(Error::AlreadyExists {
-            path: version_dir.to_path_buf(),
-        })
+        Err(Error::AlreadyExists { path: version_dir.to_path_buf() })
     } else {
         Ok(())
     }
@@ -47,22 +45,12 @@ pub struct Staging {
 impl Staging {
     /// Creates `<parent of target>/.tmp-<version>-<uuid v4>/` (and the parent).
     pub fn create(target: &Path) -> Result<Staging> {
-        let parent = target
-            .parent()
-            .ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
-        let version = target
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
+        let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         let dir = parent.join(format!(".tmp-{version}-{}", uuid::Uuid::new_v4().simple()));
         fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-        Ok(Staging {
-            dirs: vec![dir.clone()],
-            dir,
-            target: target.to_path_buf(),
-            published: false,
-        })
+        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), published: false })
     }
 
     /// The staging directory.
@@ -87,21 +75,14 @@ impl Staging {
             }
         }
         let file = File::create_new(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(HashedFile {
-            file,
-            path,
-            rel: rel.to_string(),
-            hasher: Sha256::new(),
-            bytes: 0,
-        })
+        Ok(HashedFile { file, path, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target
     /// without replacing anything, fsyncs the parent. Returns the version directory.
     pub fn publish(mut self) -> Result<PathBuf> {
         // deepest first, so each directory entry is durable before its parent's
-        self.dirs
-            .sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        self.dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &self.dirs {
             fsync_dir(d)?;
         }
@@ -123,9 +104,7 @@ impl Drop for Staging {
 }
 
 fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
 }
 
 /// Renames `from` onto `to`, failing with [`Error::AlreadyExists`] if `to` exists.
@@ -133,25 +112,13 @@ fn fsync_dir(dir: &Path) -> Result<()> {
 /// (left by a crashed tool, not a version) is removed first, since
 /// `RENAME_NOREPLACE` refuses any existing entry.
 fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
-    if to.is_dir()
-        && fs::read_dir(to)
-            .map(|mut d| d.next().is_none())
-            .unwrap_or(false)
-    {
+    if to.is_dir() && fs::read_dir(to).map(|mut d| d.next().is_none()).unwrap_or(false) {
         let _ = fs::remove_dir(to);
     }
-    match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        from,
-        rustix::fs::CWD,
-        to,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
+    match rustix::fs::renameat_with(rustix::fs::CWD, from, rustix::fs::CWD, to, rustix::fs::RenameFlags::NOREPLACE) {
         Ok(()) => Ok(()),
         Err(e) if e == rustix::io::Errno::EXIST || e == rustix::io::Errno::NOTEMPTY => {
-            Err(Error::AlreadyExists {
-                path: to.to_path_buf(),
-            })
+            Err(Error::AlreadyExists { path: to.to_path_buf() })
         }
         Err(e) => Err(Error::io(to, e.into())),
     }
@@ -188,11 +155,7 @@ impl HashedFile {
     pub fn finish(mut self) -> Result<WrittenFile> {
         self.file.flush().map_err(|e| Error::io(&self.path, e))?;
         self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        Ok(WrittenFile {
-            path: self.rel,
-            bytes: self.bytes,
-            sha256: hex(&self.hasher.finalize()),
-        })
+        Ok(WrittenFile { path: self.rel, bytes: self.bytes, sha256: hex(&self.hasher.finalize()) })
     }
 }
 
@@ -211,10 +174,8 @@ impl Write for HashedFile {
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }

@@ -15,8 +15,13 @@ use crate::error::{Error, Result};
 /// Error type a series loader may return.
 pub type LoaderError = Box<dyn std::error::Error + Send + Sync>;
 
+/// One series' float32 values: immutable, reference counted and cheaply sliced
+/// (an Arrow `ScalarBuffer`), so a connector can hand out values it already holds,
+/// e.g. in a memory-mapped Arrow file, without a copy. `Vec<f32>` converts with `.into()`.
+pub type SeriesValues = arrow::buffer::ScalarBuffer<f32>;
+
 /// Produces one series' float32 values. Runs at most once (seed, "Streaming and chunking").
-pub type Loader = Box<dyn FnOnce() -> std::result::Result<Vec<f32>, LoaderError> + Send>;
+pub type Loader = Box<dyn FnOnce() -> std::result::Result<SeriesValues, LoaderError> + Send>;
 
 /// A new UUIDv7 id in canonical form (lowercase 8-4-4-4-12 hex), time ordered so
 /// that sorting by id clusters by creation time (seed, "Id storage").
@@ -40,17 +45,11 @@ pub fn is_canonical_uuid(s: &str) -> bool {
 pub fn validate_name(value: &str, field: &'static str) -> Result<()> {
     let ok = (1..=128).contains(&value.len())
         && !value.starts_with('.')
-        && value
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
+        && value.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
     if ok {
         Ok(())
     } else {
-        Err(Error::validation(
-            value,
-            field,
-            "must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'",
-        ))
+        Err(Error::validation(value, field, "must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'"))
     }
 }
 
@@ -64,9 +63,7 @@ fn non_empty(id: &str, field: &'static str, value: &str) -> Result<()> {
 
 fn finite_opt(id: &str, field: &'static str, v: Option<f64>) -> Result<()> {
     match v {
-        Some(x) if !x.is_finite() => {
-            Err(Error::validation(id, field, format!("{x} is not finite")))
-        }
+        Some(x) if !x.is_finite() => Err(Error::validation(id, field, format!("{x} is not finite"))),
         _ => Ok(()),
     }
 }
@@ -299,30 +296,14 @@ impl Task {
         let id = &self.task_id;
         non_empty(id, "task_id", id)?;
         if self.sample_ids.is_empty() {
-            return Err(Error::validation(
-                id,
-                "sample_ids",
-                "a task needs at least one sample",
-            ));
+            return Err(Error::validation(id, "sample_ids", "a task needs at least one sample"));
         }
         if self.task_type == TaskType::Forecasting {
             if self.target_sample_id.is_none() {
-                return Err(Error::validation(
-                    id,
-                    "target_sample_id",
-                    "a forecasting task needs a target sample",
-                ));
+                return Err(Error::validation(id, "target_sample_id", "a forecasting task needs a target sample"));
             }
-            if self
-                .context_sample_ids
-                .as_ref()
-                .is_none_or(|c| c.is_empty())
-            {
-                return Err(Error::validation(
-                    id,
-                    "context_sample_ids",
-                    "a forecasting task needs context samples",
-                ));
+            if self.context_sample_ids.as_ref().is_none_or(|c| c.is_empty()) {
+                return Err(Error::validation(id, "context_sample_ids", "a forecasting task needs context samples"));
             }
         }
         Ok(())
@@ -330,10 +311,7 @@ impl Task {
 
     /// Every sample id the task references (sample_ids, target, context), in that order.
     pub fn referenced_samples(&self) -> impl Iterator<Item = &String> {
-        self.sample_ids
-            .iter()
-            .chain(self.target_sample_id.iter())
-            .chain(self.context_sample_ids.iter().flatten())
+        self.sample_ids.iter().chain(self.target_sample_id.iter()).chain(self.context_sample_ids.iter().flatten())
     }
 }
 
@@ -347,9 +325,7 @@ pub struct SeriesEntry {
 
 impl fmt::Debug for SeriesEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SeriesEntry")
-            .field("meta", &self.meta)
-            .finish_non_exhaustive()
+        f.debug_struct("SeriesEntry").field("meta", &self.meta).finish_non_exhaustive()
     }
 }
 
@@ -373,28 +349,16 @@ pub struct TimeFDataset {
 impl TimeFDataset {
     /// An empty dataset named `name` at `version`; both are validated path components.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Result<Self> {
-        let info = DatasetInfo {
-            name: name.into(),
-            version: version.into(),
-            ..Default::default()
-        };
+        let info = DatasetInfo { name: name.into(), version: version.into(), ..Default::default() };
         validate_name(&info.name, "dataset_name")?;
         validate_name(&info.version, "dataset_version")?;
-        Ok(TimeFDataset {
-            info,
-            ..Default::default()
-        })
+        Ok(TimeFDataset { info, ..Default::default() })
     }
 
     /// Adds a source; an equal duplicate is ignored, a different one is an error.
     pub fn add_source(&mut self, source: Source) -> Result<()> {
         non_empty(&source.source_id, "source_id", &source.source_id)?;
-        insert_unique(
-            &mut self.sources,
-            source.source_id.clone(),
-            source,
-            "source_id",
-        )
+        insert_unique(&mut self.sources, source.source_id.clone(), source, "source_id")
     }
 
     /// Adds a series and its loader. The same id with equal metadata is deduplicated
@@ -404,22 +368,21 @@ impl TimeFDataset {
         meta.validate()?;
         match self.series.get(&meta.time_series_id) {
             Some(existing) if existing.meta == meta => Ok(()),
-            Some(_) => Err(Error::validation(
-                &meta.time_series_id,
-                "time_series_id",
-                "added twice with different metadata",
-            )),
+            Some(_) => {
+                Err(Error::validation(&meta.time_series_id, "time_series_id", "added twice with different metadata"))
+            }
             None => {
-                self.series.insert(
-                    meta.time_series_id.clone(),
-                    SeriesEntry {
-                        meta,
-                        loader: Some(loader),
-                    },
-                );
+                self.series.insert(meta.time_series_id.clone(), SeriesEntry { meta, loader: Some(loader) });
                 Ok(())
             }
         }
+    }
+
+    /// Takes the loader of series `time_series_id` out of the dataset (it runs at
+    /// most once; the writer then refuses the dataset). For tests and tools that
+    /// need a series' values without writing.
+    pub fn take_loader(&mut self, time_series_id: &str) -> Option<Loader> {
+        self.series.get_mut(time_series_id).and_then(|e| e.loader.take())
     }
 
     /// Adds a sample (at least one series entry; window bounds finite and ordered).
@@ -428,11 +391,7 @@ impl TimeFDataset {
         non_empty(id, "sample_id", id)?;
         non_empty(id, "source_id", &sample.source_id)?;
         if sample.series.is_empty() {
-            return Err(Error::validation(
-                id,
-                "series",
-                "a sample needs at least one series",
-            ));
+            return Err(Error::validation(id, "series", "a sample needs at least one series"));
         }
         for r in &sample.series {
             non_empty(id, "series.time_series_id", &r.time_series_id)?;
@@ -442,19 +401,10 @@ impl TimeFDataset {
         finite_opt(id, "t_end_s", sample.t_end_s)?;
         if let (Some(a), Some(b)) = (sample.t_start_s, sample.t_end_s) {
             if b < a {
-                return Err(Error::validation(
-                    id,
-                    "t_end_s",
-                    format!("{b} is before t_start_s {a}"),
-                ));
+                return Err(Error::validation(id, "t_end_s", format!("{b} is before t_start_s {a}")));
             }
         }
-        insert_unique(
-            &mut self.samples,
-            sample.sample_id.clone(),
-            sample,
-            "sample_id",
-        )
+        insert_unique(&mut self.samples, sample.sample_id.clone(), sample, "sample_id")
     }
 
     /// Attaches `annotation` to `sample_ids`. Adding the same annotation id again
@@ -468,22 +418,14 @@ impl TimeFDataset {
         finite_opt(id, "t_start_s", annotation.t_start_s)?;
         finite_opt(id, "t_end_s", annotation.t_end_s)?;
         if sample_ids.is_empty() {
-            return Err(Error::validation(
-                id,
-                "sample_ids",
-                "an annotation needs at least one sample",
-            ));
+            return Err(Error::validation(id, "sample_ids", "an annotation needs at least one sample"));
         }
         let entry = self
             .annotations
             .entry(annotation.annotation_id.clone())
             .or_insert_with(|| (annotation.clone(), BTreeSet::new()));
         if entry.0 != annotation {
-            return Err(Error::validation(
-                id,
-                "annotation_id",
-                "shared annotation differs between samples",
-            ));
+            return Err(Error::validation(id, "annotation_id", "shared annotation differs between samples"));
         }
         entry.1.extend(sample_ids.iter().cloned());
         Ok(())
@@ -497,19 +439,12 @@ impl TimeFDataset {
         for (name, tasks) in &self.tasks {
             if let Some(existing) = tasks.get(&task.task_id) {
                 if name != task_name || existing != &task {
-                    return Err(Error::validation(
-                        &task.task_id,
-                        "task_id",
-                        "added twice with different content",
-                    ));
+                    return Err(Error::validation(&task.task_id, "task_id", "added twice with different content"));
                 }
                 return Ok(());
             }
         }
-        self.tasks
-            .entry(task_name.to_string())
-            .or_default()
-            .insert(task.task_id.clone(), task);
+        self.tasks.entry(task_name.to_string()).or_default().insert(task.task_id.clone(), task);
         Ok(())
     }
 
@@ -531,9 +466,7 @@ impl TimeFDataset {
     }
     /// Tasks as (task name, task), sorted by name then task id.
     pub fn tasks(&self) -> impl Iterator<Item = (&str, &Task)> {
-        self.tasks
-            .iter()
-            .flat_map(|(n, ts)| ts.values().map(move |t| (n.as_str(), t)))
+        self.tasks.iter().flat_map(|(n, ts)| ts.values().map(move |t| (n.as_str(), t)))
     }
 
     /// Checks every cross-entity reference: samples name known sources and series,
@@ -543,11 +476,7 @@ impl TimeFDataset {
         let mut referenced = BTreeSet::new();
         for s in self.samples.values() {
             if !self.sources.contains_key(&s.source_id) {
-                return Err(Error::validation(
-                    &s.sample_id,
-                    "source_id",
-                    format!("unknown source {}", s.source_id),
-                ));
+                return Err(Error::validation(&s.sample_id, "source_id", format!("unknown source {}", s.source_id)));
             }
             for r in &s.series {
                 if !self.series.contains_key(&r.time_series_id) {
@@ -560,45 +489,22 @@ impl TimeFDataset {
                 referenced.insert(r.time_series_id.as_str());
             }
         }
-        if let Some(orphan) = self
-            .series
-            .keys()
-            .find(|k| !referenced.contains(k.as_str()))
-        {
-            return Err(Error::validation(
-                orphan,
-                "time_series_id",
-                "series referenced by no sample",
-            ));
+        if let Some(orphan) = self.series.keys().find(|k| !referenced.contains(k.as_str())) {
+            return Err(Error::validation(orphan, "time_series_id", "series referenced by no sample"));
         }
         for (a, samples) in self.annotations.values() {
             if let Some(s) = samples.iter().find(|s| !self.samples.contains_key(*s)) {
-                return Err(Error::validation(
-                    &a.annotation_id,
-                    "sample_id",
-                    format!("unknown sample {s}"),
-                ));
+                return Err(Error::validation(&a.annotation_id, "sample_id", format!("unknown sample {s}")));
             }
         }
         let task_ids: BTreeSet<&String> = self.tasks.values().flat_map(|t| t.keys()).collect();
         for (_, t) in self.tasks() {
-            if let Some(s) = t
-                .referenced_samples()
-                .find(|s| !self.samples.contains_key(*s))
-            {
-                return Err(Error::validation(
-                    &t.task_id,
-                    "sample_ids",
-                    format!("unknown sample {s}"),
-                ));
+            if let Some(s) = t.referenced_samples().find(|s| !self.samples.contains_key(*s)) {
+                return Err(Error::validation(&t.task_id, "sample_ids", format!("unknown sample {s}")));
             }
             if let Some(f) = &t.from_task {
                 if !task_ids.contains(f) {
-                    return Err(Error::validation(
-                        &t.task_id,
-                        "from_task",
-                        format!("unknown task {f}"),
-                    ));
+                    return Err(Error::validation(&t.task_id, "from_task", format!("unknown task {f}")));
                 }
             }
         }
@@ -606,19 +512,10 @@ impl TimeFDataset {
     }
 }
 
-fn insert_unique<T: PartialEq>(
-    map: &mut BTreeMap<String, T>,
-    id: String,
-    value: T,
-    what: &'static str,
-) -> Result<()> {
+fn insert_unique<T: PartialEq>(map: &mut BTreeMap<String, T>, id: String, value: T, what: &'static str) -> Result<()> {
     match map.get(&id) {
         Some(existing) if *existing == value => Ok(()),
-        Some(_) => Err(Error::validation(
-            id,
-            what,
-            "added twice with different content",
-        )),
+        Some(_) => Err(Error::validation(id, what, "added twice with different content")),
         None => {
             map.insert(id, value);
             Ok(())

@@ -18,21 +18,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::basic::{
-    Compression, Encoding, LogicalType, PageType, Repetition, Type as PhysicalType, ZstdLevel,
-};
+use parquet::basic::{Compression, Encoding, LogicalType, PageType, Repetition, Type as PhysicalType, ZstdLevel};
 use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
-use parquet::column::writer::{
-    get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter,
-};
+use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
-    ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType,
-    FloatType, Int32Type, Int64Type,
+    ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
+    Int64Type,
 };
 use parquet::file::metadata::ParquetMetaData;
-use parquet::file::properties::{
-    EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion,
-};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
 
 use crate::error::{Error, Result};
@@ -77,16 +71,8 @@ pub(crate) struct SchemaBuilder {
     pins: Vec<(String, Pin)>,
 }
 
-fn prim(
-    name: &str,
-    t: PhysicalType,
-    rep: Repetition,
-    logical: Option<LogicalType>,
-    len: i32,
-) -> Result<TypePtr> {
-    let mut b = Type::primitive_type_builder(name, t)
-        .with_repetition(rep)
-        .with_logical_type(logical);
+fn prim(name: &str, t: PhysicalType, rep: Repetition, logical: Option<LogicalType>, len: i32) -> Result<TypePtr> {
+    let mut b = Type::primitive_type_builder(name, t).with_repetition(rep).with_logical_type(logical);
     if len > 0 {
         b = b.with_length(len);
     }
@@ -121,44 +107,18 @@ pub(crate) enum Leaf {
 impl Leaf {
     fn build(self, name: &str, rep: Repetition) -> Result<(TypePtr, Pin)> {
         Ok(match self {
-            Leaf::Id(IdEncoding::Uuid16) => (
-                prim(
-                    name,
-                    PhysicalType::FIXED_LEN_BYTE_ARRAY,
-                    rep,
-                    Some(LogicalType::Uuid),
-                    16,
-                )?,
-                Pin::Plain,
-            ),
-            Leaf::Id(IdEncoding::String) | Leaf::Utf8 => (
-                prim(
-                    name,
-                    PhysicalType::BYTE_ARRAY,
-                    rep,
-                    Some(LogicalType::String),
-                    0,
-                )?,
-                Pin::Plain,
-            ),
-            Leaf::Cat => (
-                prim(
-                    name,
-                    PhysicalType::BYTE_ARRAY,
-                    rep,
-                    Some(LogicalType::String),
-                    0,
-                )?,
-                Pin::Dictionary,
-            ),
+            Leaf::Id(IdEncoding::Uuid16) => {
+                (prim(name, PhysicalType::FIXED_LEN_BYTE_ARRAY, rep, Some(LogicalType::Uuid), 16)?, Pin::Plain)
+            }
+            Leaf::Id(IdEncoding::String) | Leaf::Utf8 => {
+                (prim(name, PhysicalType::BYTE_ARRAY, rep, Some(LogicalType::String), 0)?, Pin::Plain)
+            }
+            Leaf::Cat => (prim(name, PhysicalType::BYTE_ARRAY, rep, Some(LogicalType::String), 0)?, Pin::Dictionary),
             Leaf::I32(p) => (prim(name, PhysicalType::INT32, rep, None, 0)?, p),
             Leaf::I64(p) => (prim(name, PhysicalType::INT64, rep, None, 0)?, p),
             Leaf::F32 => (prim(name, PhysicalType::FLOAT, rep, None, 0)?, Pin::Plain),
             Leaf::F64 => (prim(name, PhysicalType::DOUBLE, rep, None, 0)?, Pin::Plain),
-            Leaf::Values => (
-                prim(name, PhysicalType::FLOAT, rep, None, 0)?,
-                Pin::ByteStreamSplit,
-            ),
+            Leaf::Values => (prim(name, PhysicalType::FLOAT, rep, None, 0)?, Pin::ByteStreamSplit),
         })
     }
 }
@@ -187,22 +147,11 @@ impl SchemaBuilder {
 
     /// A list of required structs with the given required fields:
     /// leaves `name.list.element.<field>`.
-    pub fn list_of_struct(
-        self,
-        name: &str,
-        fields: Vec<(&str, Leaf)>,
-        nullable: bool,
-    ) -> Result<Self> {
+    pub fn list_of_struct(self, name: &str, fields: Vec<(&str, Leaf)>, nullable: bool) -> Result<Self> {
         self.list_of(name, nullable, fields, true)
     }
 
-    fn list_of(
-        mut self,
-        name: &str,
-        nullable: bool,
-        fields: Vec<(&str, Leaf)>,
-        as_struct: bool,
-    ) -> Result<Self> {
+    fn list_of(mut self, name: &str, nullable: bool, fields: Vec<(&str, Leaf)>, as_struct: bool) -> Result<Self> {
         let mut leaves = Vec::new();
         let element = if as_struct {
             for (f, leaf) in &fields {
@@ -239,20 +188,8 @@ impl SchemaBuilder {
 
     /// A nullable `map<utf8, utf8>`: leaves `name.key_value.key` / `.value` (Parquet MAP spec).
     pub fn string_map(mut self, name: &str) -> Result<Self> {
-        let key = prim(
-            "key",
-            PhysicalType::BYTE_ARRAY,
-            Repetition::REQUIRED,
-            Some(LogicalType::String),
-            0,
-        )?;
-        let value = prim(
-            "value",
-            PhysicalType::BYTE_ARRAY,
-            Repetition::REQUIRED,
-            Some(LogicalType::String),
-            0,
-        )?;
+        let key = prim("key", PhysicalType::BYTE_ARRAY, Repetition::REQUIRED, Some(LogicalType::String), 0)?;
+        let value = prim("value", PhysicalType::BYTE_ARRAY, Repetition::REQUIRED, Some(LogicalType::String), 0)?;
         let kv = Type::group_type_builder("key_value")
             .with_repetition(Repetition::REPEATED)
             .with_fields(vec![key, value])
@@ -265,35 +202,23 @@ impl SchemaBuilder {
             .build()
             .map_err(schema_err)?;
         self.fields.push(Arc::new(outer));
-        self.pins
-            .push((format!("{name}.key_value.key"), Pin::Plain));
-        self.pins
-            .push((format!("{name}.key_value.value"), Pin::Plain));
+        self.pins.push((format!("{name}.key_value.key"), Pin::Plain));
+        self.pins.push((format!("{name}.key_value.value"), Pin::Plain));
         Ok(self)
     }
 
     /// The finished schema with its pins, in leaf order.
     pub fn finish(self) -> Result<FileSchema> {
-        let root = Type::group_type_builder("schema")
-            .with_fields(self.fields)
-            .build()
-            .map_err(schema_err)?;
+        let root = Type::group_type_builder("schema").with_fields(self.fields).build().map_err(schema_err)?;
         let descr = Arc::new(SchemaDescriptor::new(Arc::new(root)));
         if descr.num_columns() != self.pins.len() {
             return Err(Error::SelfCheck {
                 path: "<schema>".into(),
                 column: String::new(),
-                reason: format!(
-                    "{} leaves but {} pins",
-                    descr.num_columns(),
-                    self.pins.len()
-                ),
+                reason: format!("{} leaves but {} pins", descr.num_columns(), self.pins.len()),
             });
         }
-        Ok(FileSchema {
-            descr,
-            pins: self.pins.into_iter().map(|(_, p)| p).collect(),
-        })
+        Ok(FileSchema { descr, pins: self.pins.into_iter().map(|(_, p)| p).collect() })
     }
 }
 
@@ -323,10 +248,8 @@ impl FileSchema {
     /// page-level statistics (column and offset index), dictionary only on
     /// [`Pin::Dictionary`] leaves, one data page per `write_batch` call.
     pub fn properties(&self, codec: Codec, created_by: &str) -> Result<WriterPropertiesPtr> {
-        let level = ZstdLevel::try_new(codec.zstd_level).map_err(|e| Error::InvalidOption {
-            option: "compression_level",
-            reason: e.to_string(),
-        })?;
+        let level = ZstdLevel::try_new(codec.zstd_level)
+            .map_err(|e| Error::InvalidOption { option: "compression_level", reason: e.to_string() })?;
         let mut b = WriterProperties::builder()
             .set_writer_version(WriterVersion::PARQUET_1_0)
             .set_created_by(created_by.to_string())
@@ -404,11 +327,7 @@ pub(crate) fn encode_chunk(
     let mut buf = Vec::new();
     let descr_max_def = descr.max_def_level();
     let close = {
-        let writer = get_column_writer(
-            descr,
-            Arc::clone(props),
-            Box::new(CrcPageWriter { buf: &mut buf }),
-        );
+        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
         let ranges = page_ranges(data, pages, descr_max_def)?;
         match &data.values {
             Values::I32(v) => write_pages::<Int32Type>(writer, v, data, &ranges)?,
@@ -419,26 +338,14 @@ pub(crate) fn encode_chunk(
             Values::Fixed(v) => write_pages::<FixedLenByteArrayType>(writer, v, data, &ranges)?,
         }
     };
-    Ok(EncodedChunk {
-        bytes: Bytes::from(buf),
-        close,
-    })
+    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
 /// One page: (level range, value range).
 type PageRange = (std::ops::Range<usize>, std::ops::Range<usize>);
 
-fn page_ranges(
-    data: &LeafData,
-    pages: &PagePlan,
-    max_def: i16,
-) -> parquet::errors::Result<Vec<PageRange>> {
-    let n_levels = data
-        .def
-        .as_ref()
-        .or(data.rep.as_ref())
-        .map(|l| l.len())
-        .unwrap_or(data.values.len());
+fn page_ranges(data: &LeafData, pages: &PagePlan, max_def: i16) -> parquet::errors::Result<Vec<PageRange>> {
+    let n_levels = data.def.as_ref().or(data.rep.as_ref()).map(|l| l.len()).unwrap_or(data.values.len());
     let mut out = Vec::with_capacity(pages.len());
     let (mut level, mut value) = (0usize, 0usize);
     for &rows in pages {
@@ -461,10 +368,7 @@ fn page_ranges(
         }
         // a leaf value is present where the definition level is the column's maximum
         let values = match &data.def {
-            Some(def) => def[start..level.min(def.len())]
-                .iter()
-                .filter(|&&d| d == max_def)
-                .count(),
+            Some(def) => def[start..level.min(def.len())].iter().filter(|&&d| d == max_def).count(),
             None => level - start,
         };
         out.push((start..level, value..value + values));
@@ -497,10 +401,7 @@ fn write_pages<T: DataType>(
 /// Builds the levels of a list leaf: `rows` yields `None` for a null list and
 /// `Some(n)` for a list of `n` required elements. `nullable` is whether the
 /// list itself may be null (max definition level 2) or not (max 1).
-pub(crate) fn list_levels(
-    rows: impl Iterator<Item = Option<usize>>,
-    nullable: bool,
-) -> (Vec<i16>, Vec<i16>) {
+pub(crate) fn list_levels(rows: impl Iterator<Item = Option<usize>>, nullable: bool) -> (Vec<i16>, Vec<i16>) {
     let present: i16 = if nullable { 2 } else { 1 };
     let (mut def, mut rep) = (Vec::new(), Vec::new());
     for row in rows {
@@ -571,10 +472,7 @@ const T_STRUCT: u8 = 12;
 
 impl Compact {
     fn new() -> Self {
-        Compact {
-            out: Vec::with_capacity(48),
-            last: vec![0],
-        }
+        Compact { out: Vec::with_capacity(48), last: vec![0] }
     }
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
@@ -623,18 +521,12 @@ fn encoding_id(e: Encoding) -> parquet::errors::Result<i32> {
         Encoding::DELTA_BYTE_ARRAY => 7,
         Encoding::RLE_DICTIONARY => 8,
         Encoding::BYTE_STREAM_SPLIT => 9,
-        other => {
-            return Err(parquet::errors::ParquetError::General(format!(
-                "unexpected page encoding {other}"
-            )))
-        }
+        other => return Err(parquet::errors::ParquetError::General(format!("unexpected page encoding {other}"))),
     })
 }
 
 fn size_i32(n: usize) -> parquet::errors::Result<i32> {
-    i32::try_from(n).map_err(|_| {
-        parquet::errors::ParquetError::General(format!("page of {n} bytes exceeds i32"))
-    })
+    i32::try_from(n).map_err(|_| parquet::errors::ParquetError::General(format!("page of {n} bytes exceeds i32")))
 }
 
 /// The serialized page header of `page`, with its CRC.
@@ -642,25 +534,12 @@ pub(crate) fn page_header(page: &CompressedPage) -> parquet::errors::Result<Vec<
     let data = page.data();
     let mut c = Compact::new();
     let (kind, uncompressed) = (page.page_type(), page.uncompressed_size());
-    c.i32(
-        1,
-        if kind == PageType::DICTIONARY_PAGE {
-            2
-        } else {
-            0
-        },
-    );
+    c.i32(1, if kind == PageType::DICTIONARY_PAGE { 2 } else { 0 });
     c.i32(2, size_i32(uncompressed)?);
     c.i32(3, size_i32(data.len())?);
     c.i32(4, crc32fast::hash(data) as i32);
     match page.compressed_page() {
-        Page::DataPage {
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            ..
-        } => {
+        Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, .. } => {
             // page-header statistics stay off (the column index carries them)
             c.begin(5);
             c.i32(1, *num_values as i32);
@@ -669,12 +548,7 @@ pub(crate) fn page_header(page: &CompressedPage) -> parquet::errors::Result<Vec<
             c.i32(4, encoding_id(*rep_level_encoding)?);
             c.end();
         }
-        Page::DictionaryPage {
-            num_values,
-            encoding,
-            is_sorted,
-            ..
-        } => {
+        Page::DictionaryPage { num_values, encoding, is_sorted, .. } => {
             c.begin(7);
             c.i32(1, *num_values as i32);
             c.i32(2, encoding_id(*encoding)?);
@@ -682,9 +556,7 @@ pub(crate) fn page_header(page: &CompressedPage) -> parquet::errors::Result<Vec<
             c.end();
         }
         Page::DataPageV2 { .. } => {
-            return Err(parquet::errors::ParquetError::General(
-                "TimeF writes v1 data pages only".into(),
-            ))
+            return Err(parquet::errors::ParquetError::General("TimeF writes v1 data pages only".into()))
         }
     }
     c.end();
@@ -714,27 +586,13 @@ pub(crate) fn self_check(rel: &Path, schema: &FileSchema, meta: &ParquetMetaData
                     Pin::ByteStreamSplit => has(Encoding::BYTE_STREAM_SPLIT) && !dict,
                 };
             if !ok {
-                return Err(fail(
-                    path,
-                    format!("row group {g}: pinned {pin:?}, encodings seen {encodings:?}"),
-                ));
+                return Err(fail(path, format!("row group {g}: pinned {pin:?}, encodings seen {encodings:?}")));
             }
             if !matches!(col.compression(), Compression::ZSTD(_)) {
-                return Err(fail(
-                    path,
-                    format!(
-                        "row group {g}: compression {:?}, want ZSTD",
-                        col.compression()
-                    ),
-                ));
+                return Err(fail(path, format!("row group {g}: compression {:?}, want ZSTD", col.compression())));
             }
-            if rg.num_rows() > 0
-                && (col.column_index_offset().is_none() || col.offset_index_offset().is_none())
-            {
-                return Err(fail(
-                    path,
-                    format!("row group {g}: column or offset index missing"),
-                ));
+            if rg.num_rows() > 0 && (col.column_index_offset().is_none() || col.offset_index_offset().is_none()) {
+                return Err(fail(path, format!("row group {g}: column or offset index missing")));
             }
             if rg.num_rows() > 0 && col.statistics().is_none() {
                 return Err(fail(path, format!("row group {g}: statistics missing")));
@@ -754,9 +612,6 @@ pub(crate) fn uuid_bytes(id: &str) -> Result<FixedLenByteArray> {
 pub(crate) fn id_values<'a>(ids: impl Iterator<Item = &'a str>, enc: IdEncoding) -> Result<Values> {
     Ok(match enc {
         IdEncoding::Uuid16 => Values::Fixed(ids.map(uuid_bytes).collect::<Result<_>>()?),
-        IdEncoding::String => Values::Bytes(
-            ids.map(|s| ByteArray::from(s.as_bytes().to_vec()))
-                .collect(),
-        ),
+        IdEncoding::String => Values::Bytes(ids.map(|s| ByteArray::from(s.as_bytes().to_vec())).collect()),
     })
 }

@@ -140,41 +140,23 @@ pub enum Error {
 
 impl Error {
     /// Builds an [`Error::Validation`].
-    pub fn validation(
-        id: impl Into<String>,
-        field: &'static str,
-        reason: impl Into<String>,
-    ) -> Self {
-        Error::Validation {
-            id: id.into(),
-            field,
-            reason: reason.into(),
-        }
+    pub fn validation(id: impl Into<String>, field: &'static str, reason: impl Into<String>) -> Self {
+        Error::Validation { id: id.into(), field, reason: reason.into() }
     }
 
     /// Builds an [`Error::InvalidInput`].
     pub fn input(path: impl Into<PathBuf>, line: Option<usize>, reason: impl Into<String>) -> Self {
-        Error::InvalidInput {
-            path: path.into(),
-            line,
-            reason: reason.into(),
-        }
+        Error::InvalidInput { path: path.into(), line, reason: reason.into() }
     }
 
     /// Builds an [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 
     /// Builds an [`Error::Parquet`].
     pub fn parquet(path: impl Into<PathBuf>, source: parquet::errors::ParquetError) -> Self {
-        Error::Parquet {
-            path: path.into(),
-            source,
-        }
+        Error::Parquet { path: path.into(), source }
     }
 
     /// True for errors caused by what the user supplied (input files, dataset

@@ -82,8 +82,8 @@ impl RowGroupCutter {
     /// Call before adding a chunk of `chunk_bytes`; true means: close the current
     /// row group first.
     pub fn cut_before(&mut self, chunk_bytes: u64) -> bool {
-        let cut = self.bytes > self.rules.row_group_target_bytes
-            && self.bytes + chunk_bytes > self.rules.row_group_max_bytes;
+        let cut =
+            self.bytes > self.rules.row_group_target_bytes && self.bytes + chunk_bytes > self.rules.row_group_max_bytes;
         if cut {
             self.bytes = 0;
         }
@@ -112,10 +112,7 @@ pub struct ShardCutter {
 impl ShardCutter {
     /// A cutter for shards of `shard_target_bytes`.
     pub fn new(shard_target_bytes: u64) -> Self {
-        ShardCutter {
-            target: shard_target_bytes,
-            bytes: 0,
-        }
+        ShardCutter { target: shard_target_bytes, bytes: 0 }
     }
 
     /// Call after a row group of `rg_bytes` joined the shard; true means: close it.
@@ -185,19 +182,12 @@ mod tests {
         // part of the format: a change here moves every content-defined cut
         assert_eq!(key_hash("", 0), key_hash("", 0));
         assert_ne!(key_hash("a", 0), key_hash("a", 1));
-        assert_eq!(
-            format!("{:016x}", key_hash("series-a", 0)),
-            format!("{:016x}", key_hash("series-a", 0))
-        );
+        assert_eq!(format!("{:016x}", key_hash("series-a", 0)), format!("{:016x}", key_hash("series-a", 0)));
     }
 
     #[test]
     fn row_groups_respect_target_and_max() {
-        let rules = CutRules {
-            row_group_target_bytes: 10,
-            row_group_max_bytes: 18,
-            shard_target_bytes: 100,
-        };
+        let rules = CutRules { row_group_target_bytes: 10, row_group_max_bytes: 18, shard_target_bytes: 100 };
         let mut c = RowGroupCutter::new(rules);
         // hash 1 never meets the mask: only the max forces cuts
         let mut groups = vec![0u64];
@@ -222,18 +212,9 @@ mod tests {
         let k = 1024u64;
         // hash with PAGE_CUT_MASK set never cuts by content
         let no = PAGE_CUT_MASK;
-        assert_eq!(
-            values_pages([(300 * k, no), (300 * k, no), (300 * k, no), (300 * k, no)].into_iter()),
-            vec![3, 1]
-        );
-        assert_eq!(
-            values_pages([(300 * k, 0), (10 * k, 0)].into_iter()),
-            vec![1, 1]
-        );
-        assert_eq!(
-            values_pages([(2048 * k, no), (1, no)].into_iter()),
-            vec![1, 1]
-        );
+        assert_eq!(values_pages([(300 * k, no), (300 * k, no), (300 * k, no), (300 * k, no)].into_iter()), vec![3, 1]);
+        assert_eq!(values_pages([(300 * k, 0), (10 * k, 0)].into_iter()), vec![1, 1]);
+        assert_eq!(values_pages([(2048 * k, no), (1, no)].into_iter()), vec![1, 1]);
         assert!(values_pages(std::iter::empty()).is_empty());
     }
 }

@@ -9,8 +9,8 @@ pub mod dataset;
 pub mod error;
 
 pub use dataset::{
-    new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source,
-    Task, TaskType, TimeFDataset,
+    new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType,
+    TimeFDataset,
 };
 pub use error::{Error, Result};
 pub mod commit;

@@ -239,23 +239,50 @@ pub struct Partial {
 }
 
 impl Partial {
-    /// Statistics of one chunk (two passes over the chunk, which is in cache).
+    /// Statistics of one chunk: min, max and sum in one pass, then the squared
+    /// deviations in a second pass over the chunk while it is in cache (more
+    /// accurate than sum-of-squares). Eight independent lanes let the compiler
+    /// vectorize. A non-finite value makes `mean` non-finite, which is how the
+    /// writer detects one without a separate scan.
     pub fn of(values: &[f32]) -> Partial {
-        let (mut min, mut max, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0f64);
-        for &v in values {
-            min = min.min(v);
-            max = max.max(v);
-            sum += f64::from(v);
+        const L: usize = 8;
+        let (mut min, mut max, mut sum) = ([f32::INFINITY; L], [f32::NEG_INFINITY; L], [0f64; L]);
+        let chunks = values.chunks_exact(L);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for i in 0..L {
+                min[i] = if c[i] < min[i] { c[i] } else { min[i] };
+                max[i] = if c[i] > max[i] { c[i] } else { max[i] };
+                sum[i] += f64::from(c[i]);
+            }
+        }
+        for (i, &v) in tail.iter().enumerate() {
+            min[i] = if v < min[i] { v } else { min[i] };
+            max[i] = if v > max[i] { v } else { max[i] };
+            sum[i] += f64::from(v);
         }
         let n = values.len() as u64;
-        let mean = sum / n as f64;
-        let m2 = values.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum();
+        let mean = sum.iter().sum::<f64>() / n as f64;
+        let mut dev = [0f64; L];
+        let chunks = values.chunks_exact(L);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for i in 0..L {
+                let d = f64::from(c[i]) - mean;
+                dev[i] += d * d;
+            }
+        }
+        for (i, &v) in tail.iter().enumerate() {
+            let d = f64::from(v) - mean;
+            dev[i] += d * d;
+        }
+        let fold = |a: [f32; L], f: fn(f32, f32) -> f32| a.into_iter().fold(a[0], f);
         Partial {
             n,
-            min: f64::from(min),
-            max: f64::from(max),
+            min: f64::from(fold(min, f32::min)),
+            max: f64::from(fold(max, f32::max)),
             mean,
-            m2,
+            m2: dev.iter().sum(),
         }
     }
 
@@ -288,13 +315,7 @@ impl Partial {
 
     /// The manifest form.
     pub fn to_stats(&self) -> ChannelStats {
-        ChannelStats {
-            count: self.n,
-            min: self.min,
-            max: self.max,
-            mean: self.mean,
-            std: self.std(),
-        }
+        ChannelStats { count: self.n, min: self.min, max: self.max, mean: self.mean, std: self.std() }
     }
 }
 

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 
 use parquet::data_type::ByteArray;
 
-use crate::encoding::{
-    list_levels, optional_levels, FileSchema, IdEncoding, Leaf, LeafData, SchemaBuilder, Values,
-};
+use crate::encoding::{list_levels, optional_levels, FileSchema, IdEncoding, Leaf, LeafData, SchemaBuilder, Values};
 use crate::error::Result;
 
 /// The six id spaces (FORMAT-BRIEF §2), in manifest order.
@@ -29,14 +27,8 @@ pub enum IdSpace {
 
 impl IdSpace {
     /// All six, in order.
-    pub const ALL: [IdSpace; 6] = [
-        IdSpace::Sample,
-        IdSpace::TimeSeries,
-        IdSpace::Annotation,
-        IdSpace::Task,
-        IdSpace::Source,
-        IdSpace::Subject,
-    ];
+    pub const ALL: [IdSpace; 6] =
+        [IdSpace::Sample, IdSpace::TimeSeries, IdSpace::Annotation, IdSpace::Task, IdSpace::Source, IdSpace::Subject];
 
     /// The space's name, as in `manifest.id_encoding`.
     pub fn name(self) -> &'static str {
@@ -81,11 +73,7 @@ impl IdEncodings {
 /// `time_series/shard-NNNNN.parquet`.
 pub fn shard_schema(ids: IdEncodings) -> Result<FileSchema> {
     SchemaBuilder::default()
-        .column(
-            "time_series_id",
-            Leaf::Id(ids.get(IdSpace::TimeSeries)),
-            false,
-        )?
+        .column("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries)), false)?
         .column("chunk_idx", Leaf::I32(crate::encoding::Pin::Delta), false)?
         .column("spec_type", Leaf::Cat, false)?
         .column("channel", Leaf::Cat, false)?
@@ -97,11 +85,7 @@ pub fn shard_schema(ids: IdEncodings) -> Result<FileSchema> {
 pub fn index_schema(ids: IdEncodings) -> Result<FileSchema> {
     use crate::encoding::Pin::{Delta, Plain};
     SchemaBuilder::default()
-        .column(
-            "time_series_id",
-            Leaf::Id(ids.get(IdSpace::TimeSeries)),
-            false,
-        )?
+        .column("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries)), false)?
         .column("chunk_idx", Leaf::I32(Delta), false)?
         .column("spec_type", Leaf::Cat, false)?
         .column("channel", Leaf::Cat, false)?
@@ -131,10 +115,7 @@ pub fn samples_schema(ids: IdEncodings) -> Result<FileSchema> {
         .column("t_end_s", Leaf::F64, true)?
         .list_of_struct(
             "series",
-            vec![
-                ("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries))),
-                ("view", Leaf::Cat),
-            ],
+            vec![("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries))), ("view", Leaf::Cat)],
             false,
         )?
         .string_map("metadata")?
@@ -145,11 +126,7 @@ pub fn samples_schema(ids: IdEncodings) -> Result<FileSchema> {
 pub fn annotations_schema(ids: IdEncodings) -> Result<FileSchema> {
     SchemaBuilder::default()
         .column("sample_id", Leaf::Id(ids.get(IdSpace::Sample)), false)?
-        .column(
-            "annotation_id",
-            Leaf::Id(ids.get(IdSpace::Annotation)),
-            false,
-        )?
+        .column("annotation_id", Leaf::Id(ids.get(IdSpace::Annotation)), false)?
         .column("annotation_type", Leaf::Cat, false)?
         .column("key", Leaf::Cat, false)?
         .column("value_str", Leaf::Utf8, true)?
@@ -185,11 +162,7 @@ pub(crate) struct Columns {
 }
 
 fn bytes_of<'a>(values: impl Iterator<Item = &'a str>) -> Values {
-    Values::Bytes(
-        values
-            .map(|s| ByteArray::from(s.as_bytes().to_vec()))
-            .collect(),
-    )
+    Values::Bytes(values.map(|s| ByteArray::from(s.as_bytes().to_vec())).collect())
 }
 
 impl Columns {
@@ -217,11 +190,7 @@ impl Columns {
 
     /// A nullable UTF-8 column.
     pub fn opt_strs(&mut self, values: &[Option<&str>]) {
-        self.push(
-            bytes_of(values.iter().flatten().copied()),
-            Some(optional_levels(values)),
-            None,
-        );
+        self.push(bytes_of(values.iter().flatten().copied()), Some(optional_levels(values)), None);
     }
 
     /// A required int32 column.
@@ -231,11 +200,7 @@ impl Columns {
 
     /// A nullable int32 column.
     pub fn opt_i32s(&mut self, values: &[Option<i32>]) {
-        self.push(
-            Values::I32(values.iter().flatten().copied().collect()),
-            Some(optional_levels(values)),
-            None,
-        );
+        self.push(Values::I32(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None);
     }
 
     /// A required int64 column.
@@ -255,43 +220,22 @@ impl Columns {
 
     /// A nullable float64 column.
     pub fn opt_f64s(&mut self, values: &[Option<f64>]) {
-        self.push(
-            Values::F64(values.iter().flatten().copied().collect()),
-            Some(optional_levels(values)),
-            None,
-        );
+        self.push(Values::F64(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None);
     }
 
     /// A list of ids; `None` rows are null lists (only when `nullable`).
-    pub fn id_lists(
-        &mut self,
-        rows: &[Option<&[String]>],
-        nullable: bool,
-        enc: IdEncoding,
-    ) -> Result<()> {
-        let values = crate::encoding::id_values(
-            rows.iter()
-                .flatten()
-                .flat_map(|r| r.iter().map(String::as_str)),
-            enc,
-        )?;
+    pub fn id_lists(&mut self, rows: &[Option<&[String]>], nullable: bool, enc: IdEncoding) -> Result<()> {
+        let values = crate::encoding::id_values(rows.iter().flatten().flat_map(|r| r.iter().map(String::as_str)), enc)?;
         let (def, rep) = list_levels(rows.iter().map(|r| r.map(<[String]>::len)), nullable);
         self.push(values, Some(def), Some(rep));
         Ok(())
     }
 
     /// A required list of `{time_series_id, view}` structs: two leaves.
-    pub fn series_refs(
-        &mut self,
-        rows: &[&[crate::dataset::SeriesRef]],
-        enc: IdEncoding,
-    ) -> Result<()> {
+    pub fn series_refs(&mut self, rows: &[&[crate::dataset::SeriesRef]], enc: IdEncoding) -> Result<()> {
         let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
-        let ids = crate::encoding::id_values(
-            rows.iter()
-                .flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())),
-            enc,
-        )?;
+        let ids =
+            crate::encoding::id_values(rows.iter().flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())), enc)?;
         let views = bytes_of(rows.iter().flat_map(|r| r.iter().map(|s| s.view.as_str())));
         self.push(ids, Some(def.clone()), Some(rep.clone()));
         self.push(views, Some(def), Some(rep));
@@ -300,10 +244,7 @@ impl Columns {
 
     /// A nullable `map<utf8, utf8>`; an empty map is stored as null.
     pub fn string_maps(&mut self, rows: &[&BTreeMap<String, String>]) {
-        let shape: Vec<Option<usize>> = rows
-            .iter()
-            .map(|m| (!m.is_empty()).then_some(m.len()))
-            .collect();
+        let shape: Vec<Option<usize>> = rows.iter().map(|m| (!m.is_empty()).then_some(m.len())).collect();
         let (def, rep) = list_levels(shape.into_iter(), true);
         let keys = bytes_of(rows.iter().flat_map(|m| m.keys().map(String::as_str)));
         let values = bytes_of(rows.iter().flat_map(|m| m.values().map(String::as_str)));

@@ -27,10 +27,8 @@ use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
 use crate::commit::{ensure_absent, HashedFile, Staging, MANIFEST};
-use crate::dataset::{validate_name, Loader, SeriesMeta, TimeFDataset};
-use crate::encoding::{
-    encode_chunk, self_check, Codec, EncodedChunk, FileSchema, LeafData, Values,
-};
+use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
+use crate::encoding::{encode_chunk, self_check, Codec, EncodedChunk, FileSchema, LeafData, Values};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, CutRules, RowGroupCutter, ShardCutter, VALUE_BYTES};
 use crate::manifest::{self, Manifest, Partial};
@@ -148,8 +146,7 @@ impl WriterOptionsBuilder {
     /// cap that would allow 2^31 values.
     pub fn try_build(self) -> Result<WriterOptions> {
         let o = self.0;
-        let bad =
-            |option: &'static str, reason: String| Err(Error::InvalidOption { option, reason });
+        let bad = |option: &'static str, reason: String| Err(Error::InvalidOption { option, reason });
         if o.shard_target_bytes == 0 {
             return bad("shard_target_bytes", "must be > 0".into());
         }
@@ -157,27 +154,16 @@ impl WriterOptionsBuilder {
             return bad("row_group_target_bytes", "must be > 0".into());
         }
         if o.chunk_max_bytes == 0 || o.chunk_max_bytes % VALUE_BYTES != 0 {
-            return bad(
-                "chunk_max_bytes",
-                format!("{} is not a positive multiple of 4", o.chunk_max_bytes),
-            );
+            return bad("chunk_max_bytes", format!("{} is not a positive multiple of 4", o.chunk_max_bytes));
         }
         if !(1..=22).contains(&o.compression_level) {
-            return bad(
-                "compression_level",
-                format!("{} is outside 1..=22", o.compression_level),
-            );
+            return bad("compression_level", format!("{} is outside 1..=22", o.compression_level));
         }
-        let cap = o
-            .row_group_target_bytes
-            .checked_add(ROW_GROUP_SLACK_CHUNKS.saturating_mul(o.chunk_max_bytes));
+        let cap = o.row_group_target_bytes.checked_add(ROW_GROUP_SLACK_CHUNKS.saturating_mul(o.chunk_max_bytes));
         if cap.is_none_or(|c| c / VALUE_BYTES > MAX_ROW_GROUP_VALUES)
             || o.shard_target_bytes.checked_add(cap.unwrap_or(0)).is_none()
         {
-            return bad(
-                "row_group_target_bytes",
-                "row groups could reach 2^31 values".into(),
-            );
+            return bad("row_group_target_bytes", "row groups could reach 2^31 values".into());
         }
         Ok(o)
     }
@@ -226,10 +212,7 @@ pub struct TimeFWriter {
 
 impl std::fmt::Debug for TimeFWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TimeFWriter")
-            .field("root", &self.root)
-            .field("options", &self.options)
-            .finish_non_exhaustive()
+        f.debug_struct("TimeFWriter").field("root", &self.root).field("options", &self.options).finish_non_exhaustive()
     }
 }
 
@@ -264,12 +247,7 @@ impl StagedVersion {
 impl TimeFWriter {
     /// A writer under `root` with `options`.
     pub fn new(root: impl Into<PathBuf>, options: WriterOptions) -> Self {
-        TimeFWriter {
-            root: root.into(),
-            options,
-            progress: None,
-            derived_from: None,
-        }
+        TimeFWriter { root: root.into(), options, progress: None, derived_from: None }
     }
 
     /// Calls `f` with each [`WriteProgressEvent`].
@@ -286,9 +264,7 @@ impl TimeFWriter {
 
     /// The directory `dataset` would be committed to.
     pub fn version_dir(&self, dataset: &TimeFDataset) -> PathBuf {
-        self.root
-            .join(&dataset.info.name)
-            .join(&dataset.info.version)
+        self.root.join(&dataset.info.name).join(&dataset.info.version)
     }
 
     fn emit(&self, event: WriteProgressEvent) {
@@ -310,16 +286,11 @@ impl TimeFWriter {
         let target = self.version_dir(&dataset);
         ensure_absent(&target)?;
         let ids = decide_ids(&dataset);
-        let codec = Codec {
-            zstd_level: self.options.compression_level,
-        };
+        let codec = Codec { zstd_level: self.options.compression_level };
         let created_by = format!(
             "timef {} (parquet-rs {})",
             env!("CARGO_PKG_VERSION"),
-            parquet::file::properties::DEFAULT_CREATED_BY
-                .rsplit(' ')
-                .next()
-                .unwrap_or("")
+            parquet::file::properties::DEFAULT_CREATED_BY.rsplit(' ').next().unwrap_or("")
         );
 
         let mut staging = Staging::create(&target)?;
@@ -329,57 +300,20 @@ impl TimeFWriter {
         });
         let mut series = self.write_series(&mut staging, &mut dataset, ids, codec, &created_by)?;
         let mut files = std::mem::take(&mut series.files);
-        files.push(write_index(
-            &mut staging,
-            &series.metas,
-            &series.index,
-            ids,
-            codec,
-            &created_by,
-        )?);
-        files.push(write_samples(
-            &mut staging,
-            &dataset,
-            ids,
-            codec,
-            &created_by,
-        )?);
-        files.push(write_annotations(
-            &mut staging,
-            &dataset,
-            ids,
-            codec,
-            &created_by,
-        )?);
+        files.push(write_index(&mut staging, &series.metas, &series.index, ids, codec, &created_by)?);
+        files.push(write_samples(&mut staging, &dataset, ids, codec, &created_by)?);
+        files.push(write_annotations(&mut staging, &dataset, ids, codec, &created_by)?);
         for (name, tasks) in &dataset.tasks {
-            files.push(write_tasks(
-                &mut staging,
-                name,
-                tasks,
-                ids,
-                codec,
-                &created_by,
-            )?);
+            files.push(write_tasks(&mut staging, name, tasks, ids, codec, &created_by)?);
         }
         for f in &files[series.shards..] {
-            self.emit(WriteProgressEvent::FileWritten {
-                path: f.path.clone(),
-                bytes: f.bytes,
-            });
+            self.emit(WriteProgressEvent::FileWritten { path: f.path.clone(), bytes: f.bytes });
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
 
-        let manifest = build_manifest(
-            &dataset,
-            &self.options,
-            ids,
-            files,
-            &series,
-            self.derived_from.clone(),
-        );
+        let manifest = build_manifest(&dataset, &self.options, ids, files, &series, self.derived_from.clone());
         let mut f = staging.create_file(MANIFEST)?;
-        std::io::Write::write_all(&mut f, &manifest.to_bytes())
-            .map_err(|e| Error::io(f.path(), e))?;
+        std::io::Write::write_all(&mut f, &manifest.to_bytes()).map_err(|e| Error::io(f.path(), e))?;
         f.finish()?;
         Ok(StagedVersion { staging, manifest })
     }
@@ -394,21 +328,14 @@ impl TimeFWriter {
     ) -> Result<SeriesOutput> {
         let mut order: Vec<(SeriesMeta, Loader)> = Vec::with_capacity(dataset.series.len());
         for entry in dataset.series.values_mut() {
-            let loader = entry.loader.take().ok_or_else(|| {
-                Error::validation(
-                    &entry.meta.time_series_id,
-                    "loader",
-                    "the loader already ran",
-                )
-            })?;
+            let loader = entry
+                .loader
+                .take()
+                .ok_or_else(|| Error::validation(&entry.meta.time_series_id, "loader", "the loader already ran"))?;
             order.push((entry.meta.clone(), loader));
         }
         order.sort_by(|(a, _), (b, _)| {
-            (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(
-                &b.spec_type,
-                &b.channel,
-                &b.time_series_id,
-            ))
+            (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
         });
         let schema = Arc::new(tables::shard_schema(ids)?);
         let props = schema.properties(codec, created_by)?;
@@ -436,48 +363,29 @@ impl TimeFWriter {
         let chunk_values = self.options.chunk_max_values();
         let total = order.len() as u64;
         for (i, (meta, loader)) in order.into_iter().enumerate() {
-            let values = loader().map_err(|source| Error::Loader {
-                series_id: meta.time_series_id.clone(),
-                source,
-            })?;
+            let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
             validate_values(&meta, &values)?;
-            let values = Arc::new(values);
-            let channel_stats = stats
-                .entry((meta.spec_type.clone(), meta.channel.clone()))
-                .or_insert(Partial {
-                    n: 0,
-                    min: 0.0,
-                    max: 0.0,
-                    mean: 0.0,
-                    m2: 0.0,
-                });
+            let channel_stats = stats.entry((meta.spec_type.clone(), meta.channel.clone())).or_insert(Partial {
+                n: 0,
+                min: 0.0,
+                max: 0.0,
+                mean: 0.0,
+                m2: 0.0,
+            });
             for k in 0..layout::chunk_count(values.len(), chunk_values) {
                 let range = k * chunk_values..((k + 1) * chunk_values).min(values.len());
-                let partial = Partial::of(&values[range.clone()]);
+                let chunk = values.slice(range.start, range.len());
+                let partial = Partial::of(&chunk);
+                if !partial.mean.is_finite() {
+                    return Err(non_finite(&meta, &values));
+                }
                 channel_stats.merge(&partial);
-                stream.push_chunk(
-                    i as u32,
-                    k as u32,
-                    &meta.time_series_id,
-                    Arc::clone(&values),
-                    range,
-                    partial,
-                )?;
+                stream.push_chunk(i as u32, k as u32, &meta.time_series_id, chunk, range.start, partial)?;
             }
-            self.emit(WriteProgressEvent::SeriesWritten {
-                done: i as u64 + 1,
-                total,
-                values: values.len() as u64,
-            });
+            self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 });
         }
         let (files, index) = stream.finish()?;
-        Ok(SeriesOutput {
-            shards: files.len(),
-            files,
-            index,
-            metas,
-            stats,
-        })
+        Ok(SeriesOutput { shards: files.len(), files, index, metas, stats })
     }
 }
 
@@ -485,18 +393,10 @@ impl TimeFWriter {
 fn validate_values(meta: &SeriesMeta, values: &[f32]) -> Result<()> {
     let id = &meta.time_series_id;
     if values.is_empty() {
-        return Err(Error::validation(
-            id,
-            "values",
-            "a series needs at least one value",
-        ));
+        return Err(Error::validation(id, "values", "a series needs at least one value"));
     }
     if let Some(pos) = values.iter().position(|v| !v.is_finite()) {
-        return Err(Error::validation(
-            id,
-            "values",
-            format!("value {pos} is {}, not finite", values[pos]),
-        ));
+        return Err(Error::validation(id, "values", format!("value {pos} is {}, not finite", values[pos])));
     }
     if let Some(end) = meta.t_end_s {
         let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round();
@@ -504,14 +404,17 @@ fn validate_values(meta: &SeriesMeta, values: &[f32]) -> Result<()> {
             return Err(Error::validation(
                 id,
                 "t_end_s",
-                format!(
-                    "{} values, but round((t_end_s - t_start_s) * sampling_rate_hz) = {expected}",
-                    values.len()
-                ),
+                format!("{} values, but round((t_end_s - t_start_s) * sampling_rate_hz) = {expected}", values.len()),
             ));
         }
     }
     Ok(())
+}
+
+/// The error for a series with a non-finite value (found through its chunk's mean).
+fn non_finite(meta: &SeriesMeta, values: &[f32]) -> Error {
+    let pos = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    Error::validation(&meta.time_series_id, "values", format!("value {pos} is {}, not finite", values[pos]))
 }
 
 /// The uuid16-or-string decision for each space over every value used anywhere.
@@ -519,16 +422,10 @@ fn decide_ids(d: &TimeFDataset) -> IdEncodings {
     let samples = Box::new(d.samples.keys().map(String::as_str));
     let series = Box::new(d.series.keys().map(String::as_str));
     let annotations = Box::new(d.annotations.keys().map(String::as_str));
-    let tasks = Box::new(
-        d.tasks()
-            .flat_map(|(_, t)| std::iter::once(t.task_id.as_str()).chain(t.from_task.as_deref())),
-    );
-    let sources = Box::new(
-        d.sources
-            .keys()
-            .map(String::as_str)
-            .chain(d.samples.values().map(|s| s.source_id.as_str())),
-    );
+    let tasks =
+        Box::new(d.tasks().flat_map(|(_, t)| std::iter::once(t.task_id.as_str()).chain(t.from_task.as_deref())));
+    let sources =
+        Box::new(d.sources.keys().map(String::as_str).chain(d.samples.values().map(|s| s.source_id.as_str())));
     let subjects = Box::new(d.samples.values().filter_map(|s| s.subject_id.as_deref()));
     IdEncodings::decide([samples, series, annotations, tasks, sources, subjects])
 }
@@ -557,16 +454,12 @@ struct SeriesOutput {
 struct PendingChunk {
     series: u32,
     chunk_idx: u32,
-    values: Arc<Vec<f32>>,
-    range: std::ops::Range<usize>,
+    values: SeriesValues,
     hash: u64,
 }
 
 enum InFlight {
-    RowGroup {
-        shard: u32,
-        rx: Receiver<Result<Vec<EncodedChunk>>>,
-    },
+    RowGroup { shard: u32, rx: Receiver<Result<Vec<EncodedChunk>>> },
     CloseShard,
 }
 
@@ -600,32 +493,26 @@ impl ShardStream<'_> {
         series: u32,
         chunk_idx: u32,
         id: &str,
-        values: Arc<Vec<f32>>,
-        range: std::ops::Range<usize>,
+        values: SeriesValues,
+        value_offset: usize,
         partial: Partial,
     ) -> Result<()> {
-        let bytes = range.len() as u64 * VALUE_BYTES;
+        let bytes = values.len() as u64 * VALUE_BYTES;
         if self.cutter.cut_before(bytes) {
             self.flush_row_group()?;
         }
         self.index.push(IndexRow {
             series,
             chunk_idx,
-            value_offset: range.start as u64,
-            n_values: range.len() as u32,
+            value_offset: value_offset as u64,
+            n_values: values.len() as u32,
             shard: 0,
             row_group: 0,
             row_offset: 0,
             partial,
         });
         let hash = key_hash(id, chunk_idx);
-        self.rg.push(PendingChunk {
-            series,
-            chunk_idx,
-            values,
-            range,
-            hash,
-        });
+        self.rg.push(PendingChunk { series, chunk_idx, values, hash });
         self.rg_bytes += bytes;
         if self.cutter.cut_after(bytes, hash) {
             self.flush_row_group()?;
@@ -645,12 +532,8 @@ impl ShardStream<'_> {
             row.row_offset = offset as u32;
         }
         let (tx, rx) = sync_channel(1);
-        let (schema, props, keys, enc) = (
-            Arc::clone(&self.schema),
-            Arc::clone(&self.props),
-            Arc::clone(&self.keys),
-            self.ts_enc,
-        );
+        let (schema, props, keys, enc) =
+            (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
         rayon::spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 encode_shard_row_group(&rows, &schema, &props, &keys, enc)
@@ -665,15 +548,9 @@ impl ShardStream<'_> {
             // the receiver is gone only if the write already failed
             let _ = tx.send(result);
         });
-        self.in_flight.push_back(InFlight::RowGroup {
-            shard: self.shard_no,
-            rx,
-        });
+        self.in_flight.push_back(InFlight::RowGroup { shard: self.shard_no, rx });
         self.rg_in_shard += 1;
-        if self
-            .shard_cutter
-            .close_after(std::mem::take(&mut self.rg_bytes))
-        {
+        if self.shard_cutter.close_after(std::mem::take(&mut self.rg_bytes)) {
             self.in_flight.push_back(InFlight::CloseShard);
             self.shard_no += 1;
             self.rg_in_shard = 0;
@@ -739,31 +616,23 @@ fn encode_shard_row_group(
     cols.i32s(rows.iter().map(|r| r.chunk_idx as i32).collect());
     cols.strs(rows.iter().map(|r| meta(r).spec_type.as_str()));
     cols.strs(rows.iter().map(|r| meta(r).channel.as_str()));
-    let total: usize = rows.iter().map(|r| r.range.len()).sum();
+    let total: usize = rows.iter().map(|r| r.values.len()).sum();
     let mut values = Vec::with_capacity(total);
     let mut rep = Vec::with_capacity(total);
     for r in rows {
-        values.extend_from_slice(&r.values[r.range.clone()]);
+        values.extend_from_slice(&r.values);
         rep.push(0i16);
-        rep.resize(rep.len() + r.range.len() - 1, 1);
+        rep.resize(rep.len() + r.values.len() - 1, 1);
     }
-    cols.leaves.push(LeafData {
-        values: Values::F32(values),
-        def: Some(vec![1; total]),
-        rep: Some(rep),
-    });
+    cols.leaves.push(LeafData { values: Values::F32(values), def: Some(vec![1; total]), rep: Some(rep) });
     let one_page = [rows.len()];
-    let value_pages = layout::values_pages(
-        rows.iter()
-            .map(|r| (r.range.len() as u64 * VALUE_BYTES, r.hash)),
-    );
+    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
     cols.leaves
         .iter()
         .enumerate()
         .map(|(i, leaf)| {
             let pages: &[usize] = if i == 4 { &value_pages } else { &one_page };
-            encode_chunk(schema.descr.column(i), props, leaf, pages)
-                .map_err(|e| Error::parquet("time_series", e))
+            encode_chunk(schema.descr.column(i), props, leaf, pages).map_err(|e| Error::parquet("time_series", e))
         })
         .collect()
 }
@@ -777,33 +646,18 @@ struct ParquetFile {
 }
 
 impl ParquetFile {
-    fn create(
-        staging: &mut Staging,
-        rel: &str,
-        schema: Arc<FileSchema>,
-        props: &WriterPropertiesPtr,
-    ) -> Result<Self> {
+    fn create(staging: &mut Staging, rel: &str, schema: Arc<FileSchema>, props: &WriterPropertiesPtr) -> Result<Self> {
         let file = staging.create_file(rel)?;
-        let writer =
-            SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
-                .map_err(|e| Error::parquet(rel, e))?;
-        Ok(ParquetFile {
-            writer,
-            rel: rel.to_string(),
-            schema,
-            rows: 0,
-        })
+        let writer = SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
+            .map_err(|e| Error::parquet(rel, e))?;
+        Ok(ParquetFile { writer, rel: rel.to_string(), schema, rows: 0 })
     }
 
     fn append_row_group(&mut self, chunks: Vec<EncodedChunk>) -> Result<()> {
         let rel = self.rel.as_str();
-        let mut rg = self
-            .writer
-            .next_row_group()
-            .map_err(|e| Error::parquet(rel, e))?;
+        let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(rel, e))?;
         for c in chunks {
-            rg.append_column(&c.bytes, c.close)
-                .map_err(|e| Error::parquet(rel, e))?;
+            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(rel, e))?;
         }
         let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
         self.rows += meta.num_rows() as u64;
@@ -814,23 +668,13 @@ impl ParquetFile {
     fn finish(self) -> Result<manifest::FileEntry> {
         let rel = self.rel.clone();
         // into_inner writes the footer
-        let file = self
-            .writer
-            .into_inner()
-            .map_err(|e| Error::parquet(&rel, e))?;
+        let file = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
         let path = file.path().to_path_buf();
         let written = file.finish()?;
         let on_disk = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&on_disk)
-            .map_err(|e| Error::parquet(&rel, e))?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&on_disk).map_err(|e| Error::parquet(&rel, e))?;
         self_check(Path::new(&rel), &self.schema, &meta)?;
-        Ok(manifest::FileEntry {
-            path: written.path,
-            bytes: written.bytes,
-            rows: self.rows,
-            sha256: written.sha256,
-        })
+        Ok(manifest::FileEntry { path: written.path, bytes: written.bytes, rows: self.rows, sha256: written.sha256 })
     }
 }
 
@@ -856,8 +700,7 @@ fn write_table(
             .par_iter()
             .enumerate()
             .map(|(i, leaf)| {
-                encode_chunk(schema.descr.column(i), &props, leaf, &pages)
-                    .map_err(|e| Error::parquet(rel, e))
+                encode_chunk(schema.descr.column(i), &props, leaf, &pages).map_err(|e| Error::parquet(rel, e))
             })
             .collect::<Result<Vec<_>>>()?;
         file.append_row_group(chunks)?;
@@ -880,10 +723,7 @@ fn write_index(
     let m = |r: &IndexRow| &metas[r.series as usize];
     let shard_paths: Vec<String> = index.iter().map(|r| shard_path(r.shard)).collect();
     let mut c = Columns::default();
-    c.ids(
-        index.iter().map(|r| m(r).time_series_id.as_str()),
-        ids.get(IdSpace::TimeSeries),
-    )?;
+    c.ids(index.iter().map(|r| m(r).time_series_id.as_str()), ids.get(IdSpace::TimeSeries))?;
     c.i32s(index.iter().map(|r| r.chunk_idx as i32).collect());
     c.strs(index.iter().map(|r| m(r).spec_type.as_str()));
     c.strs(index.iter().map(|r| m(r).channel.as_str()));
@@ -900,21 +740,9 @@ fn write_index(
     c.f32s(index.iter().map(|r| r.partial.max as f32).collect());
     c.f64s(index.iter().map(|r| r.partial.mean).collect());
     c.f64s(index.iter().map(|r| r.partial.std()).collect());
-    let keys = index.iter().map(|r| {
-        (
-            96 + m(r).time_series_id.len() as u64,
-            key_hash(&m(r).time_series_id, r.chunk_idx),
-        )
-    });
-    write_table(
-        staging,
-        "time_series_index.parquet",
-        tables::index_schema(ids)?,
-        c,
-        keys,
-        codec,
-        created_by,
-    )
+    let keys =
+        index.iter().map(|r| (96 + m(r).time_series_id.len() as u64, key_hash(&m(r).time_series_id, r.chunk_idx)));
+    write_table(staging, "time_series_index.parquet", tables::index_schema(ids)?, c, keys, codec, created_by)
 }
 
 fn write_samples(
@@ -926,37 +754,15 @@ fn write_samples(
 ) -> Result<manifest::FileEntry> {
     let s: Vec<_> = d.samples.values().collect();
     let mut c = Columns::default();
-    c.ids(
-        s.iter().map(|x| x.sample_id.as_str()),
-        ids.get(IdSpace::Sample),
-    )?;
-    c.ids(
-        s.iter().map(|x| x.source_id.as_str()),
-        ids.get(IdSpace::Source),
-    )?;
-    c.opt_ids(
-        &s.iter().map(|x| opt(&x.subject_id)).collect::<Vec<_>>(),
-        ids.get(IdSpace::Subject),
-    )?;
+    c.ids(s.iter().map(|x| x.sample_id.as_str()), ids.get(IdSpace::Sample))?;
+    c.ids(s.iter().map(|x| x.source_id.as_str()), ids.get(IdSpace::Source))?;
+    c.opt_ids(&s.iter().map(|x| opt(&x.subject_id)).collect::<Vec<_>>(), ids.get(IdSpace::Subject))?;
     c.opt_f64s(&s.iter().map(|x| x.t_start_s).collect::<Vec<_>>());
     c.opt_f64s(&s.iter().map(|x| x.t_end_s).collect::<Vec<_>>());
-    c.series_refs(
-        &s.iter().map(|x| x.series.as_slice()).collect::<Vec<_>>(),
-        ids.get(IdSpace::TimeSeries),
-    )?;
+    c.series_refs(&s.iter().map(|x| x.series.as_slice()).collect::<Vec<_>>(), ids.get(IdSpace::TimeSeries))?;
     c.string_maps(&s.iter().map(|x| &x.metadata).collect::<Vec<_>>());
-    let keys = s
-        .iter()
-        .map(|x| (64 + 48 * x.series.len() as u64, key_hash(&x.sample_id, 0)));
-    write_table(
-        staging,
-        "samples.parquet",
-        tables::samples_schema(ids)?,
-        c,
-        keys,
-        codec,
-        created_by,
-    )
+    let keys = s.iter().map(|x| (64 + 48 * x.series.len() as u64, key_hash(&x.sample_id, 0)));
+    write_table(staging, "samples.parquet", tables::samples_schema(ids)?, c, keys, codec, created_by)
 }
 
 fn write_annotations(
@@ -967,18 +773,12 @@ fn write_annotations(
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     // one row per (sample, annotation), sorted by (sample_id, annotation_id)
-    let mut rows: Vec<(&str, &crate::dataset::Annotation)> = d
-        .annotations
-        .values()
-        .flat_map(|(a, samples)| samples.iter().map(move |s| (s.as_str(), a)))
-        .collect();
+    let mut rows: Vec<(&str, &crate::dataset::Annotation)> =
+        d.annotations.values().flat_map(|(a, samples)| samples.iter().map(move |s| (s.as_str(), a))).collect();
     rows.sort_by(|x, y| (x.0, &x.1.annotation_id).cmp(&(y.0, &y.1.annotation_id)));
     let mut c = Columns::default();
     c.ids(rows.iter().map(|r| r.0), ids.get(IdSpace::Sample))?;
-    c.ids(
-        rows.iter().map(|r| r.1.annotation_id.as_str()),
-        ids.get(IdSpace::Annotation),
-    )?;
+    c.ids(rows.iter().map(|r| r.1.annotation_id.as_str()), ids.get(IdSpace::Annotation))?;
     c.strs(rows.iter().map(|r| r.1.annotation_type.as_str()));
     c.strs(rows.iter().map(|r| r.1.key.as_str()));
     c.opt_strs(&rows.iter().map(|r| opt(&r.1.value_str)).collect::<Vec<_>>());
@@ -987,20 +787,9 @@ fn write_annotations(
     c.opt_f64s(&rows.iter().map(|r| r.1.t_end_s).collect::<Vec<_>>());
     c.opt_strs(&rows.iter().map(|r| opt(&r.1.channel)).collect::<Vec<_>>());
     let keys = rows.iter().map(|r| {
-        (
-            64 + r.1.value_str.as_ref().map_or(0, |s| s.len() as u64),
-            key_hash(r.0, 0) ^ key_hash(&r.1.annotation_id, 0),
-        )
+        (64 + r.1.value_str.as_ref().map_or(0, |s| s.len() as u64), key_hash(r.0, 0) ^ key_hash(&r.1.annotation_id, 0))
     });
-    write_table(
-        staging,
-        "annotations.parquet",
-        tables::annotations_schema(ids)?,
-        c,
-        keys,
-        codec,
-        created_by,
-    )
+    write_table(staging, "annotations.parquet", tables::annotations_schema(ids)?, c, keys, codec, created_by)
 }
 
 fn write_tasks(
@@ -1017,47 +806,17 @@ fn write_tasks(
     c.ids(t.iter().map(|x| x.task_id.as_str()), ids.get(IdSpace::Task))?;
     c.strs(t.iter().map(|x| x.task_type.as_str()));
     c.opt_strs(&t.iter().map(|x| opt(&x.split)).collect::<Vec<_>>());
-    c.id_lists(
-        &t.iter()
-            .map(|x| Some(x.sample_ids.as_slice()))
-            .collect::<Vec<_>>(),
-        false,
-        sample,
-    )?;
+    c.id_lists(&t.iter().map(|x| Some(x.sample_ids.as_slice())).collect::<Vec<_>>(), false, sample)?;
     c.opt_strs(&t.iter().map(|x| opt(&x.target)).collect::<Vec<_>>());
-    c.opt_ids(
-        &t.iter()
-            .map(|x| opt(&x.target_sample_id))
-            .collect::<Vec<_>>(),
-        sample,
-    )?;
-    c.id_lists(
-        &t.iter()
-            .map(|x| x.context_sample_ids.as_deref())
-            .collect::<Vec<_>>(),
-        true,
-        sample,
-    )?;
-    c.opt_ids(
-        &t.iter().map(|x| opt(&x.from_task)).collect::<Vec<_>>(),
-        ids.get(IdSpace::Task),
-    )?;
+    c.opt_ids(&t.iter().map(|x| opt(&x.target_sample_id)).collect::<Vec<_>>(), sample)?;
+    c.id_lists(&t.iter().map(|x| x.context_sample_ids.as_deref()).collect::<Vec<_>>(), true, sample)?;
+    c.opt_ids(&t.iter().map(|x| opt(&x.from_task)).collect::<Vec<_>>(), ids.get(IdSpace::Task))?;
     c.opt_i32s(&t.iter().map(|x| x.horizon).collect::<Vec<_>>());
     c.opt_strs(&t.iter().map(|x| opt(&x.prompt)).collect::<Vec<_>>());
     c.opt_strs(&t.iter().map(|x| opt(&x.answer)).collect::<Vec<_>>());
-    let keys = t
-        .iter()
-        .map(|x| (64 + 40 * x.sample_ids.len() as u64, key_hash(&x.task_id, 0)));
+    let keys = t.iter().map(|x| (64 + 40 * x.sample_ids.len() as u64, key_hash(&x.task_id, 0)));
     let rel = format!("tasks/task={name}/part-0.parquet");
-    write_table(
-        staging,
-        &rel,
-        tables::tasks_schema(ids)?,
-        c,
-        keys,
-        codec,
-        created_by,
-    )
+    write_table(staging, &rel, tables::tasks_schema(ids)?, c, keys, codec, created_by)
 }
 
 fn sorted_unique<T: Ord + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
@@ -1075,12 +834,7 @@ fn build_manifest(
     use manifest::*;
     let mut schema = SchemaBlock::default();
     for m in d.series() {
-        let ch = schema
-            .time_series
-            .entry(m.spec_type.clone())
-            .or_default()
-            .entry(m.channel.clone())
-            .or_default();
+        let ch = schema.time_series.entry(m.spec_type.clone()).or_default().entry(m.channel.clone()).or_default();
         if !ch.sampling_rates_hz.contains(&m.sampling_rate_hz) {
             ch.sampling_rates_hz.push(m.sampling_rate_hz);
             ch.sampling_rates_hz.sort_by(f64::total_cmp);
@@ -1096,38 +850,21 @@ fn build_manifest(
     for (a, _) in d.annotations() {
         let e = schema.annotations.entry(a.key.clone()).or_default();
         e.count += 1;
-        e.annotation_types = sorted_unique(
-            e.annotation_types
-                .iter()
-                .cloned()
-                .chain([a.annotation_type.clone()]),
-        );
-        let kinds = a
-            .value_str
-            .as_ref()
-            .map(|_| "str".to_string())
-            .into_iter()
-            .chain(a.value_num.map(|_| "num".to_string()));
+        e.annotation_types = sorted_unique(e.annotation_types.iter().cloned().chain([a.annotation_type.clone()]));
+        let kinds =
+            a.value_str.as_ref().map(|_| "str".to_string()).into_iter().chain(a.value_num.map(|_| "num".to_string()));
         e.value_kinds = sorted_unique(e.value_kinds.iter().cloned().chain(kinds));
     }
     for (name, t) in d.tasks() {
         let e = schema.tasks.entry(name.to_string()).or_default();
         e.count += 1;
-        e.task_types = sorted_unique(
-            e.task_types
-                .iter()
-                .cloned()
-                .chain([t.task_type.as_str().to_string()]),
-        );
+        e.task_types = sorted_unique(e.task_types.iter().cloned().chain([t.task_type.as_str().to_string()]));
         e.splits = sorted_unique(e.splits.iter().cloned().chain(t.split.clone()));
     }
     schema.sample_metadata = sorted_unique(d.samples().flat_map(|s| s.metadata.keys().cloned()));
     let mut statistics: BTreeMap<String, BTreeMap<String, ChannelStats>> = BTreeMap::new();
     for ((spec, ch), p) in &series.stats {
-        statistics
-            .entry(spec.clone())
-            .or_default()
-            .insert(ch.clone(), p.to_stats());
+        statistics.entry(spec.clone()).or_default().insert(ch.clone(), p.to_stats());
     }
     let counts = Counts {
         samples: d.samples.len() as u64,
@@ -1135,11 +872,7 @@ fn build_manifest(
         chunks: series.index.len() as u64,
         values: series.index.iter().map(|r| u64::from(r.n_values)).sum(),
         annotations: d.annotations.len() as u64,
-        tasks: d
-            .tasks
-            .iter()
-            .map(|(n, t)| (n.clone(), t.len() as u64))
-            .collect(),
+        tasks: d.tasks.iter().map(|(n, t)| (n.clone(), t.len() as u64)).collect(),
         shards: series.shards as u64,
     };
     Manifest {
@@ -1158,10 +891,7 @@ fn build_manifest(
         },
         schema,
         counts,
-        id_encoding: IdSpace::ALL
-            .iter()
-            .map(|s| (s.name().to_string(), ids.get(*s).as_str().to_string()))
-            .collect(),
+        id_encoding: IdSpace::ALL.iter().map(|s| (s.name().to_string(), ids.get(*s).as_str().to_string())).collect(),
         files,
         writer: WriterBlock {
             shard_target_bytes: o.shard_target_bytes,

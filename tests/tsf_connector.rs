@@ -35,14 +35,8 @@ fn sample(id: &str, series: &str, window: Option<(f64, f64)>, meta: &[(&str, &st
         subject_id: None,
         t_start_s: window.map(|w| w.0),
         t_end_s: window.map(|w| w.1),
-        series: vec![SeriesRef {
-            time_series_id: series.to_string(),
-            view: "main".to_string(),
-        }],
-        metadata: meta
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
+        series: vec![SeriesRef { time_series_id: series.to_string(), view: "main".to_string() }],
+        metadata: meta.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
     }
 }
 
@@ -60,40 +54,16 @@ fn forecast(series: &str) -> Task {
 
 /// Samples expected from either file; `groups` gives T1, T2, T3's `series_group`.
 fn expected_samples(groups: Option<[&str; 3]>) -> Vec<Sample> {
-    let g = |i: usize| -> Vec<(&str, &str)> {
-        groups
-            .map(|gs| vec![("series_group", gs[i])])
-            .unwrap_or_default()
-    };
+    let g = |i: usize| -> Vec<(&str, &str)> { groups.map(|gs| vec![("series_group", gs[i])]).unwrap_or_default() };
     vec![
         // T1: 7 values, horizon 4 -> context = 3 years, target = 4 years.
-        sample(
-            "monash-T1/context",
-            "monash-T1",
-            Some((T_1979, 378_667_656.0)),
-            &g(0),
-        ),
-        sample(
-            "monash-T1/target",
-            "monash-T1",
-            Some((378_667_656.0, 504_895_464.0)),
-            &g(0),
-        ),
+        sample("monash-T1/context", "monash-T1", Some((T_1979, 378_667_656.0)), &g(0)),
+        sample("monash-T1/target", "monash-T1", Some((378_667_656.0, 504_895_464.0)), &g(0)),
         // T2: 3 values <= horizon -> one plain sample, no task.
         sample("monash-T2", "monash-T2", None, &g(1)),
         // T3: 5 values -> context = 1 year, target = 4 years.
-        sample(
-            "monash-T3/context",
-            "monash-T3",
-            Some((T_1973, 126_251_352.0)),
-            &g(2),
-        ),
-        sample(
-            "monash-T3/target",
-            "monash-T3",
-            Some((126_251_352.0, 252_479_160.0)),
-            &g(2),
-        ),
+        sample("monash-T3/context", "monash-T3", Some((T_1973, 126_251_352.0)), &g(2)),
+        sample("monash-T3/target", "monash-T3", Some((126_251_352.0, 252_479_160.0)), &g(2)),
     ]
 }
 
@@ -106,14 +76,8 @@ fn check_common(ds: &TimeFDataset) {
 
     assert_eq!(ds.info.name, "monash");
     assert_eq!(ds.info.version, "1");
-    assert_eq!(
-        ds.info.description.as_deref(),
-        Some("test\nDataset Information\nMeta-data for unit testing")
-    );
-    let sources: Vec<_> = ds
-        .sources()
-        .map(|s| (s.source_id.as_str(), s.name.as_str()))
-        .collect();
+    assert_eq!(ds.info.description.as_deref(), Some("test\nDataset Information\nMeta-data for unit testing"));
+    let sources: Vec<_> = ds.sources().map(|s| (s.source_id.as_str(), s.name.as_str())).collect();
     assert_eq!(sources, vec![("monash", "test")]);
 
     let series: Vec<_> = ds.series().collect();
@@ -131,13 +95,7 @@ fn check_common(ds: &TimeFDataset) {
     }
 
     let tasks: Vec<_> = ds.tasks().map(|(n, t)| (n, t.clone())).collect();
-    assert_eq!(
-        tasks,
-        vec![
-            ("forecast", forecast("monash-T1")),
-            ("forecast", forecast("monash-T3"))
-        ]
-    );
+    assert_eq!(tasks, vec![("forecast", forecast("monash-T1")), ("forecast", forecast("monash-T3"))]);
     ds.validate_references().expect("references resolve");
 }
 
@@ -161,10 +119,7 @@ fn hierarchical_file_keeps_series_group_as_metadata() {
 /// are checked on the parsed file (the unit tests check that loaders return them).
 #[test]
 fn values_of_both_files() {
-    for file in [
-        "UnitTest_Tsf_Loader.tsf",
-        "UnitTest_Tsf_Loader_hierarchical.tsf",
-    ] {
+    for file in ["UnitTest_Tsf_Loader.tsf", "UnitTest_Tsf_Loader_hierarchical.tsf"] {
         let f = parse_tsf(real(file)).unwrap();
         assert_eq!(f.frequency.as_deref(), Some("yearly"));
         assert_eq!(f.horizon, Some(4));
@@ -177,11 +132,7 @@ fn values_of_both_files() {
         let lens: Vec<_> = f.series.iter().map(|s| s.values.len()).collect();
         assert_eq!(lens, vec![7, 3, 5]);
         let lines: Vec<_> = f.series.iter().map(|s| s.line).collect();
-        let first = if file.contains("hierarchical") {
-            13
-        } else {
-            12
-        };
+        let first = if file.contains("hierarchical") { 13 } else { 12 };
         assert_eq!(lines, vec![first, first + 1, first + 2]);
         let starts: Vec<_> = f.series.iter().map(|s| s.start_s).collect();
         assert_eq!(starts, vec![Some(T_1979), Some(T_1979), Some(T_1973)]);
@@ -190,24 +141,15 @@ fn values_of_both_files() {
         assert_eq!(t1[0], "25092.2284".parse::<f32>().unwrap());
         assert_eq!(t1[3], "27697.5047".parse::<f32>().unwrap());
         assert_eq!(t1[6], "30216.8321".parse::<f32>().unwrap());
-        let t2: Vec<f32> = ["887896.51", "887068.98", "971549.04"]
-            .iter()
-            .map(|v| v.parse().unwrap())
-            .collect();
+        let t2: Vec<f32> = ["887896.51", "887068.98", "971549.04"].iter().map(|v| v.parse().unwrap()).collect();
         assert_eq!(f.series[1].values, t2);
-        assert_eq!(
-            f.series[2].values,
-            vec![227921.0, 230995.0, 183635.0, 238605.0, 254186.0]
-        );
+        assert_eq!(f.series[2].values, vec![227921.0, 230995.0, 183635.0, 238605.0, 254186.0]);
     }
 }
 
 #[test]
 fn uuid_ids_are_canonical_and_consistent() {
-    let opts = TsfOptions {
-        ids: IdMode::Uuid,
-        ..TsfOptions::new("monash", "1")
-    };
+    let opts = TsfOptions { ids: IdMode::Uuid, ..TsfOptions::new("monash", "1") };
     let ds = read_tsf(real("UnitTest_Tsf_Loader.tsf"), &opts).unwrap();
     let u = |s: &str| IdMode::Uuid.id(s);
     assert!(ds.samples().all(|s| s.source_id == u("monash")));
@@ -234,27 +176,15 @@ fn uuid_ids_are_canonical_and_consistent() {
 /// (file, line, exact reason) of every malformed `.tsf` file in `tests/data/bad`.
 const BAD_CASES: &[(&str, usize, &str)] = &[
     ("empty.tsf", 1, "empty file"),
-    (
-        "missing_data_tag.tsf",
-        4,
-        "no @data line: the file ends inside the header",
-    ),
+    ("missing_data_tag.tsf", 4, "no @data line: the file ends inside the header"),
     (
         "bad_date.tsf",
         7,
         "series T2: attribute start_timestamp value \"1979-02-30 00-00-00\" is not a date \
          YYYY-MM-DD HH-MM-SS",
     ),
-    (
-        "non_numeric_value.tsf",
-        7,
-        "series T2: value 2 (0-based) \"abc\" is not a finite number",
-    ),
-    (
-        "non_numeric_value_crlf_bom.tsf",
-        8,
-        "series T2: value 1 (0-based) \"5.5.5\" is not a finite number",
-    ),
+    ("non_numeric_value.tsf", 7, "series T2: value 2 (0-based) \"abc\" is not a finite number"),
+    ("non_numeric_value_crlf_bom.tsf", 8, "series T2: value 1 (0-based) \"5.5.5\" is not a finite number"),
     (
         "missing_value.tsf",
         8,
@@ -273,21 +203,9 @@ const BAD_CASES: &[(&str, usize, &str)] = &[
         "series T2: too few fields: expected 2 attribute values (series_name, start_timestamp) \
          and the series separated by ':', found 2 field(s)",
     ),
-    (
-        "duplicate_series.tsf",
-        8,
-        "duplicate series name \"T1\" (first on line 6)",
-    ),
-    (
-        "invalid_utf8.tsf",
-        7,
-        "invalid UTF-8 at byte 2 of the line (the file must be UTF-8)",
-    ),
-    (
-        "bad_horizon.tsf",
-        4,
-        "@horizon \"four\" is not a positive integer (at most 2^31-1)",
-    ),
+    ("duplicate_series.tsf", 8, "duplicate series name \"T1\" (first on line 6)"),
+    ("invalid_utf8.tsf", 7, "invalid UTF-8 at byte 2 of the line (the file must be UTF-8)"),
+    ("bad_horizon.tsf", 4, "@horizon \"four\" is not a positive integer (at most 2^31-1)"),
     (
         "unknown_attribute_type.tsf",
         2,

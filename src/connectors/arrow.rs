@@ -20,7 +20,7 @@ use arrow::datatypes::{DataType, Float32Type, Float64Type, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::connectors::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
-use crate::dataset::{LoaderError, Sample, SeriesMeta, SeriesRef, Source, TimeFDataset};
+use crate::dataset::{LoaderError, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
 
 /// Options of [`read_arrow`].
@@ -41,20 +41,26 @@ pub struct ArrowOptions {
 impl ArrowOptions {
     /// Options with the defaults for `name` / `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        ArrowOptions { name: name.into(), version: version.into(), spec_type: None, sampling_rate_hz: None, ids: IdMode::String }
+        ArrowOptions {
+            name: name.into(),
+            version: version.into(),
+            spec_type: None,
+            sampling_rate_hz: None,
+            ids: IdMode::String,
+        }
     }
 }
 
 /// Where rows live: decoded batches over a mapping, or Parquet row groups read on demand.
 enum Input {
-    Ipc(Vec<RecordBatch>),
+    Ipc { batches: Vec<RecordBatch>, map: Arc<memmap2::Mmap> },
     Parquet { path: PathBuf, cache: Mutex<Option<(usize, RecordBatch)>> },
 }
 
 impl Input {
     fn batch(&self, b: usize) -> std::result::Result<RecordBatch, LoaderError> {
         match self {
-            Input::Ipc(batches) => batches.get(b).cloned().ok_or_else(|| "batch out of range".into()),
+            Input::Ipc { batches, .. } => batches.get(b).cloned().ok_or_else(|| "batch out of range".into()),
             Input::Parquet { path, cache } => {
                 let mut cache = cache.lock().map_err(|_| "row-group cache poisoned")?;
                 if let Some((i, batch)) = cache.as_ref() {
@@ -114,8 +120,8 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
         let it = (0..groups).map(move |g| read_row_group(&p, g).map_err(|e| Error::input(&p, None, e.to_string())));
         (Input::Parquet { path: path.to_path_buf(), cache: Mutex::new(None) }, Box::new(it))
     } else {
-        let batches = decode_ipc(path)?;
-        (Input::Ipc(batches.clone()), Box::new(batches.into_iter().map(Ok)))
+        let (batches, map) = decode_ipc(path)?;
+        (Input::Ipc { batches: batches.clone(), map }, Box::new(batches.into_iter().map(Ok)))
     };
     let input = Arc::new(input);
 
@@ -125,7 +131,9 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
         let rows = Rows::of(path, &batch)?;
         for r in 0..batch.num_rows() {
             let readable = match &rows.item_id {
-                Some(ids) => ids(r).ok_or_else(|| Error::input(path, None, format!("row {}: item_id is null", row_base + r)))?,
+                Some(ids) => {
+                    ids(r).ok_or_else(|| Error::input(path, None, format!("row {}: item_id is null", row_base + r)))?
+                }
                 None => (row_base + r).to_string(),
             };
             let t_start_s = rows.start_s(r);
@@ -145,7 +153,11 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
                     meta,
                     Box::new(move || {
                         let batch = input.batch(b)?;
-                        series_values(&batch, r, dim).map_err(|e| format!("item {item}: {e}").into())
+                        let values = series_values(&batch, r, dim).map_err(|e| format!("item {item}: {e}"))?;
+                        Ok(match input.as_ref() {
+                            Input::Ipc { map, .. } => release_on_drop(values, map),
+                            Input::Parquet { .. } => values,
+                        })
                     }),
                 )?;
                 refs.push(SeriesRef { time_series_id, view: "main".into() });
@@ -153,27 +165,79 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
             if dataset.samples().any(|s| s.sample_id == sample_id) {
                 return Err(Error::input(path, None, format!("row {}: duplicate item_id {readable}", row_base + r)));
             }
-            dataset.add_sample(Sample { sample_id, source_id: source_id.clone(), series: refs, ..Default::default() })?;
+            dataset.add_sample(Sample {
+                sample_id,
+                source_id: source_id.clone(),
+                series: refs,
+                ..Default::default()
+            })?;
         }
         row_base += batch.num_rows();
     }
     Ok(dataset)
 }
 
+/// Keeps a zero-copy slice of the mapping alive and, when the writer drops it
+/// (its last chunk encoded), tells the kernel its pages are no longer needed,
+/// so resident memory follows the series in flight, not the file size.
+struct ReleaseOnDrop {
+    values: SeriesValues,
+    map: Arc<memmap2::Mmap>,
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        let page = 4096;
+        let base = self.map.as_ptr() as usize;
+        let start = (self.values.as_ptr() as usize).saturating_sub(base);
+        let end = start + self.values.len() * std::mem::size_of::<f32>();
+        // whole pages inside this series only, so neighbours keep theirs
+        let (first, last) = (start.div_ceil(page) * page, end / page * page);
+        if last > first && last <= self.map.len() {
+            // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED
+            // only drops resident pages, which fault back in from the file if
+            // another slice still reads them.
+            let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first) };
+        }
+    }
+}
+
+fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValues {
+    let len = values.len();
+    let ptr = values.as_ptr() as *mut u8;
+    let owner = Arc::new(ReleaseOnDrop { values, map: Arc::clone(map) });
+    match std::ptr::NonNull::new(ptr) {
+        // SAFETY: ptr/len describe memory kept alive by `owner`.
+        Some(ptr) => SeriesValues::new(
+            unsafe { Buffer::from_custom_allocation(ptr, len * std::mem::size_of::<f32>(), owner) },
+            0,
+            len,
+        ),
+        None => owner.values.clone(),
+    }
+}
+
 /// Maps the file and decodes every record batch zero-copy (IPC file or stream).
-fn decode_ipc(path: &Path) -> Result<Vec<RecordBatch>> {
+fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the mapping is read-only; like every mmap-based reader, a file
     // truncated by another process while it is read is outside the contract.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    let buffer = Buffer::from(bytes::Bytes::from_owner(map));
-    let bad = |e: arrow::error::ArrowError| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
+    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?);
+    let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8).ok_or_else(|| Error::input(path, None, "empty file"))?;
+    // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
+    let buffer = unsafe {
+        Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
+    };
+    let bad =
+        |e: arrow::error::ArrowError| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
     if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
         use arrow::ipc::reader::{read_footer_length, FileDecoder};
         let trailer = buffer.len() - 10;
-        let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| Error::input(path, None, "truncated IPC file"))?;
+        let tail: [u8; 10] =
+            buffer[trailer..].try_into().map_err(|_| Error::input(path, None, "truncated IPC file"))?;
         let footer_len = read_footer_length(tail).map_err(bad)?;
-        let footer_start = trailer.checked_sub(footer_len).ok_or_else(|| Error::input(path, None, "truncated IPC footer"))?;
+        let footer_start =
+            trailer.checked_sub(footer_len).ok_or_else(|| Error::input(path, None, "truncated IPC footer"))?;
         let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer])
             .map_err(|e| Error::input(path, None, format!("bad IPC footer: {e}")))?;
         let schema = footer.schema().ok_or_else(|| Error::input(path, None, "IPC footer without schema"))?;
@@ -196,7 +260,7 @@ fn decode_ipc(path: &Path) -> Result<Vec<RecordBatch>> {
                 out.push(batch);
             }
         }
-        Ok(out)
+        Ok((out, map))
     } else {
         let mut decoder = arrow::ipc::reader::StreamDecoder::new();
         let mut rest = buffer;
@@ -209,7 +273,7 @@ fn decode_ipc(path: &Path) -> Result<Vec<RecordBatch>> {
             }
         }
         decoder.finish().map_err(bad)?;
-        Ok(out)
+        Ok((out, map))
     }
 }
 
@@ -247,11 +311,18 @@ impl<'a> Rows<'a> {
         let item_id: Option<Box<dyn Fn(usize) -> Option<String> + 'a>> = match batch.column_by_name("item_id") {
             None => None,
             Some(c) => match c.data_type() {
-                DataType::Utf8 => Some(Box::new(move |r| c.as_string::<i32>().is_valid(r).then(|| c.as_string::<i32>().value(r).to_string()))),
-                DataType::LargeUtf8 => Some(Box::new(move |r| c.as_string::<i64>().is_valid(r).then(|| c.as_string::<i64>().value(r).to_string()))),
-                DataType::Utf8View => Some(Box::new(move |r| c.as_string_view().is_valid(r).then(|| c.as_string_view().value(r).to_string()))),
+                DataType::Utf8 => Some(Box::new(move |r| {
+                    c.as_string::<i32>().is_valid(r).then(|| c.as_string::<i32>().value(r).to_string())
+                })),
+                DataType::LargeUtf8 => Some(Box::new(move |r| {
+                    c.as_string::<i64>().is_valid(r).then(|| c.as_string::<i64>().value(r).to_string())
+                })),
+                DataType::Utf8View => Some(Box::new(move |r| {
+                    c.as_string_view().is_valid(r).then(|| c.as_string_view().value(r).to_string())
+                })),
                 DataType::Int64 | DataType::Int32 => {
-                    let c = arrow::compute::cast(c, &DataType::Int64).map_err(|e| Error::input(path, None, e.to_string()))?;
+                    let c = arrow::compute::cast(c, &DataType::Int64)
+                        .map_err(|e| Error::input(path, None, e.to_string()))?;
                     Some(Box::new(move |r| {
                         let a = c.as_primitive::<arrow::datatypes::Int64Type>();
                         a.is_valid(r).then(|| a.value(r).to_string())
@@ -269,11 +340,19 @@ impl<'a> Rows<'a> {
         };
         let target = batch.column_by_name("target").ok_or_else(|| Error::input(path, None, "no target column"))?;
         let child = list_child(target).ok_or_else(|| {
-            Error::input(path, None, format!("target has type {}, want list<float> or list<list<float>>", target.data_type()))
+            Error::input(
+                path,
+                None,
+                format!("target has type {}, want list<float> or list<list<float>>", target.data_type()),
+            )
         })?;
         let leaf = list_child(child).unwrap_or(child);
         if !matches!(leaf.data_type(), DataType::Float32 | DataType::Float64) {
-            return Err(Error::input(path, None, format!("target values have type {}, want float32 or float64", leaf.data_type())));
+            return Err(Error::input(
+                path,
+                None,
+                format!("target values have type {}, want float32 or float64", leaf.data_type()),
+            ));
         }
         Ok(Rows { item_id, start, target })
     }
@@ -285,8 +364,12 @@ impl<'a> Rows<'a> {
         }
         let v = match unit {
             TimeUnit::Second => c.as_primitive::<arrow::datatypes::TimestampSecondType>().value(r) as f64,
-            TimeUnit::Millisecond => c.as_primitive::<arrow::datatypes::TimestampMillisecondType>().value(r) as f64 / 1e3,
-            TimeUnit::Microsecond => c.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(r) as f64 / 1e6,
+            TimeUnit::Millisecond => {
+                c.as_primitive::<arrow::datatypes::TimestampMillisecondType>().value(r) as f64 / 1e3
+            }
+            TimeUnit::Microsecond => {
+                c.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(r) as f64 / 1e6
+            }
             TimeUnit::Nanosecond => c.as_primitive::<arrow::datatypes::TimestampNanosecondType>().value(r) as f64 / 1e9,
         };
         v
@@ -309,8 +392,9 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Copies one series' values (row `r`, dimension `dim`) out of `batch` as float32.
-fn series_values(batch: &RecordBatch, r: usize, dim: Option<usize>) -> std::result::Result<Vec<f32>, String> {
+/// One series' values (row `r`, dimension `dim`) of `batch` as float32: a
+/// zero-copy slice for float32 input, a converted copy for float64.
+fn series_values(batch: &RecordBatch, r: usize, dim: Option<usize>) -> std::result::Result<SeriesValues, String> {
     let target = batch.column_by_name("target").ok_or("no target column")?;
     let range = list_range(target.as_ref(), r).ok_or("target is not a list")?;
     let mut values = list_child(target).ok_or("target is not a list")?.slice(range.start, range.len());
@@ -322,8 +406,10 @@ fn series_values(batch: &RecordBatch, r: usize, dim: Option<usize>) -> std::resu
         return Err(format!("{} null values", values.null_count()));
     }
     Ok(match values.data_type() {
-        DataType::Float32 => values.as_primitive::<Float32Type>().values().to_vec(),
-        DataType::Float64 => values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32).collect(),
+        DataType::Float32 => values.as_primitive::<Float32Type>().values().clone(),
+        DataType::Float64 => {
+            values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32).collect::<Vec<_>>().into()
+        }
         other => return Err(format!("values of type {other}")),
     })
 }

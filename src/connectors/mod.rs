@@ -15,8 +15,7 @@ pub const DEFAULT_SAMPLING_RATE_HZ: f64 = 1.0;
 
 /// The namespace of the UUIDv5 ids made by [`IdMode::Uuid`]
 /// (`docs/format.md`, "Connector ids"): UUIDv5 of the URL namespace and `https://timef.dev/ids/v1`.
-pub const ID_NAMESPACE: uuid::Uuid =
-    uuid::Uuid::from_u128(0xbdf6_e50b_617c_5b86_9d6a_1774_ddd3_2bb9);
+pub const ID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0xbdf6_e50b_617c_5b86_9d6a_1774_ddd3_2bb9);
 
 /// How connectors spell ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,9 +32,7 @@ impl IdMode {
     pub fn id(self, readable: &str) -> String {
         match self {
             IdMode::String => readable.to_string(),
-            IdMode::Uuid => uuid::Uuid::new_v5(&ID_NAMESPACE, readable.as_bytes())
-                .hyphenated()
-                .to_string(),
+            IdMode::Uuid => uuid::Uuid::new_v5(&ID_NAMESPACE, readable.as_bytes()).hyphenated().to_string(),
         }
     }
 }

@@ -59,12 +59,7 @@ pub struct TsfOptions {
 impl TsfOptions {
     /// Options with readable string ids and the default spec type.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        TsfOptions {
-            name: name.into(),
-            version: version.into(),
-            spec_type: None,
-            ids: IdMode::String,
-        }
+        TsfOptions { name: name.into(), version: version.into(), spec_type: None, ids: IdMode::String }
     }
 }
 
@@ -265,7 +260,7 @@ fn build_dataset(file: TsfFile, opts: &TsfOptions) -> Result<TimeFDataset> {
             .collect();
         let n = s.values.len();
         let values = s.values;
-        ds.add_series(meta, Box::new(move || Ok(values)))?;
+        ds.add_series(meta, Box::new(move || Ok(values.into())))?;
 
         let sample = |sample_id: String, window: Option<(f64, f64)>| Sample {
             sample_id,
@@ -273,10 +268,7 @@ fn build_dataset(file: TsfFile, opts: &TsfOptions) -> Result<TimeFDataset> {
             subject_id: None,
             t_start_s: window.map(|w| w.0),
             t_end_s: window.map(|w| w.1),
-            series: vec![SeriesRef {
-                time_series_id: series_id.clone(),
-                view: "main".to_string(),
-            }],
+            series: vec![SeriesRef { time_series_id: series_id.clone(), view: "main".to_string() }],
             metadata: metadata.clone(),
         };
         match file.horizon {
@@ -312,11 +304,7 @@ fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
         let ok = bytes.get(..e.valid_up_to()).unwrap_or_default();
         let line = ok.iter().filter(|&&b| b == b'\n').count() + 1;
         let col = ok.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-        Error::input(
-            path,
-            Some(line),
-            format!("invalid UTF-8 at byte {col} of the line (the file must be UTF-8)"),
-        )
+        Error::input(path, Some(line), format!("invalid UTF-8 at byte {col} of the line (the file must be UTF-8)"))
     })
 }
 
@@ -333,11 +321,7 @@ impl<T> Once<T> {
 
     fn set(&mut self, path: &Path, line: usize, value: T) -> Result<()> {
         if let Some((_, first)) = &self.value {
-            return Err(Error::input(
-                path,
-                Some(line),
-                format!("{} given twice (first on line {first})", self.tag),
-            ));
+            return Err(Error::input(path, Some(line), format!("{} given twice (first on line {first})", self.tag)));
         }
         self.value = Some((value, line));
         Ok(())
@@ -357,10 +341,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
     }
     // `split('\n')` plus stripping one `\r` handles LF and CRLF and keeps line
     // numbers equal to what an editor shows.
-    let mut lines = text
-        .split('\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)));
+    let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)));
 
     let mut relation = Once::new("@relation");
     let mut frequency = Once::new("@frequency");
@@ -384,11 +365,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
             continue;
         }
         if !line.starts_with('@') {
-            return Err(Error::input(
-                path,
-                Some(no),
-                "expected a header tag (@...) or a # comment before @data",
-            ));
+            return Err(Error::input(path, Some(no), "expected a header tag (@...) or a # comment before @data"));
         }
         let (tag, rest) = match line.split_once(char::is_whitespace) {
             Some((t, r)) => (t, r.trim()),
@@ -411,11 +388,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
             "@attribute" => {
                 let attr = parse_attribute(path, no, rest)?;
                 if attributes.iter().any(|a| a.name == attr.name) {
-                    return Err(Error::input(
-                        path,
-                        Some(no),
-                        format!("attribute {} declared twice", attr.name),
-                    ));
+                    return Err(Error::input(path, Some(no), format!("attribute {} declared twice", attr.name)));
                 }
                 attributes.push(attr);
             }
@@ -435,11 +408,8 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
             }
             "@horizon" => {
                 let h = require_value("@horizon")?;
-                let value = h
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&v| v > 0 && i32::try_from(v).is_ok())
-                    .ok_or_else(|| {
+                let value =
+                    h.parse::<usize>().ok().filter(|&v| v > 0 && i32::try_from(v).is_ok()).ok_or_else(|| {
                         Error::input(
                             path,
                             Some(no),
@@ -449,9 +419,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
                 horizon.set(path, no, value)?;
             }
             "@missing" => missing.set(path, no, parse_bool(path, no, "@missing", rest)?)?,
-            "@equallength" => {
-                equal_length.set(path, no, parse_bool(path, no, "@equallength", rest)?)?
-            }
+            "@equallength" => equal_length.set(path, no, parse_bool(path, no, "@equallength", rest)?)?,
             // Unknown tags are skipped, as the Monash reference loader does, so
             // that files with newer header tags still load.
             _ => {}
@@ -459,24 +427,14 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
     }
 
     let Some(data_line) = data_line else {
-        return Err(Error::input(
-            path,
-            Some(last_content_line),
-            "no @data line: the file ends inside the header",
-        ));
+        return Err(Error::input(path, Some(last_content_line), "no @data line: the file ends inside the header"));
     };
 
     let name_attr = attributes
         .iter()
         .position(|a| a.name == "series_name")
-        .or_else(|| {
-            attributes
-                .iter()
-                .position(|a| a.kind == AttributeType::String)
-        });
-    let start_attr = attributes
-        .iter()
-        .position(|a| a.name == "start_timestamp" && a.kind == AttributeType::Date);
+        .or_else(|| attributes.iter().position(|a| a.kind == AttributeType::String));
+    let start_attr = attributes.iter().position(|a| a.name == "start_timestamp" && a.kind == AttributeType::Date);
     let equal_length = equal_length.get();
 
     let mut series: Vec<TsfSeries> = Vec::new();
@@ -486,15 +444,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let s = parse_data_line(
-            path,
-            no,
-            series.len(),
-            line,
-            &attributes,
-            name_attr,
-            start_attr,
-        )?;
+        let s = parse_data_line(path, no, series.len(), line, &attributes, name_attr, start_attr)?;
         if let Some(first) = seen.get(&s.name) {
             return Err(Error::input(
                 path,
@@ -547,11 +497,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
 fn parse_attribute(path: &Path, no: usize, rest: &str) -> Result<TsfAttribute> {
     let mut words = rest.split_whitespace();
     let (Some(name), Some(kind), None) = (words.next(), words.next(), words.next()) else {
-        return Err(Error::input(
-            path,
-            Some(no),
-            "@attribute needs exactly a name and a type",
-        ));
+        return Err(Error::input(path, Some(no), "@attribute needs exactly a name and a type"));
     };
     let kind = match kind.to_ascii_lowercase().as_str() {
         "string" => AttributeType::String,
@@ -561,27 +507,18 @@ fn parse_attribute(path: &Path, no: usize, rest: &str) -> Result<TsfAttribute> {
             return Err(Error::input(
                 path,
                 Some(no),
-                format!(
-                    "attribute {name} has unknown type {kind:?} (expected string, numeric or date)"
-                ),
+                format!("attribute {name} has unknown type {kind:?} (expected string, numeric or date)"),
             ))
         }
     };
-    Ok(TsfAttribute {
-        name: name.to_string(),
-        kind,
-    })
+    Ok(TsfAttribute { name: name.to_string(), kind })
 }
 
 fn parse_bool(path: &Path, no: usize, tag: &str, value: &str) -> Result<bool> {
     match value.to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err(Error::input(
-            path,
-            Some(no),
-            format!("{tag} {value:?} is not true or false"),
-        )),
+        _ => Err(Error::input(path, Some(no), format!("{tag} {value:?} is not true or false"))),
     }
 }
 
@@ -599,15 +536,8 @@ fn parse_data_line(
     // Dates contain no ':' (their time is `HH-MM-SS`), so the first N fields are
     // the attributes and the remainder is the series.
     let mut fields = line.splitn(attributes.len() + 1, ':');
-    let values_text: Vec<&str> = fields
-        .by_ref()
-        .take(attributes.len())
-        .map(str::trim)
-        .collect();
-    let Some(series_text) = fields
-        .next()
-        .filter(|_| values_text.len() == attributes.len())
-    else {
+    let values_text: Vec<&str> = fields.by_ref().take(attributes.len()).map(str::trim).collect();
+    let Some(series_text) = fields.next().filter(|_| values_text.len() == attributes.len()) else {
         let names: Vec<&str> = attributes.iter().map(|a| a.name.as_str()).collect();
         // Name the series when its field was present and not the last one (the
         // last field is most likely the values).
@@ -683,27 +613,15 @@ fn parse_data_line(
             .parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
-            .ok_or_else(|| {
-                err(format!(
-                    "series {name}: value {k} (0-based) {v:?} is not a finite number"
-                ))
-            })?;
+            .ok_or_else(|| err(format!("series {name}: value {k} (0-based) {v:?} is not a finite number")))?;
         let x32 = x as f32;
         if !x32.is_finite() {
-            return Err(err(format!(
-                "series {name}: value {k} (0-based) {v:?} is out of the float32 range"
-            )));
+            return Err(err(format!("series {name}: value {k} (0-based) {v:?} is out of the float32 range")));
         }
         values.push(x32);
     }
 
-    Ok(TsfSeries {
-        line: no,
-        name,
-        attributes: values_text.into_iter().map(str::to_string).collect(),
-        start_s,
-        values,
-    })
+    Ok(TsfSeries { line: no, name, attributes: values_text.into_iter().map(str::to_string).collect(), start_s, values })
 }
 
 /// Parses `YYYY-MM-DD HH-MM-SS` (UTC) into epoch seconds; strict so that a
@@ -722,11 +640,7 @@ fn parse_date(s: &str) -> Option<f64> {
         if !digits.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        Some(
-            digits
-                .iter()
-                .fold(0, |acc, &d| acc * 10 + i64::from(d - b'0')),
-        )
+        Some(digits.iter().fold(0, |acc, &d| acc * 10 + i64::from(d - b'0')))
     };
     let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
     let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
@@ -821,17 +735,8 @@ mod tests {
         // Quarterly and monthly periods are whole seconds, so windows stay exact.
         assert_eq!(Y / 4.0, 7_889_238.0);
         assert_eq!(Y / 12.0, 2_629_746.0);
-        for bad in [
-            "",
-            "fortnightly",
-            "0_minutes",
-            "_minutes",
-            "+5_minutes",
-            "5_",
-            "5_days",
-            "x_seconds",
-            "5_minutes_",
-        ] {
+        for bad in ["", "fortnightly", "0_minutes", "_minutes", "+5_minutes", "5_", "5_days", "x_seconds", "5_minutes_"]
+        {
             assert_eq!(frequency_hz(bad), None, "{bad}");
         }
     }
@@ -910,40 +815,23 @@ mod tests {
     #[test]
     fn horizon_windows_are_exact() {
         let mut ds = read_tsf_text(SMALL, &TsfOptions::new("small", "1")).unwrap();
-        let samples: Vec<_> = ds
-            .samples()
-            .map(|s| (s.sample_id.clone(), s.t_start_s, s.t_end_s))
-            .collect();
+        let samples: Vec<_> = ds.samples().map(|s| (s.sample_id.clone(), s.t_start_s, s.t_end_s)).collect();
         assert_eq!(
             samples,
             vec![
-                (
-                    "small-a/context".to_string(),
-                    Some(86_400.0),
-                    Some(86_400.0 * 3.0)
-                ),
-                (
-                    "small-a/target".to_string(),
-                    Some(86_400.0 * 3.0),
-                    Some(86_400.0 * 5.0)
-                ),
+                ("small-a/context".to_string(), Some(86_400.0), Some(86_400.0 * 3.0)),
+                ("small-a/target".to_string(), Some(86_400.0 * 3.0), Some(86_400.0 * 5.0)),
                 ("small-b".to_string(), None, None),
             ]
         );
-        let tasks: Vec<_> = ds
-            .tasks()
-            .map(|(n, t)| (n.to_string(), t.clone()))
-            .collect();
+        let tasks: Vec<_> = ds.tasks().map(|(n, t)| (n.to_string(), t.clone())).collect();
         assert_eq!(tasks.len(), 1);
         let (name, t) = &tasks[0];
         assert_eq!(name, "forecast");
         assert_eq!(t.task_id, "small-a/forecast");
         assert_eq!(t.task_type, TaskType::Forecasting);
         assert_eq!(t.sample_ids, vec!["small-a/context", "small-a/target"]);
-        assert_eq!(
-            t.context_sample_ids,
-            Some(vec!["small-a/context".to_string()])
-        );
+        assert_eq!(t.context_sample_ids, Some(vec!["small-a/context".to_string()]));
         assert_eq!(t.target_sample_id.as_deref(), Some("small-a/target"));
         assert_eq!(t.horizon, Some(2));
         let series: Vec<_> = ds.series().cloned().collect();
@@ -974,14 +862,8 @@ mod tests {
         assert_eq!(samples[0].sample_id, "d-0");
         assert_eq!(samples[0].source_id, "d");
         assert_eq!(samples[0].t_start_s, None);
-        assert_eq!(
-            samples[0].metadata.get("weight").map(String::as_str),
-            Some("1.5")
-        );
-        assert_eq!(
-            samples[1].metadata.get("weight").map(String::as_str),
-            Some("2")
-        );
+        assert_eq!(samples[0].metadata.get("weight").map(String::as_str), Some("1.5"));
+        assert_eq!(samples[1].metadata.get("weight").map(String::as_str), Some("2"));
         assert_eq!(ds.tasks().count(), 0);
         let sources: Vec<_> = ds.sources().cloned().collect();
         assert_eq!(sources[0].name, "d");
@@ -990,11 +872,7 @@ mod tests {
 
     #[test]
     fn uuid_ids() {
-        let opts = TsfOptions {
-            ids: IdMode::Uuid,
-            spec_type: Some("sales".into()),
-            ..TsfOptions::new("small", "1")
-        };
+        let opts = TsfOptions { ids: IdMode::Uuid, spec_type: Some("sales".into()), ..TsfOptions::new("small", "1") };
         let ds = read_tsf_text(SMALL, &opts).unwrap();
         let u = |s: &str| IdMode::Uuid.id(s);
         let sample_ids: Vec<_> = ds.samples().map(|s| s.sample_id.clone()).collect();
@@ -1002,10 +880,7 @@ mod tests {
         expected.sort();
         assert_eq!(sample_ids, expected);
         assert!(ds.samples().all(|s| s.source_id == u("small")));
-        assert_eq!(
-            ds.sources().next().map(|s| s.source_id.clone()),
-            Some(u("small"))
-        );
+        assert_eq!(ds.sources().next().map(|s| s.source_id.clone()), Some(u("small")));
         let (_, t) = ds.tasks().next().unwrap();
         assert_eq!(t.task_id, u("small-a/forecast"));
         assert_eq!(t.target_sample_id, Some(u("small-a/target")));
@@ -1023,16 +898,11 @@ mod tests {
 
     #[test]
     fn first_string_attribute_names_the_series() {
-        let text =
-            "@attribute n numeric\n@attribute id string\n@attribute g string\n@data\n3:x:G:1\n";
+        let text = "@attribute n numeric\n@attribute id string\n@attribute g string\n@data\n3:x:G:1\n";
         let ds = read_tsf_text(text, &TsfOptions::new("d", "v")).unwrap();
         let s = ds.samples().next().unwrap();
         assert_eq!(s.sample_id, "d-x");
-        let meta: Vec<_> = s
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let meta: Vec<_> = s.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(meta, vec![("g", "G"), ("n", "3")]);
     }
 
@@ -1056,7 +926,11 @@ mod tests {
             (format!("{h}a:1979-01-01 00-00-00:1:2\n"), 4, "series a: too many fields"),
             (format!("{h}a:1979-02-30 00-00-00:1\n"), 4, "series a: attribute start_timestamp"),
             (format!("{h}:1979-01-01 00-00-00:1\n"), 4, "empty series name"),
-            (format!("{h}a:1979-01-01 00-00-00:1\n\nb:1979-01-01 00-00-00:1\na:1979-01-01 00-00-00:1\n"), 7, "duplicate series name \"a\" (first on line 4)"),
+            (
+                format!("{h}a:1979-01-01 00-00-00:1\n\nb:1979-01-01 00-00-00:1\na:1979-01-01 00-00-00:1\n"),
+                7,
+                "duplicate series name \"a\" (first on line 4)",
+            ),
             ("@attribute x float\n@data\n".into(), 1, "attribute x has unknown type \"float\""),
             ("@attribute x\n@data\n".into(), 1, "exactly a name and a type"),
             ("@attribute x string\n@attribute x string\n@data\n".into(), 2, "attribute x declared twice"),
@@ -1097,10 +971,7 @@ mod tests {
         assert_eq!(v["tsf-T1"].len(), 7);
         assert_eq!(v["tsf-T1"][0], 25092.2284_f32);
         assert_eq!(v["tsf-T2"], vec![887896.51_f32, 887068.98, 971549.04]);
-        assert_eq!(
-            v["tsf-T3"],
-            vec![227921.0_f32, 230995.0, 183635.0, 238605.0, 254186.0]
-        );
+        assert_eq!(v["tsf-T3"], vec![227921.0_f32, 230995.0, 183635.0, 238605.0, 254186.0]);
     }
 
     mod no_panics {

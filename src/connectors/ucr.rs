@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
-use crate::dataset::{
-    Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset,
-};
+use crate::dataset::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset};
 use crate::error::{Error, Result};
 
 /// Relative tolerance when checking that timestamps are evenly spaced.
@@ -64,11 +62,7 @@ pub struct UcrOptions {
 impl UcrOptions {
     /// Options for dataset `name` at `version`, everything else default.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        UcrOptions {
-            name: name.into(),
-            version: version.into(),
-            ..Default::default()
-        }
+        UcrOptions { name: name.into(), version: version.into(), ..Default::default() }
     }
 
     /// Sets [`UcrOptions::spec_type`].
@@ -105,10 +99,7 @@ impl UcrOptions {
             }
         }
         if self.spec_type.as_deref() == Some("") {
-            return Err(Error::InvalidOption {
-                option: "spec_type",
-                reason: "must not be empty".into(),
-            });
+            return Err(Error::InvalidOption { option: "spec_type", reason: "must not be empty".into() });
         }
         Ok(())
     }
@@ -131,10 +122,7 @@ impl UcrOptions {
 pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDataset> {
     opts.validate()?;
     if paths.is_empty() {
-        return Err(Error::InvalidOption {
-            option: "paths",
-            reason: "at least one .ts file is needed".into(),
-        });
+        return Err(Error::InvalidOption { option: "paths", reason: "at least one .ts file is needed".into() });
     }
     // Splits first, so a duplicate is reported before any file is parsed.
     let mut splits: BTreeMap<String, &Path> = BTreeMap::new();
@@ -146,10 +134,7 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
             return Err(Error::input(
                 path,
                 None,
-                format!(
-                    "maps to split '{split}' like {}; give one file per split",
-                    other.display()
-                ),
+                format!("maps to split '{split}' like {}; give one file per split", other.display()),
             ));
         }
         files.push((path, split));
@@ -162,10 +147,7 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
             ds.info.description = file.description();
             ds.add_source(Source {
                 source_id: opts.ids.id(&opts.name),
-                name: file
-                    .problem_name
-                    .clone()
-                    .unwrap_or_else(|| opts.name.clone()),
+                name: file.problem_name.clone().unwrap_or_else(|| opts.name.clone()),
                 ..Default::default()
             })?;
         }
@@ -177,10 +159,7 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
 /// The split a file stands for: `train`/`test` from a `_TRAIN`/`_TEST` stem suffix,
 /// else the whole stem lower-cased.
 fn split_of(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
+    let stem = path.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
     if stem.ends_with("_train") {
         "train".into()
     } else if stem.ends_with("_test") {
@@ -208,19 +187,13 @@ fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, split: &str, file: TsFile)
                 spec_type: spec_type.to_string(),
                 channel: dim.to_string(),
                 units: None,
-                sampling_rate_hz: opts
-                    .sampling_rate_hz
-                    .or(ch.rate_hz)
-                    .unwrap_or(DEFAULT_SAMPLING_RATE_HZ),
+                sampling_rate_hz: opts.sampling_rate_hz.or(ch.rate_hz).unwrap_or(DEFAULT_SAMPLING_RATE_HZ),
                 t_start_s: ch.t_start_s,
                 t_end_s: None,
             };
             let values = ch.values;
-            ds.add_series(meta, Box::new(move || Ok(values)))?;
-            refs.push(SeriesRef {
-                time_series_id: series_id,
-                view: "main".into(),
-            });
+            ds.add_series(meta, Box::new(move || Ok(values.into())))?;
+            refs.push(SeriesRef { time_series_id: series_id, view: "main".into() });
         }
         ds.add_sample(Sample {
             sample_id: sample_id.clone(),
@@ -338,12 +311,8 @@ impl TsFile {
             (Some(s), Some(e)) => self.comments.get(s..=e).unwrap_or_default(),
             _ => &[],
         };
-        let parts: Vec<&str> = self
-            .problem_name
-            .iter()
-            .map(String::as_str)
-            .chain(comments.iter().map(String::as_str))
-            .collect();
+        let parts: Vec<&str> =
+            self.problem_name.iter().map(String::as_str).chain(comments.iter().map(String::as_str)).collect();
         if parts.is_empty() {
             None
         } else {
@@ -410,13 +379,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
         let no = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = std::str::from_utf8(raw).map_err(|e| {
-            p.err(
-                no,
-                format!(
-                    "line is not valid UTF-8 (byte {} of the line is invalid)",
-                    e.valid_up_to() + 1
-                ),
-            )
+            p.err(no, format!("line is not valid UTF-8 (byte {} of the line is invalid)", e.valid_up_to() + 1))
         })?;
         let t = text.trim();
         if t.is_empty() {
@@ -428,9 +391,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
                 if t.starts_with('#') || t.starts_with('%') {
                     // Only comments before the first tag describe the dataset.
                     if !header.seen_tag {
-                        header
-                            .comments
-                            .push(t.trim_start_matches(['#', '%']).trim().to_string());
+                        header.comments.push(t.trim_start_matches(['#', '%']).trim().to_string());
                     }
                 } else if let Some(tag) = t.strip_prefix('@') {
                     if p.tag(&mut header, no, tag)? {
@@ -452,10 +413,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
 
     let Some((data_line, response, _)) = data_tag else {
         return Err(if any_content {
-            p.err(
-                last_line,
-                "file ends before the @data tag (truncated header or missing @data)",
-            )
+            p.err(last_line, "file ends before the @data tag (truncated header or missing @data)")
         } else {
             p.err(1, "file is empty")
         });
@@ -463,12 +421,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
     if n_data_lines == 0 {
         return Err(p.err(data_line, "no data lines after @data"));
     }
-    Ok(TsFile {
-        problem_name: header.problem_name,
-        comments: header.comments,
-        response,
-        cases,
-    })
+    Ok(TsFile { problem_name: header.problem_name, comments: header.comments, response, cases })
 }
 
 /// Parses a tag's boolean value (`true`/`false`, any case).
@@ -491,8 +444,7 @@ impl Parser<'_> {
         let mut words = value.split_whitespace();
         let bool_value = |words: &mut std::str::SplitWhitespace<'_>| -> Result<bool> {
             let w = words.next().unwrap_or("");
-            parse_bool(w)
-                .ok_or_else(|| self.err(no, format!("@{name} needs true or false, found '{w}'")))
+            parse_bool(w).ok_or_else(|| self.err(no, format!("@{name} needs true or false, found '{w}'")))
         };
         match name.to_ascii_lowercase().as_str() {
             "data" => return Ok(true),
@@ -506,12 +458,7 @@ impl Parser<'_> {
                 let w = words.next().unwrap_or("");
                 match w.parse::<usize>() {
                     Ok(d) if d > 0 => h.dimensions = Some((d, no)),
-                    _ => {
-                        return Err(self.err(
-                            no,
-                            format!("@dimensions needs a positive integer, found '{w}'"),
-                        ))
-                    }
+                    _ => return Err(self.err(no, format!("@dimensions needs a positive integer, found '{w}'"))),
                 }
             }
             "classlabel" => {
@@ -519,13 +466,9 @@ impl Parser<'_> {
                 let labels: Vec<String> = words.map(str::to_string).collect();
                 h.class_labels = match (on, labels.is_empty()) {
                     (true, false) => Some((labels, no)),
-                    (true, true) => {
-                        return Err(self.err(no, "@classLabel true needs the list of class labels"))
-                    }
+                    (true, true) => return Err(self.err(no, "@classLabel true needs the list of class labels")),
                     (false, true) => None,
-                    (false, false) => {
-                        return Err(self.err(no, "@classLabel false must not list class labels"))
-                    }
+                    (false, false) => return Err(self.err(no, "@classLabel false must not list class labels")),
                 };
             }
             "targetlabel" => h.target = bool_value(&mut words)?.then_some(no),
@@ -538,18 +481,11 @@ impl Parser<'_> {
 
     /// Checks the header at `@data` (line `no`) and fixes the response kind and the
     /// expected dimension count if the header declares one.
-    fn finish_header(
-        &self,
-        h: &Header,
-        no: usize,
-    ) -> Result<(usize, TsResponse, Option<ExpectedDims>)> {
+    fn finish_header(&self, h: &Header, no: usize) -> Result<(usize, TsResponse, Option<ExpectedDims>)> {
         let response = match (&h.class_labels, h.target) {
             (Some((_, cl)), Some(tl)) => {
                 let cl = *cl;
-                return Err(self.err(
-                    cl.max(tl),
-                    "@classLabel true and @targetLabel true cannot both be set",
-                ));
+                return Err(self.err(cl.max(tl), "@classLabel true and @targetLabel true cannot both be set"));
             }
             (Some((labels, _)), None) => TsResponse::Class(labels.clone()),
             (None, Some(_)) => TsResponse::Target,
@@ -557,19 +493,10 @@ impl Parser<'_> {
         };
         let expected = match (h.univariate, h.dimensions) {
             (Some((true, ul)), Some((d, dl))) if d != 1 => {
-                return Err(self.err(
-                    dl.max(ul),
-                    format!("@dimensions {d} contradicts @univariate true"),
-                ));
+                return Err(self.err(dl.max(ul), format!("@dimensions {d} contradicts @univariate true")));
             }
-            (_, Some((d, dl))) => Some(ExpectedDims {
-                count: d,
-                why: format!("@dimensions at line {dl}"),
-            }),
-            (Some((true, ul)), None) => Some(ExpectedDims {
-                count: 1,
-                why: format!("@univariate true at line {ul}"),
-            }),
+            (_, Some((d, dl))) => Some(ExpectedDims { count: d, why: format!("@dimensions at line {dl}") }),
+            (Some((true, ul)), None) => Some(ExpectedDims { count: 1, why: format!("@univariate true at line {ul}") }),
             _ => None,
         };
         Ok((no, response, expected))
@@ -590,13 +517,10 @@ impl Parser<'_> {
         let response_text = match response {
             TsResponse::None => None,
             _ => {
-                let what = if matches!(response, TsResponse::Target) {
-                    "regression target"
-                } else {
-                    "class label"
-                };
+                let what = if matches!(response, TsResponse::Target) { "regression target" } else { "class label" };
                 if fields.len() < 2 {
-                    return Err(self.err(no, format!("case {index}: expected dimensions then ':' and the {what}, found no ':'")));
+                    return Err(self
+                        .err(no, format!("case {index}: expected dimensions then ':' and the {what}, found no ':'")));
                 }
                 fields.pop()
             }
@@ -606,21 +530,11 @@ impl Parser<'_> {
             Some(e) if e.count != fields.len() => {
                 return Err(self.err(
                     no,
-                    format!(
-                        "case {index} has {} dimensions, expected {} ({})",
-                        fields.len(),
-                        e.count,
-                        e.why
-                    ),
+                    format!("case {index} has {} dimensions, expected {} ({})", fields.len(), e.count, e.why),
                 ));
             }
             Some(_) => {}
-            None => {
-                *expected = Some(ExpectedDims {
-                    count: fields.len(),
-                    why: format!("as case 0 at line {no}"),
-                })
-            }
+            None => *expected = Some(ExpectedDims { count: fields.len(), why: format!("as case 0 at line {no}") }),
         }
 
         let case_response = match (response, response_text) {
@@ -629,7 +543,10 @@ impl Parser<'_> {
                 if !declared.iter().any(|d| d == label) {
                     return Err(self.err(
                         no,
-                        format!("case {index}: class label '{label}' is not declared in @classLabel ({})", declared.join(" ")),
+                        format!(
+                            "case {index}: class label '{label}' is not declared in @classLabel ({})",
+                            declared.join(" ")
+                        ),
                     ));
                 }
                 Some(TsLabel::Class(label.to_string()))
@@ -657,12 +574,7 @@ impl Parser<'_> {
         // error in a later dimension still wins over dropping the case.
         let mut missing_problem: Option<String> = None;
         for (dim, field) in fields.iter().enumerate() {
-            let at = |k: usize, why: String| {
-                self.err(
-                    no,
-                    format!("case {index}, dimension {dim}, value {k}: {why}"),
-                )
-            };
+            let at = |k: usize, why: String| self.err(no, format!("case {index}, dimension {dim}, value {k}: {why}"));
             let points: Vec<Point> = if h.timestamps {
                 parse_tuples(field).map_err(|(k, why)| at(k, why))?
             } else {
@@ -679,28 +591,15 @@ impl Parser<'_> {
                 }
             };
             let (t_start_s, rate_hz) = if h.timestamps {
-                spacing(kept)
-                    .map_err(|why| self.err(no, format!("case {index}, dimension {dim}: {why}")))?
+                spacing(kept).map_err(|why| self.err(no, format!("case {index}, dimension {dim}: {why}")))?
             } else {
                 (0.0, None)
             };
-            let values = kept
-                .iter()
-                .filter_map(|&(_, v)| v.map(|v| v as f32))
-                .collect();
-            channels.push(TsChannel {
-                values,
-                t_start_s,
-                rate_hz,
-            });
+            let values = kept.iter().filter_map(|&(_, v)| v.map(|v| v as f32)).collect();
+            channels.push(TsChannel { values, t_start_s, rate_hz });
         }
         match (missing_problem, self.on_missing) {
-            (None, _) => Ok(Some(TsCase {
-                index,
-                line: no,
-                channels,
-                label: case_response,
-            })),
+            (None, _) => Ok(Some(TsCase { index, line: no, channels, label: case_response })),
             (Some(_), OnMissing::DropCase) => Ok(None),
             (Some(why), OnMissing::Error) => Err(self.err(no, why)),
         }
@@ -765,13 +664,7 @@ fn parse_tuples(field: &str) -> std::result::Result<Vec<Point>, (usize, String)>
     loop {
         let k = out.len();
         let Some(after_open) = rest.strip_prefix('(') else {
-            return Err((
-                k,
-                format!(
-                    "expected '(' of a (time,value) pair, found '{}'",
-                    preview(rest)
-                ),
-            ));
+            return Err((k, format!("expected '(' of a (time,value) pair, found '{}'", preview(rest))));
         };
         let Some((inner, after)) = after_open.split_once(')') else {
             return Err((k, "'(' without a closing ')'".into()));
@@ -789,12 +682,7 @@ fn parse_tuples(field: &str) -> std::result::Result<Vec<Point>, (usize, String)>
         }
         match rest.strip_prefix(',') {
             Some(r) => rest = r.trim_start(),
-            None => {
-                return Err((
-                    k + 1,
-                    format!("expected ',' between pairs, found '{}'", preview(rest)),
-                ))
-            }
+            None => return Err((k + 1, format!("expected ',' between pairs, found '{}'", preview(rest)))),
         }
     }
 }
@@ -808,17 +696,11 @@ fn preview(s: &str) -> String {
 /// or a dimension without any value is an error (the caller may drop the case).
 fn trim_padding(points: &[Point]) -> std::result::Result<&[Point], String> {
     let Some(last) = points.iter().rposition(|(_, v)| v.is_some()) else {
-        return Err(if points.is_empty() {
-            "no values".into()
-        } else {
-            "all values are missing".into()
-        });
+        return Err(if points.is_empty() { "no values".into() } else { "all values are missing".into() });
     };
     let kept = points.get(..=last).unwrap_or_default();
     match kept.iter().position(|(_, v)| v.is_none()) {
-        Some(k) => Err(format!(
-            "missing value at position {k} is followed by real values (interior gap)"
-        )),
+        Some(k) => Err(format!("missing value at position {k} is followed by real values (interior gap)")),
         None => Ok(kept),
     }
 }
@@ -854,9 +736,7 @@ fn spacing(points: &[Point]) -> std::result::Result<(f64, Option<f64>), String> 
     if rate.is_finite() && rate > 0.0 {
         Ok((t0, Some(rate)))
     } else {
-        Err(format!(
-            "timestamp step {dt} s gives no usable sampling rate"
-        ))
+        Err(format!("timestamp step {dt} s gives no usable sampling rate"))
     }
 }
 
@@ -866,9 +746,8 @@ fn parse_time(tok: &str) -> std::result::Result<f64, String> {
     match tok.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         Ok(_) => Err(format!("time '{tok}' is not finite")),
-        Err(_) => parse_datetime(tok).ok_or_else(|| {
-            format!("time '{tok}' is neither a number nor a YYYY-MM-DD HH:MM:SS date-time")
-        }),
+        Err(_) => parse_datetime(tok)
+            .ok_or_else(|| format!("time '{tok}' is neither a number nor a YYYY-MM-DD HH:MM:SS date-time")),
     }
 }
 
@@ -883,11 +762,7 @@ fn parse_datetime(s: &str) -> Option<f64> {
     let year = digits(ymd.next()?, 4, 4)?;
     let month = digits(ymd.next()?, 1, 2)?;
     let day = digits(ymd.next()?, 1, 2)?;
-    if ymd.next().is_some()
-        || !(1..=12).contains(&month)
-        || day < 1
-        || day > days_in_month(year, month)
-    {
+    if ymd.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return None;
     }
     let mut secs = 0.0;
@@ -964,15 +839,13 @@ mod tests {
     }
 
     fn values(f: &TsFile) -> Vec<Vec<Vec<f32>>> {
-        f.cases
-            .iter()
-            .map(|c| c.channels.iter().map(|ch| ch.values.clone()).collect())
-            .collect()
+        f.cases.iter().map(|c| c.channels.iter().map(|ch| ch.values.clone()).collect()).collect()
     }
 
     #[test]
     fn tags_are_case_insensitive_and_values_tolerate_blanks() {
-        let f = parse("@PROBLEMNAME  Foo\n@TimeStamps\tFALSE\n@CLASSLABEL  true \t a  B\n@Data\n1,2:a\n3,4:B\n").unwrap();
+        let f =
+            parse("@PROBLEMNAME  Foo\n@TimeStamps\tFALSE\n@CLASSLABEL  true \t a  B\n@Data\n1,2:a\n3,4:B\n").unwrap();
         assert_eq!(f.problem_name.as_deref(), Some("Foo"));
         assert_eq!(f.response, TsResponse::Class(vec!["a".into(), "B".into()]));
         assert_eq!(values(&f), vec![vec![vec![1.0, 2.0]], vec![vec![3.0, 4.0]]]);
@@ -1011,10 +884,7 @@ mod tests {
         // "1" is not "01", and case matters.
         let (line, reason) = input_err(parse("@classLabel true 01 A\n@data\n1:1\n"));
         assert_eq!(line, Some(3));
-        assert!(
-            reason.contains("case 0") && reason.contains("'1'"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 0") && reason.contains("'1'"), "{reason}");
         let (line, _) = input_err(parse("@classLabel true 01 A\n@data\n1:01\n1:a\n"));
         assert_eq!(line, Some(4));
     }
@@ -1022,13 +892,7 @@ mod tests {
     #[test]
     fn trailing_missing_values_are_padding() {
         let f = parse("@data\n1,2,?,NaN,nan:3,?\n4,5,6:7,8\n").unwrap();
-        assert_eq!(
-            values(&f),
-            vec![
-                vec![vec![1.0, 2.0], vec![3.0]],
-                vec![vec![4.0, 5.0, 6.0], vec![7.0, 8.0]]
-            ]
-        );
+        assert_eq!(values(&f), vec![vec![vec![1.0, 2.0], vec![3.0]], vec![vec![4.0, 5.0, 6.0], vec![7.0, 8.0]]]);
     }
 
     #[test]
@@ -1036,21 +900,12 @@ mod tests {
         let text = "@classLabel true a\n@data\n1,2:3:a\n1,?,2:3:a\n4:?,?:a\n5:6:a\n";
         let (line, reason) = input_err(parse(text));
         assert_eq!(line, Some(4));
-        assert!(
-            reason.contains("case 1, dimension 0") && reason.contains("interior gap"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 1, dimension 0") && reason.contains("interior gap"), "{reason}");
         let f = parse_drop(text).unwrap();
-        assert_eq!(
-            f.cases.iter().map(|c| c.index).collect::<Vec<_>>(),
-            vec![0, 3]
-        );
+        assert_eq!(f.cases.iter().map(|c| c.index).collect::<Vec<_>>(), vec![0, 3]);
         let (line, reason) = input_err(parse("@data\n4:?,?\n"));
         assert_eq!(line, Some(2));
-        assert!(
-            reason.contains("case 0, dimension 1") && reason.contains("missing"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 0, dimension 1") && reason.contains("missing"), "{reason}");
         // An empty dimension has no values either.
         let (_, reason) = input_err(parse("@data\n1::2\n"));
         assert!(reason.contains("dimension 1: no values"), "{reason}");
@@ -1060,10 +915,7 @@ mod tests {
     fn drop_case_does_not_hide_hard_errors() {
         let (line, reason) = input_err(parse_drop("@data\n1,?,2:x\n"));
         assert_eq!(line, Some(2));
-        assert!(
-            reason.contains("case 0, dimension 1, value 0") && reason.contains("'x'"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 0, dimension 1, value 0") && reason.contains("'x'"), "{reason}");
     }
 
     #[test]
@@ -1076,16 +928,10 @@ mod tests {
     fn dimension_count_must_match() {
         let (line, reason) = input_err(parse("@data\n1:2\n3\n"));
         assert_eq!(line, Some(3));
-        assert!(
-            reason.contains("case 1 has 1 dimensions, expected 2"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 1 has 1 dimensions, expected 2"), "{reason}");
         let (line, reason) = input_err(parse("@dimensions 3\n@data\n1:2:3\n1:2\n"));
         assert_eq!(line, Some(4));
-        assert!(
-            reason.contains("case 1 has 2 dimensions, expected 3"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 1 has 2 dimensions, expected 3"), "{reason}");
         let (line, _) = input_err(parse("@univariate true\n@data\n1:2\n"));
         assert_eq!(line, Some(3));
         let (line, _) = input_err(parse("@univariate true\n@dimensions 2\n@data\n1:2\n"));
@@ -1095,18 +941,12 @@ mod tests {
     #[test]
     fn values_are_f64_then_f32() {
         let f = parse("@data\n0.1,1e-3,-2.5E2,+7\n").unwrap();
-        assert_eq!(
-            values(&f),
-            vec![vec![vec![0.1f64 as f32, 1e-3f64 as f32, -250.0, 7.0]]]
-        );
+        assert_eq!(values(&f), vec![vec![vec![0.1f64 as f32, 1e-3f64 as f32, -250.0, 7.0]]]);
         for bad in ["inf", "-Infinity", "1e39", "abc", "1.0.0", ""] {
             let text = format!("@data\n1,{bad},2\n");
             let (line, reason) = input_err(parse(&text));
             assert_eq!(line, Some(2), "{bad}");
-            assert!(
-                reason.contains("case 0, dimension 0, value 1"),
-                "{bad}: {reason}"
-            );
+            assert!(reason.contains("case 0, dimension 0, value 1"), "{bad}: {reason}");
         }
     }
 
@@ -1116,18 +956,10 @@ mod tests {
         assert_eq!(f.response, TsResponse::Target);
         assert_eq!(f.cases[0].label, Some(TsLabel::Target(0.07758620689655173)));
         assert_eq!(f.cases[1].label, Some(TsLabel::Target(-1000.0)));
-        for (bad, word) in [
-            ("x", "not a number"),
-            ("?", "missing"),
-            ("inf", "not finite"),
-            ("NaN", "missing"),
-        ] {
+        for (bad, word) in [("x", "not a number"), ("?", "missing"), ("inf", "not finite"), ("NaN", "missing")] {
             let (line, reason) = input_err(parse(&format!("@targetLabel true\n@data\n1:{bad}\n")));
             assert_eq!(line, Some(3));
-            assert!(
-                reason.contains("case 0") && reason.contains(word),
-                "{bad}: {reason}"
-            );
+            assert!(reason.contains("case 0") && reason.contains(word), "{bad}: {reason}");
         }
         let (_, reason) = input_err(parse("@targetLabel true\n@data\n1,2\n"));
         assert!(reason.contains("found no ':'"), "{reason}");
@@ -1137,9 +969,7 @@ mod tests {
 
     #[test]
     fn timestamps_regular_numbers() {
-        let f =
-            parse("@timeStamps true\n@data\n(0.5,1.5),(0.6,2.5),(0.7,3.5),(0.8,?):(10,1),(12,2)\n")
-                .unwrap();
+        let f = parse("@timeStamps true\n@data\n(0.5,1.5),(0.6,2.5),(0.7,3.5),(0.8,?):(10,1),(12,2)\n").unwrap();
         let ch = &f.cases[0].channels;
         assert_eq!(ch[0].values, vec![1.5, 2.5, 3.5]);
         assert_eq!(ch[0].t_start_s, 0.5);
@@ -1151,13 +981,7 @@ mod tests {
     #[test]
     fn timestamps_single_point_has_no_rate() {
         let f = parse("@timeStamps true\n@data\n(3,1)\n").unwrap();
-        assert_eq!(
-            (
-                f.cases[0].channels[0].t_start_s,
-                f.cases[0].channels[0].rate_hz
-            ),
-            (3.0, None)
-        );
+        assert_eq!((f.cases[0].channels[0].t_start_s, f.cases[0].channels[0].rate_hz), (3.0, None));
     }
 
     #[test]
@@ -1176,29 +1000,17 @@ mod tests {
     fn timestamps_irregular_and_malformed() {
         let (line, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),(1,2),(3,3)\n"));
         assert_eq!(line, Some(3));
-        assert!(
-            reason.contains("case 0, dimension 0") && reason.contains("irregular"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 0, dimension 0") && reason.contains("irregular"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(1,1),(0,2)\n"));
         assert!(reason.contains("not increasing"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(yesterday,1)\n"));
-        assert!(
-            reason.contains("value 0") && reason.contains("neither a number"),
-            "{reason}"
-        );
+        assert!(reason.contains("value 0") && reason.contains("neither a number"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),(1,2\n"));
-        assert!(
-            reason.contains("value 1") && reason.contains("closing"),
-            "{reason}"
-        );
+        assert!(reason.contains("value 1") && reason.contains("closing"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1),\n"));
         assert!(reason.contains("value 1"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,1)(1,2)\n"));
-        assert!(
-            reason.contains("value 1") && reason.contains("','"),
-            "{reason}"
-        );
+        assert!(reason.contains("value 1") && reason.contains("','"), "{reason}");
         let (_, reason) = input_err(parse("@timeStamps true\n@data\n(0,?),(1,2)\n"));
         assert!(reason.contains("interior gap"), "{reason}");
     }
@@ -1207,20 +1019,11 @@ mod tests {
     fn datetime_parser() {
         assert_eq!(parse_datetime("1970-01-01 00:00:00"), Some(0.0));
         assert_eq!(parse_datetime("2000-03-01"), Some(951_868_800.0));
-        assert_eq!(
-            parse_datetime("2020-02-29 12:30:15.5"),
-            Some(1_582_979_415.5)
-        );
+        assert_eq!(parse_datetime("2020-02-29 12:30:15.5"), Some(1_582_979_415.5));
         assert_eq!(parse_datetime("1969-12-31 23:59"), Some(-60.0));
-        for bad in [
-            "2019-02-29",
-            "2019-13-01",
-            "2019-01-01 24:00:00",
-            "2019-1",
-            "19-01-01",
-            "2019-01-01 00:00:00:00",
-            "é",
-        ] {
+        for bad in
+            ["2019-02-29", "2019-13-01", "2019-01-01 24:00:00", "2019-1", "19-01-01", "2019-01-01 00:00:00:00", "é"]
+        {
             assert_eq!(parse_datetime(bad), None, "{bad}");
         }
     }
@@ -1229,10 +1032,7 @@ mod tests {
     fn structural_errors_have_lines() {
         assert_eq!(input_err(parse("")), (Some(1), "file is empty".into()));
         assert_eq!(input_err(parse("\n  \n")).1, "file is empty");
-        assert_eq!(
-            input_err(parse("@problemName X\n@classLabel true 1\n")).0,
-            Some(2)
-        );
+        assert_eq!(input_err(parse("@problemName X\n@classLabel true 1\n")).0, Some(2));
         assert_eq!(input_err(parse("@problemName X\n@class")).0, Some(2));
         let (line, reason) = input_err(parse("@problemName X\n1,2\n"));
         assert_eq!(line, Some(2));
@@ -1241,36 +1041,22 @@ mod tests {
         assert_eq!(input_err(parse("@timeStamps maybe\n@data\n1\n")).0, Some(1));
         assert_eq!(input_err(parse("@dimensions 0\n@data\n1\n")).0, Some(1));
         assert_eq!(input_err(parse("@classLabel true\n@data\n1\n")).0, Some(1));
-        assert_eq!(
-            input_err(parse("@classLabel false a\n@data\n1\n")).0,
-            Some(1)
-        );
+        assert_eq!(input_err(parse("@classLabel false a\n@data\n1\n")).0, Some(1));
         let (line, reason) = input_err(parse("@classLabel true a\n@data\n1,2\n"));
         assert_eq!(line, Some(3));
-        assert!(
-            reason.contains("case 0") && reason.contains("class label"),
-            "{reason}"
-        );
+        assert!(reason.contains("case 0") && reason.contains("class label"), "{reason}");
     }
 
     #[test]
     fn invalid_utf8_names_the_line() {
-        let (line, reason) = input_err(parse_ts(
-            Path::new("t.ts"),
-            b"@data\n1,2\n3,\xff\n",
-            OnMissing::Error,
-        ));
+        let (line, reason) = input_err(parse_ts(Path::new("t.ts"), b"@data\n1,2\n3,\xff\n", OnMissing::Error));
         assert_eq!(line, Some(3));
-        assert!(
-            reason.contains("UTF-8") && reason.contains("byte 3 of the line"),
-            "{reason}"
-        );
+        assert!(reason.contains("UTF-8") && reason.contains("byte 3 of the line"), "{reason}");
     }
 
     #[test]
     fn unknown_tags_are_ignored() {
-        let f = parse("@foo bar\n@missing true\n@equalLength false\n@seriesLength 9\n@data\n1\n")
-            .unwrap();
+        let f = parse("@foo bar\n@missing true\n@equalLength false\n@seriesLength 9\n@data\n1\n").unwrap();
         assert_eq!(values(&f), vec![vec![vec![1.0]]]);
     }
 
@@ -1333,28 +1119,14 @@ mod tests {
         .unwrap();
         let samples: Vec<_> = ds.samples().map(|s| s.sample_id.as_str()).collect();
         assert_eq!(samples, vec!["toy-train-0", "toy-train-2"]);
-        let series: Vec<_> = ds
-            .series()
-            .map(|s| {
-                (
-                    s.time_series_id.as_str(),
-                    s.channel.as_str(),
-                    s.spec_type.as_str(),
-                )
-            })
-            .collect();
+        let series: Vec<_> =
+            ds.series().map(|s| (s.time_series_id.as_str(), s.channel.as_str(), s.spec_type.as_str())).collect();
         assert_eq!(series[0], ("toy-train-0/0", "0", "unknown"));
         assert_eq!(series.len(), 4);
         let (name, task) = ds.tasks().next().unwrap();
-        assert_eq!(
-            (name, task.task_id.as_str(), task.sample_ids.len()),
-            ("train", "toy-train", 2)
-        );
+        assert_eq!((name, task.task_id.as_str(), task.sample_ids.len()), ("train", "toy-train", 2));
         let (a, on) = ds.annotations().next().unwrap();
-        assert_eq!(
-            (a.annotation_id.as_str(), a.value_str.as_deref()),
-            ("toy-train-0/class", Some("b"))
-        );
+        assert_eq!((a.annotation_id.as_str(), a.value_str.as_deref()), ("toy-train-0/class", Some("b")));
         assert!(on.contains("toy-train-0"));
         ds.validate_references().unwrap();
         // The loader hands back the values parsed in read_ucr.
@@ -1362,13 +1134,9 @@ mod tests {
         let loaded = (entry.loader.take().unwrap())().unwrap();
         assert_eq!(loaded, vec![6.0]);
 
-        let ds = dataset_from(
-            "@data\n1\n",
-            &UcrOptions::new("toy", "1")
-                .with_ids(IdMode::Uuid)
-                .with_sampling_rate_hz(10.0),
-        )
-        .unwrap();
+        let ds =
+            dataset_from("@data\n1\n", &UcrOptions::new("toy", "1").with_ids(IdMode::Uuid).with_sampling_rate_hz(10.0))
+                .unwrap();
         let s = ds.samples().next().unwrap();
         assert_eq!(s.sample_id, IdMode::Uuid.id("toy-train-0"));
         assert_eq!(s.source_id, IdMode::Uuid.id("toy"));
@@ -1383,27 +1151,14 @@ mod tests {
         let opts = UcrOptions::new("toy", "1").with_sampling_rate_hz(0.0);
         assert!(matches!(
             dataset_from("@data\n1\n", &opts),
-            Err(Error::InvalidOption {
-                option: "sampling_rate_hz",
-                ..
-            })
+            Err(Error::InvalidOption { option: "sampling_rate_hz", .. })
         ));
         let none: [&str; 0] = [];
         assert!(matches!(
             read_ucr(&none, &UcrOptions::new("toy", "1")),
-            Err(Error::InvalidOption {
-                option: "paths",
-                ..
-            })
+            Err(Error::InvalidOption { option: "paths", .. })
         ));
-        let err = read_ucr(
-            &["a/X_TRAIN.ts", "b/x_train.ts"],
-            &UcrOptions::new("toy", "1"),
-        )
-        .unwrap_err();
-        assert!(
-            matches!(err, Error::InvalidInput { line: None, .. }),
-            "{err}"
-        );
+        let err = read_ucr(&["a/X_TRAIN.ts", "b/x_train.ts"], &UcrOptions::new("toy", "1")).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { line: None, .. }), "{err}");
     }
 }
