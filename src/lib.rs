@@ -7,6 +7,7 @@
 pub mod connectors;
 pub mod dataset;
 pub mod error;
+pub mod info;
 
 pub use dataset::{
     new_id, Annotation, DatasetInfo, Loader, LoaderError, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType,
@@ -17,6 +18,7 @@ pub mod commit;
 pub mod encoding;
 pub mod layout;
 pub mod manifest;
+pub mod reader;
 pub mod tables;
 pub mod writer;
 

@@ -10,7 +10,13 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, IdMode};
+use timef::connectors::{
+    arrow::ArrowOptions,
+    tsf::TsfOptions,
+    ucr::{OnMissing, UcrOptions},
+    IdMode,
+};
+use timef::reader::Version;
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
 #[derive(Parser)]
@@ -28,10 +34,55 @@ enum Command {
     /// Turn files of a public format into a committed version.
     #[command(subcommand)]
     Ingest(Ingest),
+    /// Summary of a version: counts, channels, rates, tasks, files, sizes, statistics.
+    Info {
+        /// The version directory (ROOT/NAME/VERSION).
+        version_dir: PathBuf,
+        /// Print the manifest-derived summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Datasets and committed versions under ROOT (staging directories are not versions).
+    Ls {
+        /// The root directory.
+        root: PathBuf,
+    },
+    /// Print one series' values (reads only the rows it needs).
+    Cat {
+        /// The version directory.
+        version_dir: PathBuf,
+        /// The series id.
+        series_id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CatFormat::Csv)]
+        format: CatFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CatFormat {
+    /// `index,value` lines with a header.
+    Csv,
+    /// One JSON object with the series id, rate, start and values.
+    Json,
 }
 
 #[derive(Subcommand)]
 enum Ingest {
+    /// UCR/UEA time-series classification or regression archive .ts files (e.g. X_TRAIN.ts X_TEST.ts).
+    Ucr {
+        #[command(flatten)]
+        common: Common,
+        /// Sampling rate of every series in Hz (default 1, or the timestamps' spacing).
+        #[arg(long)]
+        sampling_rate_hz: Option<f64>,
+        /// What to do with a case whose channel has an interior missing value.
+        #[arg(long, value_enum, default_value_t = MissingArg::Error)]
+        on_missing: MissingArg,
+        /// The input files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// GluonTS-style Arrow IPC (file or stream) or Parquet: item_id, start, target.
     Arrow {
         #[command(flatten)]
@@ -68,6 +119,14 @@ struct Common {
     /// How ids are spelled.
     #[arg(long, value_enum, default_value_t = Ids::String)]
     ids: Ids,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MissingArg {
+    /// Fail, naming the file, line, case and dimension.
+    Error,
+    /// Leave the case out.
+    DropCase,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -125,6 +184,20 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Ingest(ingest) => {
             let (root, dataset) = match ingest {
+                Ingest::Ucr { common, sampling_rate_hz, on_missing, files } => {
+                    let opts = UcrOptions {
+                        name: common.name,
+                        version: common.version,
+                        spec_type: common.spec_type,
+                        sampling_rate_hz,
+                        ids: common.ids.into(),
+                        on_missing: match on_missing {
+                            MissingArg::Error => OnMissing::Error,
+                            MissingArg::DropCase => OnMissing::DropCase,
+                        },
+                    };
+                    (common.root, timef::connectors::ucr::read_ucr(&files, &opts)?)
+                }
                 Ingest::Arrow { common, sampling_rate_hz, file } => {
                     let opts = ArrowOptions {
                         name: common.name,
@@ -147,6 +220,53 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             };
             let dir = write(root, dataset, cli.quiet)?;
             println!("{}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Info { version_dir, json } => {
+            let v = Version::open(&version_dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&timef::info::summary(&v)?).unwrap_or_default());
+            } else {
+                print!("{}", timef::info::render(&v)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ls { root } => {
+            let mut last = String::new();
+            for (name, version) in timef::reader::list_versions(&root)? {
+                if name != last {
+                    println!("{name}");
+                    last = name;
+                }
+                println!("  {version}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cat { version_dir, series_id, format } => {
+            let v = Version::open(&version_dir)?;
+            let values = v.read_series(&series_id)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            use std::io::Write;
+            let res = match format {
+                CatFormat::Csv => {
+                    let mut r = writeln!(out, "index,value");
+                    for (i, x) in values.iter().enumerate() {
+                        r = r.and_then(|_| writeln!(out, "{i},{x}"));
+                    }
+                    r
+                }
+                CatFormat::Json => {
+                    let meta = v.series()?.into_iter().find(|m| m.time_series_id == series_id);
+                    let doc = serde_json::json!({
+                        "time_series_id": series_id,
+                        "sampling_rate_hz": meta.as_ref().map(|m| m.sampling_rate_hz),
+                        "t_start_s": meta.as_ref().map(|m| m.t_start_s),
+                        "values": values.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+                    });
+                    writeln!(out, "{doc}")
+                }
+            };
+            res.and_then(|_| out.flush()).map_err(|e| Error::io("<stdout>", e))?;
             Ok(ExitCode::SUCCESS)
         }
     }

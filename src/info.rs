@@ -1,0 +1,73 @@
+//! The summary `timef info` prints: counts, channels with rates and statistics,
+//! tasks, files and sizes, from the manifest (no data file is read).
+
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::reader::Version;
+
+/// The summary as JSON: dataset, counts, id encodings, channels, tasks, files and
+/// total bytes, statistics.
+pub fn summary(v: &Version) -> Result<Value> {
+    let m = v.manifest();
+    let total: u64 = m.files.iter().map(|f| f.bytes).sum();
+    Ok(json!({
+        "dir": v.dir().display().to_string(),
+        "dataset": m.dataset,
+        "counts": m.counts,
+        "id_encoding": m.id_encoding,
+        "time_series": m.schema.time_series,
+        "tasks": m.schema.tasks,
+        "annotations": m.schema.annotations,
+        "statistics": m.statistics,
+        "files": m.files.iter().map(|f| json!({"path": f.path, "bytes": f.bytes, "rows": f.rows})).collect::<Vec<_>>(),
+        "total_bytes": total,
+        "derived_from": m.derived_from,
+    }))
+}
+
+/// The summary as text for a terminal.
+pub fn render(v: &Version) -> Result<String> {
+    use std::fmt::Write;
+    let m = v.manifest();
+    let c = &m.counts;
+    let mut s = String::new();
+    let _ = writeln!(s, "{} / {}  ({})", m.dataset.name, m.dataset.version, v.dir().display());
+    if let Some(d) = &m.dataset.description {
+        let first = d.lines().next().unwrap_or("");
+        let _ = writeln!(s, "  {first}");
+    }
+    let _ = writeln!(
+        s,
+        "samples {}  series {}  chunks {}  values {}  annotations {}  shards {}",
+        c.samples, c.time_series, c.chunks, c.values, c.annotations, c.shards
+    );
+    let ids: Vec<String> = m.id_encoding.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(s, "ids: {}", ids.join(" "));
+    let _ = writeln!(s, "channels:");
+    for (spec, chans) in &m.schema.time_series {
+        for (ch, cs) in chans {
+            let rates: Vec<String> = cs.sampling_rates_hz.iter().map(|r| format!("{r}")).collect();
+            let st = m.statistics.get(spec).and_then(|x| x.get(ch));
+            let stats = st
+                .map(|t| format!("n={} min={} max={} mean={:.6} std={:.6}", t.count, t.min, t.max, t.mean, t.std))
+                .unwrap_or_default();
+            let _ = writeln!(s, "  {spec}/{ch}: {} series @ {} Hz  {stats}", cs.series, rates.join(","));
+        }
+    }
+    if !m.schema.tasks.is_empty() {
+        let _ = writeln!(s, "tasks:");
+        for (name, t) in &m.schema.tasks {
+            let _ = writeln!(s, "  {name}: {} ({}) splits [{}]", t.count, t.task_types.join(","), t.splits.join(","));
+        }
+    }
+    let total: u64 = m.files.iter().map(|f| f.bytes).sum();
+    let _ = writeln!(s, "files: {} ({} bytes)", m.files.len(), total);
+    for f in &m.files {
+        let _ = writeln!(s, "  {:>12}  {:>8} rows  {}", f.bytes, f.rows, f.path);
+    }
+    if let Some(d) = &m.derived_from {
+        let _ = writeln!(s, "derived from version {} ({})", d.dataset_version, d.operation);
+    }
+    Ok(s)
+}

@@ -1,0 +1,530 @@
+//! Reading a committed version back (issue 4, "Reader").
+//!
+//! [`Version::open`] refuses anything that is not a committed TimeF v1 version.
+//! Tables are read through arrow-rs; ids always come back as canonical strings,
+//! whatever their storage. [`Version::read_series`] follows the index pointers
+//! and reads only the row groups, and within them only the rows (through the
+//! page index), that hold the series' chunks.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection};
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::PageIndexPolicy;
+
+use crate::commit::{hex, MANIFEST};
+use crate::dataset::{
+    Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
+};
+use crate::error::{Error, Result};
+use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
+
+/// One row of `time_series_index.parquet`: one chunk of one series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexEntry {
+    /// Series-level metadata (repeated on every chunk row).
+    pub meta: SeriesMeta,
+    /// Chunk number within the series.
+    pub chunk_idx: i32,
+    /// Index of the chunk's first value within its series.
+    pub value_offset: i64,
+    /// Values in the chunk.
+    pub n_values: i32,
+    /// Shard holding the chunk, relative to the version directory.
+    pub shard_path: String,
+    /// Row group within the shard.
+    pub row_group: i32,
+    /// Row within the row group.
+    pub row_offset: i32,
+    /// Chunk minimum.
+    pub min: f32,
+    /// Chunk maximum.
+    pub max: f32,
+    /// Chunk mean.
+    pub mean: f64,
+    /// Chunk population standard deviation.
+    pub std: f64,
+}
+
+/// A committed version opened for reading.
+#[derive(Debug)]
+pub struct Version {
+    dir: PathBuf,
+    manifest: Manifest,
+    manifest_sha256: String,
+    index: OnceLock<Vec<IndexEntry>>,
+}
+
+/// Canonical strings of an id column (uuid16 or string), or of any UTF-8 column.
+pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>> {
+    match col.data_type() {
+        DataType::FixedSizeBinary(16) => {
+            let a = col.as_fixed_size_binary();
+            Ok((0..a.len())
+                .map(|i| {
+                    a.is_valid(i).then(|| {
+                        let b: [u8; 16] = a.value(i).try_into().unwrap_or([0; 16]);
+                        uuid::Uuid::from_bytes(b).hyphenated().to_string()
+                    })
+                })
+                .collect())
+        }
+        DataType::Utf8 => {
+            let a = col.as_string::<i32>();
+            Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
+        }
+        _ => {
+            let c = arrow::compute::cast(col, &DataType::Utf8).map_err(|source| Error::Arrow { path: path.into(), source })?;
+            strings(path, &c)
+        }
+    }
+}
+
+fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>> {
+    v.into_iter()
+        .map(|s| s.ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("null in required column {column}") }))
+        .collect()
+}
+
+fn col<'a>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} missing") })
+}
+
+fn f64s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<f64>>> {
+    let a = col(path, batch, name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| Error::Corrupt {
+        path: path.into(),
+        reason: format!("column {name} is not float64"),
+    })?;
+    Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
+}
+
+fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>> {
+    let a = col(path, batch, name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| Error::Corrupt {
+        path: path.into(),
+        reason: format!("column {name} is not int32"),
+    })?;
+    Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
+}
+
+/// The rows of a list column as `(range into the child, child)`; null lists are `None`.
+fn lists(path: &Path, batch: &RecordBatch, name: &str) -> Result<(Vec<Option<std::ops::Range<usize>>>, ArrayRef)> {
+    let c = col(path, batch, name)?;
+    let l = c
+        .as_list_opt::<i32>()
+        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not a list") })?;
+    let o = l.value_offsets();
+    let ranges = (0..l.len()).map(|i| l.is_valid(i).then(|| o[i] as usize..o[i + 1] as usize)).collect();
+    Ok((ranges, Arc::clone(l.values())))
+}
+
+/// Reads a whole (small) table file into one batch.
+fn read_table(path: &Path) -> Result<RecordBatch> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+    let schema = builder.schema().clone();
+    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
+    let reader = builder.with_batch_size(rows).build().map_err(|e| Error::parquet(path, e))?;
+    let batches: Vec<RecordBatch> =
+        reader.collect::<std::result::Result<_, _>>().map_err(|source| Error::Arrow { path: path.into(), source })?;
+    arrow::compute::concat_batches(&schema, &batches).map_err(|source| Error::Arrow { path: path.into(), source })
+}
+
+impl Version {
+    /// Opens the version at `dir`.
+    ///
+    /// # Errors
+    /// [`Error::NotAVersion`] without `manifest.json`, or with a manifest of another
+    /// `format` / `format_version` or one that does not parse.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
+        let dir = dir.as_ref().to_path_buf();
+        let path = dir.join(MANIFEST);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() })
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json is not JSON: {e}") })?;
+        if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT)
+            || value.get("format_version").and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION))
+        {
+            return Err(Error::NotAVersion {
+                path: dir,
+                reason: format!("format {} version {} is not timef 1", value["format"], value["format_version"]),
+            });
+        }
+        let manifest: Manifest = serde_json::from_value(value)
+            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json: {e}") })?;
+        let manifest_sha256 = {
+            use sha2::Digest;
+            hex(&sha2::Sha256::digest(&bytes))
+        };
+        Ok(Version { dir, manifest, manifest_sha256, index: OnceLock::new() })
+    }
+
+    /// The version directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// sha256 (hex) of the `manifest.json` bytes.
+    pub fn manifest_sha256(&self) -> &str {
+        &self.manifest_sha256
+    }
+
+    /// The series index, one entry per chunk, in file order
+    /// (`spec_type, channel, time_series_id, chunk_idx`). Read once and cached.
+    pub fn index(&self) -> Result<&[IndexEntry]> {
+        if let Some(i) = self.index.get() {
+            return Ok(i);
+        }
+        let i = self.read_index()?;
+        Ok(self.index.get_or_init(|| i))
+    }
+
+    fn read_index(&self) -> Result<Vec<IndexEntry>> {
+        let p = self.dir.join("time_series_index.parquet");
+        let b = read_table(&p)?;
+        let ids = req(&p, strings(&p, col(&p, &b, "time_series_id")?)?, "time_series_id")?;
+        let spec = req(&p, strings(&p, col(&p, &b, "spec_type")?)?, "spec_type")?;
+        let chan = req(&p, strings(&p, col(&p, &b, "channel")?)?, "channel")?;
+        let units = strings(&p, col(&p, &b, "units")?)?;
+        let shard = req(&p, strings(&p, col(&p, &b, "shard_path")?)?, "shard_path")?;
+        let rate = f64s(&p, &b, "sampling_rate_hz")?;
+        let t0 = f64s(&p, &b, "t_start_s")?;
+        let t1 = f64s(&p, &b, "t_end_s")?;
+        let chunk = i32s(&p, &b, "chunk_idx")?;
+        let n = i32s(&p, &b, "n_values")?;
+        let rg = i32s(&p, &b, "row_group")?;
+        let ro = i32s(&p, &b, "row_offset")?;
+        let mean = f64s(&p, &b, "mean")?;
+        let std = f64s(&p, &b, "std")?;
+        let off = col(&p, &b, "value_offset")?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "value_offset is not int64".into() })?
+            .clone();
+        let f32col = |name: &str| -> Result<Vec<f32>> {
+            Ok(col(&p, &b, name)?
+                .as_primitive_opt::<Float32Type>()
+                .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: format!("{name} is not float32") })?
+                .values()
+                .to_vec())
+        };
+        let (min, max) = (f32col("min")?, f32col("max")?);
+        let bad = |what: &str| Error::Corrupt { path: p.clone(), reason: format!("null {what}") };
+        (0..b.num_rows())
+            .map(|i| {
+                Ok(IndexEntry {
+                    meta: SeriesMeta {
+                        time_series_id: ids[i].clone(),
+                        spec_type: spec[i].clone(),
+                        channel: chan[i].clone(),
+                        units: units[i].clone(),
+                        sampling_rate_hz: rate[i].ok_or_else(|| bad("sampling_rate_hz"))?,
+                        t_start_s: t0[i].ok_or_else(|| bad("t_start_s"))?,
+                        t_end_s: t1[i],
+                    },
+                    chunk_idx: chunk[i].ok_or_else(|| bad("chunk_idx"))?,
+                    value_offset: off.value(i),
+                    n_values: n[i].ok_or_else(|| bad("n_values"))?,
+                    shard_path: shard[i].clone(),
+                    row_group: rg[i].ok_or_else(|| bad("row_group"))?,
+                    row_offset: ro[i].ok_or_else(|| bad("row_offset"))?,
+                    min: min[i],
+                    max: max[i],
+                    mean: mean[i].ok_or_else(|| bad("mean"))?,
+                    std: std[i].ok_or_else(|| bad("std"))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Series metadata, one per series, in index order.
+    pub fn series(&self) -> Result<Vec<SeriesMeta>> {
+        let mut out: Vec<SeriesMeta> = Vec::new();
+        for e in self.index()? {
+            if out.last().is_none_or(|m| m.time_series_id != e.meta.time_series_id) {
+                out.push(e.meta.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The values of series `time_series_id`, read by following its index
+    /// pointers: only the row groups that hold its chunks are read, and within
+    /// them only its rows, selected through the page index.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for an unknown id; [`Error::Corrupt`] when a pointer
+    /// does not land on the expected `(time_series_id, chunk_idx)`.
+    pub fn read_series(&self, time_series_id: &str) -> Result<SeriesValues> {
+        let chunks: Vec<&IndexEntry> = self.index()?.iter().filter(|e| e.meta.time_series_id == time_series_id).collect();
+        if chunks.is_empty() {
+            return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version"));
+        }
+        // group consecutive chunks by (shard, row group)
+        let mut groups: BTreeMap<(&str, i32), Vec<&IndexEntry>> = BTreeMap::new();
+        for c in &chunks {
+            groups.entry((c.shard_path.as_str(), c.row_group)).or_default().push(c);
+        }
+        let mut parts: Vec<(i32, Vec<f32>)> = Vec::with_capacity(chunks.len());
+        for ((shard, rg), entries) in groups {
+            let path = self.dir.join(shard);
+            let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+            let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+            let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
+                .map_err(|e| Error::parquet(&path, e))?;
+            let rg_rows = builder
+                .metadata()
+                .row_groups()
+                .get(rg as usize)
+                .map(|m| m.num_rows() as usize)
+                .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("no row group {rg}") })?;
+            let mut offsets: Vec<usize> = entries.iter().map(|e| e.row_offset as usize).collect();
+            offsets.sort_unstable();
+            if offsets.last().is_some_and(|&o| o >= rg_rows) {
+                return Err(Error::Corrupt { path, reason: format!("row offset beyond row group {rg}") });
+            }
+            let selection = RowSelection::from_consecutive_ranges(offsets.iter().map(|&o| o..o + 1), rg_rows);
+            let mask = ProjectionMask::roots(builder.parquet_schema(), [0, 1, 4]);
+            let reader = builder
+                .with_row_groups(vec![rg as usize])
+                .with_row_selection(selection)
+                .with_projection(mask)
+                .build()
+                .map_err(|e| Error::parquet(&path, e))?;
+            for batch in reader {
+                let batch = batch.map_err(|source| Error::Arrow { path: path.clone(), source })?;
+                let ids = strings(&path, col(&path, &batch, "time_series_id")?)?;
+                let idx = i32s(&path, &batch, "chunk_idx")?;
+                let (ranges, values) = lists(&path, &batch, "values")?;
+                let values = values.as_primitive_opt::<Float32Type>().ok_or_else(|| Error::Corrupt {
+                    path: path.clone(),
+                    reason: "values are not float32".into(),
+                })?;
+                for i in 0..batch.num_rows() {
+                    if ids[i].as_deref() != Some(time_series_id) {
+                        return Err(Error::Corrupt {
+                            path: path.clone(),
+                            reason: format!("pointer of {time_series_id} lands on {:?}", ids[i]),
+                        });
+                    }
+                    let r = ranges[i].clone().unwrap_or(0..0);
+                    parts.push((idx[i].unwrap_or(-1), values.values()[r].to_vec()));
+                }
+            }
+        }
+        parts.sort_by_key(|(k, _)| *k);
+        let expected: Vec<i32> = (0..chunks.len() as i32).collect();
+        if parts.iter().map(|(k, _)| *k).collect::<Vec<_>>() != expected {
+            return Err(Error::Corrupt {
+                path: self.dir.clone(),
+                reason: format!("chunks of {time_series_id} do not match the index"),
+            });
+        }
+        Ok(parts.into_iter().flat_map(|(_, v)| v).collect::<Vec<f32>>().into())
+    }
+
+    /// The values of a sample's series restricted to the sample's window
+    /// (`t_start_s`/`t_end_s`, on the series' time axis; the whole series when unset).
+    pub fn read_sample_series(&self, sample: &Sample, time_series_id: &str) -> Result<SeriesValues> {
+        let values = self.read_series(time_series_id)?;
+        let meta = self
+            .index()?
+            .iter()
+            .find(|e| e.meta.time_series_id == time_series_id)
+            .map(|e| e.meta.clone())
+            .ok_or_else(|| Error::validation(time_series_id, "time_series_id", "no such series"))?;
+        let at = |t: f64| (((t - meta.t_start_s) * meta.sampling_rate_hz).round().max(0.0) as usize).min(values.len());
+        let start = sample.t_start_s.map_or(0, at);
+        let end = sample.t_end_s.map_or(values.len(), at).max(start);
+        Ok(values.slice(start, end - start))
+    }
+
+    /// All samples, sorted by id.
+    pub fn samples(&self) -> Result<Vec<Sample>> {
+        let p = self.dir.join("samples.parquet");
+        let b = read_table(&p)?;
+        let ids = req(&p, strings(&p, col(&p, &b, "sample_id")?)?, "sample_id")?;
+        let src = req(&p, strings(&p, col(&p, &b, "source_id")?)?, "source_id")?;
+        let subj = strings(&p, col(&p, &b, "subject_id")?)?;
+        let (t0, t1) = (f64s(&p, &b, "t_start_s")?, f64s(&p, &b, "t_end_s")?);
+        let (series, entries) = lists(&p, &b, "series")?;
+        let entries = entries.as_struct_opt().ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series entries are not structs".into() })?;
+        let ts = req(&p, strings(&p, entries.column_by_name("time_series_id").ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.time_series_id missing".into() })?)?, "series.time_series_id")?;
+        let views = req(&p, strings(&p, entries.column_by_name("view").ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.view missing".into() })?)?, "series.view")?;
+        let meta = col(&p, &b, "metadata")?.as_map_opt().ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "metadata is not a map".into() })?;
+        let keys = strings(&p, meta.keys())?;
+        let values = strings(&p, meta.values())?;
+        let moff = meta.value_offsets();
+        (0..b.num_rows())
+            .map(|i| {
+                let r = series[i].clone().unwrap_or(0..0);
+                Ok(Sample {
+                    sample_id: ids[i].clone(),
+                    source_id: src[i].clone(),
+                    subject_id: subj[i].clone(),
+                    t_start_s: t0[i],
+                    t_end_s: t1[i],
+                    series: r.map(|j| SeriesRef { time_series_id: ts[j].clone(), view: views[j].clone() }).collect(),
+                    metadata: if meta.is_valid(i) {
+                        (moff[i] as usize..moff[i + 1] as usize)
+                            .map(|j| (keys[j].clone().unwrap_or_default(), values[j].clone().unwrap_or_default()))
+                            .collect()
+                    } else {
+                        BTreeMap::new()
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// All annotation rows as `(sample_id, annotation)`, sorted by (sample, annotation id).
+    pub fn annotations(&self) -> Result<Vec<(String, Annotation)>> {
+        let p = self.dir.join("annotations.parquet");
+        let b = read_table(&p)?;
+        let s = req(&p, strings(&p, col(&p, &b, "sample_id")?)?, "sample_id")?;
+        let a = req(&p, strings(&p, col(&p, &b, "annotation_id")?)?, "annotation_id")?;
+        let ty = req(&p, strings(&p, col(&p, &b, "annotation_type")?)?, "annotation_type")?;
+        let key = req(&p, strings(&p, col(&p, &b, "key")?)?, "key")?;
+        let vs = strings(&p, col(&p, &b, "value_str")?)?;
+        let ch = strings(&p, col(&p, &b, "channel")?)?;
+        let (vn, t0, t1) = (f64s(&p, &b, "value_num")?, f64s(&p, &b, "t_start_s")?, f64s(&p, &b, "t_end_s")?);
+        Ok((0..b.num_rows())
+            .map(|i| {
+                (
+                    s[i].clone(),
+                    Annotation {
+                        annotation_id: a[i].clone(),
+                        annotation_type: ty[i].clone(),
+                        key: key[i].clone(),
+                        value_str: vs[i].clone(),
+                        value_num: vn[i],
+                        t_start_s: t0[i],
+                        t_end_s: t1[i],
+                        channel: ch[i].clone(),
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// Task names, sorted.
+    pub fn task_names(&self) -> Vec<String> {
+        self.manifest.counts.tasks.keys().cloned().collect()
+    }
+
+    /// The tasks of `task_name`, sorted by id.
+    pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
+        crate::dataset::validate_name(task_name, "task_name")?;
+        let p = self.dir.join(format!("tasks/task={task_name}/part-0.parquet"));
+        let b = read_table(&p)?;
+        let id = req(&p, strings(&p, col(&p, &b, "task_id")?)?, "task_id")?;
+        let ty = req(&p, strings(&p, col(&p, &b, "task_type")?)?, "task_type")?;
+        let split = strings(&p, col(&p, &b, "split")?)?;
+        let target = strings(&p, col(&p, &b, "target")?)?;
+        let tsid = strings(&p, col(&p, &b, "target_sample_id")?)?;
+        let from = strings(&p, col(&p, &b, "from_task")?)?;
+        let prompt = strings(&p, col(&p, &b, "prompt")?)?;
+        let answer = strings(&p, col(&p, &b, "answer")?)?;
+        let horizon = i32s(&p, &b, "horizon")?;
+        let (sr, sv) = lists(&p, &b, "sample_ids")?;
+        let sv = strings(&p, &sv)?;
+        let (cr, cv) = lists(&p, &b, "context_sample_ids")?;
+        let cv = strings(&p, &cv)?;
+        let take = |r: std::ops::Range<usize>, v: &[Option<String>]| -> Vec<String> {
+            v[r].iter().map(|s| s.clone().unwrap_or_default()).collect()
+        };
+        Ok((0..b.num_rows())
+            .map(|i| Task {
+                task_id: id[i].clone(),
+                task_type: TaskType::parse(&ty[i]),
+                split: split[i].clone(),
+                sample_ids: take(sr[i].clone().unwrap_or(0..0), &sv),
+                target: target[i].clone(),
+                target_sample_id: tsid[i].clone(),
+                context_sample_ids: cr[i].clone().map(|r| take(r, &cv)),
+                from_task: from[i].clone(),
+                horizon: horizon[i],
+                prompt: prompt[i].clone(),
+                answer: answer[i].clone(),
+            })
+            .collect())
+    }
+
+    /// The whole version as a dataset whose series loaders read lazily from this
+    /// version's shards (one series at a time), named `name`/`version`. The base
+    /// of a copy-on-write edit.
+    pub fn to_dataset(self: &Arc<Self>, name: &str, version: &str) -> Result<TimeFDataset> {
+        let m = &self.manifest;
+        let mut d = TimeFDataset::new(name, version)?;
+        d.info = DatasetInfo {
+            name: name.to_string(),
+            version: version.to_string(),
+            description: m.dataset.description.clone(),
+            license: m.dataset.license.clone(),
+            citation: m.dataset.citation.clone(),
+        };
+        for s in &m.sources {
+            d.add_source(Source {
+                source_id: s.source_id.clone(),
+                name: s.name.clone(),
+                url: s.url.clone(),
+                license: s.license.clone(),
+                citation: s.citation.clone(),
+            })?;
+        }
+        for meta in self.series()? {
+            let (v, id) = (Arc::clone(self), meta.time_series_id.clone());
+            d.add_series(meta, Box::new(move || v.read_series(&id).map_err(|e| e.into())))?;
+        }
+        for s in self.samples()? {
+            d.add_sample(s)?;
+        }
+        for (sample, a) in self.annotations()? {
+            d.add_annotation(a, &[sample])?;
+        }
+        for name in self.task_names() {
+            for t in self.tasks(&name)? {
+                d.add_task(&name, t)?;
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// Committed versions under `root`: `(dataset name, version)` pairs, sorted.
+/// Staging directories (`.tmp-*`) and directories without a manifest are skipped.
+pub fn list_versions(root: &Path) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(root).map_err(|e| Error::io(root, e))?;
+    for ds in entries {
+        let ds = ds.map_err(|e| Error::io(root, e))?;
+        if !ds.path().is_dir() || ds.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        for v in std::fs::read_dir(ds.path()).map_err(|e| Error::io(ds.path(), e))? {
+            let v = v.map_err(|e| Error::io(ds.path(), e))?;
+            let name = v.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && v.path().join(MANIFEST).is_file() {
+                out.push((ds.file_name().to_string_lossy().into_owned(), name));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,143 @@
+//! Shared harness of the integration tests: fixed datasets, writing and
+//! committing them, and the independent conformance checker.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use timef::*;
+
+/// `../shared` beside the checkout (FORMAT-BRIEF, tools, real data).
+pub fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+}
+
+/// A real data file under `../shared/data/real/`.
+pub fn real(rel: &str) -> PathBuf {
+    shared().join("data/real").join(rel)
+}
+
+/// Small options that make every layout rule fire on tiny data:
+/// 1 KiB chunks (256 values), 4 KiB row groups, 16 KiB shards.
+pub fn small_options() -> WriterOptions {
+    WriterOptions::builder()
+        .chunk_max_bytes(1024)
+        .row_group_target_bytes(4096)
+        .shard_target_bytes(16384)
+        .try_build()
+        .expect("valid options")
+}
+
+/// Deterministic values of series `seed` with `n` values (quantized sine plus a ramp).
+pub fn values(seed: u32, n: usize) -> Vec<f32> {
+    (0..n).map(|k| ((k as f32 * 0.05 + seed as f32).sin() * 100.0).round() / 100.0 + seed as f32).collect()
+}
+
+/// Adds a series with deterministic values.
+pub fn add_series(d: &mut TimeFDataset, id: &str, spec: &str, channel: &str, rate: f64, seed: u32, n: usize) {
+    let v = values(seed, n);
+    d.add_series(SeriesMeta::new(id, spec, channel, rate), Box::new(move || Ok(v.into()))).expect("valid series");
+}
+
+/// A small dataset of `samples` ECG samples with two channels each,
+/// one `class` label per sample and one classification task.
+pub fn ecg_dataset(name: &str, version: &str, samples: usize) -> TimeFDataset {
+    let mut d = TimeFDataset::new(name, version).expect("valid names");
+    d.add_source(Source { source_id: "src".into(), name: "test source".into(), ..Default::default() }).unwrap();
+    for i in 0..samples {
+        let sid = format!("s{i:03}");
+        let mut refs = Vec::new();
+        for (c, ch) in ["I", "II"].iter().enumerate() {
+            let id = format!("{sid}/{ch}");
+            add_series(&mut d, &id, "ecg", ch, 500.0, (i * 2 + c) as u32, 300 + 97 * i);
+            refs.push(SeriesRef { time_series_id: id, view: "main".into() });
+        }
+        d.add_sample(Sample {
+            sample_id: sid.clone(),
+            source_id: "src".into(),
+            series: refs,
+            metadata: BTreeMap::from([("site".to_string(), format!("site-{}", i % 2))]),
+            ..Default::default()
+        })
+        .unwrap();
+        d.add_annotation(
+            Annotation {
+                annotation_id: format!("{sid}/class"),
+                annotation_type: "label".into(),
+                key: "class".into(),
+                value_str: Some(if i % 2 == 0 { "normal" } else { "afib" }.into()),
+                ..Default::default()
+            },
+            &[sid.clone()],
+        )
+        .unwrap();
+    }
+    let all: Vec<String> = (0..samples).map(|i| format!("s{i:03}")).collect();
+    d.add_task(
+        "diagnosis",
+        Task {
+            split: Some("train".into()),
+            target: Some("class".into()),
+            ..Task::new("t-diagnosis", TaskType::Classification, all)
+        },
+    )
+    .unwrap();
+    d
+}
+
+/// Writes and commits `d` under `root` with `options`.
+pub fn commit(root: &Path, d: TimeFDataset, options: WriterOptions) -> PathBuf {
+    TimeFWriter::new(root, options).write(d).expect("write").commit().expect("commit")
+}
+
+/// Every entry (files and directories) under `dir`, relative, sorted.
+pub fn tree(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let p = e.path();
+                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+                if p.is_dir() {
+                    walk(base, &p, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// The Python with pyarrow that `.ci/run` provides (`.venv/`), if present.
+pub fn python() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    p.exists().then_some(p)
+}
+
+/// Runs `timef_check.py` on `version_dir` with `extra` arguments; returns its
+/// last line. Panics if there is no venv under CI (`CI` set), so a missing
+/// install step cannot pass silently; skips (returns None) on a bare dev machine.
+pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
+    let Some(py) = python() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
+        eprintln!("skipping timef_check: no .venv (run .ci/run once)");
+        return None;
+    };
+    let out = Command::new(py)
+        .arg(shared().join("tools/timef_check.py"))
+        .arg(version_dir)
+        .args(extra)
+        .output()
+        .expect("run timef_check.py");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    Some(text.lines().last().unwrap_or("").to_string() + if out.status.success() { "" } else { &*format!("\n{text}") })
+}
+
+/// Asserts that `timef_check.py` reports `version_dir` conforming.
+pub fn assert_conforming(version_dir: &Path) {
+    if let Some(last) = timef_check(version_dir, &[]) {
+        assert_eq!(last, "conforming: 0 violation(s)", "{}", version_dir.display());
+    }
+}
