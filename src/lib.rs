@@ -15,6 +15,8 @@ pub use dataset::{
 };
 pub use error::{Error, Result};
 pub mod commit;
+pub mod dedup;
+pub mod edit;
 pub mod encoding;
 pub mod layout;
 pub mod manifest;

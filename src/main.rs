@@ -47,6 +47,18 @@ enum Command {
         /// The root directory.
         root: PathBuf,
     },
+    /// Write a new version with samples removed (copy-on-write; the base is untouched).
+    Edit(EditArgs),
+    /// Share of a new version's shard bytes in pages byte-identical to the base's.
+    Dedup {
+        /// The base version directory.
+        base_dir: PathBuf,
+        /// The new (edited) version directory.
+        new_dir: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print one series' values (reads only the rows it needs).
     Cat {
         /// The version directory.
@@ -57,6 +69,30 @@ enum Command {
         #[arg(long, value_enum, default_value_t = CatFormat::Csv)]
         format: CatFormat,
     },
+}
+
+#[derive(Args)]
+struct EditArgs {
+    /// The base version directory.
+    base_dir: PathBuf,
+    /// Root under which the new version is written (ROOT/NAME/NEW).
+    #[arg(long)]
+    out_root: PathBuf,
+    /// The new version's name.
+    #[arg(long)]
+    version: String,
+    /// A sample id to remove (repeatable).
+    #[arg(long = "remove-sample", value_name = "ID")]
+    remove_sample: Vec<String>,
+    /// A file with one sample id to remove per line (blank lines and #-comments ignored).
+    #[arg(long, value_name = "FILE")]
+    remove_samples_from: Option<PathBuf>,
+    /// Also remove tasks that would lose a required reference, transitively.
+    #[arg(long)]
+    cascade: bool,
+    /// Print what would be removed; write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -231,6 +267,23 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Edit(a) => edit(a),
+        Command::Dedup { base_dir, new_dir, json } => {
+            let r = timef::dedup::measure(&base_dir, &new_dir)?;
+            if json {
+                println!("{}", serde_json::json!({"report": r, "shared_ratio": r.shared_ratio()}));
+            } else {
+                println!(
+                    "{} of {} pages shared; {} of {} shard bytes in shared pages ({:.4})",
+                    r.shared_pages,
+                    r.new_pages,
+                    r.shared_page_bytes,
+                    r.new_shard_bytes,
+                    r.shared_ratio()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ls { root } => {
             let mut last = String::new();
             for (name, version) in timef::reader::list_versions(&root)? {
@@ -270,6 +323,45 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn edit(a: EditArgs) -> Result<ExitCode, Error> {
+    use timef::edit::{Cascade, RemoveSamples};
+    let mut ids: std::collections::BTreeSet<String> = a.remove_sample.into_iter().collect();
+    if let Some(file) = &a.remove_samples_from {
+        let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+        ids.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+    }
+    if ids.is_empty() {
+        return Err(Error::InvalidOption { option: "--remove-sample", reason: "no sample to remove".into() });
+    }
+    let op =
+        RemoveSamples { sample_ids: ids, cascade: if a.cascade { Cascade::RemoveDependents } else { Cascade::Refuse } };
+    let print = |plan: &timef::edit::EditPlan| {
+        for s in &plan.samples {
+            println!("remove sample {s}");
+        }
+        for (n, t) in &plan.tasks {
+            println!("remove task {n}/{t}");
+        }
+        for (n, t) in &plan.stripped_tasks {
+            println!("strip samples from task {n}/{t}");
+        }
+        for x in &plan.annotations {
+            println!("remove annotation {x}");
+        }
+        for x in &plan.series {
+            println!("remove series {x}");
+        }
+    };
+    if a.dry_run {
+        print(&timef::edit::plan(&a.base_dir, &op)?);
+    } else {
+        let (dir, plan) = timef::edit::edit_version(&a.base_dir, &a.out_root, &a.version, &op)?;
+        print(&plan);
+        println!("{}", dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {

@@ -58,6 +58,8 @@ pub struct Version {
     manifest: Manifest,
     manifest_sha256: String,
     index: OnceLock<Vec<IndexEntry>>,
+    /// series id -> its chunks' rows in the index (contiguous: the index is sorted by series)
+    series_rows: OnceLock<std::collections::HashMap<String, std::ops::Range<usize>>>,
 }
 
 /// Canonical strings of an id column (uuid16 or string), or of any UTF-8 column.
@@ -79,7 +81,8 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
             Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
         }
         _ => {
-            let c = arrow::compute::cast(col, &DataType::Utf8).map_err(|source| Error::Arrow { path: path.into(), source })?;
+            let c = arrow::compute::cast(col, &DataType::Utf8)
+                .map_err(|source| Error::Arrow { path: path.into(), source })?;
             strings(path, &c)
         }
     }
@@ -87,7 +90,9 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
 
 fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>> {
     v.into_iter()
-        .map(|s| s.ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("null in required column {column}") }))
+        .map(|s| {
+            s.ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("null in required column {column}") })
+        })
         .collect()
 }
 
@@ -98,18 +103,16 @@ fn col<'a>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayR
 }
 
 fn f64s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<f64>>> {
-    let a = col(path, batch, name)?.as_primitive_opt::<Float64Type>().ok_or_else(|| Error::Corrupt {
-        path: path.into(),
-        reason: format!("column {name} is not float64"),
-    })?;
+    let a = col(path, batch, name)?
+        .as_primitive_opt::<Float64Type>()
+        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not float64") })?;
     Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
 }
 
 fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>> {
-    let a = col(path, batch, name)?.as_primitive_opt::<Int32Type>().ok_or_else(|| Error::Corrupt {
-        path: path.into(),
-        reason: format!("column {name} is not int32"),
-    })?;
+    let a = col(path, batch, name)?
+        .as_primitive_opt::<Int32Type>()
+        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not int32") })?;
     Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
 }
 
@@ -168,7 +171,7 @@ impl Version {
             use sha2::Digest;
             hex(&sha2::Sha256::digest(&bytes))
         };
-        Ok(Version { dir, manifest, manifest_sha256, index: OnceLock::new() })
+        Ok(Version { dir, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
     }
 
     /// The version directory.
@@ -272,10 +275,22 @@ impl Version {
     /// [`Error::Validation`] for an unknown id; [`Error::Corrupt`] when a pointer
     /// does not land on the expected `(time_series_id, chunk_idx)`.
     pub fn read_series(&self, time_series_id: &str) -> Result<SeriesValues> {
-        let chunks: Vec<&IndexEntry> = self.index()?.iter().filter(|e| e.meta.time_series_id == time_series_id).collect();
-        if chunks.is_empty() {
-            return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version"));
-        }
+        let index = self.index()?;
+        let rows = self.series_rows.get_or_init(|| {
+            let mut map = std::collections::HashMap::new();
+            let mut start = 0;
+            for i in 1..=index.len() {
+                if i == index.len() || index[i].meta.time_series_id != index[start].meta.time_series_id {
+                    map.insert(index[start].meta.time_series_id.clone(), start..i);
+                    start = i;
+                }
+            }
+            map
+        });
+        let chunks: Vec<&IndexEntry> = match rows.get(time_series_id) {
+            Some(r) => index[r.clone()].iter().collect(),
+            None => return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version")),
+        };
         // group consecutive chunks by (shard, row group)
         let mut groups: BTreeMap<(&str, i32), Vec<&IndexEntry>> = BTreeMap::new();
         for c in &chunks {
@@ -312,10 +327,9 @@ impl Version {
                 let ids = strings(&path, col(&path, &batch, "time_series_id")?)?;
                 let idx = i32s(&path, &batch, "chunk_idx")?;
                 let (ranges, values) = lists(&path, &batch, "values")?;
-                let values = values.as_primitive_opt::<Float32Type>().ok_or_else(|| Error::Corrupt {
-                    path: path.clone(),
-                    reason: "values are not float32".into(),
-                })?;
+                let values = values
+                    .as_primitive_opt::<Float32Type>()
+                    .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: "values are not float32".into() })?;
                 for i in 0..batch.num_rows() {
                     if ids[i].as_deref() != Some(time_series_id) {
                         return Err(Error::Corrupt {
@@ -364,10 +378,33 @@ impl Version {
         let subj = strings(&p, col(&p, &b, "subject_id")?)?;
         let (t0, t1) = (f64s(&p, &b, "t_start_s")?, f64s(&p, &b, "t_end_s")?);
         let (series, entries) = lists(&p, &b, "series")?;
-        let entries = entries.as_struct_opt().ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series entries are not structs".into() })?;
-        let ts = req(&p, strings(&p, entries.column_by_name("time_series_id").ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.time_series_id missing".into() })?)?, "series.time_series_id")?;
-        let views = req(&p, strings(&p, entries.column_by_name("view").ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.view missing".into() })?)?, "series.view")?;
-        let meta = col(&p, &b, "metadata")?.as_map_opt().ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "metadata is not a map".into() })?;
+        let entries = entries
+            .as_struct_opt()
+            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series entries are not structs".into() })?;
+        let ts = req(
+            &p,
+            strings(
+                &p,
+                entries.column_by_name("time_series_id").ok_or_else(|| Error::Corrupt {
+                    path: p.clone(),
+                    reason: "series.time_series_id missing".into(),
+                })?,
+            )?,
+            "series.time_series_id",
+        )?;
+        let views = req(
+            &p,
+            strings(
+                &p,
+                entries
+                    .column_by_name("view")
+                    .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.view missing".into() })?,
+            )?,
+            "series.view",
+        )?;
+        let meta = col(&p, &b, "metadata")?
+            .as_map_opt()
+            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "metadata is not a map".into() })?;
         let keys = strings(&p, meta.keys())?;
         let values = strings(&p, meta.values())?;
         let moff = meta.value_offsets();

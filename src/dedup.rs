@@ -1,0 +1,103 @@
+//! How much of an edited version's shard bytes a deduplicating store already
+//! holds from the base (issue 4, "Dedup after an edit").
+//!
+//! Every page of every shard (dictionary and data pages, each with its header)
+//! is located through the footer and the offset index, hashed with sha256, and
+//! the new version's pages whose bytes also occur as a page of the base count
+//! as shared. The figure is `shared page bytes / all shard bytes of the new
+//! version` (footers and indexes count in the denominator).
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::Path;
+
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::reader::Version;
+
+/// The dedup figure of a new version against its base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct DedupReport {
+    /// Bytes of all shard files of the new version.
+    pub new_shard_bytes: u64,
+    /// Pages in the new version's shards.
+    pub new_pages: u64,
+    /// Those pages whose bytes equal a page of the base.
+    pub shared_pages: u64,
+    /// Bytes (headers included) of the shared pages.
+    pub shared_page_bytes: u64,
+}
+
+impl DedupReport {
+    /// `shared_page_bytes / new_shard_bytes` (0 for an empty version).
+    pub fn shared_ratio(&self) -> f64 {
+        if self.new_shard_bytes == 0 {
+            0.0
+        } else {
+            self.shared_page_bytes as f64 / self.new_shard_bytes as f64
+        }
+    }
+}
+
+/// Calls `f(page bytes)` for every page of the Parquet file at `path`.
+fn for_each_page(path: &Path, mut f: impl FnMut(&[u8])) -> Result<u64> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = ParquetMetaDataReader::new()
+        .with_offset_index_policy(PageIndexPolicy::Required)
+        .parse_and_finish(&file)
+        .map_err(|e| Error::parquet(path, e))?;
+    // SAFETY: read-only mapping of a committed (immutable) file.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let slice = |start: i64, len: i64| -> Result<&[u8]> {
+        let (s, e) = (start as usize, (start + len) as usize);
+        map.get(s..e).ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("page {s}..{e} beyond file") })
+    };
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let pages = meta.page_index_for_row_group(g);
+        for (c, chunk) in rg.columns().iter().enumerate() {
+            let locations = pages
+                .offset_index(c)
+                .ok_or_else(|| Error::Corrupt {
+                    path: path.into(),
+                    reason: format!("row group {g} column {c}: no offset index"),
+                })?
+                .page_locations();
+            if let (Some(dict), Some(first)) = (chunk.dictionary_page_offset(), locations.first()) {
+                f(slice(dict, first.offset - dict)?);
+            }
+            for loc in locations {
+                f(slice(loc.offset, i64::from(loc.compressed_page_size))?);
+            }
+        }
+    }
+    Ok(map.len() as u64)
+}
+
+fn shards(v: &Version) -> impl Iterator<Item = std::path::PathBuf> + '_ {
+    v.manifest().files.iter().filter(|f| f.path.starts_with("time_series/")).map(|f| v.dir().join(&f.path))
+}
+
+/// Measures the new version at `new_dir` against the base at `base_dir`.
+pub fn measure(base_dir: &Path, new_dir: &Path) -> Result<DedupReport> {
+    let (base, new) = (Version::open(base_dir)?, Version::open(new_dir)?);
+    let mut known: HashSet<[u8; 32]> = HashSet::new();
+    for path in shards(&base) {
+        for_each_page(&path, |page| {
+            known.insert(Sha256::digest(page).into());
+        })?;
+    }
+    let mut r = DedupReport::default();
+    for path in shards(&new) {
+        r.new_shard_bytes += for_each_page(&path, |page| {
+            r.new_pages += 1;
+            let h: [u8; 32] = Sha256::digest(page).into();
+            if known.contains(&h) {
+                r.shared_pages += 1;
+                r.shared_page_bytes += page.len() as u64;
+            }
+        })?;
+    }
+    Ok(r)
+}
