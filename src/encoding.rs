@@ -260,6 +260,10 @@ impl FileSchema {
             .set_data_page_size_limit(NO_AUTOMATIC_PAGE_CUT)
             .set_dictionary_page_size_limit(NO_AUTOMATIC_PAGE_CUT)
             .set_data_page_row_count_limit(1);
+        b = b.set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            "ARROW:schema".to_string(),
+            parquet::arrow::encode_arrow_schema(&self.arrow_schema()?),
+        )]));
         for (i, pin) in self.pins.iter().enumerate() {
             let path = self.descr.column(i).path().clone();
             b = match pin {
@@ -270,6 +274,35 @@ impl FileSchema {
             };
         }
         Ok(Arc::new(b.build()))
+    }
+}
+
+impl FileSchema {
+    /// The Arrow schema stored in the file's `ARROW:schema` metadata, so that
+    /// Arrow readers (pyarrow, polars, DuckDB) see uuid16 ids as plain
+    /// `fixed_size_binary(16)` and top-level categoricals as
+    /// `dictionary<int32, utf8>`.
+    pub fn arrow_schema(&self) -> Result<arrow::datatypes::Schema> {
+        use arrow::datatypes::{DataType, Field, Schema};
+        let inferred = parquet::arrow::parquet_to_arrow_schema(&self.descr, None).map_err(schema_err)?;
+        let root = self.descr.root_schema();
+        let fields: Vec<Field> = inferred
+            .fields()
+            .iter()
+            .map(|f| {
+                let leaf = (0..self.descr.num_columns()).find(|&i| self.descr.column(i).path().string() == *f.name());
+                match (leaf.map(|i| self.pins[i]), f.data_type()) {
+                    (Some(Pin::Dictionary), DataType::Utf8) => Field::new(
+                        f.name(),
+                        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                        f.is_nullable(),
+                    ),
+                    _ => f.as_ref().clone(),
+                }
+            })
+            .collect();
+        let _ = root;
+        Ok(Schema::new(fields))
     }
 }
 

@@ -116,28 +116,78 @@ pub fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// How to run the independent checker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checker {
+    /// `timef_check.py` as is.
+    Plain,
+    /// Through `tests/py/timef_check_uuid_off.py`: the same checker with pyarrow's
+    /// Parquet UUID -> `arrow.uuid` mapping off (see that file for why).
+    UuidOff,
+}
+
 /// Runs `timef_check.py` on `version_dir` with `extra` arguments; returns its
-/// last line. Panics if there is no venv under CI (`CI` set), so a missing
-/// install step cannot pass silently; skips (returns None) on a bare dev machine.
-pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
+/// last line (and the whole output when it fails). Panics if there is no venv
+/// under CI (`CI` set), so a missing install step cannot pass silently; skips
+/// (returns None) on a bare dev machine.
+pub fn timef_check(version_dir: &Path, how: Checker, extra: &[&str]) -> Option<String> {
     let Some(py) = python() else {
         assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
         eprintln!("skipping timef_check: no .venv (run .ci/run once)");
         return None;
     };
+    let script = match how {
+        Checker::Plain => shared().join("tools/timef_check.py"),
+        Checker::UuidOff => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/timef_check_uuid_off.py"),
+    };
     let out = Command::new(py)
-        .arg(shared().join("tools/timef_check.py"))
+        .arg(script)
         .arg(version_dir)
         .args(extra)
         .output()
         .expect("run timef_check.py");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    Some(text.lines().last().unwrap_or("").to_string() + if out.status.success() { "" } else { &*format!("\n{text}") })
+    let last = text.lines().last().unwrap_or("").to_string();
+    Some(if out.status.success() { last } else { format!("{last}\n{text}") })
 }
 
-/// Asserts that `timef_check.py` reports `version_dir` conforming.
+/// Asserts that `timef_check.py` reports `version_dir` conforming, every area
+/// including page CRCs. Run with [`Checker::UuidOff`], so uuid16 id spaces are
+/// judged (the plain run's only difference is tested on the golden version).
 pub fn assert_conforming(version_dir: &Path) {
-    if let Some(last) = timef_check(version_dir, &[]) {
+    if let Some(last) = timef_check(version_dir, Checker::UuidOff, &[]) {
         assert_eq!(last, "conforming: 0 violation(s)", "{}", version_dir.display());
     }
+}
+
+/// Runs the `timef` binary with `args`; returns (exit code, stdout, stderr).
+pub fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_timef")).args(args).output().expect("run timef");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs a Python script file under `tests/py/` with the venv's Python; returns
+/// stdout, panicking with stderr on failure. `None` when there is no venv outside CI.
+pub fn py_script(script: &str, args: &[&str]) -> Option<String> {
+    let Some(py) = python() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
+        eprintln!("skipping {script}: no .venv (run .ci/run once)");
+        return None;
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(script);
+    let out = Command::new(py).arg(path).args(args).output().expect("run python");
+    assert!(out.status.success(), "{script} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs one of the shared tools (`gen_bench.py`, `ref_writer.py`, ...) with the venv's Python.
+pub fn py_tool(tool: &str, args: &[&str]) -> Option<String> {
+    let py = python()?;
+    let out = Command::new(py).arg(shared().join("tools").join(tool)).args(args).output().expect("run python");
+    assert!(out.status.success(), "{tool} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -1,0 +1,133 @@
+//! The GluonTS-style Arrow connector: equal logical content to the pyarrow
+//! reference writer (`ref_writer.py`) on `gen_bench.py` inputs, and the other
+//! input shapes (IPC stream, Parquet, multivariate, float64, no item_id/start).
+
+mod common;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringArray, TimestampSecondArray};
+use common::{assert_conforming, cli, py_script, py_tool};
+use timef::connectors::arrow::{read_arrow, ArrowOptions};
+use timef::reader::Version;
+
+fn equal_to_reference(shape: &str, mib: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.arrow");
+    let input = input.to_str().unwrap();
+    if py_tool("gen_bench.py", &[input, "--total-mib", mib, "--shape", shape, "--seed", "3"]).is_none() {
+        return;
+    }
+    let (ours, theirs) = (dir.path().join("ours"), dir.path().join("ref"));
+    py_tool("ref_writer.py", &[input, "--root", theirs.to_str().unwrap(), "--name", "bench", "--version", "v1"]).unwrap();
+    let (code, _, err) = cli(&["ingest", "arrow", "--root", ours.to_str().unwrap(), "--name", "bench", "--version", "v1", input]);
+    assert_eq!(code, 0, "{err}");
+    let ours = ours.join("bench/v1");
+    assert_conforming(&ours);
+    let out = py_script("compare_logical.py", &[theirs.join("bench/v1").to_str().unwrap(), ours.to_str().unwrap()]).unwrap();
+    assert!(out.starts_with("equal: "), "{out}");
+}
+
+#[test]
+fn equals_reference_writer_mixed() {
+    equal_to_reference("mixed", "6");
+}
+
+#[test]
+fn equals_reference_writer_many_small_series() {
+    equal_to_reference("small", "1");
+}
+
+/// A two-row multivariate batch: float64 values, timestamps in seconds.
+fn multivariate_batch() -> RecordBatch {
+    let mut target = ListBuilder::new(ListBuilder::new(Float64Builder::new()));
+    for dims in [vec![vec![1.5, 2.5, 3.5], vec![-1.0]], vec![vec![0.25], vec![4.0, 5.0], vec![6.0]]] {
+        for d in dims {
+            target.values().values().append_slice(&d);
+            target.values().append(true);
+        }
+        target.append(true);
+    }
+    RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
+        ("start", Arc::new(TimestampSecondArray::from(vec![1_600_000_000, 1_600_003_600])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+    ])
+    .unwrap()
+}
+
+fn check_multivariate(path: &Path) {
+    let d = read_arrow(path, &ArrowOptions::new("mv", "v1")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dir = common::commit(root.path(), d, timef::WriterOptions::default());
+    assert_conforming(&dir);
+    let v = Version::open(&dir).unwrap();
+    assert_eq!(&v.read_series("a/0").unwrap()[..], &[1.5, 2.5, 3.5]);
+    assert_eq!(&v.read_series("a/1").unwrap()[..], &[-1.0]);
+    assert_eq!(&v.read_series("b/1").unwrap()[..], &[4.0, 5.0]);
+    let series = v.series().unwrap();
+    let b2 = series.iter().find(|m| m.time_series_id == "b/2").unwrap();
+    assert_eq!((b2.channel.as_str(), b2.t_start_s, b2.sampling_rate_hz), ("2", 1_600_003_600.0, 1.0));
+    let samples = v.samples().unwrap();
+    let ids: Vec<Vec<&str>> =
+        samples.iter().map(|s| s.series.iter().map(|r| r.time_series_id.as_str()).collect()).collect();
+    assert_eq!(ids, vec![vec!["a/0", "a/1"], vec!["b/0", "b/1", "b/2"]]);
+}
+
+#[test]
+fn ipc_stream_multivariate_float64() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mv.arrows");
+    let batch = multivariate_batch();
+    let mut w = arrow::ipc::writer::StreamWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    check_multivariate(&path);
+}
+
+#[test]
+fn parquet_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mv.parquet");
+    let batch = multivariate_batch();
+    let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    check_multivariate(&path);
+}
+
+#[test]
+fn without_item_id_rows_are_numbered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.arrow");
+    let mut target = ListBuilder::new(Float64Builder::new());
+    for v in [[1.0, 2.0], [3.0, 4.0]] {
+        target.values().append_slice(&v);
+        target.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as ArrayRef)]).unwrap();
+    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let d = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap();
+    let ids: Vec<&str> = d.series().map(|m| m.time_series_id.as_str()).collect();
+    assert_eq!(ids, vec!["0", "1"]);
+}
+
+#[test]
+fn bad_inputs_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.arrow");
+    std::fs::write(&path, b"not arrow at all").unwrap();
+    let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err();
+    assert!(matches!(&err, timef::Error::InvalidInput { path: p, .. } if p == &path), "{err}");
+    // a target that is not a list
+    let batch = RecordBatch::try_from_iter([("target", Arc::new(StringArray::from(vec!["x"])) as ArrayRef)]).unwrap();
+    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
+    assert_eq!(err, format!("{}: target has type Utf8, want list<float> or list<list<float>>", path.display()));
+}

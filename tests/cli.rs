@@ -1,0 +1,121 @@
+//! The `timef` command line: exit codes, one-line errors on bad input with
+//! nothing left on disk, and the info / ls / cat tour on real data.
+
+mod common;
+
+use std::path::Path;
+
+use common::{cli, real, tree};
+
+const BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bad");
+
+#[test]
+fn every_bad_input_fails_with_one_line_naming_file_and_line_and_leaves_nothing() {
+    let mut files: Vec<_> = std::fs::read_dir(BAD).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(files.len() >= 30, "the bad-input corpus shrank: {}", files.len());
+    for file in files {
+        let kind = match file.extension().and_then(|e| e.to_str()) {
+            Some("ts") => "ucr",
+            Some("tsf") => "tsf",
+            _ => continue,
+        };
+        let root = tempfile::tempdir().unwrap();
+        let (code, stdout, stderr) = cli(&[
+            "ingest", kind, "--root", root.path().to_str().unwrap(), "--name", "bad", "--version", "v1",
+            file.to_str().unwrap(),
+        ]);
+        let name = file.display();
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert_eq!(stdout, "", "{name}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        let line = stderr.trim_end();
+        let prefix = format!("timef: error: {}:", file.display());
+        assert!(line.starts_with(&prefix), "{name}: {line}");
+        let line_no: String = line[prefix.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        assert!(line_no.parse::<usize>().is_ok_and(|n| n >= 1), "{name}: no line number in {line}");
+        assert_eq!(tree(root.path()), Vec::<String>::new(), "{name} left files behind");
+    }
+}
+
+fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let (code, stdout, stderr) = cli(&[
+        "--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", "BasicMotions", "--version", "v1",
+        "--spec-type", "imu", "--sampling-rate-hz", "10", train.to_str().unwrap(),
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let dir = root.join("BasicMotions/v1");
+    assert_eq!(stdout, format!("{}\n", dir.display()));
+    dir
+}
+
+#[test]
+fn info_ls_cat_on_real_data() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = ingest_basic_motions(root.path());
+    let (code, out, _) = cli(&["info", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("samples 40  series 240  chunks 240  values 24000  annotations 40  shards 1"), "{out}");
+    assert!(out.contains("imu/0: 40 series @ 10 Hz"), "{out}");
+    assert!(out.contains("train: 1 (classification) splits [train]"), "{out}");
+    let (code, json, _) = cli(&["info", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["counts"]["samples"], 40);
+    assert_eq!(v["counts"]["tasks"]["train"], 1);
+
+    // a staging directory and an uncommitted directory are not versions
+    std::fs::create_dir_all(root.path().join("BasicMotions/.tmp-v2-abc")).unwrap();
+    std::fs::create_dir_all(root.path().join("BasicMotions/v3")).unwrap();
+    let (code, out, _) = cli(&["ls", root.path().to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (0, "BasicMotions\n  v1\n"));
+
+    // the first case's first channel, as in the file's first data line
+    let text = std::fs::read_to_string(real("ucr/BasicMotions_TRAIN.ts")).unwrap();
+    let first = text.lines().skip_while(|l| !l.starts_with("@data")).nth(1).unwrap();
+    let want: Vec<f32> = first.split(':').next().unwrap().split(',').map(|x| x.parse().unwrap()).collect();
+    let (code, csv, _) = cli(&["cat", dir.to_str().unwrap(), "BasicMotions-train-0/0"]);
+    assert_eq!(code, 0);
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("index,value"));
+    let got: Vec<f32> = lines.map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
+    assert_eq!(got, want);
+    let (code, json, _) = cli(&["cat", dir.to_str().unwrap(), "BasicMotions-train-0/0", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["sampling_rate_hz"], 10.0);
+    let values: Vec<f32> = v["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+    assert_eq!(values, want);
+}
+
+#[test]
+fn usage_and_user_errors_exit_2() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = ingest_basic_motions(root.path());
+    let before = tree(root.path());
+    // the same version again: refused before any I/O
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let (code, _, err) = cli(&[
+        "ingest", "ucr", "--root", root.path().to_str().unwrap(), "--name", "BasicMotions", "--version", "v1",
+        train.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert_eq!(err, format!("timef: error: version already exists: {}\n", dir.display()));
+    assert_eq!(tree(root.path()), before);
+    // an unknown series, a directory that is not a version, a missing argument
+    let (code, _, err) = cli(&["cat", dir.to_str().unwrap(), "nope"]);
+    assert_eq!((code, err.as_str()), (2, "timef: error: invalid time_series_id of nope: no such series in this version\n"));
+    let (code, _, err) = cli(&["info", root.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("timef: error: not a TimeF version: "), "{err}");
+    let (code, _, _) = cli(&["ingest", "ucr", "--root", "x"]);
+    assert_eq!(code, 2);
+    // a bad version name is a validation error before any I/O
+    let (code, _, err) = cli(&[
+        "ingest", "ucr", "--root", root.path().to_str().unwrap(), "--name", "BasicMotions", "--version", ".hidden",
+        train.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(tree(root.path()), before);
+}
