@@ -21,12 +21,15 @@ fn equal_to_reference(shape: &str, mib: &str) {
         return;
     }
     let (ours, theirs) = (dir.path().join("ours"), dir.path().join("ref"));
-    py_tool("ref_writer.py", &[input, "--root", theirs.to_str().unwrap(), "--name", "bench", "--version", "v1"]).unwrap();
-    let (code, _, err) = cli(&["ingest", "arrow", "--root", ours.to_str().unwrap(), "--name", "bench", "--version", "v1", input]);
+    py_tool("ref_writer.py", &[input, "--root", theirs.to_str().unwrap(), "--name", "bench", "--version", "v1"])
+        .unwrap();
+    let (code, _, err) =
+        cli(&["ingest", "arrow", "--root", ours.to_str().unwrap(), "--name", "bench", "--version", "v1", input]);
     assert_eq!(code, 0, "{err}");
     let ours = ours.join("bench/v1");
     assert_conforming(&ours);
-    let out = py_script("compare_logical.py", &[theirs.join("bench/v1").to_str().unwrap(), ours.to_str().unwrap()]).unwrap();
+    let out =
+        py_script("compare_logical.py", &[theirs.join("bench/v1").to_str().unwrap(), ours.to_str().unwrap()]).unwrap();
     assert!(out.starts_with("equal: "), "{out}");
 }
 

@@ -22,7 +22,14 @@ fn every_bad_input_fails_with_one_line_naming_file_and_line_and_leaves_nothing()
         };
         let root = tempfile::tempdir().unwrap();
         let (code, stdout, stderr) = cli(&[
-            "ingest", kind, "--root", root.path().to_str().unwrap(), "--name", "bad", "--version", "v1",
+            "ingest",
+            kind,
+            "--root",
+            root.path().to_str().unwrap(),
+            "--name",
+            "bad",
+            "--version",
+            "v1",
             file.to_str().unwrap(),
         ]);
         let name = file.display();
@@ -41,8 +48,20 @@ fn every_bad_input_fails_with_one_line_naming_file_and_line_and_leaves_nothing()
 fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {
     let train = real("ucr/BasicMotions_TRAIN.ts");
     let (code, stdout, stderr) = cli(&[
-        "--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", "BasicMotions", "--version", "v1",
-        "--spec-type", "imu", "--sampling-rate-hz", "10", train.to_str().unwrap(),
+        "--quiet",
+        "ingest",
+        "ucr",
+        "--root",
+        root.to_str().unwrap(),
+        "--name",
+        "BasicMotions",
+        "--version",
+        "v1",
+        "--spec-type",
+        "imu",
+        "--sampling-rate-hz",
+        "10",
+        train.to_str().unwrap(),
     ]);
     assert_eq!((code, stderr.as_str()), (0, ""));
     let dir = root.join("BasicMotions/v1");
@@ -97,7 +116,14 @@ fn usage_and_user_errors_exit_2() {
     // the same version again: refused before any I/O
     let train = real("ucr/BasicMotions_TRAIN.ts");
     let (code, _, err) = cli(&[
-        "ingest", "ucr", "--root", root.path().to_str().unwrap(), "--name", "BasicMotions", "--version", "v1",
+        "ingest",
+        "ucr",
+        "--root",
+        root.path().to_str().unwrap(),
+        "--name",
+        "BasicMotions",
+        "--version",
+        "v1",
         train.to_str().unwrap(),
     ]);
     assert_eq!(code, 2);
@@ -105,7 +131,10 @@ fn usage_and_user_errors_exit_2() {
     assert_eq!(tree(root.path()), before);
     // an unknown series, a directory that is not a version, a missing argument
     let (code, _, err) = cli(&["cat", dir.to_str().unwrap(), "nope"]);
-    assert_eq!((code, err.as_str()), (2, "timef: error: invalid time_series_id of nope: no such series in this version\n"));
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "timef: error: invalid time_series_id of nope: no such series in this version\n")
+    );
     let (code, _, err) = cli(&["info", root.path().to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.starts_with("timef: error: not a TimeF version: "), "{err}");
@@ -113,7 +142,14 @@ fn usage_and_user_errors_exit_2() {
     assert_eq!(code, 2);
     // a bad version name is a validation error before any I/O
     let (code, _, err) = cli(&[
-        "ingest", "ucr", "--root", root.path().to_str().unwrap(), "--name", "BasicMotions", "--version", ".hidden",
+        "ingest",
+        "ucr",
+        "--root",
+        root.path().to_str().unwrap(),
+        "--name",
+        "BasicMotions",
+        "--version",
+        ".hidden",
         train.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");

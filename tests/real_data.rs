@@ -94,7 +94,16 @@ fn check_tsf(file: &str, uuid: bool) {
     let path = real(&format!("tsf/{file}"));
     let ids = if uuid { "uuid" } else { "string" };
     let (code, _, stderr) = cli(&[
-        "ingest", "tsf", "--root", root.path().to_str().unwrap(), "--name", "tsf", "--version", "v1", "--ids", ids,
+        "ingest",
+        "tsf",
+        "--root",
+        root.path().to_str().unwrap(),
+        "--name",
+        "tsf",
+        "--version",
+        "v1",
+        "--ids",
+        ids,
         path.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stderr}");
@@ -117,10 +126,16 @@ fn check_tsf(file: &str, uuid: bool) {
         if values.len() > horizon {
             // the context and target windows cut the one stored series at len - horizon
             let samples = v.samples().unwrap();
-            let target_id = if uuid { timef::connectors::IdMode::Uuid.id(&format!("{readable}/target")) } else { format!("{readable}/target") };
+            let target_id = if uuid {
+                timef::connectors::IdMode::Uuid.id(&format!("{readable}/target"))
+            } else {
+                format!("{readable}/target")
+            };
             let target = samples.iter().find(|s| s.sample_id == target_id).unwrap();
             assert_eq!(&v.read_sample_series(target, &id).unwrap()[..], &values[values.len() - horizon..]);
-            assert!(tasks.iter().any(|t| t.target_sample_id.as_deref() == Some(target_id.as_str()) && t.horizon == Some(horizon as i32)));
+            assert!(tasks.iter().any(
+                |t| t.target_sample_id.as_deref() == Some(target_id.as_str()) && t.horizon == Some(horizon as i32)
+            ));
         }
     }
     assert_eq!(v.manifest().counts.time_series, lines.len() as u64);
@@ -139,14 +154,24 @@ fn tsf_hierarchical_uuid_ids() {
 #[test]
 fn every_real_file_is_covered() {
     let mut covered = vec![
-        "ucr/ArrowHead_TEST.ts", "ucr/ArrowHead_TRAIN.ts", "ucr/BasicMotions_TEST.ts", "ucr/BasicMotions_TRAIN.ts",
-        "ucr/Covid3Month_TRAIN.ts", "ucr/ItalyPowerDemand_TRAIN.ts", "ucr/UnitTest_TRAIN.ts",
-        "tsf/UnitTest_Tsf_Loader.tsf", "tsf/UnitTest_Tsf_Loader_hierarchical.tsf",
+        "ucr/ArrowHead_TEST.ts",
+        "ucr/ArrowHead_TRAIN.ts",
+        "ucr/BasicMotions_TEST.ts",
+        "ucr/BasicMotions_TRAIN.ts",
+        "ucr/Covid3Month_TRAIN.ts",
+        "ucr/ItalyPowerDemand_TRAIN.ts",
+        "ucr/UnitTest_TRAIN.ts",
+        "tsf/UnitTest_Tsf_Loader.tsf",
+        "tsf/UnitTest_Tsf_Loader_hierarchical.tsf",
     ];
     covered.sort();
     let mut found: Vec<String> = ["ucr", "tsf"]
         .iter()
-        .flat_map(|d| std::fs::read_dir(real(d)).unwrap().map(move |e| format!("{d}/{}", e.unwrap().file_name().to_string_lossy())))
+        .flat_map(|d| {
+            std::fs::read_dir(real(d))
+                .unwrap()
+                .map(move |e| format!("{d}/{}", e.unwrap().file_name().to_string_lossy()))
+        })
         .collect();
     found.sort();
     assert_eq!(found, covered);

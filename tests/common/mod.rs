@@ -140,12 +140,7 @@ pub fn timef_check(version_dir: &Path, how: Checker, extra: &[&str]) -> Option<S
         Checker::Plain => shared().join("tools/timef_check.py"),
         Checker::UuidOff => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/timef_check_uuid_off.py"),
     };
-    let out = Command::new(py)
-        .arg(script)
-        .arg(version_dir)
-        .args(extra)
-        .output()
-        .expect("run timef_check.py");
+    let out = Command::new(py).arg(script).arg(version_dir).args(extra).output().expect("run timef_check.py");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let last = text.lines().last().unwrap_or("").to_string();
     Some(if out.status.success() { last } else { format!("{last}\n{text}") })
@@ -180,7 +175,12 @@ pub fn py_script(script: &str, args: &[&str]) -> Option<String> {
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(script);
     let out = Command::new(py).arg(path).args(args).output().expect("run python");
-    assert!(out.status.success(), "{script} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 

@@ -1,0 +1,216 @@
+//! Issue 4: copy-on-write edits on versions ingested from the real files, with
+//! and without cascade; the surviving content is identical to the base.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use common::{assert_conforming, cli, real, tree};
+use timef::edit::{edit_version, plan, Cascade, RemoveSamples};
+use timef::reader::Version;
+use timef::Error;
+
+fn ingest(root: &Path, kind: &str, name: &str, files: &[&str]) -> PathBuf {
+    let paths: Vec<String> = files.iter().map(|f| real(f).display().to_string()).collect();
+    let mut args = vec!["--quiet", "ingest", kind, "--root", root.to_str().unwrap(), "--name", name, "--version", "v1"];
+    args.extend(paths.iter().map(String::as_str));
+    let (code, _, err) = cli(&args);
+    assert_eq!(code, 0, "{err}");
+    root.join(name).join("v1")
+}
+
+fn remove(ids: &[&str], cascade: Cascade) -> RemoveSamples {
+    RemoveSamples { sample_ids: ids.iter().map(|s| s.to_string()).collect(), cascade }
+}
+
+/// Every surviving sample, annotation, task and series of `new` equals the base's.
+fn assert_survivors_identical(base: &Version, new: &Version, removed: &BTreeSet<String>) {
+    let base_samples: Vec<_> =
+        base.samples().unwrap().into_iter().filter(|s| !removed.contains(&s.sample_id)).collect();
+    assert_eq!(new.samples().unwrap(), base_samples);
+    let base_ann: Vec<_> = base.annotations().unwrap().into_iter().filter(|(s, _)| !removed.contains(s)).collect();
+    assert_eq!(new.annotations().unwrap(), base_ann);
+    for name in new.task_names() {
+        for t in new.tasks(&name).unwrap() {
+            let mut b = base.tasks(&name).unwrap().into_iter().find(|x| x.task_id == t.task_id).unwrap();
+            b.sample_ids.retain(|s| !removed.contains(s));
+            assert_eq!(t, b);
+        }
+    }
+    for meta in new.series().unwrap() {
+        let id = &meta.time_series_id;
+        assert_eq!(new.read_series(id).unwrap(), base.read_series(id).unwrap(), "{id}");
+        assert!(base.series().unwrap().contains(&meta));
+    }
+}
+
+#[test]
+fn tsf_forecasting_edit_refused_then_cascaded() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = ingest(root.path(), "tsf", "tsf", &["tsf/UnitTest_Tsf_Loader.tsf"]);
+    let before = tree(root.path());
+    // removing a target sample breaks its forecasting task: refused before any I/O
+    let err =
+        edit_version(&base_dir, root.path(), "v2", &remove(&["tsf-T1/target", "tsf-T3/context"], Cascade::Refuse))
+            .unwrap_err();
+    match err {
+        Error::Edit { blockers } => assert_eq!(
+            blockers,
+            vec![
+                "task forecast/tsf-T1/forecast: target_sample_id tsf-T1/target would be removed",
+                "task forecast/tsf-T3/forecast: context_sample_ids entry tsf-T3/context would be removed",
+            ]
+        ),
+        other => panic!("{other}"),
+    }
+    assert_eq!(tree(root.path()), before);
+    // unknown ids are an error, not ignored
+    let err = edit_version(&base_dir, root.path(), "v2", &remove(&["nope"], Cascade::Refuse)).unwrap_err();
+    assert_eq!(err.to_string(), "edit refused: unknown sample id nope");
+
+    let op = remove(&["tsf-T1/target"], Cascade::RemoveDependents);
+    let planned = plan(&base_dir, &op).unwrap();
+    let (dir, done) = edit_version(&base_dir, root.path(), "v2", &op).unwrap();
+    assert_eq!(planned, done);
+    assert_eq!(done.tasks, vec![("forecast".to_string(), "tsf-T1/forecast".to_string())]);
+    // T1's series stays: its context sample still references it
+    assert!(done.series.is_empty());
+    assert_conforming(&dir);
+    let (base, new) = (Version::open(&base_dir).unwrap(), Version::open(&dir).unwrap());
+    let d = new.manifest().derived_from.clone().unwrap();
+    assert_eq!(d.dataset_version, "v1");
+    assert_eq!(d.manifest_sha256, base.manifest_sha256());
+    assert_eq!(d.operation, serde_json::json!({"remove_samples": ["tsf-T1/target"], "cascade": true}));
+    assert_eq!(d.removed["samples"], 1);
+    assert_eq!(d.removed["tasks"], 1);
+    assert_eq!(new.manifest().counts.tasks["forecast"], 1);
+    assert_survivors_identical(&base, &new, &["tsf-T1/target".to_string()].into());
+}
+
+#[test]
+fn removing_both_windows_drops_the_series() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = ingest(root.path(), "tsf", "tsf", &["tsf/UnitTest_Tsf_Loader.tsf"]);
+    let (dir, done) = edit_version(
+        &base_dir,
+        root.path(),
+        "v2",
+        &remove(&["tsf-T3/context", "tsf-T3/target"], Cascade::RemoveDependents),
+    )
+    .unwrap();
+    assert_eq!(done.series, vec!["tsf-T3".to_string()]);
+    let new = Version::open(&dir).unwrap();
+    assert_eq!(new.manifest().counts.time_series, 2);
+    assert_conforming(&dir);
+}
+
+#[test]
+fn ucr_classification_edit() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = ingest(root.path(), "ucr", "ArrowHead", &["ucr/ArrowHead_TRAIN.ts", "ucr/ArrowHead_TEST.ts"]);
+    let ids = ["ArrowHead-train-0", "ArrowHead-train-17", "ArrowHead-test-100"];
+    let (dir, done) = edit_version(&base_dir, root.path(), "v2", &remove(&ids, Cascade::Refuse)).unwrap();
+    assert!(done.tasks.is_empty());
+    assert_eq!(
+        done.stripped_tasks,
+        vec![("test".to_string(), "ArrowHead-test".to_string()), ("train".to_string(), "ArrowHead-train".to_string())]
+    );
+    assert_eq!(done.annotations.len(), 3);
+    assert_eq!(done.series.len(), 3);
+    assert_conforming(&dir);
+    let (base, new) = (Version::open(&base_dir).unwrap(), Version::open(&dir).unwrap());
+    assert_eq!(new.manifest().counts.samples, 211 - 3);
+    let removed: BTreeSet<String> = ids.iter().map(|s| s.to_string()).collect();
+    assert_survivors_identical(&base, &new, &removed);
+    assert_eq!(new.tasks("train").unwrap()[0].sample_ids.len(), 36 - 2);
+}
+
+#[test]
+fn removing_every_sample_of_a_task_needs_cascade() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = ingest(root.path(), "ucr", "UnitTest", &["ucr/UnitTest_TRAIN.ts"]);
+    let base = Version::open(&base_dir).unwrap();
+    let all: Vec<String> = base.samples().unwrap().into_iter().map(|s| s.sample_id).collect();
+    let keep_one: Vec<&str> = all.iter().skip(1).map(String::as_str).collect();
+    // all but one: the task survives with one sample
+    let (_, done) = edit_version(&base_dir, root.path(), "v2", &remove(&keep_one, Cascade::Refuse)).unwrap();
+    assert!(done.tasks.is_empty());
+    let every: Vec<&str> = all.iter().map(String::as_str).collect();
+    let err = edit_version(&base_dir, root.path(), "v3", &remove(&every, Cascade::Refuse)).unwrap_err();
+    assert_eq!(err.to_string(), "edit refused: task train/UnitTest-train: its last sample would be removed");
+}
+
+#[test]
+fn cascade_follows_from_task_edges() {
+    let root = tempfile::tempdir().unwrap();
+    let mut d = common::ecg_dataset("ecg", "v1", 4);
+    let derived = timef::Task {
+        from_task: Some("t-diagnosis".into()),
+        ..timef::Task::new("t-derived", timef::TaskType::Classification, vec!["s000".into()])
+    };
+    d.add_task("derived", derived).unwrap();
+    let derived2 = timef::Task {
+        from_task: Some("t-derived".into()),
+        ..timef::Task::new("t-derived2", timef::TaskType::Classification, vec!["s003".into()])
+    };
+    d.add_task("derived2", derived2).unwrap();
+    let only = timef::Task::new("t-only", timef::TaskType::Regression, vec!["s001".into()]);
+    d.add_task("only", only).unwrap();
+    let base_dir = common::commit(root.path(), d, common::small_options());
+    let err = edit_version(&base_dir, root.path(), "v2", &remove(&["s000", "s001"], Cascade::Refuse)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "edit refused: task derived/t-derived: its last sample would be removed; task only/t-only: its last sample would be removed"
+    );
+    let (dir, done) =
+        edit_version(&base_dir, root.path(), "v2", &remove(&["s000", "s001"], Cascade::RemoveDependents)).unwrap();
+    // t-derived2 still has s003 but derives from the removed t-derived
+    assert_eq!(
+        done.tasks,
+        vec![
+            ("derived".to_string(), "t-derived".to_string()),
+            ("derived2".to_string(), "t-derived2".to_string()),
+            ("only".to_string(), "t-only".to_string())
+        ]
+    );
+    assert_conforming(&dir);
+    assert_eq!(Version::open(&dir).unwrap().task_names(), vec!["diagnosis".to_string()]);
+}
+
+#[test]
+fn cli_edit_dry_run_and_exit_codes() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = ingest(root.path(), "tsf", "tsf", &["tsf/UnitTest_Tsf_Loader.tsf"]);
+    let b = base_dir.to_str().unwrap();
+    let r = root.path().to_str().unwrap();
+    let before = tree(root.path());
+    let (code, out, _) =
+        cli(&["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T2", "--dry-run"]);
+    assert_eq!((code, out.as_str()), (0, "remove sample tsf-T2\nremove series tsf-T2\n"));
+    assert_eq!(tree(root.path()), before);
+    let (code, _, err) = cli(&["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T1/context"]);
+    assert_eq!(code, 2);
+    assert_eq!(err, "timef: error: edit refused: task forecast/tsf-T1/forecast: context_sample_ids entry tsf-T1/context would be removed\n");
+    let list = root.path().join("rm.txt");
+    std::fs::write(&list, "# drop T1's context\ntsf-T1/context\n\n").unwrap();
+    let (code, out, _) = cli(&[
+        "edit",
+        b,
+        "--out-root",
+        r,
+        "--version",
+        "v2",
+        "--remove-samples-from",
+        list.to_str().unwrap(),
+        "--cascade",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        format!(
+            "remove sample tsf-T1/context\nremove task forecast/tsf-T1/forecast\n{}\n",
+            root.path().join("tsf/v2").display()
+        )
+    );
+}
