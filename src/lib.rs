@@ -24,4 +24,9 @@ pub mod reader;
 pub mod tables;
 pub mod writer;
 
+/// The README's Rust example, compiled as a doctest so it cannot rot.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use writer::{StagedVersion, TimeFWriter, WriteProgressEvent, WriterOptions};

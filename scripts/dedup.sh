@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Dedup after an edit: ingests a gen_bench.py file, removes 1% of the samples
+# spread evenly through the sorted ids, and reports the share of the new
+# version's shard bytes in pages byte-identical to the base's.
+#   scripts/dedup.sh [TOTAL_MIB=256]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mib=${1:-256}
+py=.venv/bin/python
+[ -x "$py" ] || { echo "run .ci/run once to create .venv" >&2; exit 2; }
+cargo build --release --quiet
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+$py ../shared/tools/gen_bench.py "$work/in.arrow" --total-mib "$mib"
+target/release/timef --quiet ingest arrow --root "$work/r" --name b --version v1 "$work/in.arrow" >/dev/null
+$py - "$work" <<'PY'
+import sys, pyarrow.parquet as pq
+w = sys.argv[1]
+ids = sorted(pq.read_table(f"{w}/r/b/v1/samples.parquet").column("sample_id").to_pylist())
+k = max(1, round(len(ids) / 100))
+step = len(ids) // k
+open(f"{w}/rm.txt", "w").write("\n".join(ids[step // 2::step][:k]) + "\n")
+print(f"removing {k} of {len(ids)} samples")
+PY
+target/release/timef --quiet edit "$work/r/b/v1" --out-root "$work/r" --version v2 --remove-samples-from "$work/rm.txt" | tail -1 >/dev/null
+target/release/timef dedup "$work/r/b/v1" "$work/r/b/v2"
