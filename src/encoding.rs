@@ -374,6 +374,58 @@ pub(crate) fn encode_chunk(
     Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
+/// Encodes the `values` column (a required list of required float32) of one
+/// shard row group: `rows` are the chunks, `pages` the rows per page. The lean
+/// path of the hot loop: a single-chunk page is handed to the column writer
+/// straight from the series' buffer, and the levels (definition all 1;
+/// repetition 0 at each chunk start, else 1) come from reused buffers.
+pub(crate) fn encode_values(
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    rows: &[&[f32]],
+    pages: &PagePlan,
+) -> parquet::errors::Result<EncodedChunk> {
+    let mut buf = Vec::new();
+    let close = {
+        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+        let mut w = get_typed_column_writer::<FloatType>(writer);
+        let longest = pages
+            .iter()
+            .scan(0usize, |start, &n| {
+                let len: usize = rows[*start..*start + n].iter().map(|r| r.len()).sum();
+                *start += n;
+                Some(len)
+            })
+            .max()
+            .unwrap_or(0);
+        let ones = vec![1i16; longest];
+        let mut first_then_ones = ones.clone();
+        if let Some(f) = first_then_ones.first_mut() {
+            *f = 0;
+        }
+        let (mut scratch, mut rep) = (Vec::new(), Vec::new());
+        let mut start = 0;
+        for &n in pages {
+            let page = &rows[start..start + n];
+            start += n;
+            let len: usize = page.iter().map(|r| r.len()).sum();
+            if let [row] = page {
+                w.write_batch(row, Some(&ones[..len]), Some(&first_then_ones[..len]))?;
+            } else {
+                scratch.clear();
+                rep.clear();
+                for row in page {
+                    scratch.extend_from_slice(row);
+                    rep.extend_from_slice(&first_then_ones[..row.len()]);
+                }
+                w.write_batch(&scratch, Some(&ones[..len]), Some(&rep))?;
+            }
+        }
+        w.close()?
+    };
+    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+}
+
 /// One page: (level range, value range).
 type PageRange = (std::ops::Range<usize>, std::ops::Range<usize>);
 

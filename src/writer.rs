@@ -28,7 +28,7 @@ use parquet::file::writer::SerializedFileWriter;
 
 use crate::commit::{ensure_absent, HashedFile, Staging, MANIFEST};
 use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
-use crate::encoding::{encode_chunk, self_check, Codec, EncodedChunk, FileSchema, LeafData, Values};
+use crate::encoding::{encode_chunk, encode_values, self_check, Codec, EncodedChunk, FileSchema};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, CutRules, RowGroupCutter, ShardCutter, VALUE_BYTES};
 use crate::manifest::{self, Manifest, Partial};
@@ -153,7 +153,7 @@ impl WriterOptionsBuilder {
         if o.row_group_target_bytes == 0 {
             return bad("row_group_target_bytes", "must be > 0".into());
         }
-        if o.chunk_max_bytes == 0 || o.chunk_max_bytes % VALUE_BYTES != 0 {
+        if o.chunk_max_bytes == 0 || !o.chunk_max_bytes.is_multiple_of(VALUE_BYTES) {
             return bad("chunk_max_bytes", format!("{} is not a positive multiple of 4", o.chunk_max_bytes));
         }
         if !(1..=22).contains(&o.compression_level) {
@@ -616,25 +616,18 @@ fn encode_shard_row_group(
     cols.i32s(rows.iter().map(|r| r.chunk_idx as i32).collect());
     cols.strs(rows.iter().map(|r| meta(r).spec_type.as_str()));
     cols.strs(rows.iter().map(|r| meta(r).channel.as_str()));
-    let total: usize = rows.iter().map(|r| r.values.len()).sum();
-    let mut values = Vec::with_capacity(total);
-    let mut rep = Vec::with_capacity(total);
-    for r in rows {
-        values.extend_from_slice(&r.values);
-        rep.push(0i16);
-        rep.resize(rep.len() + r.values.len() - 1, 1);
-    }
-    cols.leaves.push(LeafData { values: Values::F32(values), def: Some(vec![1; total]), rep: Some(rep) });
     let one_page = [rows.len()];
-    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
-    cols.leaves
+    let err = |e| Error::parquet("time_series", e);
+    let mut chunks = cols
+        .leaves
         .iter()
         .enumerate()
-        .map(|(i, leaf)| {
-            let pages: &[usize] = if i == 4 { &value_pages } else { &one_page };
-            encode_chunk(schema.descr.column(i), props, leaf, pages).map_err(|e| Error::parquet("time_series", e))
-        })
-        .collect()
+        .map(|(i, leaf)| encode_chunk(schema.descr.column(i), props, leaf, &one_page).map_err(err))
+        .collect::<Result<Vec<_>>>()?;
+    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
+    let values: Vec<&[f32]> = rows.iter().map(|r| &r.values[..]).collect();
+    chunks.push(encode_values(schema.descr.column(4), props, &values, &value_pages).map_err(err)?);
+    Ok(chunks)
 }
 
 /// A Parquet file being written in staging from encoded column chunks.

@@ -69,7 +69,7 @@ pub fn ecg_dataset(name: &str, version: &str, samples: usize) -> TimeFDataset {
                 value_str: Some(if i % 2 == 0 { "normal" } else { "afib" }.into()),
                 ..Default::default()
             },
-            &[sid.clone()],
+            std::slice::from_ref(&sid),
         )
         .unwrap();
     }
