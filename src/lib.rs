@@ -20,6 +20,8 @@ pub mod layout;
 pub mod manifest;
 pub mod reader;
 pub mod tables;
+pub mod thrift;
+pub mod verify;
 pub mod writer;
 
 pub use writer::{StagedVersion, TimeFWriter, WriteProgressEvent, WriterOptions};

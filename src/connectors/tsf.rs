@@ -707,7 +707,7 @@ mod tests {
             .iter_mut()
             .map(|(id, e)| {
                 let load = e.loader.take().expect("loader present");
-                (id.clone(), load().expect("loader ok"))
+                (id.clone(), load().expect("loader ok").to_vec())
             })
             .collect()
     }

@@ -69,7 +69,7 @@ pub fn ecg_dataset(name: &str, version: &str, samples: usize) -> TimeFDataset {
                 value_str: Some(if i % 2 == 0 { "normal" } else { "afib" }.into()),
                 ..Default::default()
             },
-            &[sid.clone()],
+            std::slice::from_ref(&sid),
         )
         .unwrap();
     }
@@ -116,15 +116,22 @@ pub fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// Runs `timef_check.py` on `version_dir` with `extra` arguments; returns its
-/// last line. Panics if there is no venv under CI (`CI` set), so a missing
-/// install step cannot pass silently; skips (returns None) on a bare dev machine.
-pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
-    let Some(py) = python() else {
+/// [`python`] for a check that needs it: panics if there is no venv under CI
+/// (`CI` set), so a missing install step cannot pass silently; on a bare dev
+/// machine returns None and says that `what` is skipped.
+pub fn require_python(what: &str) -> Option<PathBuf> {
+    let py = python();
+    if py.is_none() {
         assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
-        eprintln!("skipping timef_check: no .venv (run .ci/run once)");
-        return None;
-    };
+        eprintln!("skipping {what}: no .venv (run .ci/run once)");
+    }
+    py
+}
+
+/// Runs `timef_check.py` on `version_dir` with `extra` arguments; returns its
+/// last line, or None when skipped ([`require_python`]).
+pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
+    let py = require_python("timef_check")?;
     let out = Command::new(py)
         .arg(shared().join("tools/timef_check.py"))
         .arg(version_dir)
@@ -132,7 +139,8 @@ pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
         .output()
         .expect("run timef_check.py");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    Some(text.lines().last().unwrap_or("").to_string() + if out.status.success() { "" } else { &*format!("\n{text}") })
+    let last = text.lines().last().unwrap_or("").to_string();
+    Some(if out.status.success() { last } else { format!("{last}\n{text}") })
 }
 
 /// Asserts that `timef_check.py` reports `version_dir` conforming.
@@ -140,4 +148,70 @@ pub fn assert_conforming(version_dir: &Path) {
     if let Some(last) = timef_check(version_dir, &[]) {
         assert_eq!(last, "conforming: 0 violation(s)", "{}", version_dir.display());
     }
+}
+
+/// Copies the directory tree `src` to `dst` (which must not exist).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// XORs the byte at `pos` of the file at `path` with `mask`.
+pub fn flip_byte(path: &Path, pos: u64, mask: u8) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[pos as usize] ^= mask;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The relative paths of every file the manifest of the version at `dir` lists (all Parquet).
+pub fn listed_files(dir: &Path) -> Vec<String> {
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// One page of a Parquet file, found by walking its column chunks.
+#[derive(Debug, Clone)]
+pub struct FilePage {
+    /// Row group.
+    pub row_group: usize,
+    /// Leaf column path, e.g. `values.list.element`.
+    pub column: String,
+    /// The page as stored.
+    pub page: timef::thrift::StoredPage,
+}
+
+/// Every page of every column chunk of the Parquet file at `path`, walked
+/// from the chunk ranges of its footer with `timef::thrift::chunk_pages`.
+pub fn file_pages(path: &Path) -> Vec<FilePage> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = std::fs::File::open(path).unwrap();
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).unwrap();
+    let mut out = Vec::new();
+    for (row_group, rg) in meta.row_groups().iter().enumerate() {
+        for col in rg.columns() {
+            let (start, len) = col.byte_range();
+            let chunk = &bytes[start as usize..(start + len) as usize];
+            for page in timef::thrift::chunk_pages(chunk, start, len) {
+                out.push(FilePage { row_group, column: col.column_path().string(), page: page.unwrap() });
+            }
+        }
+    }
+    out
+}
+
+/// The byte range of the Parquet footer (file metadata) of the file at `path`.
+pub fn footer_range(path: &Path) -> std::ops::Range<u64> {
+    let bytes = std::fs::read(path).unwrap();
+    let n = bytes.len();
+    assert_eq!(&bytes[n - 4..], b"PAR1");
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as u64;
+    (n as u64 - 8 - footer_len)..(n as u64 - 8)
 }
