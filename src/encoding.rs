@@ -4,8 +4,8 @@
 //! Every TimeF file is written through this module, one column chunk at a time:
 //! values go to the parquet crate's typed column writers, which hand finished
 //! pages to [`CrcPageWriter`]. That page writer serializes the Thrift page header
-//! itself so it can carry the CRC-32 of the page bytes (the parquet crate, as of
-//! 60.1, never writes one), and buffers the chunk in memory so chunks of one row
+//! itself ([`crate::thrift`]) so it can carry the CRC-32 of the page bytes (the
+//! parquet crate, as of 60.1, never writes one), and buffers the chunk in memory so chunks of one row
 //! group can be encoded on several threads and spliced into the file in order
 //! with `SerializedRowGroupWriter::append_column`, which relocates offsets.
 //!
@@ -18,8 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, LogicalType, PageType, Repetition, Type as PhysicalType, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
+use parquet::basic::{Compression, Encoding, LogicalType, Repetition, Type as PhysicalType, ZstdLevel};
+use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
     ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
@@ -516,8 +516,7 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 }
 
 /// Serializes pages into an in-memory column chunk, each page header with the
-/// CRC-32 of the page bytes as stored (FORMAT-BRIEF §3; Parquet spec
-/// "Checksumming": over the compressed page for v1 data and dictionary pages).
+/// CRC-32 of the page bytes as stored (FORMAT-BRIEF §3; [`crate::thrift`]).
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
 }
@@ -525,7 +524,7 @@ struct CrcPageWriter<'a> {
 impl PageWriter for CrcPageWriter<'_> {
     fn write_page(&mut self, page: CompressedPage) -> parquet::errors::Result<PageWriteSpec> {
         let start = self.buf.len();
-        let header = page_header(&page)?;
+        let header = crate::thrift::write_page_header(&page)?;
         self.buf.extend_from_slice(&header);
         self.buf.extend_from_slice(page.data());
         let mut spec = PageWriteSpec::new();
@@ -541,111 +540,6 @@ impl PageWriter for CrcPageWriter<'_> {
     fn close(&mut self) -> parquet::errors::Result<()> {
         Ok(())
     }
-}
-
-/// Thrift compact-protocol encoder for exactly the `PageHeader` fields TimeF
-/// writes (parquet.thrift: PageHeader, DataPageHeader, DictionaryPageHeader).
-struct Compact {
-    out: Vec<u8>,
-    last: Vec<i16>,
-}
-
-const T_TRUE: u8 = 1;
-const T_FALSE: u8 = 2;
-const T_I32: u8 = 5;
-const T_STRUCT: u8 = 12;
-
-impl Compact {
-    fn new() -> Self {
-        Compact { out: Vec::with_capacity(48), last: vec![0] }
-    }
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.out.push(v as u8);
-    }
-    fn field(&mut self, id: i16, ty: u8) {
-        let last = self.last.last().copied().unwrap_or(0);
-        let delta = id - last;
-        if (1..=15).contains(&delta) {
-            self.out.push(((delta as u8) << 4) | ty);
-        } else {
-            self.out.push(ty);
-            self.varint(((id << 1) ^ (id >> 15)) as u16 as u64);
-        }
-        if let Some(l) = self.last.last_mut() {
-            *l = id;
-        }
-    }
-    fn i32(&mut self, id: i16, v: i32) {
-        self.field(id, T_I32);
-        self.varint(((v << 1) ^ (v >> 31)) as u32 as u64);
-    }
-    fn bool(&mut self, id: i16, v: bool) {
-        self.field(id, if v { T_TRUE } else { T_FALSE });
-    }
-    fn begin(&mut self, id: i16) {
-        self.field(id, T_STRUCT);
-        self.last.push(0);
-    }
-    fn end(&mut self) {
-        self.out.push(0);
-        self.last.pop();
-    }
-}
-
-fn encoding_id(e: Encoding) -> parquet::errors::Result<i32> {
-    Ok(match e {
-        Encoding::PLAIN => 0,
-        Encoding::PLAIN_DICTIONARY => 2,
-        Encoding::RLE => 3,
-        Encoding::DELTA_BINARY_PACKED => 5,
-        Encoding::DELTA_LENGTH_BYTE_ARRAY => 6,
-        Encoding::DELTA_BYTE_ARRAY => 7,
-        Encoding::RLE_DICTIONARY => 8,
-        Encoding::BYTE_STREAM_SPLIT => 9,
-        other => return Err(parquet::errors::ParquetError::General(format!("unexpected page encoding {other}"))),
-    })
-}
-
-fn size_i32(n: usize) -> parquet::errors::Result<i32> {
-    i32::try_from(n).map_err(|_| parquet::errors::ParquetError::General(format!("page of {n} bytes exceeds i32")))
-}
-
-/// The serialized page header of `page`, with its CRC.
-pub(crate) fn page_header(page: &CompressedPage) -> parquet::errors::Result<Vec<u8>> {
-    let data = page.data();
-    let mut c = Compact::new();
-    let (kind, uncompressed) = (page.page_type(), page.uncompressed_size());
-    c.i32(1, if kind == PageType::DICTIONARY_PAGE { 2 } else { 0 });
-    c.i32(2, size_i32(uncompressed)?);
-    c.i32(3, size_i32(data.len())?);
-    c.i32(4, crc32fast::hash(data) as i32);
-    match page.compressed_page() {
-        Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, .. } => {
-            // page-header statistics stay off (the column index carries them)
-            c.begin(5);
-            c.i32(1, *num_values as i32);
-            c.i32(2, encoding_id(*encoding)?);
-            c.i32(3, encoding_id(*def_level_encoding)?);
-            c.i32(4, encoding_id(*rep_level_encoding)?);
-            c.end();
-        }
-        Page::DictionaryPage { num_values, encoding, is_sorted, .. } => {
-            c.begin(7);
-            c.i32(1, *num_values as i32);
-            c.i32(2, encoding_id(*encoding)?);
-            c.bool(3, *is_sorted);
-            c.end();
-        }
-        Page::DataPageV2 { .. } => {
-            return Err(parquet::errors::ParquetError::General("TimeF writes v1 data pages only".into()))
-        }
-    }
-    c.end();
-    Ok(c.out)
 }
 
 /// Checks a written file's own footer against the pins (FORMAT-BRIEF §3: a pin

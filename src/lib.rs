@@ -22,6 +22,8 @@ pub mod layout;
 pub mod manifest;
 pub mod reader;
 pub mod tables;
+pub mod thrift;
+pub mod verify;
 pub mod writer;
 
 /// The README's Rust example, compiled as a doctest so it cannot rot.

@@ -69,6 +69,16 @@ enum Command {
         #[arg(long, value_enum, default_value_t = CatFormat::Csv)]
         format: CatFormat,
     },
+    /// Check a version end to end: listing, sizes and sha256, every page and its
+    /// CRC, decoding, index pointers, statistics, references, sort orders, counts.
+    /// Prints one line per finding; exit 1 if there is any.
+    Verify {
+        /// The version directory.
+        version_dir: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -321,6 +331,15 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             };
             res.and_then(|_| out.flush()).map_err(|e| Error::io("<stdout>", e))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify { version_dir, json } => {
+            let report = timef::verify::verify(&version_dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            } else {
+                print!("{}", report.render());
+            }
+            Ok(if report.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
     }
 }

@@ -4,9 +4,11 @@
 //! `BTreeMap`s, so the bytes are a pure function of the version: no wall clock,
 //! no host name, no absolute path. `schemas/manifest.schema.json` describes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+
+use crate::dataset::{Annotation, SeriesMeta, Task};
 
 /// The manifest's `format` value.
 pub const FORMAT: &str = "timef";
@@ -79,6 +81,48 @@ pub struct SchemaBlock {
     pub tasks: BTreeMap<String, TaskSchema>,
     /// Sample metadata keys, sorted.
     pub sample_metadata: Vec<String>,
+}
+
+fn sorted_unique<T: Ord + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
+    it.collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// The block is derived from the dataset's entities; the writer builds it and
+/// `timef verify` rebuilds it from the stored files, through these same methods.
+impl SchemaBlock {
+    /// Records one unique series: its channel's rates and units (sorted, distinct) and series count.
+    pub fn add_series(&mut self, m: &SeriesMeta) {
+        let ch = self.time_series.entry(m.spec_type.clone()).or_default().entry(m.channel.clone()).or_default();
+        if !ch.sampling_rates_hz.contains(&m.sampling_rate_hz) {
+            ch.sampling_rates_hz.push(m.sampling_rate_hz);
+            ch.sampling_rates_hz.sort_by(f64::total_cmp);
+        }
+        if let Some(u) = &m.units {
+            if !ch.units.contains(u) {
+                ch.units.push(u.clone());
+                ch.units.sort();
+            }
+        }
+        ch.series += 1;
+    }
+
+    /// Records one unique annotation (not one row per sample).
+    pub fn add_annotation(&mut self, a: &Annotation) {
+        let e = self.annotations.entry(a.key.clone()).or_default();
+        e.count += 1;
+        e.annotation_types = sorted_unique(e.annotation_types.iter().cloned().chain([a.annotation_type.clone()]));
+        let kinds =
+            a.value_str.as_ref().map(|_| "str".to_string()).into_iter().chain(a.value_num.map(|_| "num".to_string()));
+        e.value_kinds = sorted_unique(e.value_kinds.iter().cloned().chain(kinds));
+    }
+
+    /// Records one task of `task_name`.
+    pub fn add_task(&mut self, task_name: &str, t: &Task) {
+        let e = self.tasks.entry(task_name.to_string()).or_default();
+        e.count += 1;
+        e.task_types = sorted_unique(e.task_types.iter().cloned().chain([t.task_type.as_str().to_string()]));
+        e.splits = sorted_unique(e.splits.iter().cloned().chain(t.split.clone()));
+    }
 }
 
 /// One channel of a spec type.
@@ -223,8 +267,9 @@ pub struct DerivedFrom {
 
 /// Running statistics of values: count, min, max, mean and the sum of squared
 /// deviations, merged with Chan et al.'s pairwise update so per-channel figures
-/// come from chunk partials without a second pass over values.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// come from chunk partials without a second pass over values. The default is
+/// the empty partial.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Partial {
     /// Values.
     pub n: u64,
@@ -331,6 +376,17 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verify_manifest_floats_round_trip() {
+        // serde_json parses floats exactly only with its `float_roundtrip`
+        // feature; without it this chunk maximum (an f32 widened to f64) read
+        // back one ulp off, and `timef verify` found the statistics changed
+        let x = f64::from(24.805_077_f32);
+        assert_eq!(x, 24.805076599121094);
+        let back: f64 = serde_json::from_slice(&serde_json::to_vec(&x).unwrap()).unwrap();
+        assert_eq!(back.to_bits(), x.to_bits());
+    }
 
     #[test]
     fn merged_partials_equal_one_pass() {

@@ -88,7 +88,7 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
     }
 }
 
-fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>> {
+pub(crate) fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>> {
     v.into_iter()
         .map(|s| {
             s.ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("null in required column {column}") })
@@ -96,20 +96,20 @@ fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>>
         .collect()
 }
 
-fn col<'a>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
+pub(crate) fn col<'a>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
     batch
         .column_by_name(name)
         .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} missing") })
 }
 
-fn f64s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<f64>>> {
+pub(crate) fn f64s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<f64>>> {
     let a = col(path, batch, name)?
         .as_primitive_opt::<Float64Type>()
         .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not float64") })?;
     Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
 }
 
-fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>> {
+pub(crate) fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>> {
     let a = col(path, batch, name)?
         .as_primitive_opt::<Int32Type>()
         .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not int32") })?;
@@ -117,7 +117,11 @@ fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>
 }
 
 /// The rows of a list column as `(range into the child, child)`; null lists are `None`.
-fn lists(path: &Path, batch: &RecordBatch, name: &str) -> Result<(Vec<Option<std::ops::Range<usize>>>, ArrayRef)> {
+pub(crate) fn lists(
+    path: &Path,
+    batch: &RecordBatch,
+    name: &str,
+) -> Result<(Vec<Option<std::ops::Range<usize>>>, ArrayRef)> {
     let c = col(path, batch, name)?;
     let l = c
         .as_list_opt::<i32>()
@@ -201,59 +205,7 @@ impl Version {
 
     fn read_index(&self) -> Result<Vec<IndexEntry>> {
         let p = self.dir.join("time_series_index.parquet");
-        let b = read_table(&p)?;
-        let ids = req(&p, strings(&p, col(&p, &b, "time_series_id")?)?, "time_series_id")?;
-        let spec = req(&p, strings(&p, col(&p, &b, "spec_type")?)?, "spec_type")?;
-        let chan = req(&p, strings(&p, col(&p, &b, "channel")?)?, "channel")?;
-        let units = strings(&p, col(&p, &b, "units")?)?;
-        let shard = req(&p, strings(&p, col(&p, &b, "shard_path")?)?, "shard_path")?;
-        let rate = f64s(&p, &b, "sampling_rate_hz")?;
-        let t0 = f64s(&p, &b, "t_start_s")?;
-        let t1 = f64s(&p, &b, "t_end_s")?;
-        let chunk = i32s(&p, &b, "chunk_idx")?;
-        let n = i32s(&p, &b, "n_values")?;
-        let rg = i32s(&p, &b, "row_group")?;
-        let ro = i32s(&p, &b, "row_offset")?;
-        let mean = f64s(&p, &b, "mean")?;
-        let std = f64s(&p, &b, "std")?;
-        let off = col(&p, &b, "value_offset")?
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "value_offset is not int64".into() })?
-            .clone();
-        let f32col = |name: &str| -> Result<Vec<f32>> {
-            Ok(col(&p, &b, name)?
-                .as_primitive_opt::<Float32Type>()
-                .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: format!("{name} is not float32") })?
-                .values()
-                .to_vec())
-        };
-        let (min, max) = (f32col("min")?, f32col("max")?);
-        let bad = |what: &str| Error::Corrupt { path: p.clone(), reason: format!("null {what}") };
-        (0..b.num_rows())
-            .map(|i| {
-                Ok(IndexEntry {
-                    meta: SeriesMeta {
-                        time_series_id: ids[i].clone(),
-                        spec_type: spec[i].clone(),
-                        channel: chan[i].clone(),
-                        units: units[i].clone(),
-                        sampling_rate_hz: rate[i].ok_or_else(|| bad("sampling_rate_hz"))?,
-                        t_start_s: t0[i].ok_or_else(|| bad("t_start_s"))?,
-                        t_end_s: t1[i],
-                    },
-                    chunk_idx: chunk[i].ok_or_else(|| bad("chunk_idx"))?,
-                    value_offset: off.value(i),
-                    n_values: n[i].ok_or_else(|| bad("n_values"))?,
-                    shard_path: shard[i].clone(),
-                    row_group: rg[i].ok_or_else(|| bad("row_group"))?,
-                    row_offset: ro[i].ok_or_else(|| bad("row_offset"))?,
-                    min: min[i],
-                    max: max[i],
-                    mean: mean[i].ok_or_else(|| bad("mean"))?,
-                    std: std[i].ok_or_else(|| bad("std"))?,
-                })
-            })
-            .collect()
+        index_rows(&p, &read_table(&p)?)
     }
 
     /// Series metadata, one per series, in index order.
@@ -372,92 +324,13 @@ impl Version {
     /// All samples, sorted by id.
     pub fn samples(&self) -> Result<Vec<Sample>> {
         let p = self.dir.join("samples.parquet");
-        let b = read_table(&p)?;
-        let ids = req(&p, strings(&p, col(&p, &b, "sample_id")?)?, "sample_id")?;
-        let src = req(&p, strings(&p, col(&p, &b, "source_id")?)?, "source_id")?;
-        let subj = strings(&p, col(&p, &b, "subject_id")?)?;
-        let (t0, t1) = (f64s(&p, &b, "t_start_s")?, f64s(&p, &b, "t_end_s")?);
-        let (series, entries) = lists(&p, &b, "series")?;
-        let entries = entries
-            .as_struct_opt()
-            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series entries are not structs".into() })?;
-        let ts = req(
-            &p,
-            strings(
-                &p,
-                entries.column_by_name("time_series_id").ok_or_else(|| Error::Corrupt {
-                    path: p.clone(),
-                    reason: "series.time_series_id missing".into(),
-                })?,
-            )?,
-            "series.time_series_id",
-        )?;
-        let views = req(
-            &p,
-            strings(
-                &p,
-                entries
-                    .column_by_name("view")
-                    .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "series.view missing".into() })?,
-            )?,
-            "series.view",
-        )?;
-        let meta = col(&p, &b, "metadata")?
-            .as_map_opt()
-            .ok_or_else(|| Error::Corrupt { path: p.clone(), reason: "metadata is not a map".into() })?;
-        let keys = strings(&p, meta.keys())?;
-        let values = strings(&p, meta.values())?;
-        let moff = meta.value_offsets();
-        (0..b.num_rows())
-            .map(|i| {
-                let r = series[i].clone().unwrap_or(0..0);
-                Ok(Sample {
-                    sample_id: ids[i].clone(),
-                    source_id: src[i].clone(),
-                    subject_id: subj[i].clone(),
-                    t_start_s: t0[i],
-                    t_end_s: t1[i],
-                    series: r.map(|j| SeriesRef { time_series_id: ts[j].clone(), view: views[j].clone() }).collect(),
-                    metadata: if meta.is_valid(i) {
-                        (moff[i] as usize..moff[i + 1] as usize)
-                            .map(|j| (keys[j].clone().unwrap_or_default(), values[j].clone().unwrap_or_default()))
-                            .collect()
-                    } else {
-                        BTreeMap::new()
-                    },
-                })
-            })
-            .collect()
+        sample_rows(&p, &read_table(&p)?)
     }
 
     /// All annotation rows as `(sample_id, annotation)`, sorted by (sample, annotation id).
     pub fn annotations(&self) -> Result<Vec<(String, Annotation)>> {
         let p = self.dir.join("annotations.parquet");
-        let b = read_table(&p)?;
-        let s = req(&p, strings(&p, col(&p, &b, "sample_id")?)?, "sample_id")?;
-        let a = req(&p, strings(&p, col(&p, &b, "annotation_id")?)?, "annotation_id")?;
-        let ty = req(&p, strings(&p, col(&p, &b, "annotation_type")?)?, "annotation_type")?;
-        let key = req(&p, strings(&p, col(&p, &b, "key")?)?, "key")?;
-        let vs = strings(&p, col(&p, &b, "value_str")?)?;
-        let ch = strings(&p, col(&p, &b, "channel")?)?;
-        let (vn, t0, t1) = (f64s(&p, &b, "value_num")?, f64s(&p, &b, "t_start_s")?, f64s(&p, &b, "t_end_s")?);
-        Ok((0..b.num_rows())
-            .map(|i| {
-                (
-                    s[i].clone(),
-                    Annotation {
-                        annotation_id: a[i].clone(),
-                        annotation_type: ty[i].clone(),
-                        key: key[i].clone(),
-                        value_str: vs[i].clone(),
-                        value_num: vn[i],
-                        t_start_s: t0[i],
-                        t_end_s: t1[i],
-                        channel: ch[i].clone(),
-                    },
-                )
-            })
-            .collect())
+        annotation_rows(&p, &read_table(&p)?)
     }
 
     /// Task names, sorted.
@@ -469,38 +342,7 @@ impl Version {
     pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
         crate::dataset::validate_name(task_name, "task_name")?;
         let p = self.dir.join(format!("tasks/task={task_name}/part-0.parquet"));
-        let b = read_table(&p)?;
-        let id = req(&p, strings(&p, col(&p, &b, "task_id")?)?, "task_id")?;
-        let ty = req(&p, strings(&p, col(&p, &b, "task_type")?)?, "task_type")?;
-        let split = strings(&p, col(&p, &b, "split")?)?;
-        let target = strings(&p, col(&p, &b, "target")?)?;
-        let tsid = strings(&p, col(&p, &b, "target_sample_id")?)?;
-        let from = strings(&p, col(&p, &b, "from_task")?)?;
-        let prompt = strings(&p, col(&p, &b, "prompt")?)?;
-        let answer = strings(&p, col(&p, &b, "answer")?)?;
-        let horizon = i32s(&p, &b, "horizon")?;
-        let (sr, sv) = lists(&p, &b, "sample_ids")?;
-        let sv = strings(&p, &sv)?;
-        let (cr, cv) = lists(&p, &b, "context_sample_ids")?;
-        let cv = strings(&p, &cv)?;
-        let take = |r: std::ops::Range<usize>, v: &[Option<String>]| -> Vec<String> {
-            v[r].iter().map(|s| s.clone().unwrap_or_default()).collect()
-        };
-        Ok((0..b.num_rows())
-            .map(|i| Task {
-                task_id: id[i].clone(),
-                task_type: TaskType::parse(&ty[i]),
-                split: split[i].clone(),
-                sample_ids: take(sr[i].clone().unwrap_or(0..0), &sv),
-                target: target[i].clone(),
-                target_sample_id: tsid[i].clone(),
-                context_sample_ids: cr[i].clone().map(|r| take(r, &cv)),
-                from_task: from[i].clone(),
-                horizon: horizon[i],
-                prompt: prompt[i].clone(),
-                answer: answer[i].clone(),
-            })
-            .collect())
+        task_rows(&p, &read_table(&p)?)
     }
 
     /// The whole version as a dataset whose series loaders read lazily from this
@@ -542,6 +384,184 @@ impl Version {
         }
         Ok(d)
     }
+}
+
+/// The index entries of one batch of `time_series_index.parquet` (`path` names it in errors).
+pub(crate) fn index_rows(p: &Path, b: &RecordBatch) -> Result<Vec<IndexEntry>> {
+    let ids = req(p, strings(p, col(p, b, "time_series_id")?)?, "time_series_id")?;
+    let spec = req(p, strings(p, col(p, b, "spec_type")?)?, "spec_type")?;
+    let chan = req(p, strings(p, col(p, b, "channel")?)?, "channel")?;
+    let units = strings(p, col(p, b, "units")?)?;
+    let shard = req(p, strings(p, col(p, b, "shard_path")?)?, "shard_path")?;
+    let rate = f64s(p, b, "sampling_rate_hz")?;
+    let t0 = f64s(p, b, "t_start_s")?;
+    let t1 = f64s(p, b, "t_end_s")?;
+    let chunk = i32s(p, b, "chunk_idx")?;
+    let n = i32s(p, b, "n_values")?;
+    let rg = i32s(p, b, "row_group")?;
+    let ro = i32s(p, b, "row_offset")?;
+    let mean = f64s(p, b, "mean")?;
+    let std = f64s(p, b, "std")?;
+    let off = col(p, b, "value_offset")?
+        .as_primitive_opt::<Int64Type>()
+        .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: "value_offset is not int64".into() })?
+        .clone();
+    let f32col = |name: &str| -> Result<Vec<f32>> {
+        Ok(col(p, b, name)?
+            .as_primitive_opt::<Float32Type>()
+            .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: format!("{name} is not float32") })?
+            .values()
+            .to_vec())
+    };
+    let (min, max) = (f32col("min")?, f32col("max")?);
+    let bad = |what: &str| Error::Corrupt { path: p.to_path_buf(), reason: format!("null {what}") };
+    (0..b.num_rows())
+        .map(|i| {
+            Ok(IndexEntry {
+                meta: SeriesMeta {
+                    time_series_id: ids[i].clone(),
+                    spec_type: spec[i].clone(),
+                    channel: chan[i].clone(),
+                    units: units[i].clone(),
+                    sampling_rate_hz: rate[i].ok_or_else(|| bad("sampling_rate_hz"))?,
+                    t_start_s: t0[i].ok_or_else(|| bad("t_start_s"))?,
+                    t_end_s: t1[i],
+                },
+                chunk_idx: chunk[i].ok_or_else(|| bad("chunk_idx"))?,
+                value_offset: off.value(i),
+                n_values: n[i].ok_or_else(|| bad("n_values"))?,
+                shard_path: shard[i].clone(),
+                row_group: rg[i].ok_or_else(|| bad("row_group"))?,
+                row_offset: ro[i].ok_or_else(|| bad("row_offset"))?,
+                min: min[i],
+                max: max[i],
+                mean: mean[i].ok_or_else(|| bad("mean"))?,
+                std: std[i].ok_or_else(|| bad("std"))?,
+            })
+        })
+        .collect()
+}
+
+/// The samples of one batch of `samples.parquet` (`path` names it in errors).
+pub(crate) fn sample_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Sample>> {
+    let ids = req(p, strings(p, col(p, b, "sample_id")?)?, "sample_id")?;
+    let src = req(p, strings(p, col(p, b, "source_id")?)?, "source_id")?;
+    let subj = strings(p, col(p, b, "subject_id")?)?;
+    let (t0, t1) = (f64s(p, b, "t_start_s")?, f64s(p, b, "t_end_s")?);
+    let (series, entries) = lists(p, b, "series")?;
+    let entries = entries
+        .as_struct_opt()
+        .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: "series entries are not structs".into() })?;
+    let ts = req(
+        p,
+        strings(
+            p,
+            entries.column_by_name("time_series_id").ok_or_else(|| Error::Corrupt {
+                path: p.to_path_buf(),
+                reason: "series.time_series_id missing".into(),
+            })?,
+        )?,
+        "series.time_series_id",
+    )?;
+    let views = req(
+        p,
+        strings(
+            p,
+            entries
+                .column_by_name("view")
+                .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: "series.view missing".into() })?,
+        )?,
+        "series.view",
+    )?;
+    let meta = col(p, b, "metadata")?
+        .as_map_opt()
+        .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: "metadata is not a map".into() })?;
+    let keys = strings(p, meta.keys())?;
+    let values = strings(p, meta.values())?;
+    let moff = meta.value_offsets();
+    (0..b.num_rows())
+        .map(|i| {
+            let r = series[i].clone().unwrap_or(0..0);
+            Ok(Sample {
+                sample_id: ids[i].clone(),
+                source_id: src[i].clone(),
+                subject_id: subj[i].clone(),
+                t_start_s: t0[i],
+                t_end_s: t1[i],
+                series: r.map(|j| SeriesRef { time_series_id: ts[j].clone(), view: views[j].clone() }).collect(),
+                metadata: if meta.is_valid(i) {
+                    (moff[i] as usize..moff[i + 1] as usize)
+                        .map(|j| (keys[j].clone().unwrap_or_default(), values[j].clone().unwrap_or_default()))
+                        .collect()
+                } else {
+                    BTreeMap::new()
+                },
+            })
+        })
+        .collect()
+}
+
+/// The `(sample_id, annotation)` rows of one batch of `annotations.parquet`.
+pub(crate) fn annotation_rows(p: &Path, b: &RecordBatch) -> Result<Vec<(String, Annotation)>> {
+    let s = req(p, strings(p, col(p, b, "sample_id")?)?, "sample_id")?;
+    let a = req(p, strings(p, col(p, b, "annotation_id")?)?, "annotation_id")?;
+    let ty = req(p, strings(p, col(p, b, "annotation_type")?)?, "annotation_type")?;
+    let key = req(p, strings(p, col(p, b, "key")?)?, "key")?;
+    let vs = strings(p, col(p, b, "value_str")?)?;
+    let ch = strings(p, col(p, b, "channel")?)?;
+    let (vn, t0, t1) = (f64s(p, b, "value_num")?, f64s(p, b, "t_start_s")?, f64s(p, b, "t_end_s")?);
+    Ok((0..b.num_rows())
+        .map(|i| {
+            (
+                s[i].clone(),
+                Annotation {
+                    annotation_id: a[i].clone(),
+                    annotation_type: ty[i].clone(),
+                    key: key[i].clone(),
+                    value_str: vs[i].clone(),
+                    value_num: vn[i],
+                    t_start_s: t0[i],
+                    t_end_s: t1[i],
+                    channel: ch[i].clone(),
+                },
+            )
+        })
+        .collect())
+}
+
+/// The tasks of one batch of a task file (`path` names it in errors).
+pub(crate) fn task_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Task>> {
+    let id = req(p, strings(p, col(p, b, "task_id")?)?, "task_id")?;
+    let ty = req(p, strings(p, col(p, b, "task_type")?)?, "task_type")?;
+    let split = strings(p, col(p, b, "split")?)?;
+    let target = strings(p, col(p, b, "target")?)?;
+    let tsid = strings(p, col(p, b, "target_sample_id")?)?;
+    let from = strings(p, col(p, b, "from_task")?)?;
+    let prompt = strings(p, col(p, b, "prompt")?)?;
+    let answer = strings(p, col(p, b, "answer")?)?;
+    let horizon = i32s(p, b, "horizon")?;
+    let (sr, sv) = lists(p, b, "sample_ids")?;
+    let sv = strings(p, &sv)?;
+    let (cr, cv) = lists(p, b, "context_sample_ids")?;
+    let cv = strings(p, &cv)?;
+    let take = |r: std::ops::Range<usize>, v: &[Option<String>]| -> Vec<String> {
+        v[r].iter().map(|s| s.clone().unwrap_or_default()).collect()
+    };
+    Ok((0..b.num_rows())
+        .map(|i| Task {
+            task_id: id[i].clone(),
+            task_type: TaskType::parse(&ty[i]),
+            split: split[i].clone(),
+            sample_ids: take(sr[i].clone().unwrap_or(0..0), &sv),
+            target: target[i].clone(),
+            target_sample_id: tsid[i].clone(),
+            context_sample_ids: cr[i].clone().map(|r| take(r, &cv)),
+            from_task: from[i].clone(),
+            horizon: horizon[i],
+            prompt: prompt[i].clone(),
+            answer: answer[i].clone(),
+        })
+        .collect())
 }
 
 /// Committed versions under `root`: `(dataset name, version)` pairs, sorted.

@@ -365,13 +365,7 @@ impl TimeFWriter {
         for (i, (meta, loader)) in order.into_iter().enumerate() {
             let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
             validate_values(&meta, &values)?;
-            let channel_stats = stats.entry((meta.spec_type.clone(), meta.channel.clone())).or_insert(Partial {
-                n: 0,
-                min: 0.0,
-                max: 0.0,
-                mean: 0.0,
-                m2: 0.0,
-            });
+            let channel_stats = stats.entry((meta.spec_type.clone(), meta.channel.clone())).or_default();
             for k in 0..layout::chunk_count(values.len(), chunk_values) {
                 let range = k * chunk_values..((k + 1) * chunk_values).min(values.len());
                 let chunk = values.slice(range.start, range.len());
@@ -812,10 +806,6 @@ fn write_tasks(
     write_table(staging, &rel, tables::tasks_schema(ids)?, c, keys, codec, created_by)
 }
 
-fn sorted_unique<T: Ord + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
-    it.collect::<BTreeSet<_>>().into_iter().collect()
-}
-
 fn build_manifest(
     d: &TimeFDataset,
     o: &WriterOptions,
@@ -827,34 +817,16 @@ fn build_manifest(
     use manifest::*;
     let mut schema = SchemaBlock::default();
     for m in d.series() {
-        let ch = schema.time_series.entry(m.spec_type.clone()).or_default().entry(m.channel.clone()).or_default();
-        if !ch.sampling_rates_hz.contains(&m.sampling_rate_hz) {
-            ch.sampling_rates_hz.push(m.sampling_rate_hz);
-            ch.sampling_rates_hz.sort_by(f64::total_cmp);
-        }
-        if let Some(u) = &m.units {
-            if !ch.units.contains(u) {
-                ch.units.push(u.clone());
-                ch.units.sort();
-            }
-        }
-        ch.series += 1;
+        schema.add_series(m);
     }
     for (a, _) in d.annotations() {
-        let e = schema.annotations.entry(a.key.clone()).or_default();
-        e.count += 1;
-        e.annotation_types = sorted_unique(e.annotation_types.iter().cloned().chain([a.annotation_type.clone()]));
-        let kinds =
-            a.value_str.as_ref().map(|_| "str".to_string()).into_iter().chain(a.value_num.map(|_| "num".to_string()));
-        e.value_kinds = sorted_unique(e.value_kinds.iter().cloned().chain(kinds));
+        schema.add_annotation(a);
     }
     for (name, t) in d.tasks() {
-        let e = schema.tasks.entry(name.to_string()).or_default();
-        e.count += 1;
-        e.task_types = sorted_unique(e.task_types.iter().cloned().chain([t.task_type.as_str().to_string()]));
-        e.splits = sorted_unique(e.splits.iter().cloned().chain(t.split.clone()));
+        schema.add_task(name, t);
     }
-    schema.sample_metadata = sorted_unique(d.samples().flat_map(|s| s.metadata.keys().cloned()));
+    schema.sample_metadata =
+        d.samples().flat_map(|s| s.metadata.keys().cloned()).collect::<BTreeSet<_>>().into_iter().collect();
     let mut statistics: BTreeMap<String, BTreeMap<String, ChannelStats>> = BTreeMap::new();
     for ((spec, ch), p) in &series.stats {
         statistics.entry(spec.clone()).or_default().insert(ch.clone(), p.to_stats());

@@ -116,6 +116,18 @@ pub fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// [`python`] for a check that needs it: panics if there is no venv under CI
+/// (`CI` set), so a missing install step cannot pass silently; on a bare dev
+/// machine returns None and says that `what` is skipped.
+pub fn require_python(what: &str) -> Option<PathBuf> {
+    let py = python();
+    if py.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
+        eprintln!("skipping {what}: no .venv (run .ci/run once)");
+    }
+    py
+}
+
 /// How to run the independent checker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checker {
@@ -131,11 +143,7 @@ pub enum Checker {
 /// under CI (`CI` set), so a missing install step cannot pass silently; skips
 /// (returns None) on a bare dev machine.
 pub fn timef_check(version_dir: &Path, how: Checker, extra: &[&str]) -> Option<String> {
-    let Some(py) = python() else {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
-        eprintln!("skipping timef_check: no .venv (run .ci/run once)");
-        return None;
-    };
+    let py = require_python("timef_check")?;
     let script = match how {
         Checker::Plain => shared().join("tools/timef_check.py"),
         Checker::UuidOff => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/timef_check_uuid_off.py"),
@@ -168,11 +176,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
 /// Runs a Python script file under `tests/py/` with the venv's Python; returns
 /// stdout, panicking with stderr on failure. `None` when there is no venv outside CI.
 pub fn py_script(script: &str, args: &[&str]) -> Option<String> {
-    let Some(py) = python() else {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
-        eprintln!("skipping {script}: no .venv (run .ci/run once)");
-        return None;
-    };
+    let py = require_python(script)?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(script);
     let out = Command::new(py).arg(path).args(args).output().expect("run python");
     assert!(
@@ -190,4 +194,70 @@ pub fn py_tool(tool: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(py).arg(shared().join("tools").join(tool)).args(args).output().expect("run python");
     assert!(out.status.success(), "{tool} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Copies the directory tree `src` to `dst` (which must not exist).
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// XORs the byte at `pos` of the file at `path` with `mask`.
+pub fn flip_byte(path: &Path, pos: u64, mask: u8) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[pos as usize] ^= mask;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The relative paths of every file the manifest of the version at `dir` lists (all Parquet).
+pub fn listed_files(dir: &Path) -> Vec<String> {
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// One page of a Parquet file, found by walking its column chunks.
+#[derive(Debug, Clone)]
+pub struct FilePage {
+    /// Row group.
+    pub row_group: usize,
+    /// Leaf column path, e.g. `values.list.element`.
+    pub column: String,
+    /// The page as stored.
+    pub page: timef::thrift::StoredPage,
+}
+
+/// Every page of every column chunk of the Parquet file at `path`, walked
+/// from the chunk ranges of its footer with `timef::thrift::chunk_pages`.
+pub fn file_pages(path: &Path) -> Vec<FilePage> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = std::fs::File::open(path).unwrap();
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new().parse_and_finish(&file).unwrap();
+    let mut out = Vec::new();
+    for (row_group, rg) in meta.row_groups().iter().enumerate() {
+        for col in rg.columns() {
+            let (start, len) = col.byte_range();
+            let chunk = &bytes[start as usize..(start + len) as usize];
+            for page in timef::thrift::chunk_pages(chunk, start, len) {
+                out.push(FilePage { row_group, column: col.column_path().string(), page: page.unwrap() });
+            }
+        }
+    }
+    out
+}
+
+/// The byte range of the Parquet footer (file metadata) of the file at `path`.
+pub fn footer_range(path: &Path) -> std::ops::Range<u64> {
+    let bytes = std::fs::read(path).unwrap();
+    let n = bytes.len();
+    assert_eq!(&bytes[n - 4..], b"PAR1");
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as u64;
+    (n as u64 - 8 - footer_len)..(n as u64 - 8)
 }
