@@ -61,6 +61,12 @@ fn layout(c: &mut Criterion) {
     c.bench_function("key_hash", |b| b.iter(|| timef::layout::key_hash(black_box("series-00042/0"), black_box(7))));
     let values: Vec<f32> = (0..262_144).map(|i| (i as f32 * 0.001).sin()).collect();
     c.bench_function("chunk_statistics_1mib", |b| b.iter(|| timef::manifest::Partial::of(black_box(&values))));
+    // the cost of page checksums: one CRC-32 over every page's stored bytes
+    let page = vec![0x5au8; 1 << 20];
+    let mut g = c.benchmark_group("page_crc");
+    g.throughput(Throughput::Bytes(page.len() as u64));
+    g.bench_function("crc32_1mib", |b| b.iter(|| crc32fast::hash(black_box(&page))));
+    g.finish();
 }
 
 criterion_group!(benches, write, layout);

@@ -10,7 +10,9 @@
 //!    existing version), then fsyncs the parent directory.
 //!
 //! Dropping a [`Staging`] that was not published removes the staging directory
-//! and nothing else (abort, error, or a panic unwinding through the writer).
+//! and nothing else (abort, error, or a panic unwinding through the writer) —
+//! except the dataset directory `<root>/<name>/` when this staging created it
+//! and it is empty again, so a failed first write leaves no directory behind.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -39,6 +41,8 @@ pub struct Staging {
     dir: PathBuf,
     target: PathBuf,
     dirs: Vec<PathBuf>,
+    /// The dataset directory, when this staging created it (removed again on abort if empty).
+    created_parent: Option<PathBuf>,
     published: bool,
 }
 
@@ -47,10 +51,22 @@ impl Staging {
     pub fn create(target: &Path) -> Result<Staging> {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         let dir = parent.join(format!(".tmp-{version}-{}", uuid::Uuid::new_v4().simple()));
-        fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), published: false })
+        let mut created_parent = None;
+        // another writer's abort may remove an empty parent between the two
+        // calls; creating it again is all that is needed
+        for attempt in 0.. {
+            if !parent.exists() {
+                fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                created_parent = Some(parent.to_path_buf());
+            }
+            match fs::create_dir(&dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 => continue,
+                Err(e) => return Err(Error::io(&dir, e)),
+            }
+        }
+        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), created_parent, published: false })
     }
 
     /// The staging directory.
@@ -99,6 +115,10 @@ impl Drop for Staging {
         if !self.published {
             // best effort: the error that caused the abort is what the caller sees
             let _ = fs::remove_dir_all(&self.dir);
+            if let Some(parent) = &self.created_parent {
+                // only succeeds while empty, so another writer's staging is safe
+                let _ = fs::remove_dir(parent);
+            }
         }
     }
 }

@@ -1216,7 +1216,7 @@ impl<'a> Verifier<'a> {
         if complete {
             for (meta, p) in st.series.iter().zip(&st.progress) {
                 if let Some(end) = meta.t_end_s {
-                    let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round();
+                    let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even();
                     if expected != p.next_offset as f64 {
                         let msg = format!(
                             "{} values, but round((t_end_s - t_start_s) * sampling_rate_hz) = {expected}",

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{sync_channel, Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
 
 use parquet::file::metadata::ParquetMetaDataReader;
@@ -393,7 +393,7 @@ fn validate_values(meta: &SeriesMeta, values: &[f32]) -> Result<()> {
         return Err(Error::validation(id, "values", format!("value {pos} is {}, not finite", values[pos])));
     }
     if let Some(end) = meta.t_end_s {
-        let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round();
+        let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even();
         if expected != values.len() as f64 {
             return Err(Error::validation(
                 id,
@@ -557,7 +557,7 @@ impl ShardStream<'_> {
         while self.in_flight.len() > limit {
             match self.in_flight.pop_front() {
                 Some(InFlight::RowGroup { shard, rx }) => {
-                    let chunks = rx.recv().map_err(|_| Error::SelfCheck {
+                    let chunks = receive_helping(&rx).map_err(|_| Error::SelfCheck {
                         path: shard_path(shard).into(),
                         column: "values".into(),
                         reason: "row-group encoder vanished".into(),
@@ -593,6 +593,24 @@ impl ShardStream<'_> {
             self.files.push(file.finish()?);
         }
         Ok((self.files, self.index))
+    }
+}
+
+/// Waits for a row group spawned on the rayon pool. On a pool thread (the writer
+/// runs inside `ThreadPool::install`), blocking at once could deadlock: the
+/// encode job may be queued behind this very thread, e.g. in a one-thread pool.
+/// So the thread runs queued pool work until the result arrives, and blocks only
+/// when nothing is left that it could run (the job is then running elsewhere).
+fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, RecvError> {
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) => match rayon::yield_now() {
+                Some(rayon::Yield::Executed) => {}
+                None | Some(rayon::Yield::Idle) => return rx.recv(),
+            },
+        }
     }
 }
 

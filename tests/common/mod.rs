@@ -40,11 +40,22 @@ pub fn add_series(d: &mut TimeFDataset, id: &str, spec: &str, channel: &str, rat
     d.add_series(SeriesMeta::new(id, spec, channel, rate), Box::new(move || Ok(v.into()))).expect("valid series");
 }
 
+/// A dataset with only source `src`.
+pub fn dataset_with_source(name: &str, version: &str) -> TimeFDataset {
+    let mut d = TimeFDataset::new(name, version).expect("valid names");
+    d.add_source(Source { source_id: "src".into(), name: "test source".into(), ..Default::default() }).unwrap();
+    d
+}
+
+/// A sample's series list: `ids`, each in view `main`.
+pub fn main_refs(ids: &[&str]) -> Vec<SeriesRef> {
+    ids.iter().map(|id| SeriesRef { time_series_id: id.to_string(), view: "main".into() }).collect()
+}
+
 /// A small dataset of `samples` ECG samples with two channels each,
 /// one `class` label per sample and one classification task.
 pub fn ecg_dataset(name: &str, version: &str, samples: usize) -> TimeFDataset {
-    let mut d = TimeFDataset::new(name, version).expect("valid names");
-    d.add_source(Source { source_id: "src".into(), name: "test source".into(), ..Default::default() }).unwrap();
+    let mut d = dataset_with_source(name, version);
     for i in 0..samples {
         let sid = format!("s{i:03}");
         let mut refs = Vec::new();
@@ -260,4 +271,319 @@ pub fn footer_range(path: &Path) -> std::ops::Range<u64> {
     assert_eq!(&bytes[n - 4..], b"PAR1");
     let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as u64;
     (n as u64 - 8 - footer_len)..(n as u64 - 8)
+}
+
+/// A dataset spelled out entity by entity, so that a test can build it (in
+/// the order of these lists, or any other) and compare what it reads back
+/// against the same lists.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    pub info: DatasetInfo,
+    pub sources: Vec<Source>,
+    pub series: Vec<(SeriesMeta, Vec<f32>)>,
+    pub samples: Vec<Sample>,
+    /// Each annotation with the samples it is attached to.
+    pub annotations: Vec<(Annotation, Vec<String>)>,
+    /// `(task name, task)`.
+    pub tasks: Vec<(String, Task)>,
+}
+
+impl Fixture {
+    /// The dataset, with entities inserted in list order.
+    pub fn dataset(&self) -> TimeFDataset {
+        let mut d = TimeFDataset::new(&self.info.name, &self.info.version).expect("valid names");
+        d.info = self.info.clone();
+        for s in &self.sources {
+            d.add_source(s.clone()).expect("valid source");
+        }
+        for (meta, v) in &self.series {
+            let v = v.clone();
+            d.add_series(meta.clone(), Box::new(move || Ok(v.into()))).expect("valid series");
+        }
+        for s in &self.samples {
+            d.add_sample(s.clone()).expect("valid sample");
+        }
+        for (a, samples) in &self.annotations {
+            d.add_annotation(a.clone(), samples).expect("valid annotation");
+        }
+        for (name, t) in &self.tasks {
+            d.add_task(name, t.clone()).expect("valid task");
+        }
+        d
+    }
+
+    /// The values of series `id`.
+    pub fn values_of(&self, id: &str) -> &[f32] {
+        &self.series.iter().find(|(m, _)| m.time_series_id == id).expect("known series").1
+    }
+}
+
+/// A fixed UUIDv7-shaped canonical id (version nibble 7, RFC variant) ending in `tag`.
+pub fn uuid7(tag: u64) -> String {
+    format!("0190f5a2-7c3e-7d41-9b6a-{tag:012x}")
+}
+
+/// Sample ids of [`golden_fixture`] (canonical UUIDs: the `sample_id` space is uuid16).
+pub fn golden_sample(n: u64) -> String {
+    uuid7(0x5000 + n)
+}
+
+/// The fixed dataset of `golden/` (and of the round-trip and determinism tests):
+/// three samples over five series (two ECG channels and one respiration
+/// channel; units on some, wall-clock start and `t_end_s` on others), a sample
+/// with a window and a subject, metadata maps (one empty), annotations of every
+/// kind (one shared by two samples, one event with bounds and channel), and one
+/// task of each kind (classification, regression, forecasting, qa) with one
+/// deriving from another. Sample, annotation and subject ids are canonical UUIDs
+/// (uuid16); series, task and source ids are plain strings.
+/// With [`small_options`] its 6 000 values make several chunks, row groups and two shards.
+pub fn golden_fixture() -> Fixture {
+    let ecg = |id: &str, ch: &str, rate: f64, t0: f64, n: usize, seed: u32, with_end: bool| {
+        let meta = SeriesMeta {
+            units: Some("mV".into()),
+            t_start_s: t0,
+            t_end_s: with_end.then(|| t0 + n as f64 / rate),
+            ..SeriesMeta::new(id, "ecg", ch, rate)
+        };
+        (meta, values(seed, n))
+    };
+    let resp = SeriesMeta { t_start_s: 1_700_000_000.0, ..SeriesMeta::new("rec-b/resp", "resp", "chest", 25.0) };
+    let series = vec![
+        ecg("rec-a/I", "I", 100.0, 0.0, 300, 1, true),
+        ecg("rec-a/II", "II", 100.0, 0.0, 300, 2, true),
+        ecg("rec-b/I", "I", 250.0, 1_700_000_000.0, 2300, 3, false),
+        ecg("rec-b/II", "II", 250.0, 1_700_000_000.0, 2300, 4, false),
+        (resp, values(5, 800)),
+    ];
+    let refs = |ids: &[(&str, &str)]| -> Vec<SeriesRef> {
+        ids.iter().map(|(id, view)| SeriesRef { time_series_id: id.to_string(), view: view.to_string() }).collect()
+    };
+    let meta = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let (s1, s2, s3) = (golden_sample(1), golden_sample(2), golden_sample(3));
+    let samples = vec![
+        Sample {
+            sample_id: s1.clone(),
+            source_id: "physionet".into(),
+            subject_id: Some(uuid7(0xc001)),
+            series: refs(&[("rec-a/I", "main"), ("rec-a/II", "main")]),
+            metadata: meta(&[("age", "63"), ("site", "a")]),
+            ..Default::default()
+        },
+        Sample {
+            sample_id: s2.clone(),
+            source_id: "physionet".into(),
+            t_start_s: Some(0.5),
+            t_end_s: Some(1.5),
+            series: refs(&[("rec-a/II", "main")]),
+            metadata: meta(&[("site", "a")]),
+            ..Default::default()
+        },
+        Sample {
+            sample_id: s3.clone(),
+            source_id: "physionet".into(),
+            series: refs(&[("rec-b/I", "main"), ("rec-b/II", "main"), ("rec-b/resp", "aux")]),
+            ..Default::default()
+        },
+    ];
+    let label = |tag: u64, value: &str| Annotation {
+        annotation_id: uuid7(tag),
+        annotation_type: "label".into(),
+        key: "class".into(),
+        value_str: Some(value.into()),
+        ..Default::default()
+    };
+    let annotations = vec![
+        (label(0xa001, "normal"), vec![s1.clone(), s2.clone()]),
+        (label(0xa002, "afib"), vec![s3.clone()]),
+        (
+            Annotation {
+                annotation_id: uuid7(0xa003),
+                annotation_type: "event".into(),
+                key: "beat".into(),
+                value_str: Some("N".into()),
+                t_start_s: Some(0.25),
+                t_end_s: Some(0.4),
+                channel: Some("II".into()),
+                ..Default::default()
+            },
+            vec![s1.clone()],
+        ),
+        (
+            Annotation {
+                annotation_id: uuid7(0xa004),
+                annotation_type: "number".into(),
+                key: "heart_rate".into(),
+                value_num: Some(72.5),
+                ..Default::default()
+            },
+            vec![s1.clone()],
+        ),
+        (
+            Annotation {
+                annotation_id: uuid7(0xa005),
+                annotation_type: "text".into(),
+                key: "note".into(),
+                value_str: Some("baseline wander".into()),
+                ..Default::default()
+            },
+            vec![s3.clone()],
+        ),
+    ];
+    let tasks = vec![
+        (
+            "diagnosis".to_string(),
+            Task {
+                split: Some("train".into()),
+                target: Some("class".into()),
+                ..Task::new("diag-1", TaskType::Classification, vec![s1.clone(), s3.clone()])
+            },
+        ),
+        (
+            "diagnosis".to_string(),
+            Task {
+                split: Some("test".into()),
+                target: Some("class".into()),
+                ..Task::new("diag-2", TaskType::Classification, vec![s2.clone()])
+            },
+        ),
+        (
+            "heart-rate".to_string(),
+            Task {
+                split: Some("train".into()),
+                target: Some("heart_rate".into()),
+                ..Task::new("hr-1", TaskType::Regression, vec![s1.clone()])
+            },
+        ),
+        (
+            "forecast".to_string(),
+            Task {
+                target: Some("II".into()),
+                target_sample_id: Some(s2.clone()),
+                context_sample_ids: Some(vec![s1.clone()]),
+                horizon: Some(50),
+                ..Task::new("fc-1", TaskType::Forecasting, vec![s1.clone(), s2.clone()])
+            },
+        ),
+        (
+            "qa".to_string(),
+            Task {
+                split: Some("val".into()),
+                prompt: Some("Is the rhythm regular?".into()),
+                answer: Some("no".into()),
+                from_task: Some("diag-1".into()),
+                ..Task::new("qa-1", TaskType::Qa, vec![s3.clone()])
+            },
+        ),
+    ];
+    Fixture {
+        info: DatasetInfo {
+            name: "golden".into(),
+            version: "1.0.0".into(),
+            description: Some("Fixed dataset of the TimeF test suite".into()),
+            license: Some("CC0-1.0".into()),
+            citation: Some("timef tests".into()),
+        },
+        sources: vec![Source {
+            source_id: "physionet".into(),
+            name: "PhysioNet (synthetic stand-in)".into(),
+            url: Some("https://physionet.org".into()),
+            license: Some("ODC-By-1.0".into()),
+            citation: None,
+        }],
+        series,
+        samples,
+        annotations,
+        tasks,
+    }
+}
+
+/// Every regular file under `dir` with its bytes, keyed by `/`-separated relative path.
+pub fn file_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    tree(dir)
+        .into_iter()
+        .filter(|rel| dir.join(rel).is_file())
+        .map(|rel| {
+            let bytes = std::fs::read(dir.join(&rel)).expect("read file");
+            (rel.replace(std::path::MAIN_SEPARATOR, "/"), bytes)
+        })
+        .collect()
+}
+
+/// Asserts that two directories hold the same files with the same bytes,
+/// naming the first file that differs.
+pub fn assert_same_files(want: &Path, got: &Path) {
+    let (a, b) = (file_bytes(want), file_bytes(got));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "file lists differ");
+    for (rel, bytes) in &a {
+        assert!(bytes == &b[rel], "{rel} differs between {} and {}", want.display(), got.display());
+    }
+}
+
+/// True when `TIMEF_REGENERATE_GOLDEN=1`: tests rewrite their committed
+/// expectations (`golden/`, `schemas/arrow/`) instead of comparing (`golden/README.md`).
+pub fn regenerate() -> bool {
+    std::env::var("TIMEF_REGENERATE_GOLDEN").is_ok_and(|v| v == "1")
+}
+
+/// A whole Parquet file read through arrow-rs into one batch.
+pub fn read_parquet(path: &Path) -> arrow::record_batch::RecordBatch {
+    let file = std::fs::File::open(path).expect("open parquet file");
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).expect("parquet footer");
+    let schema = builder.schema().clone();
+    let batches: Vec<_> = builder.build().expect("reader").collect::<Result<_, _>>().expect("decode");
+    arrow::compute::concat_batches(&schema, &batches).expect("concat")
+}
+
+/// A Parquet file's footer, with its column and offset indexes.
+pub fn parquet_metadata(path: &Path) -> parquet::file::metadata::ParquetMetaData {
+    let file = std::fs::File::open(path).expect("open parquet file");
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Required)
+        .parse_and_finish(&file)
+        .expect("parquet footer with page index")
+}
+
+/// Column `name` of `batch`.
+pub fn column<'a>(batch: &'a arrow::record_batch::RecordBatch, name: &str) -> &'a arrow::array::ArrayRef {
+    batch.column_by_name(name).unwrap_or_else(|| panic!("column {name} missing"))
+}
+
+/// The values of a UTF-8 column or of an id column (uuid16 `FixedSizeBinary(16)`
+/// read back as canonical strings); `None` for nulls. Panics on any other type.
+pub fn strings(col: &dyn arrow::array::Array) -> Vec<Option<String>> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::DataType;
+    match col.data_type() {
+        DataType::FixedSizeBinary(16) => col
+            .as_fixed_size_binary()
+            .iter()
+            .map(|b| b.map(|b| uuid::Uuid::from_slice(b).expect("16 bytes").hyphenated().to_string()))
+            .collect(),
+        DataType::Utf8 => col.as_string::<i32>().iter().map(|s| s.map(str::to_string)).collect(),
+        other => panic!("a string or id column of type {other}"),
+    }
+}
+
+/// [`strings`] of a column without nulls.
+pub fn required_strings(col: &dyn arrow::array::Array) -> Vec<String> {
+    strings(col).into_iter().map(|s| s.expect("no null in a required column")).collect()
+}
+
+/// The rows of a list column of strings or ids; `None` for null lists.
+pub fn string_lists(col: &dyn arrow::array::Array) -> Vec<Option<Vec<String>>> {
+    use arrow::array::{Array, AsArray};
+    let list = col.as_list::<i32>();
+    let items = required_strings(list.values().as_ref());
+    let offsets = list.value_offsets();
+    (0..list.len())
+        .map(|i| list.is_valid(i).then(|| items[offsets[i] as usize..offsets[i + 1] as usize].to_vec()))
+        .collect()
+}
+
+/// The values of a primitive column; `None` for nulls.
+pub fn primitives<T: arrow::datatypes::ArrowPrimitiveType>(col: &dyn arrow::array::Array) -> Vec<Option<T::Native>> {
+    use arrow::array::AsArray;
+    col.as_primitive::<T>().iter().collect()
 }
