@@ -46,7 +46,8 @@ fn write(c: &mut Criterion) {
             b.iter_batched(
                 || (tempfile::tempdir().unwrap(), dataset("v1", s, n)),
                 |(root, d)| {
-                    let dir = TimeFWriter::new(root.path(), WriterOptions::default()).write(d).unwrap().commit().unwrap();
+                    let dir =
+                        TimeFWriter::new(root.path(), WriterOptions::default()).write(d).unwrap().commit().unwrap();
                     black_box(dir);
                     root
                 },

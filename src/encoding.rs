@@ -285,7 +285,6 @@ impl FileSchema {
     pub fn arrow_schema(&self) -> Result<arrow::datatypes::Schema> {
         use arrow::datatypes::{DataType, Field, Schema};
         let inferred = parquet::arrow::parquet_to_arrow_schema(&self.descr, None).map_err(schema_err)?;
-        let root = self.descr.root_schema();
         let fields: Vec<Field> = inferred
             .fields()
             .iter()
@@ -301,7 +300,6 @@ impl FileSchema {
                 }
             })
             .collect();
-        let _ = root;
         Ok(Schema::new(fields))
     }
 }

@@ -315,7 +315,9 @@ impl Version {
             .find(|e| e.meta.time_series_id == time_series_id)
             .map(|e| e.meta.clone())
             .ok_or_else(|| Error::validation(time_series_id, "time_series_id", "no such series"))?;
-        let at = |t: f64| (((t - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even().max(0.0) as usize).min(values.len());
+        let at = |t: f64| {
+            (((t - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even().max(0.0) as usize).min(values.len())
+        };
         let start = sample.t_start_s.map_or(0, at);
         let end = sample.t_end_s.map_or(values.len(), at).max(start);
         Ok(values.slice(start, end - start))

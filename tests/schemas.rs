@@ -3,8 +3,9 @@
 //!
 //! (a) Every manifest written here, the golden one included, validates against
 //! `schemas/manifest.schema.json`, and manifests broken in one place do not.
-//! (b) `schemas/arrow/<kind>.json` is regenerated from `timef::tables` (Parquet
-//! schema -> `parquet_to_arrow_schema` -> a small JSON rendering) for the
+//! (b) `schemas/arrow/<kind>.json` is regenerated from `timef::tables` (the
+//! Arrow schema each file stores in its `ARROW:schema` key, which is what Arrow
+//! readers see, as a small JSON rendering) for the
 //! all-uuid16 and all-string id encodings and compared byte for byte; the
 //! written files' own schemas are checked against `timef::tables` too.
 //! `TIMEF_REGENERATE_GOLDEN=1` rewrites the Arrow-schema files (`golden/README.md`).
@@ -53,7 +54,7 @@ const KINDS: [Kind; 5] = [
 ];
 
 fn arrow_schema(kind: &Kind, ids: IdEncodings) -> Schema {
-    parquet_to_arrow_schema(&(kind.2)(ids).unwrap().descr, None).unwrap()
+    (kind.2)(ids).unwrap().arrow_schema().unwrap()
 }
 
 /// A field as JSON: name, type, nullability, metadata if any, children of nested types.
@@ -249,7 +250,8 @@ fn written_files_have_the_schemas_of_their_kind() {
                 _ => &KINDS[4],
             };
             let meta = parquet_metadata(&dir.join(&f.path));
-            let stored = parquet_to_arrow_schema(meta.file_metadata().schema_descr(), None).unwrap();
+            let fm = meta.file_metadata();
+            let stored = parquet_to_arrow_schema(fm.schema_descr(), fm.key_value_metadata()).unwrap();
             assert_eq!(stored, arrow_schema(kind, ids), "{} of {}", f.path, dir.display());
         }
     }

@@ -562,6 +562,10 @@ pub fn strings(col: &dyn arrow::array::Array) -> Vec<Option<String>> {
             .map(|b| b.map(|b| uuid::Uuid::from_slice(b).expect("16 bytes").hyphenated().to_string()))
             .collect(),
         DataType::Utf8 => col.as_string::<i32>().iter().map(|s| s.map(str::to_string)).collect(),
+        // categoricals: the files' ARROW:schema declares them dictionary<int32, utf8>
+        DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
+            strings(arrow::compute::cast(col, &DataType::Utf8).expect("cast").as_ref())
+        }
         other => panic!("a string or id column of type {other}"),
     }
 }
