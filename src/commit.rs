@@ -11,8 +11,9 @@
 //!
 //! Dropping a [`Staging`] that was not published removes the staging directory
 //! and nothing else (abort, error, or a panic unwinding through the writer) —
-//! except the dataset directory `<root>/<name>/` when this staging created it
-//! and it is empty again, so a failed first write leaves no directory behind.
+//! except the directories above it (`<root>/<name>/`, the root) that this
+//! staging created and that are empty again, so a failed first write leaves no
+//! directory behind.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -25,13 +26,28 @@ use crate::error::{Error, Result};
 /// The manifest's file name; its presence marks a committed version.
 pub const MANIFEST: &str = "manifest.json";
 
-/// Fails with [`Error::AlreadyExists`] when `version_dir` holds a committed version.
+/// Checks that a version can be published at `version_dir`: fails with
+/// [`Error::AlreadyExists`] when it holds a committed version, and with
+/// [`Error::NotAVersion`] when something else is in the way (a file, or a
+/// non-empty directory without a manifest). An empty directory is fine: the
+/// publish replaces it. Only looks; writes nothing.
 pub fn ensure_absent(version_dir: &Path) -> Result<()> {
     if version_dir.join(MANIFEST).exists() {
-        Err(Error::AlreadyExists { path: version_dir.to_path_buf() })
-    } else {
-        Ok(())
+        return Err(Error::AlreadyExists { path: version_dir.to_path_buf() });
     }
+    let in_the_way = match fs::symlink_metadata(version_dir) {
+        Err(_) => false,
+        Ok(m) if m.is_dir() => fs::read_dir(version_dir).map(|mut d| d.next().is_some()).unwrap_or(true),
+        Ok(_) => true,
+    };
+    if in_the_way {
+        return Err(Error::NotAVersion {
+            path: version_dir.to_path_buf(),
+            reason: "exists but holds no committed version (no manifest.json); remove it or choose another version"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// A staging directory that becomes a version on [`Staging::publish`] and is
@@ -41,8 +57,9 @@ pub struct Staging {
     dir: PathBuf,
     target: PathBuf,
     dirs: Vec<PathBuf>,
-    /// The dataset directory, when this staging created it (removed again on abort if empty).
-    created_parent: Option<PathBuf>,
+    /// Directories above staging that this staging created, deepest first
+    /// (removed again on abort while empty).
+    created_parents: Vec<PathBuf>,
     published: bool,
 }
 
@@ -52,13 +69,17 @@ impl Staging {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let dir = parent.join(format!(".tmp-{version}-{}", uuid::Uuid::new_v4().simple()));
-        let mut created_parent = None;
+        let mut created_parents = Vec::new();
         // another writer's abort may remove an empty parent between the two
         // calls; creating it again is all that is needed
         for attempt in 0.. {
             if !parent.exists() {
+                created_parents = parent
+                    .ancestors()
+                    .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+                    .map(Path::to_path_buf)
+                    .collect();
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-                created_parent = Some(parent.to_path_buf());
             }
             match fs::create_dir(&dir) {
                 Ok(()) => break,
@@ -66,7 +87,7 @@ impl Staging {
                 Err(e) => return Err(Error::io(&dir, e)),
             }
         }
-        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), created_parent, published: false })
+        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), created_parents, published: false })
     }
 
     /// The staging directory.
@@ -115,9 +136,12 @@ impl Drop for Staging {
         if !self.published {
             // best effort: the error that caused the abort is what the caller sees
             let _ = fs::remove_dir_all(&self.dir);
-            if let Some(parent) = &self.created_parent {
-                // only succeeds while empty, so another writer's staging is safe
-                let _ = fs::remove_dir(parent);
+            // remove_dir only succeeds on an empty directory, so another
+            // writer's staging or version is never touched
+            for d in &self.created_parents {
+                if fs::remove_dir(d).is_err() {
+                    break;
+                }
             }
         }
     }

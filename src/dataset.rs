@@ -145,7 +145,7 @@ impl SeriesMeta {
             return Err(Error::validation(
                 id,
                 "sampling_rate_hz",
-                format!("{} is not finite and > 0", self.sampling_rate_hz),
+                format!("must be finite and > 0, got {}", self.sampling_rate_hz),
             ));
         }
         finite_opt(id, "t_start_s", Some(self.t_start_s))?;
@@ -469,10 +469,14 @@ impl TimeFDataset {
         self.tasks.iter().flat_map(|(n, ts)| ts.values().map(move |t| (n.as_str(), t)))
     }
 
-    /// Checks every cross-entity reference: samples name known sources and series,
-    /// annotations known samples, tasks known samples and tasks; every stored series
-    /// is referenced by a sample. Called by the writer before any I/O.
+    /// Checks the dataset as a whole: it has at least one sample, samples name
+    /// known sources and series, annotations known samples, tasks known samples
+    /// and tasks, and every stored series is referenced by a sample. Called by
+    /// the writer before any I/O.
     pub fn validate_references(&self) -> Result<()> {
+        if self.samples.is_empty() {
+            return Err(Error::validation(&self.info.name, "samples", "a version needs at least one sample"));
+        }
         let mut referenced = BTreeSet::new();
         for s in self.samples.values() {
             if !self.sources.contains_key(&s.source_id) {

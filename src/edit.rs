@@ -173,12 +173,16 @@ pub fn base_options(base: &Version) -> Result<WriterOptions> {
         .try_build()
 }
 
-/// Plans the edit of the version at `base_dir` without writing anything (`--dry-run`).
-pub fn plan(base_dir: &Path, op: &RemoveSamples) -> Result<EditPlan> {
+/// Plans the edit that [`edit_version`] with the same arguments would write,
+/// without writing anything (`--dry-run`): the same checks, the target included.
+pub fn plan(base_dir: &Path, out_root: &Path, new_version: &str, op: &RemoveSamples) -> Result<EditPlan> {
     let base = Arc::new(Version::open(base_dir)?);
-    let m = base.manifest();
-    let mut d = base.to_dataset(&m.dataset.name, &m.dataset.version)?;
-    apply(&mut d, op)
+    let name = base.manifest().dataset.name.clone();
+    let mut d = base.to_dataset(&name, new_version)?;
+    crate::commit::ensure_absent(&out_root.join(&name).join(new_version))?;
+    let plan = apply(&mut d, op)?;
+    d.validate_references()?;
+    Ok(plan)
 }
 
 /// Writes `<out_root>/<base name>/<new_version>/`: the version at `base_dir`

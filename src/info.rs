@@ -26,6 +26,22 @@ pub fn summary(v: &Version) -> Result<Value> {
     }))
 }
 
+/// A number for people: up to six significant digits, scientific notation
+/// outside 1e-3..1e6 (sampling rates run from 1/31556952 Hz to MHz).
+fn num(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        let decimals = (5 - x.abs().log10().floor() as i32).max(0) as usize;
+        let s = format!("{x:.decimals$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    } else {
+        format!("{x:.5e}")
+    }
+}
+
 /// The summary as text for a terminal.
 pub fn render(v: &Version) -> Result<String> {
     use std::fmt::Write;
@@ -34,8 +50,7 @@ pub fn render(v: &Version) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(s, "{} / {}  ({})", m.dataset.name, m.dataset.version, v.dir().display());
     if let Some(d) = &m.dataset.description {
-        let first = d.lines().next().unwrap_or("");
-        let _ = writeln!(s, "  {first}");
+        let _ = writeln!(s, "description: {}", d.lines().next().unwrap_or(""));
     }
     let _ = writeln!(
         s,
@@ -47,10 +62,19 @@ pub fn render(v: &Version) -> Result<String> {
     let _ = writeln!(s, "channels:");
     for (spec, chans) in &m.schema.time_series {
         for (ch, cs) in chans {
-            let rates: Vec<String> = cs.sampling_rates_hz.iter().map(|r| format!("{r}")).collect();
+            let rates: Vec<String> = cs.sampling_rates_hz.iter().map(|&r| num(r)).collect();
             let st = m.statistics.get(spec).and_then(|x| x.get(ch));
             let stats = st
-                .map(|t| format!("n={} min={} max={} mean={:.6} std={:.6}", t.count, t.min, t.max, t.mean, t.std))
+                .map(|t| {
+                    format!(
+                        "n={} min={} max={} mean={} std={}",
+                        t.count,
+                        num(t.min),
+                        num(t.max),
+                        num(t.mean),
+                        num(t.std)
+                    )
+                })
                 .unwrap_or_default();
             let _ = writeln!(s, "  {spec}/{ch}: {} series @ {} Hz  {stats}", cs.series, rates.join(","));
         }
@@ -62,7 +86,7 @@ pub fn render(v: &Version) -> Result<String> {
         }
     }
     let total: u64 = m.files.iter().map(|f| f.bytes).sum();
-    let _ = writeln!(s, "files: {} ({} bytes)", m.files.len(), total);
+    let _ = writeln!(s, "files: {} besides manifest.json ({} bytes)", m.files.len(), total);
     for f in &m.files {
         let _ = writeln!(s, "  {:>12}  {:>8} rows  {}", f.bytes, f.rows, f.path);
     }

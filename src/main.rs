@@ -226,9 +226,36 @@ fn write(root: PathBuf, dataset: TimeFDataset, quiet: bool) -> Result<PathBuf, E
     Ok(dir)
 }
 
+/// Checks the options every ingest shares, naming the flag at fault.
+fn check_common(common: &Common, sampling_rate_hz: Option<f64>) -> Result<(), Error> {
+    for (flag, value, field) in
+        [("--name", &common.name, "dataset_name"), ("--version", &common.version, "dataset_version")]
+    {
+        timef::dataset::validate_name(value, field).map_err(|_| Error::InvalidOption {
+            option: flag,
+            reason: format!("{value:?} must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'"),
+        })?;
+    }
+    if let Some(hz) = sampling_rate_hz {
+        if !(hz.is_finite() && hz > 0.0) {
+            return Err(Error::InvalidOption {
+                option: "--sampling-rate-hz",
+                reason: format!("must be finite and > 0, got {hz}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Ingest(ingest) => {
+            match &ingest {
+                Ingest::Ucr { common, sampling_rate_hz, .. } | Ingest::Arrow { common, sampling_rate_hz, .. } => {
+                    check_common(common, *sampling_rate_hz)?
+                }
+                Ingest::Tsf { common, .. } => check_common(common, None)?,
+            }
             let (root, dataset) = match ingest {
                 Ingest::Ucr { common, sampling_rate_hz, on_missing, files } => {
                     let opts = UcrOptions {
@@ -324,7 +351,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         "time_series_id": series_id,
                         "sampling_rate_hz": meta.as_ref().map(|m| m.sampling_rate_hz),
                         "t_start_s": meta.as_ref().map(|m| m.t_start_s),
-                        "values": values.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(),
+                        // float32 values print in their shortest float32 form, as in the csv
+                        "values": &values[..],
                     });
                     writeln!(out, "{doc}")
                 }
@@ -348,7 +376,10 @@ fn edit(a: EditArgs) -> Result<ExitCode, Error> {
     use timef::edit::{Cascade, RemoveSamples};
     let mut ids: std::collections::BTreeSet<String> = a.remove_sample.into_iter().collect();
     if let Some(file) = &a.remove_samples_from {
-        let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+        let text = std::fs::read_to_string(file).map_err(|e| Error::InvalidOption {
+            option: "--remove-samples-from",
+            reason: format!("{}: {e}", file.display()),
+        })?;
         ids.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
     }
     if ids.is_empty() {
@@ -374,7 +405,7 @@ fn edit(a: EditArgs) -> Result<ExitCode, Error> {
         }
     };
     if a.dry_run {
-        print(&timef::edit::plan(&a.base_dir, &op)?);
+        print(&timef::edit::plan(&a.base_dir, &a.out_root, &a.version, &op)?);
     } else {
         let (dir, plan) = timef::edit::edit_version(&a.base_dir, &a.out_root, &a.version, &op)?;
         print(&plan);
@@ -383,13 +414,33 @@ fn edit(a: EditArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Exit code 2 for what the user can fix: bad input, options or dataset, and
+/// paths they named that do not exist or have the wrong kind.
+fn exit_code(e: &Error) -> u8 {
+    let bad_path = matches!(e, Error::Io { source, .. } if matches!(
+        source.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory | std::io::ErrorKind::IsADirectory
+    ));
+    if e.is_user_error() || bad_path {
+        2
+    } else {
+        3
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("timef: error: {e}");
-            ExitCode::from(if e.is_user_error() { 2 } else { 3 })
+            let hint = match &e {
+                Error::Edit { blockers } if blockers.iter().any(|b| b.starts_with("task ")) => {
+                    " (--cascade removes those tasks, and the tasks derived from them, too)"
+                }
+                _ => "",
+            };
+            eprintln!("timef: error: {e}{hint}");
+            ExitCode::from(exit_code(&e))
         }
     }
 }

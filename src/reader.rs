@@ -567,7 +567,8 @@ pub(crate) fn task_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Task>> {
 }
 
 /// Committed versions under `root`: `(dataset name, version)` pairs, sorted.
-/// Staging directories (`.tmp-*`) and directories without a manifest are skipped.
+/// Staging directories (`.tmp-*`) and directories that [`Version::open`]
+/// refuses (no manifest, or one of another format) are skipped.
 pub fn list_versions(root: &Path) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(root).map_err(|e| Error::io(root, e))?;
@@ -579,7 +580,7 @@ pub fn list_versions(root: &Path) -> Result<Vec<(String, String)>> {
         for v in std::fs::read_dir(ds.path()).map_err(|e| Error::io(ds.path(), e))? {
             let v = v.map_err(|e| Error::io(ds.path(), e))?;
             let name = v.file_name().to_string_lossy().into_owned();
-            if !name.starts_with('.') && v.path().join(MANIFEST).is_file() {
+            if !name.starts_with('.') && v.path().is_dir() && Version::open(v.path()).is_ok() {
                 out.push((ds.file_name().to_string_lossy().into_owned(), name));
             }
         }

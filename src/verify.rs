@@ -1104,7 +1104,8 @@ impl<'a> Verifier<'a> {
                     None => {
                         let m = &e.meta;
                         if !(m.sampling_rate_hz.is_finite() && m.sampling_rate_hz > 0.0) {
-                            let msg = format!("sampling_rate_hz {} of {id} is not finite and > 0", m.sampling_rate_hz);
+                            let msg =
+                                format!("sampling_rate_hz of {id} must be finite and > 0, got {}", m.sampling_rate_hz);
                             report.push(INDEX, &at, Check::Values, msg);
                         }
                         if !m.t_start_s.is_finite() || m.t_end_s.is_some_and(|t| !t.is_finite()) {

@@ -61,11 +61,24 @@ fn a_directory_without_manifest_is_not_a_version() {
     assert_eq!(commit(tmp.path(), ecg_dataset("v", "1", 1), small_options()), dir);
     assert_conforming(&dir);
 
-    // a non-empty one is never replaced: the publish fails and the stray file survives
+    // a non-empty one is in the way: refused before any I/O, and the stray file survives
     let stray = tmp.path().join("v/2/notes.txt");
     std::fs::create_dir_all(stray.parent().unwrap()).unwrap();
     std::fs::write(&stray, "keep me").unwrap();
+    match writer(tmp.path()).write(ecg_dataset("v", "2", 1)).unwrap_err() {
+        Error::NotAVersion { path, reason } => assert_eq!(
+            (path, reason.as_str()),
+            (
+                tmp.path().join("v/2"),
+                "exists but holds no committed version (no manifest.json); remove it or choose another version"
+            )
+        ),
+        other => panic!("expected NotAVersion, got {other:?}"),
+    }
+    // one that appears between write and commit is never replaced either
+    std::fs::remove_file(&stray).unwrap();
     let staged = writer(tmp.path()).write(ecg_dataset("v", "2", 1)).unwrap();
+    std::fs::write(&stray, "keep me").unwrap();
     match staged.commit().unwrap_err() {
         Error::AlreadyExists { path } => assert_eq!(path, tmp.path().join("v/2")),
         other => panic!("expected AlreadyExists, got {other:?}"),

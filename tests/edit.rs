@@ -70,7 +70,7 @@ fn tsf_forecasting_edit_refused_then_cascaded() {
     assert_eq!(err.to_string(), "edit refused: unknown sample id nope");
 
     let op = remove(&["tsf-T1/target"], Cascade::RemoveDependents);
-    let planned = plan(&base_dir, &op).unwrap();
+    let planned = plan(&base_dir, root.path(), "v2", &op).unwrap();
     let (dir, done) = edit_version(&base_dir, root.path(), "v2", &op).unwrap();
     assert_eq!(planned, done);
     assert_eq!(done.tasks, vec![("forecast".to_string(), "tsf-T1/forecast".to_string())]);
@@ -191,7 +191,15 @@ fn cli_edit_dry_run_and_exit_codes() {
     assert_eq!(tree(root.path()), before);
     let (code, _, err) = cli(&["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T1/context"]);
     assert_eq!(code, 2);
-    assert_eq!(err, "timef: error: edit refused: task forecast/tsf-T1/forecast: context_sample_ids entry tsf-T1/context would be removed\n");
+    assert_eq!(
+        err,
+        "timef: error: edit refused: task forecast/tsf-T1/forecast: context_sample_ids entry tsf-T1/context would be \
+         removed (--cascade removes those tasks, and the tasks derived from them, too)\n"
+    );
+    // a dry run checks the target too
+    let (code, _, err) =
+        cli(&["edit", b, "--out-root", r, "--version", "v1", "--remove-sample", "tsf-T2", "--dry-run"]);
+    assert_eq!((code, err), (2, format!("timef: error: version already exists: {b}\n")));
     let list = root.path().join("rm.txt");
     std::fs::write(&list, "# drop T1's context\ntsf-T1/context\n\n").unwrap();
     let (code, out, _) = cli(&[

@@ -102,7 +102,7 @@ fn sampling_rate_must_be_finite_and_positive() {
     for (rate, shown) in [(0.0, "0"), (-1.0, "-1"), (f64::NAN, "NaN"), (f64::INFINITY, "inf")] {
         let meta = SeriesMeta::new("r", "resp", "chest", rate);
         let e = d.add_series(meta, Box::new(|| Ok(vec![1.0f32].into()))).unwrap_err();
-        assert_eq!(validation(e), triple("r", "sampling_rate_hz", &format!("{shown} is not finite and > 0")));
+        assert_eq!(validation(e), triple("r", "sampling_rate_hz", &format!("must be finite and > 0, got {shown}")));
     }
     assert_eq!(d.series().count(), 2, "refused series are not added");
 }

@@ -19,7 +19,7 @@ use arrow::buffer::Buffer;
 use arrow::datatypes::{DataType, Float32Type, Float64Type, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::connectors::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use crate::connectors::{unreadable, IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{LoaderError, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
 
@@ -106,15 +106,16 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
     let mut magic = [0u8; 6];
     {
         use std::io::Read;
-        let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
-        let n = f.read(&mut magic).map_err(|e| Error::io(path, e))?;
+        let mut f = File::open(path).map_err(|e| unreadable(path, e))?;
+        let n = f.read(&mut magic).map_err(|e| unreadable(path, e))?;
         if n < 4 {
             return Err(Error::input(path, None, "file too short to be Arrow IPC or Parquet"));
         }
     }
     let (input, batches): (Input, Box<dyn Iterator<Item = Result<RecordBatch>>>) = if &magic[..4] == b"PAR1" {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
+        let file = File::open(path).map_err(|e| unreadable(path, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| Error::input(path, None, format!("not a readable Parquet file: {e}")))?;
         let groups = builder.metadata().num_row_groups();
         let p = path.to_path_buf();
         let it = (0..groups).map(move |g| read_row_group(&p, g).map_err(|e| Error::input(&p, None, e.to_string())));
@@ -149,11 +150,13 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
                 let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, rate);
                 meta.t_start_s = t_start_s;
                 let (input, item, dim) = (Arc::clone(&input), series_readable, dims.map(|_| d));
+                let (file, row) = (path.to_path_buf(), row_base + r);
                 dataset.add_series(
                     meta,
                     Box::new(move || {
                         let batch = input.batch(b)?;
-                        let values = series_values(&batch, r, dim).map_err(|e| format!("item {item}: {e}"))?;
+                        let values = series_values(&batch, r, dim)
+                            .map_err(|e| format!("{}: row {row}: item {item}: {e}", file.display()))?;
                         Ok(match input.as_ref() {
                             Input::Ipc { map, .. } => release_on_drop(values, map),
                             Input::Parquet { .. } => values,
@@ -219,7 +222,7 @@ fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValu
 
 /// Maps the file and decodes every record batch zero-copy (IPC file or stream).
 fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = File::open(path).map_err(|e| unreadable(path, e))?;
     // SAFETY: the mapping is read-only; like every mmap-based reader, a file
     // truncated by another process while it is read is outside the contract.
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?);
@@ -408,7 +411,12 @@ fn series_values(batch: &RecordBatch, r: usize, dim: Option<usize>) -> std::resu
     Ok(match values.data_type() {
         DataType::Float32 => values.as_primitive::<Float32Type>().values().clone(),
         DataType::Float64 => {
-            values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32).collect::<Vec<_>>().into()
+            let wide = values.as_primitive::<Float64Type>().values();
+            // a finite float64 beyond float32's range would silently become inf
+            if let Some(k) = wide.iter().position(|&v| v.is_finite() && (v as f32).is_infinite()) {
+                return Err(format!("value {k} = {} is outside the float32 range", wide[k]));
+            }
+            wide.iter().map(|&v| v as f32).collect::<Vec<_>>().into()
         }
         other => return Err(format!("values of type {other}")),
     })

@@ -17,6 +17,12 @@ pub const DEFAULT_SAMPLING_RATE_HZ: f64 = 1.0;
 /// (`docs/format.md`, "Connector ids"): UUIDv5 of the URL namespace and `https://timef.dev/ids/v1`.
 pub const ID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0xbdf6_e50b_617c_5b86_9d6a_1774_ddd3_2bb9);
 
+/// The error for an input file that cannot be opened or read: the user named
+/// it, so it is bad input ([`crate::Error::InvalidInput`]), not a machine fault.
+pub(crate) fn unreadable(path: &std::path::Path, e: std::io::Error) -> crate::Error {
+    crate::Error::input(path, None, format!("cannot read the input file: {e}"))
+}
+
 /// How connectors spell ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IdMode {

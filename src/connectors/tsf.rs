@@ -225,7 +225,7 @@ pub fn read_tsf(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<TimeFDatase
 /// Parses a `.tsf` file without building a dataset (the first half of [`read_tsf`]).
 pub fn parse_tsf(path: impl AsRef<Path>) -> Result<TsfFile> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::connectors::unreadable(path, e))?;
     parse_bytes(path, &bytes)
 }
 

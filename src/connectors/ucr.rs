@@ -94,7 +94,7 @@ impl UcrOptions {
             if !(hz.is_finite() && hz > 0.0) {
                 return Err(Error::InvalidOption {
                     option: "sampling_rate_hz",
-                    reason: format!("{hz} is not finite and > 0"),
+                    reason: format!("must be finite and > 0, got {hz}"),
                 });
             }
         }
@@ -356,7 +356,7 @@ impl Parser<'_> {
 /// returned directly). Same rules and errors as [`read_ucr`].
 pub fn parse_ts_file(path: impl AsRef<Path>, on_missing: OnMissing) -> Result<TsFile> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| crate::connectors::unreadable(path, e))?;
     parse_ts(path, &bytes, on_missing)
 }
 
