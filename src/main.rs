@@ -119,7 +119,7 @@ enum Ingest {
     Ucr {
         #[command(flatten)]
         common: Common,
-        /// Sampling rate of every series in Hz (default 1, or the timestamps' spacing).
+        /// Sampling rate of every series in Hz (default 1, or the spacing of `@timeStamps`, which it must then match).
         #[arg(long)]
         sampling_rate_hz: Option<f64>,
         /// What to do with a case whose channel has an interior missing value.

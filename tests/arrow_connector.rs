@@ -134,3 +134,28 @@ fn bad_inputs_name_the_file() {
     let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
     assert_eq!(err, format!("{}: target has type Utf8, want list<float> or list<list<float>>", path.display()));
 }
+
+/// pyarrow's defaults: snappy Parquet and lz4-compressed Feather (IPC file).
+#[test]
+fn reads_the_codecs_pyarrow_writes_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (parquet_path, feather_path) = (dir.path().join("g.parquet"), dir.path().join("g.arrow"));
+    let script = format!(
+        "import pyarrow as pa, pyarrow.parquet as pq, pyarrow.feather as f\n\
+         t = pa.table({{'item_id': ['a', 'b'], 'target': [[1.5, 2.5], [3.0]]}})\n\
+         pq.write_table(t, {:?})\n\
+         f.write_feather(t, {:?})\n",
+        parquet_path.to_str().unwrap(),
+        feather_path.to_str().unwrap()
+    );
+    let Some(py) = common::require_python("codec inputs") else { return };
+    let out = std::process::Command::new(py).args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for path in [parquet_path, feather_path] {
+        let d = read_arrow(&path, &ArrowOptions::new("g", "v1")).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let v = Version::open(common::commit(root.path(), d, timef::WriterOptions::default())).unwrap();
+        assert_eq!(&v.read_series("a").unwrap()[..], &[1.5, 2.5], "{}", path.display());
+        assert_eq!(&v.read_series("b").unwrap()[..], &[3.0], "{}", path.display());
+    }
+}

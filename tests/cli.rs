@@ -155,3 +155,60 @@ fn usage_and_user_errors_exit_2() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(tree(root.path()), before);
 }
+
+#[test]
+fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("new-root");
+    let r = root.to_str().unwrap();
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let t = train.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["ingest", "ucr", "--root", r, "--name", "my data", "--version", "v1", t],
+            "timef: error: invalid option --name: \"my data\" must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'\n",
+        ),
+        (
+            &["ingest", "ucr", "--root", r, "--name", "m", "--version", "v1", "--sampling-rate-hz", "0", t],
+            "timef: error: invalid option --sampling-rate-hz: must be finite and > 0, got 0\n",
+        ),
+        (
+            &["ingest", "ucr", "--root", r, "--name", "m", "--version", "v1", "--sampling-rate-hz", "nan", t],
+            "timef: error: invalid option --sampling-rate-hz: must be finite and > 0, got NaN\n",
+        ),
+        (
+            &["ingest", "tsf", "--root", r, "--name", "m", "--version", "v1", "/nonexistent/x.tsf"],
+            "timef: error: /nonexistent/x.tsf: cannot read the input file: No such file or directory (os error 2)\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, out, err) = cli(args);
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", want), "{args:?}");
+        assert!(!root.exists(), "{args:?} created the root");
+    }
+    // a loader failure after staging began: the root it created is gone again
+    let bad = tmp.path().join("nulls.arrows");
+    {
+        use std::sync::Arc;
+        let mut target = arrow::array::ListBuilder::new(arrow::array::Float32Builder::new());
+        target.values().append_option(Some(1.0));
+        target.values().append_null();
+        target.append(true);
+        let batch =
+            arrow::array::RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as arrow::array::ArrayRef)])
+                .unwrap();
+        let mut w =
+            arrow::ipc::writer::StreamWriter::try_new(std::fs::File::create(&bad).unwrap(), &batch.schema()).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+    }
+    let (code, _, err) =
+        cli(&["ingest", "arrow", "--root", r, "--name", "m", "--version", "v1", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert_eq!(err, format!("timef: error: loading series 0: {}: row 0: item 0: 1 null values\n", bad.display()));
+    assert!(!root.exists(), "a failed ingest left {:?}", tree(tmp.path()));
+    // an unreadable removal list names its option
+    let (code, _, err) = cli(&["edit", t, "--out-root", r, "--version", "v2", "--remove-samples-from", "/nonexistent"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("timef: error: invalid option --remove-samples-from: /nonexistent: "), "{err}");
+}

@@ -212,6 +212,7 @@ const BAD_CASES: &[(&str, usize, &str)] = &[
         "attribute series_name has unknown type \"text\" (expected string, numeric or date)",
     ),
     ("empty_series.tsf", 6, "series T1 has no values"),
+    ("ucr_header.tsf", 1, "@problemname is a UCR/UEA .ts tag, not a .tsf one; use `timef ingest ucr`"),
 ];
 
 #[test]

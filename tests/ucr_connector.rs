@@ -333,6 +333,7 @@ const BAD_FILES: &[(&str, usize, &[&str])] = &[
     ("irregular_timestamps.ts", 6, &["case 1, dimension 0", "irregular timestamps"]),
     ("bad_datetime.ts", 4, &["case 0, dimension 0, value 0", "'2019-13-01 00:00:00'"]),
     ("non_numeric_target.ts", 5, &["case 1", "regression target 'high' is not a number"]),
+    ("monash_header.ts", 2, &["@relation is a Monash .tsf tag", "timef ingest tsf"]),
 ];
 
 #[test]
@@ -383,4 +384,44 @@ fn drop_case_keeps_file_positions() {
     // Dropping does not excuse other errors.
     let err = read_ucr(&[Path::new(BAD).join("non_numeric_value.ts")], &opts).unwrap_err();
     assert!(matches!(err, Error::InvalidInput { line: Some(5), .. }), "{err}");
+}
+
+const MISMATCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mismatch");
+
+/// Files given together must be splits of one problem; a rate given with
+/// timestamps must match them.
+#[test]
+fn inconsistent_files_and_rates_are_refused() {
+    let dir = Path::new(MISMATCH);
+    let read = |files: &[&str], opts: UcrOptions| {
+        let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
+        read_ucr(&paths, &opts).unwrap_err()
+    };
+    let cases: [(&[&str], &str); 2] = [
+        (&["Toy_TRAIN.ts", "TwoDims_TEST.ts"], "the dimensions (2) differ from"),
+        (
+            &["Toy_TRAIN.ts", "OtherLabels_TEST.ts"],
+            "the declared labels or targets (Class([\"x\", \"y\"])) differ from",
+        ),
+    ];
+    for (files, want) in cases {
+        match read(files, UcrOptions::new("toy", "1")) {
+            Error::InvalidInput { path, line: None, reason } => {
+                assert_eq!(path, dir.join(files[1]));
+                assert!(reason.starts_with(want), "{reason}");
+                assert!(reason.contains("Toy_TRAIN.ts's; the files are not one dataset"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    match read(&["Stamped_TRAIN.ts"], UcrOptions::new("toy", "1").with_sampling_rate_hz(50.0)) {
+        Error::InvalidInput { path, line: Some(6), reason } => {
+            assert_eq!(path, dir.join("Stamped_TRAIN.ts"));
+            assert_eq!(reason, "case 0, dimension 0: the timestamps give 1 Hz but the sampling rate option is 50 Hz");
+        }
+        other => panic!("{other:?}"),
+    }
+    // agreeing rates are fine
+    let paths = [dir.join("Stamped_TRAIN.ts")];
+    assert!(read_ucr(&paths, &UcrOptions::new("toy", "1").with_sampling_rate_hz(1.0)).is_ok());
 }

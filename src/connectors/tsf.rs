@@ -420,6 +420,14 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
             }
             "@missing" => missing.set(path, no, parse_bool(path, no, "@missing", rest)?)?,
             "@equallength" => equal_length.set(path, no, parse_bool(path, no, "@equallength", rest)?)?,
+            // tags only a UCR/UEA .ts header has: the wrong subcommand, most likely
+            t @ ("@problemname" | "@classlabel" | "@targetlabel" | "@univariate" | "@dimensions") => {
+                return Err(Error::input(
+                    path,
+                    Some(no),
+                    format!("{t} is a UCR/UEA .ts tag, not a .tsf one; use `timef ingest ucr`"),
+                ))
+            }
             // Unknown tags are skipped, as the Monash reference loader does, so
             // that files with newer header tags still load.
             _ => {}

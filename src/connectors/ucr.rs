@@ -50,8 +50,8 @@ pub struct UcrOptions {
     /// Spec type of every series; [`DEFAULT_SPEC_TYPE`] when `None`.
     pub spec_type: Option<String>,
     /// Sampling rate of every series. When `None`, evenly spaced timestamps give the
-    /// rate (`1 / dt`), else [`DEFAULT_SAMPLING_RATE_HZ`]. When set it wins over the
-    /// timestamps' spacing (timestamps still give each series' start).
+    /// rate (`1 / dt`), else [`DEFAULT_SAMPLING_RATE_HZ`]. When set together with
+    /// timestamps, the two must agree (relative 1e-9), else the file is refused.
     pub sampling_rate_hz: Option<f64>,
     /// How ids are spelled.
     pub ids: IdMode,
@@ -141,8 +141,31 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
     }
 
     let mut ds = TimeFDataset::new(opts.name.as_str(), opts.version.as_str())?;
+    let mut first: Option<(&Path, Option<String>, TsResponse, Option<usize>)> = None;
     for (i, (path, split)) in files.into_iter().enumerate() {
         let file = parse_ts_file(path, opts.on_missing)?;
+        let dims = file.cases.first().map(|c| c.channels.len());
+        // the files of one dataset are splits of one problem: same name, labels, dimensions
+        if let Some((first_path, name, response, first_dims)) = &first {
+            let differs = |what: String| {
+                Error::input(
+                    path,
+                    None,
+                    format!("{what} differ from {}'s; the files are not one dataset", first_path.display()),
+                )
+            };
+            if file.problem_name.is_some() && name.is_some() && &file.problem_name != name {
+                return Err(differs(format!("@problemName {:?}", file.problem_name.as_deref().unwrap_or(""))));
+            }
+            if &file.response != response {
+                return Err(differs(format!("the declared labels or targets ({:?})", file.response)));
+            }
+            if dims.is_some() && first_dims.is_some() && dims != *first_dims {
+                return Err(differs(format!("the dimensions ({})", dims.unwrap_or(0))));
+            }
+        } else {
+            first = Some((path, file.problem_name.clone(), file.response.clone(), dims));
+        }
         if i == 0 {
             ds.info.description = file.description();
             ds.add_source(Source {
@@ -151,7 +174,7 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
                 ..Default::default()
             })?;
         }
-        add_file(&mut ds, opts, &split, file)?;
+        add_file(&mut ds, opts, path, &split, file)?;
     }
     Ok(ds)
 }
@@ -170,7 +193,7 @@ fn split_of(path: &Path) -> String {
 }
 
 /// Moves one parsed file into the dataset.
-fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, split: &str, file: TsFile) -> Result<()> {
+fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, path: &Path, split: &str, file: TsFile) -> Result<()> {
     let name = &opts.name;
     let ids = opts.ids;
     let spec_type = opts.spec_type.as_deref().unwrap_or(DEFAULT_SPEC_TYPE);
@@ -181,6 +204,18 @@ fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, split: &str, file: TsFile)
         let sample_id = ids.id(&readable);
         let mut refs = Vec::with_capacity(case.channels.len());
         for (dim, ch) in case.channels.into_iter().enumerate() {
+            if let (Some(given), Some(stamped)) = (opts.sampling_rate_hz, ch.rate_hz) {
+                if ((given - stamped) / stamped).abs() > 1e-9 {
+                    return Err(Error::input(
+                        path,
+                        Some(case.line),
+                        format!(
+                            "case {}, dimension {dim}: the timestamps give {stamped} Hz but the sampling rate option is {given} Hz",
+                            case.index
+                        ),
+                    ));
+                }
+            }
             let series_id = ids.id(&format!("{readable}/{dim}"));
             let meta = SeriesMeta {
                 time_series_id: series_id.clone(),
@@ -472,6 +507,10 @@ impl Parser<'_> {
                 };
             }
             "targetlabel" => h.target = bool_value(&mut words)?.then_some(no),
+            // tags only a Monash .tsf header has: the wrong subcommand, most likely
+            t @ ("relation" | "attribute" | "frequency" | "horizon") => {
+                return Err(self.err(no, format!("@{t} is a Monash .tsf tag, not a .ts one; use `timef ingest tsf`")))
+            }
             // @missing, @equalLength and @seriesLength are advisory: missing values and
             // lengths are taken from the data. Other tags are not part of the format.
             _ => {}
