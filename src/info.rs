@@ -95,3 +95,31 @@ pub fn render(v: &Version) -> Result<String> {
     }
     Ok(s)
 }
+
+/// Every sample with its window and series (id and view), as JSON.
+pub fn samples_json(v: &Version) -> Result<Value> {
+    Ok(Value::Array(
+        v.samples()?
+            .iter()
+            .map(|s| {
+                json!({
+                    "sample_id": s.sample_id,
+                    "t_start_s": s.t_start_s,
+                    "t_end_s": s.t_end_s,
+                    "series": s.series.iter().map(|r| json!({"time_series_id": r.time_series_id, "view": r.view})).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// Every sample and its series ids, one sample per line, for a terminal.
+pub fn render_samples(v: &Version) -> Result<String> {
+    use std::fmt::Write;
+    let mut s = String::from("samples (sample_id: time_series_id ...):\n");
+    for sample in v.samples()? {
+        let series: Vec<&str> = sample.series.iter().map(|r| r.time_series_id.as_str()).collect();
+        let _ = writeln!(s, "  {}: {}", sample.sample_id, series.join(" "));
+    }
+    Ok(s)
+}

@@ -41,6 +41,9 @@ enum Command {
         /// Print the manifest-derived summary as JSON.
         #[arg(long)]
         json: bool,
+        /// Also list every sample with its series ids (the ids `cat` and `edit` take).
+        #[arg(long)]
+        samples: bool,
     },
     /// Datasets and committed versions under ROOT (staging directories are not versions).
     Ls {
@@ -295,12 +298,19 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Info { version_dir, json } => {
+        Command::Info { version_dir, json, samples } => {
             let v = Version::open(&version_dir)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&timef::info::summary(&v)?).unwrap_or_default());
+                let mut doc = timef::info::summary(&v)?;
+                if samples {
+                    doc["samples"] = timef::info::samples_json(&v)?;
+                }
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
                 print!("{}", timef::info::render(&v)?);
+                if samples {
+                    print!("{}", timef::info::render_samples(&v)?);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -83,6 +83,13 @@ fn info_ls_cat_on_real_data() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["counts"]["samples"], 40);
     assert_eq!(v["counts"]["tasks"]["train"], 1);
+    // the ids that cat and edit take
+    let (code, out, _) = cli(&["info", dir.to_str().unwrap(), "--samples"]);
+    assert_eq!(code, 0);
+    let listed: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("samples (")).skip(1).collect();
+    assert_eq!(listed.len(), 40);
+    let series: String = (0..6).map(|d| format!(" BasicMotions-train-0/{d}")).collect();
+    assert_eq!(listed[0], format!("  BasicMotions-train-0:{series}"));
 
     // a staging directory and an uncommitted directory are not versions
     std::fs::create_dir_all(root.path().join("BasicMotions/.tmp-v2-abc")).unwrap();
