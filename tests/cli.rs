@@ -115,24 +115,20 @@ fn info_ls_cat_on_real_data() {
     assert_eq!(values, want);
 }
 
+/// `ingest ucr` of BasicMotions_TRAIN.ts as `BasicMotions/<version>` under `root`.
+fn ingest_train(root: &Path, version: &str) -> (i32, String, String) {
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let root = root.to_str().unwrap();
+    cli(&["ingest", "ucr", "--root", root, "--name", "BasicMotions", "--version", version, train.to_str().unwrap()])
+}
+
 #[test]
 fn usage_and_user_errors_exit_2() {
     let root = tempfile::tempdir().unwrap();
     let dir = ingest_basic_motions(root.path());
     let before = tree(root.path());
     // the same version again: refused before any I/O
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    let (code, _, err) = cli(&[
-        "ingest",
-        "ucr",
-        "--root",
-        root.path().to_str().unwrap(),
-        "--name",
-        "BasicMotions",
-        "--version",
-        "v1",
-        train.to_str().unwrap(),
-    ]);
+    let (code, _, err) = ingest_train(root.path(), "v1");
     assert_eq!(code, 2);
     assert_eq!(err, format!("timef: error: version already exists: {}\n", dir.display()));
     assert_eq!(tree(root.path()), before);
@@ -148,17 +144,7 @@ fn usage_and_user_errors_exit_2() {
     let (code, _, _) = cli(&["ingest", "ucr", "--root", "x"]);
     assert_eq!(code, 2);
     // a bad version name is a validation error before any I/O
-    let (code, _, err) = cli(&[
-        "ingest",
-        "ucr",
-        "--root",
-        root.path().to_str().unwrap(),
-        "--name",
-        "BasicMotions",
-        "--version",
-        ".hidden",
-        train.to_str().unwrap(),
-    ]);
+    let (code, _, err) = ingest_train(root.path(), ".hidden");
     assert_eq!(code, 2, "{err}");
     assert_eq!(tree(root.path()), before);
 }
