@@ -977,8 +977,10 @@ mod tests {
         let v = values(&mut ds);
         assert_eq!(v.len(), 3);
         assert_eq!(v["tsf-T1"].len(), 7);
-        assert_eq!(v["tsf-T1"][0], 25092.2284_f32);
-        assert_eq!(v["tsf-T2"], vec![887896.51_f32, 887068.98, 971549.04]);
+        // the decimal text as float32 (it has more digits than float32 holds)
+        let f32s = |texts: &[&str]| texts.iter().map(|t| t.parse::<f32>().unwrap()).collect::<Vec<_>>();
+        assert_eq!(v["tsf-T1"][0], f32s(&["25092.2284"])[0]);
+        assert_eq!(v["tsf-T2"], f32s(&["887896.51", "887068.98", "971549.04"]));
         assert_eq!(v["tsf-T3"], vec![227921.0_f32, 230995.0, 183635.0, 238605.0, 254186.0]);
     }
 
