@@ -159,3 +159,24 @@ fn reads_the_codecs_pyarrow_writes_by_default() {
         assert_eq!(&v.read_series("b").unwrap()[..], &[3.0], "{}", path.display());
     }
 }
+
+#[test]
+fn duplicate_item_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dup.arrow");
+    let mut target = ListBuilder::new(Float64Builder::new());
+    for v in [[1.0, 2.0], [3.0, 4.0]] {
+        target.values().append_slice(&v);
+        target.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["a", "a"])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
+    assert_eq!(err, format!("{}: row 1: duplicate item_id a", path.display()));
+}

@@ -127,6 +127,7 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
     let input = Arc::new(input);
 
     let mut row_base = 0usize;
+    let mut seen = std::collections::HashSet::new();
     for (b, batch) in batches.enumerate() {
         let batch = batch?;
         let rows = Rows::of(path, &batch)?;
@@ -165,7 +166,7 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
                 )?;
                 refs.push(SeriesRef { time_series_id, view: "main".into() });
             }
-            if dataset.samples().any(|s| s.sample_id == sample_id) {
+            if !seen.insert(sample_id.clone()) {
                 return Err(Error::input(path, None, format!("row {}: duplicate item_id {readable}", row_base + r)));
             }
             dataset.add_sample(Sample {
