@@ -3,13 +3,13 @@
 //!
 //! Every TimeF file is written through this module, one column chunk at a time:
 //! values go to the parquet crate's typed column writers, which hand finished
-//! pages to [`CrcPageWriter`]. That page writer serializes the Thrift page header
+//! pages to its own `CrcPageWriter`. That page writer serializes the Thrift page header
 //! itself ([`crate::thrift`]) so it can carry the CRC-32 of the page bytes (the
 //! parquet crate, as of 60.1, never writes one), and buffers the chunk in memory so chunks of one row
 //! group can be encoded on several threads and spliced into the file in order
 //! with `SerializedRowGroupWriter::append_column`, which relocates offsets.
 //!
-//! Page boundaries are chosen by the caller ([`PagePlan`]): each page is one
+//! Page boundaries are chosen by the caller (a page plan of row counts): each page is one
 //! `write_batch` call, and the pinned properties make the column writer close a
 //! page after every call and never in between. This is how TimeF's row-aligned
 //! content-defined chunking (`docs/format.md`, "Pages") is realised.

@@ -20,12 +20,12 @@ pub const PAGE_MAX_BYTES: u64 = 1024 * 1024;
 
 /// A row group past its target is cut after a chunk whose key hash has these
 /// low bits clear (one chunk in four).
-const ROW_GROUP_CUT_MASK: u64 = 0b11;
+pub const ROW_GROUP_CUT_MASK: u64 = 0b11;
 /// A page past [`PAGE_MIN_BYTES`] is cut after a chunk with this hash bit clear.
-const PAGE_CUT_MASK: u64 = 1 << 8;
+pub const PAGE_CUT_MASK: u64 = 1 << 8;
 /// Small tables: a page past [`PAGE_MIN_BYTES`] is cut after a row whose key
 /// hash has these bits clear (one row in sixteen).
-const TABLE_PAGE_CUT_MASK: u64 = 0b1111 << 16;
+pub const TABLE_PAGE_CUT_MASK: u64 = 0b1111 << 16;
 
 /// Stable 64-bit hash of a chunk key (FNV-1a over the id bytes and the chunk
 /// index, then the splitmix64 finalizer so every bit is usable). Part of the
