@@ -166,6 +166,7 @@ impl Error {
             self,
             Error::AlreadyExists { .. }
                 | Error::NotAVersion { .. }
+                | Error::Corrupt { .. }
                 | Error::Validation { .. }
                 | Error::InvalidOption { .. }
                 | Error::InvalidInput { .. }

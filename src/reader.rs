@@ -131,6 +131,26 @@ pub(crate) fn lists(
     Ok((ranges, Arc::clone(l.values())))
 }
 
+/// Largest manifest.json read, in bytes: far above any real manifest (a few
+/// hundred bytes per file), and a bound against a device or huge file in its place.
+const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+
+/// The bytes of a manifest, refusing anything but a regular file of sane size
+/// (`InvalidData`), so a FIFO or `/dev/zero` in its place cannot hang or exhaust memory.
+fn read_manifest(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "manifest.json is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    File::open(path)?.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "manifest.json is larger than 256 MiB"));
+    }
+    Ok(bytes)
+}
+
 /// Reads a whole (small) table file into one batch.
 fn read_table(path: &Path) -> Result<RecordBatch> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
@@ -152,10 +172,13 @@ impl Version {
     pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
         let dir = dir.as_ref().to_path_buf();
         let path = dir.join(MANIFEST);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_manifest(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(Error::NotAVersion { path: dir, reason: e.to_string() })
             }
             Err(e) => return Err(Error::io(&path, e)),
         };
@@ -267,7 +290,16 @@ impl Version {
                 return Err(Error::Corrupt { path, reason: format!("row offset beyond row group {rg}") });
             }
             let selection = RowSelection::from_consecutive_ranges(offsets.iter().map(|&o| o..o + 1), rg_rows);
-            let mask = ProjectionMask::roots(builder.parquet_schema(), [0, 1, 4]);
+            // by name, so a shard missing a column is reported, not indexed past
+            let roots = builder.parquet_schema().root_schema().get_fields();
+            let root = |name: &str| {
+                roots
+                    .iter()
+                    .position(|f| f.name() == name)
+                    .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("shard has no {name} column") })
+            };
+            let wanted = [root("time_series_id")?, root("chunk_idx")?, root("values")?];
+            let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
             let reader = builder
                 .with_row_groups(vec![rg as usize])
                 .with_row_selection(selection)

@@ -205,3 +205,34 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
     assert_eq!(code, 2);
     assert!(err.starts_with("timef: error: invalid option --remove-samples-from: /nonexistent: "), "{err}");
 }
+
+/// Damaged versions give one clear line and exit 2, never a panic or a hang.
+#[test]
+fn damaged_versions_fail_cleanly() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = ingest_basic_motions(root.path());
+    // a shard rewritten without its `values` column
+    let shard = dir.join("time_series/shard-00000.parquet");
+    let batch = common::read_parquet(&shard);
+    let keep: Vec<usize> = (0..batch.num_columns()).filter(|&i| batch.schema().field(i).name() != "values").collect();
+    let batch = batch.project(&keep).unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&shard).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let (code, out, err) = cli(&["cat", dir.to_str().unwrap(), "BasicMotions-train-0/0"]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(err, format!("timef: error: corrupt version: {}: shard has no values column\n", shard.display()));
+    // a manifest that is a device, not a file: refused at once instead of read forever
+    let manifest = dir.join("manifest.json");
+    std::fs::remove_file(&manifest).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &manifest).unwrap();
+    for args in [vec!["info", dir.to_str().unwrap()], vec!["verify", dir.to_str().unwrap()]] {
+        let (code, _, err) = cli(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(
+            err,
+            format!("timef: error: not a TimeF version: {}: manifest.json is not a regular file\n", dir.display())
+        );
+    }
+}
