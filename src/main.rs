@@ -72,9 +72,10 @@ enum Command {
         #[arg(long, value_enum, default_value_t = CatFormat::Csv)]
         format: CatFormat,
     },
-    /// Check a version end to end: listing, sizes and sha256, every page and its
-    /// CRC, decoding, index pointers, statistics, references, sort orders, counts.
-    /// Prints one line per finding; exit 1 if there is any.
+    /// Check a version end to end; one line per finding, exit 1 if there is any.
+    ///
+    /// Checks the listing, sizes and sha256, every page and its CRC, decoding,
+    /// index pointers, statistics, references, sort orders and counts.
     Verify {
         /// The version directory.
         version_dir: PathBuf,
