@@ -43,6 +43,13 @@ fn equals_reference_writer_many_small_series() {
     equal_to_reference("small", "1");
 }
 
+/// Writes `batch` as an Arrow IPC file at `path`.
+fn write_ipc_file(path: &Path, batch: &RecordBatch) {
+    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batch.schema()).unwrap();
+    w.write(batch).unwrap();
+    w.finish().unwrap();
+}
+
 /// A two-row multivariate batch: float64 values, timestamps in seconds.
 fn multivariate_batch() -> RecordBatch {
     let mut target = ListBuilder::new(ListBuilder::new(Float64Builder::new()));
@@ -111,9 +118,7 @@ fn without_item_id_rows_are_numbered() {
         target.append(true);
     }
     let batch = RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as ArrayRef)]).unwrap();
-    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+    write_ipc_file(&path, &batch);
     let d = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap();
     let ids: Vec<&str> = d.series().map(|m| m.time_series_id.as_str()).collect();
     assert_eq!(ids, vec!["0", "1"]);
@@ -128,9 +133,7 @@ fn bad_inputs_name_the_file() {
     assert!(matches!(&err, timef::Error::InvalidInput { path: p, .. } if p == &path), "{err}");
     // a target that is not a list
     let batch = RecordBatch::try_from_iter([("target", Arc::new(StringArray::from(vec!["x"])) as ArrayRef)]).unwrap();
-    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+    write_ipc_file(&path, &batch);
     let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
     assert_eq!(err, format!("{}: target has type Utf8, want list<float> or list<list<float>>", path.display()));
 }
@@ -174,9 +177,7 @@ fn duplicate_item_ids_are_refused() {
         ("target", Arc::new(target.finish()) as ArrayRef),
     ])
     .unwrap();
-    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+    write_ipc_file(&path, &batch);
     let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
     assert_eq!(err, format!("{}: row 1: duplicate item_id a", path.display()));
 }
