@@ -1,4 +1,4 @@
-//! Issue 3: every real file in `shared/data/real/` ingests through the CLI into a
+//! Every real file in `tests/data/real/` (copies of `shared/data/real/`) ingests through the CLI into a
 //! conforming version whose values equal, as float32, the decimal text in the
 //! file, with exact labels and targets. The expected values come from a plain
 //! text split in this test, independent of the connectors' parsers.
@@ -175,4 +175,26 @@ fn every_real_file_is_covered() {
         .collect();
     found.sort();
     assert_eq!(found, covered);
+}
+
+/// The repository's copies equal `../shared/data/real/` where it is beside the
+/// checkout (so the copies cannot drift from the project's data).
+#[test]
+fn repository_copies_equal_the_shared_files() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/real");
+    if !shared.is_dir() {
+        assert!(std::env::var_os("CI").is_none(), "CI must have ../shared beside the checkout");
+        eprintln!("skipped: copies vs ../shared/data/real: ../shared not found");
+        return;
+    }
+    let mut compared = 0;
+    for d in ["ucr", "tsf"] {
+        for e in std::fs::read_dir(shared.join(d)).unwrap() {
+            let e = e.unwrap();
+            let ours = real(&format!("{d}/{}", e.file_name().to_string_lossy()));
+            assert_eq!(std::fs::read(&ours).unwrap(), std::fs::read(e.path()).unwrap(), "{}", ours.display());
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 9);
 }

@@ -13,7 +13,7 @@ use timef::connectors::tsf::{parse_tsf, read_tsf, TsfOptions};
 use timef::connectors::IdMode;
 use timef::{Error, Sample, SeriesRef, Task, TaskType, TimeFDataset};
 
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/real/tsf");
+const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real/tsf");
 const BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bad");
 
 const YEAR: f64 = 31_556_952.0;

@@ -1,4 +1,4 @@
-//! The UCR/UEA `.ts` connector on the real archive files in `shared/data/real/ucr`
+//! The UCR/UEA `.ts` connector on the real archive files in `tests/data/real/ucr`
 //! and on the bad-input corpus in `tests/data/bad`.
 //!
 //! Expected numbers were read from the files with python3/awk, not from the parser.
@@ -11,7 +11,7 @@ use timef::connectors::IdMode;
 use timef::dataset::is_canonical_uuid;
 use timef::{Error, TaskType, TimeFDataset};
 
-const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/real/ucr");
+const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/real/ucr");
 const BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bad");
 
 fn real(file: &str) -> PathBuf {

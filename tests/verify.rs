@@ -132,8 +132,7 @@ fn clean_uuid16_version_has_no_findings() {
     }
     let r = verify(&dir).unwrap();
     assert!(r.is_ok() && r.skipped.is_empty(), "{}\n{:?}", r.render(), r.skipped);
-    // every area, [ids] included, through the launcher that turns pyarrow's
-    // arrow.uuid mapping off (tests/py/timef_check_uuid_off.py says why)
+    // every area, [ids] included
     common::assert_conforming(&dir);
 }
 

@@ -968,7 +968,7 @@ mod tests {
 
     #[test]
     fn real_files_through_loaders() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/real/tsf");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real/tsf");
         let path = dir.join("UnitTest_Tsf_Loader.tsf");
         if !path.exists() {
             return; // the shared data is checked by tests/tsf_connector.rs

@@ -8,14 +8,30 @@ use std::process::Command;
 
 use timef::*;
 
-/// `../shared` beside the checkout (FORMAT-BRIEF, tools, real data).
-pub fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+/// `../shared/tools/<tool>` beside the checkout (the independent checker
+/// `timef_check.py`, the pyarrow peer `ref_writer.py`, `gen_bench.py`), if
+/// present. A plain clone has no `../shared`: the check that needs it prints a
+/// visible "skipped" line naming `what` and returns None. Under CI (`CI` set)
+/// `../shared` is always beside the checkout, so its absence fails the test
+/// instead of skipping.
+pub fn shared_tool(tool: &str, what: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools").join(tool);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must have ../shared/tools/{tool} beside the checkout");
+    eprintln!("skipped: {what}: ../shared not found (../shared/tools/{tool})");
+    None
 }
 
-/// A real data file under `../shared/data/real/`.
+/// A real data file under `tests/data/real/` (public archive files, cited in its README).
 pub fn real(rel: &str) -> PathBuf {
-    shared().join("data/real").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real").join(rel)
+}
+
+/// An input file under `tests/data/inputs/` (small GluonTS-style inputs, see its README).
+pub fn input(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/inputs").join(rel)
 }
 
 /// Small options that make every layout rule fire on tiny data:
@@ -134,42 +150,43 @@ pub fn require_python(what: &str) -> Option<PathBuf> {
     let py = python();
     if py.is_none() {
         assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
-        eprintln!("skipping {what}: no .venv (run .ci/run once)");
+        eprintln!("skipped: {what}: no .venv with pyarrow (run .ci/run once)");
     }
     py
 }
 
-/// How to run the independent checker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checker {
-    /// `timef_check.py` as is.
-    Plain,
-    /// Through `tests/py/timef_check_uuid_off.py`: the same checker with pyarrow's
-    /// Parquet UUID -> `arrow.uuid` mapping off (see that file for why).
-    UuidOff,
+/// Runs the independent checker `../shared/tools/timef_check.py` on
+/// `version_dir` with `extra` arguments; returns its last line (and the whole
+/// output when it fails). None (with a visible "skipped" line) when there is
+/// no venv or no `../shared` outside CI; under CI both must be there.
+pub fn timef_check(version_dir: &Path, extra: &[&str]) -> Option<String> {
+    let script = shared_tool("timef_check.py", "independent conformance check (timef_check.py)")?;
+    run_check(&script, version_dir, extra)
 }
 
-/// Runs `timef_check.py` on `version_dir` with `extra` arguments; returns its
-/// last line (and the whole output when it fails). Panics if there is no venv
-/// under CI (`CI` set), so a missing install step cannot pass silently; skips
-/// (returns None) on a bare dev machine.
-pub fn timef_check(version_dir: &Path, how: Checker, extra: &[&str]) -> Option<String> {
-    let py = require_python("timef_check")?;
-    let script = match how {
-        Checker::Plain => shared().join("tools/timef_check.py"),
-        Checker::UuidOff => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/timef_check_uuid_off.py"),
-    };
-    let out = Command::new(py).arg(script).arg(version_dir).args(extra).output().expect("run timef_check.py");
+/// Runs the project's own conformance check `tests/py/conformance.py` (pyarrow
+/// alone) on `version_dir`; returns its last line (and the whole output when it fails).
+pub fn own_check(version_dir: &Path) -> Option<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/conformance.py");
+    run_check(&script, version_dir, &[])
+}
+
+fn run_check(script: &Path, version_dir: &Path, extra: &[&str]) -> Option<String> {
+    let py = require_python("conformance check")?;
+    let out = Command::new(py).arg(script).arg(version_dir).args(extra).output().expect("run a conformance check");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let last = text.lines().last().unwrap_or("").to_string();
-    Some(if out.status.success() { last } else { format!("{last}\n{text}") })
+    Some(if out.status.success() { last } else { format!("{last}\n{text}{}", String::from_utf8_lossy(&out.stderr)) })
 }
 
-/// Asserts that `timef_check.py` reports `version_dir` conforming, every area
-/// including page CRCs. Run with [`Checker::UuidOff`], so uuid16 id spaces are
-/// judged (the plain run's only difference is tested on the golden version).
+/// Asserts that `version_dir` is conforming: per the project's own check
+/// (`tests/py/conformance.py`) and, where `../shared` is beside the checkout,
+/// per the independent `timef_check.py`, every area including page CRCs.
 pub fn assert_conforming(version_dir: &Path) {
-    if let Some(last) = timef_check(version_dir, Checker::UuidOff, &[]) {
+    if let Some(last) = own_check(version_dir) {
+        assert_eq!(last, "conforming: 0 violation(s)", "{}", version_dir.display());
+    }
+    if let Some(last) = timef_check(version_dir, &[]) {
         assert_eq!(last, "conforming: 0 violation(s)", "{}", version_dir.display());
     }
 }
@@ -199,10 +216,13 @@ pub fn py_script(script: &str, args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Runs one of the shared tools (`gen_bench.py`, `ref_writer.py`, ...) with the venv's Python.
+/// Runs one of the shared tools (`gen_bench.py`, `ref_writer.py`, ...) with the
+/// venv's Python; None (with a visible "skipped" line) where there is no venv
+/// or no `../shared` outside CI.
 pub fn py_tool(tool: &str, args: &[&str]) -> Option<String> {
-    let py = python()?;
-    let out = Command::new(py).arg(shared().join("tools").join(tool)).args(args).output().expect("run python");
+    let script = shared_tool(tool, &format!("{tool} run"))?;
+    let py = require_python(tool)?;
+    let out = Command::new(py).arg(script).args(args).output().expect("run python");
     assert!(out.status.success(), "{tool} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
