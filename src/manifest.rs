@@ -283,6 +283,42 @@ pub struct Partial {
     pub m2: f64,
 }
 
+/// The smaller of `a` and `b` in IEEE 754 total order (`-0.0 < 0.0`), so the
+/// result never depends on argument order or machine.
+fn total_min<T: TotalOrd>(a: T, b: T) -> T {
+    if b.total_less(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The larger of `a` and `b` in IEEE 754 total order (`-0.0 < 0.0`).
+fn total_max<T: TotalOrd>(a: T, b: T) -> T {
+    if a.total_less(b) {
+        b
+    } else {
+        a
+    }
+}
+
+/// `total_cmp` of f32 and f64 behind one name.
+trait TotalOrd: Copy {
+    fn total_less(self, other: Self) -> bool;
+}
+
+impl TotalOrd for f32 {
+    fn total_less(self, other: Self) -> bool {
+        self.total_cmp(&other).is_lt()
+    }
+}
+
+impl TotalOrd for f64 {
+    fn total_less(self, other: Self) -> bool {
+        self.total_cmp(&other).is_lt()
+    }
+}
+
 impl Partial {
     /// Statistics of one chunk: min, max and sum in one pass, then the squared
     /// deviations in a second pass over the chunk while it is in cache (more
@@ -322,13 +358,17 @@ impl Partial {
             dev[i] += d * d;
         }
         let fold = |a: [f32; L], f: fn(f32, f32) -> f32| a.into_iter().fold(a[0], f);
-        Partial {
-            n,
-            min: f64::from(fold(min, f32::min)),
-            max: f64::from(fold(max, f32::max)),
-            mean,
-            m2: dev.iter().sum(),
+        let (mut min, mut max) = (fold(min, total_min), fold(max, total_max));
+        // `<` cannot tell -0.0 from 0.0, so a zero extreme kept whichever zero
+        // came first; in total order -0.0 is the smaller (docs/format.md,
+        // "Statistics"), so the sign is settled by whether that zero occurs.
+        if min == 0.0 {
+            min = if values.iter().any(|v| v.to_bits() == (-0.0f32).to_bits()) { -0.0 } else { 0.0 };
         }
+        if max == 0.0 {
+            max = if values.iter().any(|v| v.to_bits() == 0.0f32.to_bits()) { 0.0 } else { -0.0 };
+        }
+        Partial { n, min: f64::from(min), max: f64::from(max), mean, m2: dev.iter().sum() }
     }
 
     /// Population standard deviation.
@@ -353,8 +393,8 @@ impl Partial {
         let delta = other.mean - self.mean;
         self.mean += delta * other.n as f64 / n as f64;
         self.m2 += other.m2 + delta * delta * (self.n as f64) * (other.n as f64) / n as f64;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.min = total_min(self.min, other.min);
+        self.max = total_max(self.max, other.max);
         self.n = n;
     }
 
@@ -375,6 +415,29 @@ impl Manifest {
 
 #[cfg(test)]
 mod tests {
+    /// A zero extreme is -0.0 for min and 0.0 for max when both zeros occur,
+    /// wherever they stand (every lane of the vectorized fold), and merging
+    /// partials in either order agrees.
+    #[test]
+    fn zero_extremes_follow_total_order_whatever_the_position() {
+        for n in [2usize, 9, 17] {
+            for neg in 0..n {
+                let mut v = vec![0.0f32; n];
+                v[neg] = -0.0;
+                let p = Partial::of(&v);
+                assert_eq!((p.min.to_bits(), p.max.to_bits()), ((-0.0f64).to_bits(), 0.0f64.to_bits()), "{v:?}");
+            }
+        }
+        let only_neg = Partial::of(&[-0.0, -0.0]);
+        assert_eq!((only_neg.min.to_bits(), only_neg.max.to_bits()), ((-0.0f64).to_bits(), (-0.0f64).to_bits()));
+        let (a, b) = (Partial::of(&[0.0, 1.0]), Partial::of(&[-0.0, 1.0]));
+        let (mut ab, mut ba) = (a, b);
+        ab.merge(&b);
+        ba.merge(&a);
+        assert_eq!((ab.min.to_bits(), ab.max), ((-0.0f64).to_bits(), 1.0));
+        assert_eq!((ba.min.to_bits(), ba.max), ((-0.0f64).to_bits(), 1.0));
+    }
+
     use super::*;
 
     #[test]

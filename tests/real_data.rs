@@ -184,7 +184,7 @@ fn repository_copies_equal_the_shared_files() {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/real");
     if !shared.is_dir() {
         assert!(std::env::var_os("CI").is_none(), "CI must have ../shared beside the checkout");
-        eprintln!("skipped: copies vs ../shared/data/real: ../shared not found");
+        common::skipped("copies vs ../shared/data/real: ../shared not found");
         return;
     }
     let mut compared = 0;

@@ -744,39 +744,64 @@ fn trim_padding(points: &[Point]) -> std::result::Result<&[Point], String> {
     }
 }
 
-/// Start and rate of timestamped points: the first time, and `1 / dt` when there are
-/// at least two points evenly spaced by `dt > 0` (relative tolerance 1e-6).
+/// Start and rate of timestamped points: the first time, and the rate of the
+/// regular grid through them when there are at least two points
+/// (`docs/format.md`, "Timestamped `.ts` series").
+///
+/// The step is taken from the whole span, `(t_last - t_first) / (n - 1)`, and
+/// snapped to the shortest decimal within what the stamps' own precision
+/// allows (each stamp, read as an f64, is off by up to half an ulp of its
+/// magnitude: ~1.2e-7 s near 1.7e9 epoch seconds), so stamps written for
+/// 100 Hz give exactly 100 Hz. A point is off the grid, and the series
+/// irregular, when it is further from `t_first + k * step` than
+/// [`TIMESTAMP_TOLERANCE`] of a step plus four ulps of the largest stamp.
 fn spacing(points: &[Point]) -> std::result::Result<(f64, Option<f64>), String> {
-    let mut times = points.iter().map(|&(t, _)| t);
-    let Some(t0) = times.next() else {
+    let (Some(&(t0, _)), Some(&(t_last, _))) = (points.first(), points.last()) else {
         return Ok((0.0, None));
     };
-    let Some(t1) = times.next() else {
+    if points.len() < 2 {
         return Ok((t0, None));
-    };
-    let dt = t1 - t0;
-    if dt <= 0.0 {
-        return Err(format!("timestamps are not increasing ({t0} then {t1})"));
     }
-    let mut prev = t1;
-    for (k, t) in times.enumerate() {
-        let step = t - prev;
-        if (step - dt).abs() > TIMESTAMP_TOLERANCE * dt {
+    if let Some(w) = points.windows(2).find(|w| w[1].0 <= w[0].0) {
+        return Err(format!("timestamps are not increasing ({} then {})", w[0].0, w[1].0));
+    }
+    let steps = (points.len() - 1) as f64;
+    let magnitude_ulp = ulp(t0.abs().max(t_last.abs()));
+    let measured = (t_last - t0) / steps;
+    let slack = 2.0 * magnitude_ulp / steps;
+    let step = shortest_decimal_within(measured, measured - slack, measured + slack);
+    let tolerance = TIMESTAMP_TOLERANCE * step + 4.0 * magnitude_ulp;
+    for (k, &(t, _)) in points.iter().enumerate() {
+        let on_grid = t0 + k as f64 * step;
+        if (t - on_grid).abs() > tolerance {
             return Err(format!(
-                "irregular timestamps: step {} (from {prev} to {t}) is {step} s, the first step is {dt} s",
-                k + 1
+                "irregular timestamps: value {k} at {t} s is {} s off the regular grid of step {step} s from {t0} s",
+                t - on_grid
             ));
         }
-        prev = t;
     }
-    let rate = 1.0 / dt;
+    let rate = 1.0 / step;
     // A step so small or so large that the rate is not a positive finite number
     // cannot be stored.
     if rate.is_finite() && rate > 0.0 {
         Ok((t0, Some(rate)))
     } else {
-        Err(format!("timestamp step {dt} s gives no usable sampling rate"))
+        Err(format!("timestamp step {step} s gives no usable sampling rate"))
     }
+}
+
+/// The distance from `x` (finite, non-negative) to the next larger f64.
+fn ulp(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() + 1) - x
+}
+
+/// The number with the fewest significant decimal digits in `[lo, hi]`,
+/// `x` itself when none shorter than 17 digits is.
+fn shortest_decimal_within(x: f64, lo: f64, hi: f64) -> f64 {
+    (1..17)
+        .filter_map(|digits| format!("{x:.*e}", digits - 1).parse::<f64>().ok())
+        .find(|c| (lo..=hi).contains(c))
+        .unwrap_or(x)
 }
 
 /// A timestamp: a plain number, or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` (also with `T`
@@ -1015,6 +1040,45 @@ mod tests {
         let rate = ch[0].rate_hz.unwrap();
         assert!((rate - 10.0).abs() < 1e-9, "{rate}");
         assert_eq!((ch[1].t_start_s, ch[1].rate_hz), (10.0, Some(0.5)));
+    }
+
+    /// Regular stamps from 1 Hz to 1 kHz, as epoch seconds near 1.7e9 (where an
+    /// f64 resolves ~2.4e-7 s) and as date-times with milliseconds: the rate is
+    /// exact, the start is the first stamp.
+    #[test]
+    fn timestamps_regular_rates_epoch_and_dates() {
+        for rate in [1u64, 10, 50, 100, 250, 500, 1000] {
+            let step_ms = 1000 / rate;
+            let stamps: Vec<(u64, u64)> = (0..2000u64).map(|k| (k * step_ms / 1000, k * step_ms % 1000)).collect();
+            let epoch: Vec<String> =
+                stamps.iter().enumerate().map(|(k, (s, ms))| format!("({}.{ms:03},{k})", 1_700_000_000 + s)).collect();
+            // 2023-11-14 22:13:20 UTC is epoch second 1_700_000_000
+            let dates: Vec<String> = stamps
+                .iter()
+                .enumerate()
+                .map(|(k, (s, ms))| {
+                    let day_s = 80_000 + s;
+                    format!("(2023-11-14 {:02}:{:02}:{:02}.{ms:03},{k})", day_s / 3600, day_s / 60 % 60, day_s % 60)
+                })
+                .collect();
+            for stamps in [epoch, dates] {
+                let f = parse(&format!("@timeStamps true\n@data\n{}\n", stamps.join(","))).unwrap();
+                let ch = &f.cases[0].channels[0];
+                assert_eq!((ch.t_start_s, ch.rate_hz), (1_700_000_000.0, Some(rate as f64)), "{rate} Hz");
+                assert_eq!(ch.values.len(), 2000);
+            }
+        }
+    }
+
+    /// One stamp off its 100 Hz grid by a millisecond is irregular, whatever the magnitude.
+    #[test]
+    fn timestamps_one_millisecond_off_is_irregular() {
+        for base in [0u64, 1_700_000_000] {
+            let mut stamps: Vec<String> = (0..100u64).map(|k| format!("({base}.{:02}0,{k})", k)).collect();
+            stamps[50] = format!("({base}.501,50)");
+            let (_, reason) = input_err(parse(&format!("@timeStamps true\n@data\n{}\n", stamps.join(","))));
+            assert!(reason.contains("irregular timestamps: value 50"), "{reason}");
+        }
     }
 
     #[test]

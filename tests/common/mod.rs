@@ -20,8 +20,16 @@ pub fn shared_tool(tool: &str, what: &str) -> Option<PathBuf> {
         return Some(path);
     }
     assert!(std::env::var_os("CI").is_none(), "CI must have ../shared/tools/{tool} beside the checkout");
-    eprintln!("skipped: {what}: ../shared not found (../shared/tools/{tool})");
+    skipped(&format!("{what}: ../shared not found (../shared/tools/{tool})"));
     None
+}
+
+/// Prints `skipped: <why>` on the test process's stderr directly, past the
+/// test harness's output capture, so a skip shows in `cargo test`'s output
+/// even when the test passes.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
 /// A real data file under `tests/data/real/` (public archive files, cited in its README).
@@ -150,7 +158,7 @@ pub fn require_python(what: &str) -> Option<PathBuf> {
     let py = python();
     if py.is_none() {
         assert!(std::env::var_os("CI").is_none(), "CI must provide .venv with pyarrow");
-        eprintln!("skipped: {what}: no .venv with pyarrow (run .ci/run once)");
+        skipped(&format!("{what}: no .venv with pyarrow (run .ci/run once)"));
     }
     py
 }
