@@ -61,14 +61,21 @@ pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String
     Ok((0..s.len()).map(|r| s.is_valid(r).then(|| s.value(r).to_string())).collect())
 }
 
-/// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, the
-/// fraction rounded once; refused beyond ±2^53 s, where whole seconds stop being exact.
+/// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, a
+/// fraction correctly rounded while `ticks` is within ±2^53 (else within an ulp); refused beyond ±2^53 s, where whole seconds stop being exact.
 pub(crate) fn ticks_to_s(ticks: i64, per_s: i64) -> std::result::Result<f64, String> {
     let (whole, frac) = (ticks.div_euclid(per_s), ticks.rem_euclid(per_s));
     if whole.abs() > MAX_EXACT_S {
         return Err(format!("{whole} s since 1970 is beyond ±2^53 s, where float64 seconds are not exact"));
     }
-    Ok(if frac == 0 { whole as f64 } else { whole as f64 + frac as f64 / per_s as f64 })
+    Ok(if frac == 0 {
+        whole as f64
+    } else if ticks.abs() <= MAX_EXACT_S {
+        // one correctly rounded division of two exact values
+        ticks as f64 / per_s as f64
+    } else {
+        whole as f64 + frac as f64 / per_s as f64
+    })
 }
 
 /// A Parquet INT96 timestamp (nanoseconds of the day in the first 8 bytes, little
@@ -174,13 +181,17 @@ pub(crate) fn parse_iso8601(text: &str) -> Option<f64> {
         [] | [b'Z' | b'z'] => {}
         [sign @ (b'+' | b'-'), ..] => {
             let o = &rest[1..];
+            // ASCII only before slicing by byte position
+            if !o.bytes().all(|c| c.is_ascii_digit() || c == b':') {
+                return None;
+            }
             let (oh, om) = match o.len() {
                 2 => (o.parse::<i64>().ok()?, 0),
                 4 => (o[..2].parse::<i64>().ok()?, o[2..].parse::<i64>().ok()?),
                 5 if o.as_bytes()[2] == b':' => (o[..2].parse::<i64>().ok()?, o[3..].parse::<i64>().ok()?),
                 _ => return None,
             };
-            if !o.bytes().all(|c| c.is_ascii_digit() || c == b':') || oh > 23 || om > 59 {
+            if oh > 23 || om > 59 {
                 return None;
             }
             let offset = oh * 3_600 + om * 60;
@@ -379,7 +390,7 @@ mod tests {
     fn iso8601_forms() {
         assert_eq!(parse_iso8601("2020-01-01"), Some(1_577_836_800.0));
         assert_eq!(parse_iso8601("2020-01-01T00:00:00Z"), Some(1_577_836_800.0));
-        assert_eq!(parse_iso8601("2020-01-01 01:30"), Some(1_577_841_000.0));
+        assert_eq!(parse_iso8601("2020-01-01 01:30"), Some(1_577_842_200.0));
         assert_eq!(parse_iso8601("2020-01-01T01:00:00+01:00"), Some(1_577_836_800.0));
         assert_eq!(parse_iso8601("2020-01-01T00:00:00-0130"), Some(1_577_842_200.0));
         assert_eq!(parse_iso8601("1659-01-01T00:00:00"), Some(-9_814_176_000.0));
@@ -393,6 +404,9 @@ mod tests {
             "2020-01-01T00:00:00+1",
             "",
             "2020-01-01T00:00:00.",
+            "2020-01-01T00:00+a\u{e9}1",
+            "2020-01-01T00:00:00+1:30",
+            "2020-01-01T00:00:00.5x",
         ] {
             assert_eq!(parse_iso8601(bad), None, "{bad}");
         }
@@ -432,8 +446,8 @@ mod tests {
 
     #[test]
     fn int96_is_exact_far_from_1970() {
-        // 1659-01-01: Julian day 2326917
-        assert_eq!(int96_seconds([0, 0, 2_326_917]), Ok(-9_814_176_000.0));
+        // 1659-01-01: Julian day 2326998
+        assert_eq!(int96_seconds([0, 0, 2_326_998]), Ok(-9_814_176_000.0));
         assert_eq!(int96_seconds([0, 0, 2_458_850]), Ok(1_577_836_800.0));
         let half_s = 500_000_000u64;
         assert_eq!(int96_seconds([half_s as u32, (half_s >> 32) as u32, 2_440_588]), Ok(0.5));
