@@ -10,12 +10,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use timef::connectors::{
-    arrow::ArrowOptions,
-    tsf::TsfOptions,
-    ucr::{OnMissing, UcrOptions},
-    IdMode,
-};
+use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, IdMode, OnMissing, TextEncoding};
 use timef::reader::Version;
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
@@ -126,9 +121,10 @@ enum Ingest {
         /// Sampling rate of every series in Hz (default 1, or the spacing of `@timeStamps`, which it must then match).
         #[arg(long)]
         sampling_rate_hz: Option<f64>,
-        /// What to do with a case whose channel has an interior missing value.
-        #[arg(long, value_enum, default_value_t = MissingArg::Error)]
-        on_missing: MissingArg,
+        #[command(flatten)]
+        missing: Missing,
+        #[command(flatten)]
+        text: Text,
         /// The input files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -137,9 +133,11 @@ enum Ingest {
     Arrow {
         #[command(flatten)]
         common: Common,
-        /// Sampling rate of every series in Hz.
+        /// Sampling rate of every series in Hz (default: each row's `freq`, else 1; must match `freq`).
         #[arg(long)]
         sampling_rate_hz: Option<f64>,
+        #[command(flatten)]
+        missing: Missing,
         /// The input file.
         file: PathBuf,
     },
@@ -147,6 +145,10 @@ enum Ingest {
     Tsf {
         #[command(flatten)]
         common: Common,
+        #[command(flatten)]
+        missing: Missing,
+        #[command(flatten)]
+        text: Text,
         /// The input file.
         file: PathBuf,
     },
@@ -171,12 +173,57 @@ struct Common {
     ids: Ids,
 }
 
+#[derive(Args)]
+struct Missing {
+    /// What to do with a case (row, series line, .ts case) holding a missing value (NaN, null, `?`).
+    #[arg(long, value_enum, default_value_t = MissingArg::Error)]
+    on_missing: MissingArg,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum MissingArg {
-    /// Fail, naming the file, line, case and dimension.
+    /// Fail, naming the file, line or row, case and channel.
     Error,
-    /// Leave the case out.
+    /// Leave the whole case out; stderr says how many and which.
     DropCase,
+}
+
+impl From<Missing> for OnMissing {
+    fn from(m: Missing) -> Self {
+        match m.on_missing {
+            MissingArg::Error => OnMissing::Error,
+            MissingArg::DropCase => OnMissing::DropCase,
+        }
+    }
+}
+
+#[derive(Args)]
+struct Text {
+    /// Text encoding of the input.
+    #[arg(long, value_enum, default_value_t = EncodingArg::Utf8)]
+    encoding: EncodingArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EncodingArg {
+    /// UTF-8.
+    #[value(name = "utf-8")]
+    Utf8,
+    /// ISO-8859-1 (every byte is the code point of the same number).
+    #[value(name = "latin-1")]
+    Latin1,
+    /// windows-1252 (WHATWG).
+    Cp1252,
+}
+
+impl From<Text> for TextEncoding {
+    fn from(t: Text) -> Self {
+        match t.encoding {
+            EncodingArg::Utf8 => TextEncoding::Utf8,
+            EncodingArg::Latin1 => TextEncoding::Latin1,
+            EncodingArg::Cp1252 => TextEncoding::Cp1252,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -260,41 +307,45 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
                 Ingest::Tsf { common, .. } => check_common(common, None)?,
             }
-            let (root, dataset) = match ingest {
-                Ingest::Ucr { common, sampling_rate_hz, on_missing, files } => {
+            let (root, (dataset, dropped)) = match ingest {
+                Ingest::Ucr { common, sampling_rate_hz, missing, text, files } => {
                     let opts = UcrOptions {
                         name: common.name,
                         version: common.version,
                         spec_type: common.spec_type,
                         sampling_rate_hz,
                         ids: common.ids.into(),
-                        on_missing: match on_missing {
-                            MissingArg::Error => OnMissing::Error,
-                            MissingArg::DropCase => OnMissing::DropCase,
-                        },
+                        on_missing: missing.into(),
+                        encoding: text.into(),
                     };
-                    (common.root, timef::connectors::ucr::read_ucr(&files, &opts)?)
+                    (common.root, timef::connectors::ucr::read_ucr_with_report(&files, &opts)?)
                 }
-                Ingest::Arrow { common, sampling_rate_hz, file } => {
+                Ingest::Arrow { common, sampling_rate_hz, missing, file } => {
                     let opts = ArrowOptions {
                         name: common.name,
                         version: common.version,
                         spec_type: common.spec_type,
                         sampling_rate_hz,
                         ids: common.ids.into(),
+                        on_missing: missing.into(),
                     };
-                    (common.root, timef::connectors::arrow::read_arrow(&file, &opts)?)
+                    (common.root, timef::connectors::arrow::read_arrow_with_report(&file, &opts)?)
                 }
-                Ingest::Tsf { common, file } => {
+                Ingest::Tsf { common, missing, text, file } => {
                     let opts = TsfOptions {
                         name: common.name,
                         version: common.version,
                         spec_type: common.spec_type,
                         ids: common.ids.into(),
+                        on_missing: missing.into(),
+                        encoding: text.into(),
                     };
-                    (common.root, timef::connectors::tsf::read_tsf(&file, &opts)?)
+                    (common.root, timef::connectors::tsf::read_tsf_with_report(&file, &opts)?)
                 }
             };
+            if let Some(summary) = dropped.summary() {
+                eprintln!("timef: {summary}");
+            }
             let dir = write(root, dataset, cli.quiet)?;
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)

@@ -135,7 +135,10 @@ fn bad_inputs_name_the_file() {
     let batch = RecordBatch::try_from_iter([("target", Arc::new(StringArray::from(vec!["x"])) as ArrayRef)]).unwrap();
     write_ipc_file(&path, &batch);
     let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
-    assert_eq!(err, format!("{}: target has type Utf8, want list<float> or list<list<float>>", path.display()));
+    assert_eq!(
+        err,
+        format!("{}: target has type Utf8, want a list of numbers or a list of lists of numbers", path.display())
+    );
 }
 
 /// pyarrow's defaults: snappy Parquet and lz4-compressed Feather (IPC file).

@@ -198,7 +198,14 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
     let (code, _, err) =
         cli(&["ingest", "arrow", "--root", r, "--name", "m", "--version", "v1", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert_eq!(err, format!("timef: error: loading series 0: {}: row 0: item 0: 1 null values\n", bad.display()));
+    assert_eq!(
+        err,
+        format!(
+            "timef: error: {}: row 0: item 0: channel 0: value 1 is null (missing); TimeF stores only finite values \
+             (--on-missing drop-case leaves such rows out)\n",
+            bad.display()
+        )
+    );
     assert!(!root.exists(), "a failed ingest left {:?}", tree(tmp.path()));
     // an unreadable removal list names its option
     let (code, _, err) = cli(&["edit", t, "--out-root", r, "--version", "v2", "--remove-samples-from", "/nonexistent"]);

@@ -188,8 +188,8 @@ const BAD_CASES: &[(&str, usize, &str)] = &[
     (
         "missing_value.tsf",
         8,
-        "series T2: value 1 (0-based) is missing ('?'); missing values are not supported \
-         because TimeF stores only finite values",
+        "series T2: value 1 (0-based) is missing (\"?\"); TimeF stores only finite values \
+         (--on-missing drop-case leaves such series out)",
     ),
     (
         "unknown_frequency.tsf",
@@ -204,7 +204,12 @@ const BAD_CASES: &[(&str, usize, &str)] = &[
          and the series separated by ':', found 2 field(s)",
     ),
     ("duplicate_series.tsf", 8, "duplicate series name \"T1\" (first on line 6)"),
-    ("invalid_utf8.tsf", 7, "invalid UTF-8 at byte 2 of the line (the file must be UTF-8)"),
+    (
+        "invalid_utf8.tsf",
+        7,
+        "invalid UTF-8 at byte 2 of the line (the file must be UTF-8, or name its encoding with \
+         --encoding latin-1 or --encoding cp1252)",
+    ),
     ("bad_horizon.tsf", 4, "@horizon \"four\" is not a positive integer (at most 2^31-1)"),
     (
         "unknown_attribute_type.tsf",

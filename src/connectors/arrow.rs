@@ -1,26 +1,35 @@
 //! GluonTS-style Arrow/Parquet training files (GluonTS, Chronos and similar):
-//! `item_id` (string; the row index if absent), `start` (timestamp, optional),
-//! `target` (`list<float32|float64>`, or `list<list<...>>` for multivariate).
+//! `item_id` (the row index if absent), `start` (optional), `target` (a list of
+//! numbers, or a list of such lists for multivariate), `freq` (optional pandas
+//! offset alias). Every typing pandas, polars, Spark and GluonTS write for these
+//! columns is accepted ([`crate::connectors::typings`]).
 //!
-//! Ids (issue 3; the same rule as `ref_writer.py`): sample = item_id; series =
-//! item_id (univariate) or `"{item_id}/{dim}"`; channel `"0"` or `"{dim}"`;
-//! view `main`; source = the dataset name; `t_start_s` = `start` in epoch seconds.
+//! Ids (the same rule as `ref_writer.py`): sample = item_id; series = item_id
+//! (univariate) or `"{item_id}/{dim}"`; channel `"0"` or `"{dim}"`; view `main`;
+//! source = the dataset name; `t_start_s` = `start` in epoch seconds.
 //!
-//! Reading streams: an Arrow IPC file or stream is memory-mapped and decoded
-//! zero-copy, so a series' loader copies just its own values out of the mapping;
-//! a Parquet file is read one row group at a time. Nothing is loaded whole.
+//! One pass reads the input in order and checks every value, so each refusal
+//! names the file, the 0-based row, the item and the channel
+//! (`<file>: row 1: item gap: channel 0: value 1 is NaN (missing)`), and
+//! [`OnMissing`] is applied before anything is written. An Arrow IPC file or
+//! stream is memory-mapped: float32 values stay zero-copy slices of the
+//! mapping. A Parquet file's footer is parsed once and its row groups are decoded
+//! once, in order; converted values (Parquet, or non-float32 IPC) go to an
+//! unnamed temporary file in the system temporary directory, memory-mapped for
+//! the loaders. Either way resident memory follows the series in flight, not
+//! the input size (`docs/format.md`, "Connector inputs").
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::buffer::Buffer;
-use arrow::datatypes::{DataType, Float32Type, Float64Type, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::connectors::{unreadable, IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
-use crate::dataset::{LoaderError, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
+use crate::connectors::typings::{self, ValueError};
+use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use crate::dataset::{Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
 
 /// Options of [`read_arrow`].
@@ -32,10 +41,14 @@ pub struct ArrowOptions {
     pub version: String,
     /// Spec type of every series ([`DEFAULT_SPEC_TYPE`] if `None`).
     pub spec_type: Option<String>,
-    /// Sampling rate in Hz of every series ([`DEFAULT_SAMPLING_RATE_HZ`] if `None`).
+    /// Sampling rate in Hz of every series: when `None`, each row's `freq` (a pandas
+    /// offset alias), else [`DEFAULT_SAMPLING_RATE_HZ`]. When given with a `freq`
+    /// column, the two must agree (relative 1e-9).
     pub sampling_rate_hz: Option<f64>,
     /// How ids are spelled.
     pub ids: IdMode,
+    /// What to do with a row whose target holds a missing value (NaN or null).
+    pub on_missing: OnMissing,
 }
 
 impl ArrowOptions {
@@ -47,63 +60,91 @@ impl ArrowOptions {
             spec_type: None,
             sampling_rate_hz: None,
             ids: IdMode::String,
+            on_missing: OnMissing::Error,
         }
     }
 }
 
-/// Where rows live: decoded batches over a mapping, or Parquet row groups read on demand.
-enum Input {
-    Ipc { batches: Vec<RecordBatch>, map: Arc<memmap2::Mmap> },
-    Parquet { path: PathBuf, cache: Mutex<Option<(usize, RecordBatch)>> },
+/// Where one series' float32 values are held until its loader runs.
+enum Held {
+    /// A zero-copy slice of the IPC mapping.
+    Mapped(SeriesValues),
+    /// `len` values at value offset `at` of the spill file.
+    Spilled { at: usize, len: usize },
 }
 
-impl Input {
-    fn batch(&self, b: usize) -> std::result::Result<RecordBatch, LoaderError> {
-        match self {
-            Input::Ipc { batches, .. } => batches.get(b).cloned().ok_or_else(|| "batch out of range".into()),
-            Input::Parquet { path, cache } => {
-                let mut cache = cache.lock().map_err(|_| "row-group cache poisoned")?;
-                if let Some((i, batch)) = cache.as_ref() {
-                    if *i == b {
-                        return Ok(batch.clone());
-                    }
-                }
-                let batch = read_row_group(path, b)?;
-                *cache = Some((b, batch.clone()));
-                Ok(batch)
-            }
+/// The unnamed temporary file converted values are appended to (little-endian float32).
+struct Spill {
+    out: std::io::BufWriter<File>,
+    values: usize,
+}
+
+impl Spill {
+    fn new() -> std::io::Result<Spill> {
+        Ok(Spill { out: std::io::BufWriter::new(tempfile::tempfile()?), values: 0 })
+    }
+
+    fn push(&mut self, v: &[f32]) -> std::io::Result<Held> {
+        use std::io::Write;
+        let at = self.values;
+        for x in v {
+            self.out.write_all(&x.to_le_bytes())?;
         }
+        self.values += v.len();
+        Ok(Held::Spilled { at, len: v.len() })
+    }
+
+    /// The spilled values as one buffer over a read-only mapping (`None` if empty).
+    fn finish(self) -> std::io::Result<Option<(Buffer, Arc<memmap2::Mmap>)>> {
+        let file = self.out.into_inner().map_err(|e| e.into_error())?;
+        if self.values == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the file is unnamed and private to this process; nothing else writes it.
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
+        let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8)
+            .ok_or_else(|| std::io::Error::other("empty spill mapping"))?;
+        // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
+        let buffer = unsafe {
+            Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
+        };
+        Ok(Some((buffer, map)))
     }
 }
 
-fn read_row_group(path: &Path, rg: usize) -> std::result::Result<RecordBatch, LoaderError> {
-    let file = File::open(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-    let rows = builder.metadata().row_group(rg).num_rows() as usize;
-    let mut reader = builder.with_row_groups(vec![rg]).with_batch_size(rows.max(1)).build()?;
-    let schema = {
-        use arrow::array::RecordBatchReader;
-        reader.schema()
-    };
-    Ok(reader.next().transpose()?.unwrap_or_else(|| RecordBatch::new_empty(schema)))
+/// One input row that passed every check: the series to add once the pass ends.
+struct Row {
+    readable: String,
+    t_start_s: f64,
+    rate_hz: f64,
+    /// `None` for univariate rows.
+    dims: Option<usize>,
+    channels: Vec<Held>,
 }
 
 /// Reads a GluonTS-style file (Arrow IPC file, Arrow IPC stream, or Parquet,
 /// told apart by their magic bytes) into a dataset whose loaders read lazily.
 ///
 /// # Errors
-/// [`Error::InvalidInput`] naming the file and row for a missing or mistyped
-/// `target`, a null target, a duplicate `item_id`, or an unreadable file;
-/// [`Error::Validation`] for bad names or rates.
+/// [`Error::InvalidInput`] naming the file, the 0-based row, the item and the
+/// channel for every refused value (missing under [`OnMissing::Error`], not
+/// convertible to float32, infinite, empty, null), a refused column typing, a
+/// duplicate `item_id`, a `freq` that disagrees with `sampling_rate_hz`, an empty
+/// table, or an unreadable file; [`Error::Validation`] for bad names or rates.
 pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDataset> {
+    read_arrow_with_report(path, opts).map(|(d, _)| d)
+}
+
+/// [`read_arrow`], also returning the rows left out under [`OnMissing::DropCase`]
+/// (by readable item id).
+pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<(TimeFDataset, Dropped)> {
     let path = path.as_ref();
     let mut dataset = TimeFDataset::new(&opts.name, &opts.version)?;
     let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
-    let rate = opts.sampling_rate_hz.unwrap_or(DEFAULT_SAMPLING_RATE_HZ);
     let source_id = opts.ids.id(&opts.name);
     dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
 
-    let mut magic = [0u8; 6];
+    let mut magic = [0u8; 4];
     {
         use std::io::Read;
         let mut f = File::open(path).map_err(|e| unreadable(path, e))?;
@@ -112,73 +153,334 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
             return Err(Error::input(path, None, "file too short to be Arrow IPC or Parquet"));
         }
     }
-    let (input, batches): (Input, Box<dyn Iterator<Item = Result<RecordBatch>>>) = if &magic[..4] == b"PAR1" {
-        let file = File::open(path).map_err(|e| unreadable(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| Error::input(path, None, format!("not a readable Parquet file: {e}")))?;
-        let groups = builder.metadata().num_row_groups();
-        let p = path.to_path_buf();
-        let it = (0..groups).map(move |g| read_row_group(&p, g).map_err(|e| Error::input(&p, None, e.to_string())));
-        (Input::Parquet { path: path.to_path_buf(), cache: Mutex::new(None) }, Box::new(it))
+    let mut spill = Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let mut dropped = Dropped::default();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut pass = Pass { path, opts, seen: std::collections::HashSet::new(), row_base: 0 };
+    let ipc_map = if &magic == b"PAR1" {
+        let (batches, int96_starts) = open_parquet(path)?;
+        for batch in batches {
+            let batch = batch.map_err(|e| Error::input(path, None, format!("not a readable Parquet file: {e}")))?;
+            pass.batch(&batch, int96_starts.as_deref(), None, &mut spill, &mut rows, &mut dropped)?;
+        }
+        None
     } else {
         let (batches, map) = decode_ipc(path)?;
-        (Input::Ipc { batches: batches.clone(), map }, Box::new(batches.into_iter().map(Ok)))
-    };
-    let input = Arc::new(input);
-
-    let mut row_base = 0usize;
-    let mut seen = std::collections::HashSet::new();
-    for (b, batch) in batches.enumerate() {
-        let batch = batch?;
-        let rows = Rows::of(path, &batch)?;
-        for r in 0..batch.num_rows() {
-            let readable = match &rows.item_id {
-                Some(ids) => {
-                    ids(r).ok_or_else(|| Error::input(path, None, format!("row {}: item_id is null", row_base + r)))?
-                }
-                None => (row_base + r).to_string(),
-            };
-            let t_start_s = rows.start_s(r);
-            let dims = rows.dims(r).map_err(|reason| Error::input(path, None, format!("item {readable}: {reason}")))?;
-            let sample_id = opts.ids.id(&readable);
-            let mut refs = Vec::with_capacity(dims.unwrap_or(1));
-            for d in 0..dims.unwrap_or(1) {
-                let (series_readable, channel) = match dims {
-                    Some(_) => (format!("{readable}/{d}"), d.to_string()),
-                    None => (readable.clone(), "0".to_string()),
-                };
-                let time_series_id = opts.ids.id(&series_readable);
-                let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, rate);
-                meta.t_start_s = t_start_s;
-                let (input, item, dim) = (Arc::clone(&input), series_readable, dims.map(|_| d));
-                let (file, row) = (path.to_path_buf(), row_base + r);
-                dataset.add_series(
-                    meta,
-                    Box::new(move || {
-                        let batch = input.batch(b)?;
-                        let values = series_values(&batch, r, dim)
-                            .map_err(|e| format!("{}: row {row}: item {item}: {e}", file.display()))?;
-                        Ok(match input.as_ref() {
-                            Input::Ipc { map, .. } => release_on_drop(values, map),
-                            Input::Parquet { .. } => values,
-                        })
-                    }),
-                )?;
-                refs.push(SeriesRef { time_series_id, view: "main".into() });
-            }
-            if !seen.insert(sample_id.clone()) {
-                return Err(Error::input(path, None, format!("row {}: duplicate item_id {readable}", row_base + r)));
-            }
-            dataset.add_sample(Sample {
-                sample_id,
-                source_id: source_id.clone(),
-                series: refs,
-                ..Default::default()
-            })?;
+        for batch in &batches {
+            pass.batch(batch, None, Some(&map), &mut spill, &mut rows, &mut dropped)?;
         }
-        row_base += batch.num_rows();
+        Some(map)
+    };
+    if pass.row_base == 0 {
+        return Err(Error::input(path, None, "the table has no rows"));
     }
-    Ok(dataset)
+    if rows.is_empty() {
+        return Err(Error::input(path, None, "every row has missing values (all were dropped)"));
+    }
+    let spilled = spill.finish().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+
+    for row in rows {
+        let sample_id = opts.ids.id(&row.readable);
+        let mut refs = Vec::with_capacity(row.channels.len());
+        for (d, held) in row.channels.into_iter().enumerate() {
+            let (series_readable, channel) = match row.dims {
+                Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
+                None => (row.readable.clone(), "0".to_string()),
+            };
+            let time_series_id = opts.ids.id(&series_readable);
+            let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, row.rate_hz);
+            meta.t_start_s = row.t_start_s;
+            let values = match (held, &spilled, &ipc_map) {
+                (Held::Mapped(v), _, Some(map)) => release_on_drop(v, map),
+                (Held::Mapped(v), _, None) => v,
+                (Held::Spilled { at, len }, Some((buffer, map)), _) => {
+                    let v = SeriesValues::new(buffer.clone(), at, len);
+                    release_on_drop(v, map)
+                }
+                (Held::Spilled { .. }, None, _) => {
+                    return Err(Error::input(path, None, "internal: spilled values without a spill file"))
+                }
+            };
+            dataset.add_series(meta, Box::new(move || Ok(values)))?;
+            refs.push(SeriesRef { time_series_id, view: "main".into() });
+        }
+        dataset.add_sample(Sample { sample_id, source_id: source_id.clone(), series: refs, ..Default::default() })?;
+    }
+    Ok((dataset, dropped))
+}
+
+/// A Parquet file as record batches of every row group in order (footer parsed
+/// once), plus the `start` column decoded from INT96 when it is stored so.
+#[allow(clippy::type_complexity)]
+fn open_parquet(
+    path: &Path,
+) -> Result<(
+    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>>,
+    Option<Vec<Option<f64>>>,
+)> {
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+    use parquet::arrow::ProjectionMask;
+    let file = File::open(path).map_err(|e| unreadable(path, e))?;
+    let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(bad)?;
+    let schema = meta.metadata().file_metadata().schema_descr_ptr();
+    let int96 = (0..schema.num_columns()).find(|&i| {
+        let c = schema.column(i);
+        c.path().parts() == ["start"] && c.physical_type() == parquet::basic::Type::INT96
+    });
+    let starts = match int96 {
+        Some(leaf) => Some(int96_column(path, &file, meta.metadata(), leaf)?),
+        None => None,
+    };
+    // the wrapping nanosecond decoding of an INT96 `start` is never used
+    let mask = ProjectionMask::leaves(&schema, (0..schema.num_columns()).filter(|&i| Some(i) != int96));
+    let reader =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta).with_projection(mask).build().map_err(bad)?;
+    Ok((Box::new(reader), starts))
+}
+
+/// Every row's INT96 `start` (leaf column `leaf`) in epoch seconds, decoded from
+/// the raw Julian day and nanoseconds ([`typings::int96_seconds`]).
+fn int96_column(
+    path: &Path,
+    file: &File,
+    meta: &parquet::file::metadata::ParquetMetaData,
+    leaf: usize,
+) -> Result<Vec<Option<f64>>> {
+    use parquet::column::reader::ColumnReader;
+    use parquet::file::reader::RowGroupReader;
+    let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
+    let chunk = Arc::new(file.try_clone().map_err(|e| unreadable(path, e))?);
+    let props = Arc::new(parquet::file::properties::ReaderProperties::builder().build());
+    let mut out = Vec::new();
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let page_index = meta.page_index_for_row_group(g);
+        let reader = parquet::file::serialized_reader::SerializedRowGroupReader::new(
+            Arc::clone(&chunk),
+            rg,
+            page_index,
+            Arc::clone(&props),
+        )
+        .map_err(bad)?;
+        let ColumnReader::Int96ColumnReader(mut col) = reader.get_column_reader(leaf).map_err(bad)? else {
+            return Err(Error::input(path, None, "start: INT96 column without an INT96 reader"));
+        };
+        let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
+        let (mut defs, mut values) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        let max_def = rg.column(leaf).column_descr().max_def_level();
+        let (records, _, _) = col.read_records(rows, Some(&mut defs), None, &mut values).map_err(bad)?;
+        if records != rows {
+            return Err(Error::input(path, None, format!("start: row group {g} holds {records} of {rows} rows")));
+        }
+        let mut vals = values.iter();
+        for r in 0..rows {
+            let present = max_def == 0 || defs.get(r) == Some(&max_def);
+            let v = if present { vals.next() } else { None };
+            out.push(match v {
+                None => None,
+                Some(x) => {
+                    let row = out.len();
+                    let d = x.data();
+                    Some(
+                        typings::int96_seconds([d[0], d[1], d[2]])
+                            .map_err(|why| Error::input(path, None, format!("row {row}: start: {why}")))?,
+                    )
+                }
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// State of the one pass over the input's rows.
+struct Pass<'a> {
+    path: &'a Path,
+    opts: &'a ArrowOptions,
+    seen: std::collections::HashSet<String>,
+    /// Rows of the batches before the current one.
+    row_base: usize,
+}
+
+impl Pass<'_> {
+    /// Checks and converts every row of `batch`; kept rows go to `rows`, their
+    /// converted values to `spill` (or stay zero-copy slices of `map`).
+    fn batch(
+        &mut self,
+        batch: &RecordBatch,
+        int96_starts: Option<&[Option<f64>]>,
+        map: Option<&Arc<memmap2::Mmap>>,
+        spill: &mut Spill,
+        rows: &mut Vec<Row>,
+        dropped: &mut Dropped,
+    ) -> Result<()> {
+        let path = self.path;
+        let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
+        let typing = |why: String| Error::input(path, None, why);
+        let ids = match batch.column_by_name("item_id") {
+            Some(c) => Some(typings::item_ids(c).map_err(typing)?),
+            None => None,
+        };
+        let starts = match (batch.column_by_name("start"), int96_starts) {
+            (_, Some(all)) => Some(
+                all.get(self.row_base..self.row_base + batch.num_rows())
+                    .ok_or_else(|| typing("start: INT96 rows do not match the table".into()))?
+                    .to_vec(),
+            ),
+            (Some(c), None) => Some(typings::start_seconds(c).map_err(|(r, why)| match r {
+                usize::MAX => typing(why),
+                r => at(self.row_base + r, why),
+            })?),
+            (None, None) => None,
+        };
+        let freqs = match batch.column_by_name("freq") {
+            Some(c) => Some(typings::frequencies(c).map_err(typing)?),
+            None => None,
+        };
+        let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
+        let want = "want a list of numbers or a list of lists of numbers";
+        let element = typings::list_element(target.data_type())
+            .ok_or_else(|| typing(format!("target has type {}, {want}", target.data_type())))?;
+        let multivariate = typings::list_element(element).is_some();
+        let leaf = typings::list_element(element).unwrap_or(element);
+        if !typings::is_value_type(leaf) {
+            return Err(typing(format!("target values have type {leaf}, {want} (integers or floats)")));
+        }
+        for r in 0..batch.num_rows() {
+            let row = self.row_base + r;
+            let readable = match &ids {
+                Some(ids) => ids[r].clone().ok_or_else(|| at(row, "item_id is null".into()))?,
+                None => row.to_string(),
+            };
+            let item = |what: String| at(row, format!("item {readable}: {what}"));
+            if !self.seen.insert(readable.clone()) {
+                return Err(at(row, format!("duplicate item_id {readable}")));
+            }
+            let rate_hz = self.rate(freqs.as_ref().and_then(|f| f[r].as_deref())).map_err(&item)?;
+            if target.is_null(r) {
+                return Err(item("target is null".into()));
+            }
+            let outer = typings::list_value(target.as_ref(), r).ok_or_else(|| item("target is not a list".into()))?;
+            let channels: Vec<ArrayRef> = if multivariate {
+                if outer.is_empty() {
+                    return Err(item("multivariate target with no channel".into()));
+                }
+                (0..outer.len())
+                    .map(|d| typings::list_value(outer.as_ref(), d).filter(|_| outer.is_valid(d)))
+                    .collect::<Option<Vec<_>>>()
+                    .map_or_else(
+                        || {
+                            let d = (0..outer.len()).find(|&d| outer.is_null(d)).unwrap_or(0);
+                            Err(ValueError::Missing(format!("channel {d}: is null (missing)")))
+                        },
+                        Ok,
+                    )
+                    .or_else(|e| self.missing(e, &item, dropped, &readable).map(|_| Vec::new()))?
+            } else {
+                vec![outer]
+            };
+            if channels.is_empty() {
+                continue;
+            }
+            let mut held = Vec::with_capacity(channels.len());
+            let mut keep = true;
+            for (d, values) in channels.iter().enumerate() {
+                match typings::to_f32(values) {
+                    Ok(v) => held.push(v),
+                    Err(e) => {
+                        let e = match e {
+                            ValueError::Missing(m) => ValueError::Missing(format!("channel {d}: {m}")),
+                            ValueError::Invalid(m) => ValueError::Invalid(format!("channel {d}: {m}")),
+                        };
+                        self.missing(e, &item, dropped, &readable)?;
+                        keep = false;
+                        break;
+                    }
+                }
+            }
+            if !keep {
+                continue;
+            }
+            let channels = held
+                .into_iter()
+                .map(|v| match map {
+                    Some(map) if is_in(&v, map) => {
+                        // checked: give the pages back until the loader reads them again
+                        release_pages(map, &v);
+                        Ok(Held::Mapped(v))
+                    }
+                    _ => spill.push(&v),
+                })
+                .collect::<std::io::Result<Vec<_>>>()
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            rows.push(Row {
+                readable,
+                t_start_s: starts.as_ref().and_then(|s| s[r]).unwrap_or(0.0),
+                rate_hz,
+                dims: multivariate.then_some(channels.len()),
+                channels,
+            });
+        }
+        self.row_base += batch.num_rows();
+        Ok(())
+    }
+
+    /// The rate of a row: its `freq`, the option, or the default; a `freq` and an
+    /// option that disagree (relative 1e-9) are refused.
+    fn rate(&self, freq: Option<&str>) -> std::result::Result<f64, String> {
+        let option = self.opts.sampling_rate_hz;
+        let Some(freq) = freq else { return Ok(option.unwrap_or(DEFAULT_SAMPLING_RATE_HZ)) };
+        match (typings::pandas_frequency_hz(freq), option) {
+            (Ok(hz), Some(o)) if ((hz - o) / o).abs() > 1e-9 => {
+                Err(format!("freq {freq:?} is {hz:?} Hz but --sampling-rate-hz is {o:?} Hz"))
+            }
+            (Ok(hz), _) => Ok(hz),
+            // an alias without a fixed rate: the option, when given, says what it is
+            (Err(_), Some(o)) => Ok(o),
+            (Err(why), None) => Err(why),
+        }
+    }
+
+    /// Applies [`OnMissing`] to a refused value: a missing one is dropped (its row
+    /// recorded) under [`OnMissing::DropCase`]; anything else is an error.
+    fn missing(
+        &self,
+        e: ValueError,
+        item: &dyn Fn(String) -> Error,
+        dropped: &mut Dropped,
+        readable: &str,
+    ) -> Result<()> {
+        match (e, self.opts.on_missing) {
+            (ValueError::Missing(_), OnMissing::DropCase) => {
+                dropped.cases.push(readable.to_string());
+                Ok(())
+            }
+            (ValueError::Missing(m), OnMissing::Error) => {
+                Err(item(format!("{m}; TimeF stores only finite values (--on-missing drop-case leaves such rows out)")))
+            }
+            (ValueError::Invalid(m), _) => Err(item(m)),
+        }
+    }
+}
+
+/// True when `v` lies inside the mapping `map` (a zero-copy slice of it).
+fn is_in(v: &SeriesValues, map: &memmap2::Mmap) -> bool {
+    let (base, p) = (map.as_ptr() as usize, v.as_ptr() as usize);
+    p >= base && p + std::mem::size_of_val(&v[..]) <= base + map.len()
+}
+
+/// Tells the kernel the whole pages inside `values` (a slice of `map`) are not
+/// needed now; neighbours keep theirs, and the pages fault back in from the file.
+fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
+    let page = 4096;
+    let base = map.as_ptr() as usize;
+    let start = (values.as_ptr() as usize).saturating_sub(base);
+    let end = start + std::mem::size_of_val(values);
+    let (first, last) = (start.div_ceil(page) * page, end / page * page);
+    if last > first && last <= map.len() {
+        // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED only
+        // drops resident pages, which fault back in from the file when read again.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first) };
+    }
 }
 
 /// Keeps a zero-copy slice of the mapping alive and, when the writer drops it
@@ -191,18 +493,7 @@ struct ReleaseOnDrop {
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
-        let page = 4096;
-        let base = self.map.as_ptr() as usize;
-        let start = (self.values.as_ptr() as usize).saturating_sub(base);
-        let end = start + self.values.len() * std::mem::size_of::<f32>();
-        // whole pages inside this series only, so neighbours keep theirs
-        let (first, last) = (start.div_ceil(page) * page, end / page * page);
-        if last > first && last <= self.map.len() {
-            // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED
-            // only drops resident pages, which fault back in from the file if
-            // another slice still reads them.
-            let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first) };
-        }
+        release_pages(&self.map, &self.values);
     }
 }
 
@@ -279,146 +570,4 @@ fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
         decoder.finish().map_err(bad)?;
         Ok((out, map))
     }
-}
-
-/// Typed access to one batch's columns.
-struct Rows<'a> {
-    item_id: Option<Box<dyn Fn(usize) -> Option<String> + 'a>>,
-    start: Option<(&'a ArrayRef, TimeUnit)>,
-    target: &'a ArrayRef,
-}
-
-fn list_child(a: &ArrayRef) -> Option<&ArrayRef> {
-    match a.data_type() {
-        DataType::List(_) => Some(a.as_list::<i32>().values()),
-        DataType::LargeList(_) => Some(a.as_list::<i64>().values()),
-        _ => None,
-    }
-}
-
-fn list_range(a: &dyn Array, row: usize) -> Option<std::ops::Range<usize>> {
-    match a.data_type() {
-        DataType::List(_) => {
-            let o = a.as_list::<i32>().value_offsets();
-            Some(o[row] as usize..o[row + 1] as usize)
-        }
-        DataType::LargeList(_) => {
-            let o = a.as_list::<i64>().value_offsets();
-            Some(o[row] as usize..o[row + 1] as usize)
-        }
-        _ => None,
-    }
-}
-
-impl<'a> Rows<'a> {
-    fn of(path: &Path, batch: &'a RecordBatch) -> Result<Rows<'a>> {
-        let item_id: Option<Box<dyn Fn(usize) -> Option<String> + 'a>> = match batch.column_by_name("item_id") {
-            None => None,
-            Some(c) => match c.data_type() {
-                DataType::Utf8 => Some(Box::new(move |r| {
-                    c.as_string::<i32>().is_valid(r).then(|| c.as_string::<i32>().value(r).to_string())
-                })),
-                DataType::LargeUtf8 => Some(Box::new(move |r| {
-                    c.as_string::<i64>().is_valid(r).then(|| c.as_string::<i64>().value(r).to_string())
-                })),
-                DataType::Utf8View => Some(Box::new(move |r| {
-                    c.as_string_view().is_valid(r).then(|| c.as_string_view().value(r).to_string())
-                })),
-                DataType::Int64 | DataType::Int32 => {
-                    let c = arrow::compute::cast(c, &DataType::Int64)
-                        .map_err(|e| Error::input(path, None, e.to_string()))?;
-                    Some(Box::new(move |r| {
-                        let a = c.as_primitive::<arrow::datatypes::Int64Type>();
-                        a.is_valid(r).then(|| a.value(r).to_string())
-                    }))
-                }
-                other => return Err(Error::input(path, None, format!("item_id has type {other}, want a string"))),
-            },
-        };
-        let start = match batch.column_by_name("start") {
-            None => None,
-            Some(c) => match c.data_type() {
-                DataType::Timestamp(unit, _) => Some((c, *unit)),
-                other => return Err(Error::input(path, None, format!("start has type {other}, want a timestamp"))),
-            },
-        };
-        let target = batch.column_by_name("target").ok_or_else(|| Error::input(path, None, "no target column"))?;
-        let child = list_child(target).ok_or_else(|| {
-            Error::input(
-                path,
-                None,
-                format!("target has type {}, want list<float> or list<list<float>>", target.data_type()),
-            )
-        })?;
-        let leaf = list_child(child).unwrap_or(child);
-        if !matches!(leaf.data_type(), DataType::Float32 | DataType::Float64) {
-            return Err(Error::input(
-                path,
-                None,
-                format!("target values have type {}, want float32 or float64", leaf.data_type()),
-            ));
-        }
-        Ok(Rows { item_id, start, target })
-    }
-
-    fn start_s(&self, r: usize) -> f64 {
-        let Some((c, unit)) = self.start else { return 0.0 };
-        if c.is_null(r) {
-            return 0.0;
-        }
-        let v = match unit {
-            TimeUnit::Second => c.as_primitive::<arrow::datatypes::TimestampSecondType>().value(r) as f64,
-            TimeUnit::Millisecond => {
-                c.as_primitive::<arrow::datatypes::TimestampMillisecondType>().value(r) as f64 / 1e3
-            }
-            TimeUnit::Microsecond => {
-                c.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(r) as f64 / 1e6
-            }
-            TimeUnit::Nanosecond => c.as_primitive::<arrow::datatypes::TimestampNanosecondType>().value(r) as f64 / 1e9,
-        };
-        v
-    }
-
-    /// `None` for univariate rows, `Some(dims)` for multivariate ones.
-    fn dims(&self, r: usize) -> std::result::Result<Option<usize>, String> {
-        if self.target.is_null(r) {
-            return Err("target is null".into());
-        }
-        let child = list_child(self.target).ok_or("target is not a list")?;
-        if list_child(child).is_none() {
-            return Ok(None);
-        }
-        let range = list_range(self.target.as_ref(), r).ok_or("target is not a list")?;
-        if range.is_empty() {
-            return Err("multivariate target with no dimension".into());
-        }
-        Ok(Some(range.len()))
-    }
-}
-
-/// One series' values (row `r`, dimension `dim`) of `batch` as float32: a
-/// zero-copy slice for float32 input, a converted copy for float64.
-fn series_values(batch: &RecordBatch, r: usize, dim: Option<usize>) -> std::result::Result<SeriesValues, String> {
-    let target = batch.column_by_name("target").ok_or("no target column")?;
-    let range = list_range(target.as_ref(), r).ok_or("target is not a list")?;
-    let mut values = list_child(target).ok_or("target is not a list")?.slice(range.start, range.len());
-    if let Some(d) = dim {
-        let inner = list_range(values.as_ref(), d).ok_or("target is not a list of lists")?;
-        values = list_child(&values).ok_or("target is not a list of lists")?.slice(inner.start, inner.len());
-    }
-    if values.null_count() > 0 {
-        return Err(format!("{} null values", values.null_count()));
-    }
-    Ok(match values.data_type() {
-        DataType::Float32 => values.as_primitive::<Float32Type>().values().clone(),
-        DataType::Float64 => {
-            let wide = values.as_primitive::<Float64Type>().values();
-            // a finite float64 beyond float32's range would silently become inf
-            if let Some(k) = wide.iter().position(|&v| v.is_finite() && (v as f32).is_infinite()) {
-                return Err(format!("value {k} = {} is outside the float32 range", wide[k]));
-            }
-            wide.iter().map(|&v| v as f32).collect::<Vec<_>>().into()
-        }
-        other => return Err(format!("values of type {other}")),
-    })
 }

@@ -1,10 +1,13 @@
 //! Connectors: turn files of the field's public formats into a [`crate::TimeFDataset`].
 //!
-//! Each connector is usable without the CLI; all share [`IdMode`] and the defaults
-//! below (issue 3: default spec type `unknown`, default sampling rate 1 Hz).
+//! Each connector is usable without the CLI; all share [`IdMode`], the
+//! missing-value policy [`OnMissing`] and the defaults below (default spec type
+//! `unknown`, default sampling rate 1 Hz). The text connectors share
+//! [`TextEncoding`] (`docs/format.md`, "Connector inputs").
 
 pub mod arrow;
 pub mod tsf;
+pub mod typings;
 pub mod ucr;
 
 /// Spec type used when the caller gives none.
@@ -41,4 +44,80 @@ impl IdMode {
             IdMode::Uuid => uuid::Uuid::new_v5(&ID_NAMESPACE, readable.as_bytes()).hyphenated().to_string(),
         }
     }
+}
+
+/// What a connector does with a case (an Arrow row, a `.tsf` series line, a
+/// `.ts` case) that holds a missing value: NaN or a null element in an Arrow
+/// target, `?` or `NaN` in a `.tsf` or `.ts` file. TimeF stores finite values
+/// only (FORMAT-BRIEF §5), so a missing value cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnMissing {
+    /// Refuse the input with [`crate::Error::InvalidInput`] naming the file, the
+    /// line or row, the case (item) and the channel. The default.
+    #[default]
+    Error,
+    /// Leave the whole case out (every channel of it); the others keep their ids.
+    /// The dropped cases are listed in the connector's [`Dropped`] report.
+    DropCase,
+}
+
+/// The cases a connector left out under [`OnMissing::DropCase`], in input order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dropped {
+    /// One entry per dropped case: its readable id (Arrow `item_id`, `.tsf`
+    /// series name, `.ts` `"{file}: case {index}"`).
+    pub cases: Vec<String>,
+}
+
+impl Dropped {
+    /// The one-line summary the CLI prints on stderr, `None` when nothing was dropped:
+    /// `dropped 2 cases with missing values (--on-missing drop-case): a, b` (at most 10 named).
+    pub fn summary(&self) -> Option<String> {
+        const NAMED: usize = 10;
+        if self.cases.is_empty() {
+            return None;
+        }
+        let n = self.cases.len();
+        let mut names = self.cases.iter().take(NAMED).cloned().collect::<Vec<_>>().join(", ");
+        if n > NAMED {
+            names.push_str(&format!(", ... ({} more)", n - NAMED));
+        }
+        let noun = if n == 1 { "case" } else { "cases" };
+        Some(format!("dropped {n} {noun} with missing values (--on-missing drop-case): {names}"))
+    }
+}
+
+/// Text encoding of a `.ts` or `.tsf` input.
+///
+/// `Latin1` decodes every byte `b` to the code point `U+00b` (ISO-8859-1 exactly,
+/// so 0x80-0x9F become C1 controls); `Cp1252` is windows-1252 as the WHATWG
+/// Encoding Standard defines it (0x80 is `€`, 0x93 `“`). Web browsers treat the
+/// label `latin-1` as windows-1252; TimeF keeps the two apart so that each name
+/// means one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TextEncoding {
+    /// UTF-8 (a leading byte order mark is skipped). The default.
+    #[default]
+    Utf8,
+    /// ISO-8859-1: each byte is the code point of the same number.
+    Latin1,
+    /// windows-1252 (WHATWG), decoded with `encoding_rs`.
+    Cp1252,
+}
+
+impl TextEncoding {
+    /// Decodes `bytes`; UTF-8 is borrowed when valid. `Err(offset)` is the byte
+    /// offset of the first invalid UTF-8 sequence (the single-byte encodings
+    /// accept every byte).
+    pub fn decode(self, bytes: &[u8]) -> std::result::Result<std::borrow::Cow<'_, str>, usize> {
+        match self {
+            TextEncoding::Utf8 => std::str::from_utf8(bytes).map(Into::into).map_err(|e| e.valid_up_to()),
+            TextEncoding::Latin1 => Ok(bytes.iter().map(|&b| char::from(b)).collect::<String>().into()),
+            TextEncoding::Cp1252 => Ok(encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes).0),
+        }
+    }
+
+    /// The hint appended to an invalid-UTF-8 error.
+    pub(crate) const UTF8_HINT: &'static str =
+        "the file must be UTF-8, or name its encoding with --encoding latin-1 or --encoding cp1252";
 }

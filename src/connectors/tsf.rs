@@ -25,14 +25,16 @@
 //! number of seconds for every known frequency) rather than divisions by the rate,
 //! because `1 / (1 / 31556952.0)` is not exactly `31556952.0` in `f64`.
 //!
-//! Not supported, each an error naming the line: missing values (`?`; TimeF stores
-//! only finite values), values outside the `f32` range, dates other than
-//! `YYYY-MM-DD HH-MM-SS`. Unknown header tags are ignored.
+//! Missing values (`?`, or `NaN` in any case) follow [`OnMissing`]: an error naming
+//! the line, series and value (default), or the series line is left out. Not
+//! supported, each an error naming the line: infinite values, values outside the
+//! `f32` range, dates other than `YYYY-MM-DD HH-MM-SS`. Unknown header tags are
+//! ignored. The text is UTF-8 unless [`TsfOptions::encoding`] says otherwise.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::connectors::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use crate::connectors::{Dropped, IdMode, OnMissing, TextEncoding, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset};
 use crate::error::{Error, Result};
 
@@ -41,7 +43,7 @@ pub const FORECAST_TASK_NAME: &str = "forecast";
 
 /// Seconds in a mean Gregorian year (365.2425 days); the base of the yearly,
 /// quarterly and monthly rates, because calendar months and years have no fixed length.
-const GREGORIAN_YEAR_S: f64 = 31_556_952.0;
+pub(crate) const GREGORIAN_YEAR_S: f64 = 31_556_952.0;
 
 /// Options of [`read_tsf`].
 #[derive(Debug, Clone, PartialEq)]
@@ -54,12 +56,24 @@ pub struct TsfOptions {
     pub spec_type: Option<String>,
     /// How ids are spelled.
     pub ids: IdMode,
+    /// What to do with a series holding a missing value (`?` or `NaN`).
+    pub on_missing: OnMissing,
+    /// Text encoding of the file (UTF-8 by default).
+    pub encoding: TextEncoding,
 }
 
 impl TsfOptions {
-    /// Options with readable string ids and the default spec type.
+    /// Options with readable string ids, the default spec type, missing values
+    /// refused and UTF-8 text.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        TsfOptions { name: name.into(), version: version.into(), spec_type: None, ids: IdMode::String }
+        TsfOptions {
+            name: name.into(),
+            version: version.into(),
+            spec_type: None,
+            ids: IdMode::String,
+            on_missing: OnMissing::Error,
+            encoding: TextEncoding::Utf8,
+        }
     }
 }
 
@@ -118,6 +132,8 @@ pub struct TsfFile {
     pub equal_length: Option<bool>,
     /// The series, in file order; at least one, names unique.
     pub series: Vec<TsfSeries>,
+    /// Names of the series left out under [`OnMissing::DropCase`], in file order.
+    pub dropped: Vec<String>,
     /// Seconds between two values (1/rate); kept separately so that windows are
     /// exact multiples of it rather than divisions by a rounded rate.
     period_s: f64,
@@ -218,15 +234,27 @@ fn frequency_period_s(freq: &str) -> Option<f64> {
 /// 1-based line; an unreadable file is an [`Error::Io`]; an invalid dataset name
 /// or version is an [`Error::Validation`].
 pub fn read_tsf(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<TimeFDataset> {
-    let file = parse_tsf(path)?;
-    build_dataset(file, opts)
+    read_tsf_with_report(path, opts).map(|(ds, _)| ds)
 }
 
-/// Parses a `.tsf` file without building a dataset (the first half of [`read_tsf`]).
+/// [`read_tsf`], also returning the series left out under [`OnMissing::DropCase`].
+pub fn read_tsf_with_report(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<(TimeFDataset, Dropped)> {
+    let file = parse_tsf_with(path, opts.on_missing, opts.encoding)?;
+    let dropped = Dropped { cases: file.dropped.clone() };
+    Ok((build_dataset(file, opts)?, dropped))
+}
+
+/// Parses a UTF-8 `.tsf` file without building a dataset (the first half of
+/// [`read_tsf`]); missing values are errors.
 pub fn parse_tsf(path: impl AsRef<Path>) -> Result<TsfFile> {
+    parse_tsf_with(path, OnMissing::Error, TextEncoding::Utf8)
+}
+
+/// [`parse_tsf`] with a missing-value policy and a text encoding.
+pub fn parse_tsf_with(path: impl AsRef<Path>, on_missing: OnMissing, encoding: TextEncoding) -> Result<TsfFile> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| crate::connectors::unreadable(path, e))?;
-    parse_bytes(path, &bytes)
+    parse_bytes(path, &bytes, on_missing, encoding)
 }
 
 /// Builds the dataset from a parsed file.
@@ -298,13 +326,13 @@ fn build_dataset(file: TsfFile, opts: &TsfOptions) -> Result<TimeFDataset> {
     Ok(ds)
 }
 
-/// Decodes UTF-8, naming the line of the first invalid byte.
-fn decode<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let ok = bytes.get(..e.valid_up_to()).unwrap_or_default();
+/// Decodes the text, naming the line of the first invalid UTF-8 byte.
+fn decode<'a>(path: &Path, bytes: &'a [u8], encoding: TextEncoding) -> Result<std::borrow::Cow<'a, str>> {
+    encoding.decode(bytes).map_err(|valid_up_to| {
+        let ok = bytes.get(..valid_up_to).unwrap_or_default();
         let line = ok.iter().filter(|&&b| b == b'\n').count() + 1;
         let col = ok.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-        Error::input(path, Some(line), format!("invalid UTF-8 at byte {col} of the line (the file must be UTF-8)"))
+        Error::input(path, Some(line), format!("invalid UTF-8 at byte {col} of the line ({})", TextEncoding::UTF8_HINT))
     })
 }
 
@@ -333,9 +361,9 @@ impl<T> Once<T> {
 }
 
 /// Parses a `.tsf` file's bytes; `path` is only used in errors.
-fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
-    let text = decode(path, bytes)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+fn parse_bytes(path: &Path, bytes: &[u8], on_missing: OnMissing, encoding: TextEncoding) -> Result<TsfFile> {
+    let text = decode(path, bytes, encoding)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         return Err(Error::input(path, Some(1), "empty file"));
     }
@@ -446,13 +474,22 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
     let equal_length = equal_length.get();
 
     let mut series: Vec<TsfSeries> = Vec::new();
+    let mut dropped = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut index = 0usize;
     for (no, raw) in lines {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let s = parse_data_line(path, no, series.len(), line, &attributes, name_attr, start_attr)?;
+        index += 1;
+        let s = match parse_data_line(path, no, index - 1, line, &attributes, name_attr, start_attr, on_missing)? {
+            DataLine::Kept(s) => s,
+            DataLine::Dropped(name) => {
+                dropped.push(name);
+                continue;
+            }
+        };
         if let Some(first) = seen.get(&s.name) {
             return Err(Error::input(
                 path,
@@ -483,7 +520,8 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
         series.push(s);
     }
     if series.is_empty() {
-        return Err(Error::input(path, Some(data_line), "no series after @data"));
+        let why = if dropped.is_empty() { "no series after @data" } else { "every series has missing values" };
+        return Err(Error::input(path, Some(data_line), why));
     }
 
     Ok(TsfFile {
@@ -495,6 +533,7 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<TsfFile> {
         missing: missing.get(),
         equal_length,
         series,
+        dropped,
         period_s,
         name_attr,
         start_attr,
@@ -530,7 +569,14 @@ fn parse_bool(path: &Path, no: usize, tag: &str, value: &str) -> Result<bool> {
     }
 }
 
+/// A parsed data line: kept, or left out (by name) under [`OnMissing::DropCase`].
+enum DataLine {
+    Kept(TsfSeries),
+    Dropped(String),
+}
+
 /// Parses one data line (`index` is its 0-based position among data lines).
+#[allow(clippy::too_many_arguments)]
 fn parse_data_line(
     path: &Path,
     no: usize,
@@ -539,7 +585,8 @@ fn parse_data_line(
     attributes: &[TsfAttribute],
     name_attr: Option<usize>,
     start_attr: Option<usize>,
-) -> Result<TsfSeries> {
+    on_missing: OnMissing,
+) -> Result<DataLine> {
     let err = |reason: String| Error::input(path, Some(no), reason);
     // Dates contain no ':' (their time is `HH-MM-SS`), so the first N fields are
     // the attributes and the remainder is the series.
@@ -610,11 +657,14 @@ fn parse_data_line(
     let mut values = Vec::new();
     for (k, v) in series_text.split(',').enumerate() {
         let v = v.trim();
-        if v == "?" {
-            return Err(err(format!(
-                "series {name}: value {k} (0-based) is missing ('?'); missing values are not \
-                 supported because TimeF stores only finite values"
-            )));
+        if v == "?" || v.eq_ignore_ascii_case("nan") {
+            return match on_missing {
+                OnMissing::DropCase => Ok(DataLine::Dropped(name)),
+                OnMissing::Error => Err(err(format!(
+                    "series {name}: value {k} (0-based) is missing ({v:?}); TimeF stores \
+                     only finite values (--on-missing drop-case leaves such series out)"
+                ))),
+            };
         }
         // Rust also parses "NaN" and "inf"; TimeF refuses non-finite values.
         let x = v
@@ -629,7 +679,13 @@ fn parse_data_line(
         values.push(x32);
     }
 
-    Ok(TsfSeries { line: no, name, attributes: values_text.into_iter().map(str::to_string).collect(), start_s, values })
+    Ok(DataLine::Kept(TsfSeries {
+        line: no,
+        name,
+        attributes: values_text.into_iter().map(str::to_string).collect(),
+        start_s,
+        values,
+    }))
 }
 
 /// Parses `YYYY-MM-DD HH-MM-SS` (UTC) into epoch seconds; strict so that a
@@ -665,7 +721,7 @@ fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
-fn days_in_month(y: i64, m: i64) -> i64 {
+pub(crate) fn days_in_month(y: i64, m: i64) -> i64 {
     match m {
         2 if is_leap(y) => 29,
         2 => 28,
@@ -677,7 +733,7 @@ fn days_in_month(y: i64, m: i64) -> i64 {
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
 /// `days_from_civil`): shift the year to start in March so the leap day is last,
 /// then count whole 400-year eras, years, and a closed form for month lengths.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400; // [0, 399]
@@ -696,7 +752,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<TsfFile> {
-        parse_bytes(p(), text.as_bytes())
+        parse_bytes(p(), text.as_bytes(), OnMissing::Error, TextEncoding::Utf8)
     }
 
     fn input_err(r: Result<TsfFile>) -> (Option<usize>, String) {
@@ -961,7 +1017,8 @@ mod tests {
 
     #[test]
     fn invalid_utf8_names_the_line() {
-        let (l, r) = input_err(parse_bytes(p(), b"@relation r\n@data\nabc\xff:1\n"));
+        let (l, r) =
+            input_err(parse_bytes(p(), b"@relation r\n@data\nabc\xff:1\n", OnMissing::Error, TextEncoding::Utf8));
         assert_eq!(l, Some(3));
         assert!(r.contains("UTF-8"), "{r}");
     }
@@ -991,7 +1048,7 @@ mod tests {
         proptest! {
             #[test]
             fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-                let _ = parse_bytes(p(), &bytes);
+                let _ = parse_bytes(p(), &bytes, OnMissing::Error, TextEncoding::Utf8);
             }
 
             #[test]

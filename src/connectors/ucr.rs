@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{IdMode, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use super::{Dropped, IdMode, TextEncoding, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset};
 use crate::error::{Error, Result};
 
@@ -29,15 +29,10 @@ const TIMESTAMP_TOLERANCE: f64 = 1e-6;
 /// timestamps; the value is `None` when missing.
 type Point = (f64, Option<f64>);
 
-/// What to do with a case whose values have an interior gap or a channel without values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnMissing {
-    /// Fail with [`Error::InvalidInput`] naming the line, case and dimension.
-    #[default]
-    Error,
-    /// Leave the case out; the remaining cases keep their file position in their ids.
-    DropCase,
-}
+/// The connectors' shared missing-value policy; for `.ts` files a case is
+/// missing when a channel has an interior gap or no values at all (trailing
+/// `?`/`NaN` is padding of a shorter case and is trimmed).
+pub use super::OnMissing;
 
 /// Options of [`read_ucr`]. Plain fields with [`Default`], plus [`UcrOptions::new`]
 /// and consuming `with_*` setters.
@@ -57,6 +52,8 @@ pub struct UcrOptions {
     pub ids: IdMode,
     /// What to do with cases that have missing values other than trailing padding.
     pub on_missing: OnMissing,
+    /// Text encoding of the files (UTF-8 by default).
+    pub encoding: TextEncoding,
 }
 
 impl UcrOptions {
@@ -86,6 +83,12 @@ impl UcrOptions {
     /// Sets [`UcrOptions::on_missing`].
     pub fn with_on_missing(mut self, on_missing: OnMissing) -> Self {
         self.on_missing = on_missing;
+        self
+    }
+
+    /// Sets [`UcrOptions::encoding`].
+    pub fn with_encoding(mut self, encoding: TextEncoding) -> Self {
+        self.encoding = encoding;
         self
     }
 
@@ -120,7 +123,14 @@ impl UcrOptions {
 /// [`Error::Io`] when a file cannot be read, [`Error::InvalidOption`] for bad options,
 /// [`Error::Validation`] when the name, version or a split is not a valid path component.
 pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDataset> {
+    read_ucr_with_report(paths, opts).map(|(ds, _)| ds)
+}
+
+/// [`read_ucr`], also returning the cases left out under [`OnMissing::DropCase`]
+/// (each named `"{file}: case {index}"`, index 0-based among the file's data lines).
+pub fn read_ucr_with_report(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<(TimeFDataset, Dropped)> {
     opts.validate()?;
+    let mut dropped = Dropped::default();
     if paths.is_empty() {
         return Err(Error::InvalidOption { option: "paths", reason: "at least one .ts file is needed".into() });
     }
@@ -143,7 +153,8 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
     let mut ds = TimeFDataset::new(opts.name.as_str(), opts.version.as_str())?;
     let mut first: Option<(&Path, Option<String>, TsResponse, Option<usize>)> = None;
     for (i, (path, split)) in files.into_iter().enumerate() {
-        let file = parse_ts_file(path, opts.on_missing)?;
+        let file = parse_ts_file_encoded(path, opts.on_missing, opts.encoding)?;
+        dropped.cases.extend(file.dropped.iter().map(|i| format!("{}: case {i}", path.display())));
         let dims = file.cases.first().map(|c| c.channels.len());
         // the files of one dataset are splits of one problem: same name, labels, dimensions
         if let Some((first_path, name, response, first_dims)) = &first {
@@ -176,7 +187,7 @@ pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDa
         }
         add_file(&mut ds, opts, path, &split, file)?;
     }
-    Ok(ds)
+    Ok((ds, dropped))
 }
 
 /// The split a file stands for: `train`/`test` from a `_TRAIN`/`_TEST` stem suffix,
@@ -334,6 +345,8 @@ pub struct TsFile {
     pub response: TsResponse,
     /// The kept cases, in file order.
     pub cases: Vec<TsCase>,
+    /// 0-based indices (among the data lines) of the cases dropped under [`OnMissing::DropCase`].
+    pub dropped: Vec<usize>,
 }
 
 impl TsFile {
@@ -390,9 +403,21 @@ impl Parser<'_> {
 /// Reads and parses one `.ts` file without building a dataset (the values are
 /// returned directly). Same rules and errors as [`read_ucr`].
 pub fn parse_ts_file(path: impl AsRef<Path>, on_missing: OnMissing) -> Result<TsFile> {
+    parse_ts_file_encoded(path, on_missing, TextEncoding::Utf8)
+}
+
+/// [`parse_ts_file`] for a file in `encoding`.
+pub fn parse_ts_file_encoded(path: impl AsRef<Path>, on_missing: OnMissing, encoding: TextEncoding) -> Result<TsFile> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| crate::connectors::unreadable(path, e))?;
-    parse_ts(path, &bytes, on_missing)
+    match encoding {
+        // UTF-8 is checked line by line, so the error names the line
+        TextEncoding::Utf8 => parse_ts(path, &bytes, on_missing),
+        other => match other.decode(&bytes) {
+            Ok(text) => parse_ts(path, text.as_bytes(), on_missing),
+            Err(_) => Err(Error::input(path, None, "cannot decode the file")),
+        },
+    }
 }
 
 /// Parses the bytes of a `.ts` file; `path` only names the file in errors.
@@ -407,6 +432,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
     let mut header = Header::default();
     let mut data_tag: Option<(usize, TsResponse, Option<ExpectedDims>)> = None;
     let mut cases = Vec::new();
+    let mut dropped = Vec::new();
     let mut n_data_lines = 0usize;
     let mut any_content = false;
 
@@ -414,7 +440,14 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
         let no = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let text = std::str::from_utf8(raw).map_err(|e| {
-            p.err(no, format!("line is not valid UTF-8 (byte {} of the line is invalid)", e.valid_up_to() + 1))
+            p.err(
+                no,
+                format!(
+                    "line is not valid UTF-8 (byte {} of the line is invalid); {}",
+                    e.valid_up_to() + 1,
+                    TextEncoding::UTF8_HINT
+                ),
+            )
         })?;
         let t = text.trim();
         if t.is_empty() {
@@ -439,8 +472,9 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
             Some((_, response, expected)) => {
                 let index = n_data_lines;
                 n_data_lines += 1;
-                if let Some(case) = p.case(no, t, index, &header, response, expected)? {
-                    cases.push(case);
+                match p.case(no, t, index, &header, response, expected)? {
+                    Some(case) => cases.push(case),
+                    None => dropped.push(index),
                 }
             }
         }
@@ -456,7 +490,7 @@ pub fn parse_ts(path: &Path, bytes: &[u8], on_missing: OnMissing) -> Result<TsFi
     if n_data_lines == 0 {
         return Err(p.err(data_line, "no data lines after @data"));
     }
-    Ok(TsFile { problem_name: header.problem_name, comments: header.comments, response, cases })
+    Ok(TsFile { problem_name: header.problem_name, comments: header.comments, response, cases, dropped })
 }
 
 /// Parses a tag's boolean value (`true`/`false`, any case).
