@@ -8,7 +8,6 @@
 //! version` (footers and indexes count in the denominator).
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::path::Path;
 
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
@@ -16,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::reader::Version;
+use crate::storage::Location;
 
 /// The dedup figure of a new version against its base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -41,15 +41,15 @@ impl DedupReport {
     }
 }
 
-/// Calls `f(page bytes)` for every page of the Parquet file at `path`.
-fn for_each_page(path: &Path, mut f: impl FnMut(&[u8])) -> Result<u64> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+/// Calls `f(page bytes)` for every page of the Parquet file at `loc` (read
+/// whole: mapped locally, one GET on an object store; every page is used).
+fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
+    let path = &loc.to_path_buf();
     let meta = ParquetMetaDataReader::new()
         .with_offset_index_policy(PageIndexPolicy::Required)
-        .parse_and_finish(&file)
+        .parse_and_finish(&loc.open()?)
         .map_err(|e| Error::parquet(path, e))?;
-    // SAFETY: read-only mapping of a committed (immutable) file.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = loc.read_whole()?;
     let slice = |start: i64, len: i64| -> Result<&[u8]> {
         let (s, e) = (start as usize, (start + len) as usize);
         map.get(s..e).ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("page {s}..{e} beyond file") })
@@ -75,13 +75,19 @@ fn for_each_page(path: &Path, mut f: impl FnMut(&[u8])) -> Result<u64> {
     Ok(map.len() as u64)
 }
 
-fn shards(v: &Version) -> impl Iterator<Item = std::path::PathBuf> + '_ {
-    v.manifest().files.iter().filter(|f| f.path.starts_with("time_series/")).map(|f| v.dir().join(&f.path))
+fn shards(v: &Version) -> impl Iterator<Item = Location> + '_ {
+    v.manifest().files.iter().filter(|f| f.path.starts_with("time_series/")).map(|f| v.location().join(&f.path))
 }
 
-/// Measures the new version at `new_dir` against the base at `base_dir`.
+/// Measures the new version at `new_dir` against the base at `base_dir` (paths
+/// whose text is a URL are URLs; see [`measure_at`]).
 pub fn measure(base_dir: &Path, new_dir: &Path) -> Result<DedupReport> {
-    let (base, new) = (Version::open(base_dir)?, Version::open(new_dir)?);
+    measure_at(&Location::from_path(base_dir)?, &Location::from_path(new_dir)?)
+}
+
+/// [`measure`] of versions at [`Location`]s (each local or on any store).
+pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport> {
+    let (base, new) = (Version::open_at(base_dir.clone())?, Version::open_at(new_dir.clone())?);
     let mut known: HashSet<[u8; 32]> = HashSet::new();
     for path in shards(&base) {
         for_each_page(&path, |page| {

@@ -24,6 +24,7 @@ use crate::dataset::{Task, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::manifest::DerivedFrom;
 use crate::reader::Version;
+use crate::storage::Location;
 use crate::writer::{TimeFWriter, WriterOptions};
 
 /// What to do with tasks that would lose a required reference.
@@ -175,11 +176,17 @@ pub fn base_options(base: &Version) -> Result<WriterOptions> {
 
 /// Plans the edit that [`edit_version`] with the same arguments would write,
 /// without writing anything (`--dry-run`): the same checks, the target included.
+/// Paths whose text is a URL are URLs (see [`plan_at`]).
 pub fn plan(base_dir: &Path, out_root: &Path, new_version: &str, op: &RemoveSamples) -> Result<EditPlan> {
-    let base = Arc::new(Version::open(base_dir)?);
+    plan_at(&Location::from_path(base_dir)?, &Location::from_path(out_root)?, new_version, op)
+}
+
+/// [`plan`] with the base and the output root as [`Location`]s (each local or on any store).
+pub fn plan_at(base_dir: &Location, out_root: &Location, new_version: &str, op: &RemoveSamples) -> Result<EditPlan> {
+    let base = Arc::new(Version::open_at(base_dir.clone())?);
     let name = base.manifest().dataset.name.clone();
     let mut d = base.to_dataset(&name, new_version)?;
-    crate::commit::ensure_absent(&out_root.join(&name).join(new_version))?;
+    out_root.join(&name).join(new_version).ensure_absent()?;
     let plan = apply(&mut d, op)?;
     d.validate_references()?;
     Ok(plan)
@@ -190,14 +197,26 @@ pub fn plan(base_dir: &Path, out_root: &Path, new_version: &str, op: &RemoveSamp
 ///
 /// # Errors
 /// [`Error::NotAVersion`] for the base; [`Error::Edit`] before any I/O when the
-/// edit is refused; [`Error::AlreadyExists`]; writer errors.
+/// edit is refused; [`Error::AlreadyExists`]; writer errors. Paths whose text
+/// is a URL are URLs (see [`edit_version_at`]).
 pub fn edit_version(
     base_dir: &Path,
     out_root: &Path,
     new_version: &str,
     op: &RemoveSamples,
 ) -> Result<(PathBuf, EditPlan)> {
-    let base = Arc::new(Version::open(base_dir)?);
+    edit_version_at(&Location::from_path(base_dir)?, &Location::from_path(out_root)?, new_version, op)
+}
+
+/// [`edit_version`] with the base and the output root as [`Location`]s: the
+/// base may be read from one store and the new version written to another.
+pub fn edit_version_at(
+    base_dir: &Location,
+    out_root: &Location,
+    new_version: &str,
+    op: &RemoveSamples,
+) -> Result<(PathBuf, EditPlan)> {
+    let base = Arc::new(Version::open_at(base_dir.clone())?);
     let name = base.manifest().dataset.name.clone();
     let mut d = base.to_dataset(&name, new_version)?;
     let plan = apply(&mut d, op)?;
@@ -210,7 +229,7 @@ pub fn edit_version(
         }),
         removed: plan.counts(),
     };
-    let writer = TimeFWriter::new(out_root, base_options(&base)?).with_derived_from(derived_from);
+    let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?).with_derived_from(derived_from);
     let dir = writer.write(d)?.commit()?;
     Ok((dir, plan))
 }

@@ -117,6 +117,29 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// An object store refused or failed a request on `url` (a missing bucket,
+    /// denied access, a network failure, a timeout). `url` never carries
+    /// credentials; the CLI exits 3.
+    #[error("object store {url}: {source}")]
+    ObjectStore {
+        /// The object's or prefix's URL.
+        url: String,
+        /// The `object_store` error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+
+    /// A root or version given as a URL that cannot be used: it does not parse,
+    /// its scheme is not supported by this build, or a storage option is unknown
+    /// or malformed (named, its value never shown). The CLI exits 2.
+    #[error("invalid URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL without user info, query or fragment.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// The parquet crate failed while encoding or decoding `path`.
     #[error("parquet {}: {source}", path.display())]
     Parquet {
@@ -172,6 +195,7 @@ impl Error {
                 | Error::InvalidInput { .. }
                 | Error::Loader { .. }
                 | Error::Edit { .. }
+                | Error::InvalidUrl { .. }
         )
     }
 }

@@ -14,13 +14,15 @@ pub use dataset::{
     TimeFDataset,
 };
 pub use error::{Error, Result};
-pub mod commit;
+/// The local backend's staging and commit under its former name (see [`storage`]).
+pub use storage as commit;
 pub mod dedup;
 pub mod edit;
 pub mod encoding;
 pub mod layout;
 pub mod manifest;
 pub mod reader;
+pub mod storage;
 pub mod tables;
 pub mod thrift;
 pub mod verify;

@@ -1,7 +1,11 @@
 //! The `timef` command line: a thin layer of argument parsing, progress and exit
 //! codes over the library. Exit codes: 0 success, 1 a check found problems,
 //! 2 bad usage or bad input (the input file, dataset or options), 3 any other
-//! failure (I/O, internal).
+//! failure (I/O, object store, internal).
+//!
+//! Every root and version directory may be a URL (`s3://`, `gs://`, `az://`,
+//! `file://`, `memory://`); credentials and endpoint come from the environment
+//! (`AWS_*`, `GOOGLE_*`, `AZURE_*`), overridden by `--storage-option KEY=VALUE`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -12,6 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, IdMode, OnMissing, TextEncoding};
 use timef::reader::Version;
+use timef::storage::{Location, StorageOptions};
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
 #[derive(Parser)]
@@ -20,6 +25,10 @@ struct Cli {
     /// No progress bar.
     #[arg(long, global = true)]
     quiet: bool,
+    /// An object-store option overriding the environment (repeatable), e.g.
+    /// `aws_endpoint=http://127.0.0.1:9000`, `aws_allow_http=true`, `max_retries=2`.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
+    storage_option: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -31,7 +40,7 @@ enum Command {
     Ingest(Ingest),
     /// Summary of a version: counts, channels, rates, tasks, files, sizes, statistics.
     Info {
-        /// The version directory (ROOT/NAME/VERSION).
+        /// The version directory or URL (ROOT/NAME/VERSION).
         version_dir: PathBuf,
         /// Print the manifest-derived summary as JSON.
         #[arg(long)]
@@ -42,8 +51,18 @@ enum Command {
     },
     /// Datasets and committed versions under ROOT (staging directories are not versions).
     Ls {
-        /// The root directory.
+        /// The root directory or URL.
         root: PathBuf,
+    },
+    /// Clear what writers that died left under ROOT: object-store claims (and the
+    /// objects of their uncommitted versions), local staging directories.
+    Gc {
+        /// The root directory or URL.
+        root: PathBuf,
+        /// Only claims and staging directories at least this old, in seconds
+        /// (longer than any write takes: a live writer's claim looks the same).
+        #[arg(long)]
+        older_than_s: u64,
     },
     /// Write a new version with samples removed (copy-on-write; the base is untouched).
     Edit(EditArgs),
@@ -156,7 +175,7 @@ enum Ingest {
 
 #[derive(Args)]
 struct Common {
-    /// Root directory; the version goes to ROOT/NAME/VERSION.
+    /// Root directory or URL (s3://BUCKET/PREFIX, ...); the version goes to ROOT/NAME/VERSION.
     #[arg(long)]
     root: PathBuf,
     /// Dataset name.
@@ -255,9 +274,9 @@ fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     Some(bar)
 }
 
-fn write(root: PathBuf, dataset: TimeFDataset, quiet: bool) -> Result<PathBuf, Error> {
+fn write(root: Location, dataset: TimeFDataset, quiet: bool) -> Result<PathBuf, Error> {
     let bar = progress_bar(quiet);
-    let mut writer = TimeFWriter::new(root, WriterOptions::default());
+    let mut writer = TimeFWriter::at(root, WriterOptions::default());
     if let Some(bar) = bar.clone() {
         writer = writer.with_progress(Arc::new(move |e: &WriteProgressEvent| match e {
             WriteProgressEvent::Started { series, .. } => {
@@ -298,7 +317,28 @@ fn check_common(common: &Common, sampling_rate_hz: Option<f64>) -> Result<(), Er
     Ok(())
 }
 
+/// `--storage-option KEY=VALUE` pairs (a value is never echoed: it may be a secret).
+fn storage_options(pairs: &[String]) -> Result<StorageOptions, Error> {
+    pairs
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(Error::InvalidOption { option: "--storage-option", reason: "expected KEY=VALUE".into() }),
+        })
+        .collect()
+}
+
+/// A root or version argument: a URL when its text is one, a local path otherwise.
+fn location(path: &std::path::Path, options: &StorageOptions) -> Result<Location, Error> {
+    match path.to_str() {
+        Some(text) => Location::parse(text, options),
+        None => Ok(Location::local(path)),
+    }
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let opts = storage_options(&cli.storage_option)?;
+    let loc = |p: &std::path::Path| location(p, &opts);
     match cli.command {
         Command::Ingest(ingest) => {
             match &ingest {
@@ -346,12 +386,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if let Some(summary) = dropped.summary() {
                 eprintln!("timef: {summary}");
             }
-            let dir = write(root, dataset, cli.quiet)?;
+            let dir = write(loc(&root)?, dataset, cli.quiet)?;
             println!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { version_dir, json, samples } => {
-            let v = Version::open(&version_dir)?;
+            let v = Version::open_at(loc(&version_dir)?)?;
             if json {
                 let mut doc = timef::info::summary(&v)?;
                 if samples {
@@ -366,9 +406,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Edit(a) => edit(a),
+        Command::Edit(a) => edit(a, &opts),
         Command::Dedup { base_dir, new_dir, json } => {
-            let r = timef::dedup::measure(&base_dir, &new_dir)?;
+            let r = timef::dedup::measure_at(&loc(&base_dir)?, &loc(&new_dir)?)?;
             if json {
                 println!("{}", serde_json::json!({"report": r, "shared_ratio": r.shared_ratio()}));
             } else {
@@ -385,7 +425,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Ls { root } => {
             let mut last = String::new();
-            for (name, version) in timef::reader::list_versions(&root)? {
+            for (name, version) in timef::reader::list_versions_at(&loc(&root)?)? {
                 if name != last {
                     println!("{name}");
                     last = name;
@@ -394,8 +434,19 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Gc { root, older_than_s } => {
+            let r = timef::storage::gc(&loc(&root)?, older_than_s)?;
+            for c in &r.removed_claims {
+                println!("removed {c}");
+            }
+            for c in &r.kept_claims {
+                println!("kept (younger than {older_than_s} s) {c}");
+            }
+            println!("{} claim(s) cleared, {} file(s) removed", r.removed_claims.len(), r.removed_files);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Cat { version_dir, series_id, format } => {
-            let v = Version::open(&version_dir)?;
+            let v = Version::open_at(loc(&version_dir)?)?;
             let values = v.read_series(&series_id)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             use std::io::Write;
@@ -423,7 +474,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { version_dir, json } => {
-            let report = timef::verify::verify(&version_dir)?;
+            let report = timef::verify::verify_at(&loc(&version_dir)?)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             } else {
@@ -434,7 +485,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
 }
 
-fn edit(a: EditArgs) -> Result<ExitCode, Error> {
+fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     use timef::edit::{Cascade, RemoveSamples};
     let mut ids: std::collections::BTreeSet<String> = a.remove_sample.into_iter().collect();
     if let Some(file) = &a.remove_samples_from {
@@ -466,10 +517,11 @@ fn edit(a: EditArgs) -> Result<ExitCode, Error> {
             println!("remove series {x}");
         }
     };
+    let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
     if a.dry_run {
-        print(&timef::edit::plan(&a.base_dir, &a.out_root, &a.version, &op)?);
+        print(&timef::edit::plan_at(&base, &out_root, &a.version, &op)?);
     } else {
-        let (dir, plan) = timef::edit::edit_version(&a.base_dir, &a.out_root, &a.version, &op)?;
+        let (dir, plan) = timef::edit::edit_version_at(&base, &out_root, &a.version, &op)?;
         print(&plan);
         println!("{}", dir.display());
     }
@@ -483,21 +535,47 @@ fn exit_code(e: &Error) -> u8 {
         source.kind(),
         std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory | std::io::ErrorKind::IsADirectory
     ));
-    if e.is_user_error() || bad_path {
+    let interrupted = matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Interrupted);
+    if interrupted {
+        130
+    } else if e.is_user_error() || bad_path {
         2
     } else {
         3
     }
 }
 
+/// Ctrl-C asks a running write to stop and abort (removing what it wrote, on
+/// any backend); without one, or on a second Ctrl-C, the process exits at once.
+fn on_ctrl_c() {
+    std::thread::spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        rt.block_on(async {
+            let mut asked = false;
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if asked || !timef::storage::interrupt() {
+                    std::process::exit(130);
+                }
+                asked = true;
+                eprintln!("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
+            }
+        });
+    });
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    on_ctrl_c();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
             let hint = match &e {
                 Error::Edit { blockers } if blockers.iter().any(|b| b.starts_with("task ")) => {
                     " (--cascade removes those tasks, and the tasks derived from them, too)"
+                }
+                Error::AlreadyExists { path } if timef::storage::is_url(&path.to_string_lossy()) => {
+                    " (committed, or claimed by another writer; a claim whose writer died stays until \
+                     `timef gc ROOT --older-than-s N` clears it)"
                 }
                 _ => "",
             };

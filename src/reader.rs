@@ -7,7 +7,6 @@
 //! page index), that hold the series' chunks.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -17,12 +16,12 @@ use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderB
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::PageIndexPolicy;
 
-use crate::commit::{hex, MANIFEST};
 use crate::dataset::{
     Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
 };
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
+use crate::storage::{hex, Location, Small, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,10 +50,12 @@ pub struct IndexEntry {
     pub std: f64,
 }
 
-/// A committed version opened for reading.
+/// A committed version opened for reading, on local disk or an object store
+/// (reads go through [`crate::storage`]: ranged GETs of what is needed).
 #[derive(Debug)]
 pub struct Version {
     dir: PathBuf,
+    loc: Location,
     manifest: Manifest,
     manifest_sha256: String,
     index: OnceLock<Vec<IndexEntry>>,
@@ -135,25 +136,10 @@ pub(crate) fn lists(
 /// hundred bytes per file), and a bound against a device or huge file in its place.
 const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
-/// The bytes of a manifest, refusing anything but a regular file of sane size
-/// (`InvalidData`), so a FIFO or `/dev/zero` in its place cannot hang or exhaust memory.
-fn read_manifest(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "manifest.json is not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    File::open(path)?.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "manifest.json is larger than 256 MiB"));
-    }
-    Ok(bytes)
-}
-
 /// Reads a whole (small) table file into one batch.
-fn read_table(path: &Path) -> Result<RecordBatch> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+fn read_table(loc: &Location) -> Result<RecordBatch> {
+    let path = &loc.to_path_buf();
+    let file = loc.open()?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
     let schema = builder.schema().clone();
     let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
@@ -164,23 +150,30 @@ fn read_table(path: &Path) -> Result<RecordBatch> {
 }
 
 impl Version {
-    /// Opens the version at `dir`.
+    /// Opens the version at `dir`, a local directory or (when its text is one)
+    /// an object-store URL with options from the environment.
     ///
     /// # Errors
     /// [`Error::NotAVersion`] without `manifest.json`, or with a manifest of another
-    /// `format` / `format_version` or one that does not parse.
+    /// `format` / `format_version` or one that does not parse; [`Error::InvalidUrl`].
     pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
-        let dir = dir.as_ref().to_path_buf();
-        let path = dir.join(MANIFEST);
-        let bytes = match read_manifest(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() })
+        Version::open_at(Location::from_path(dir.as_ref())?)
+    }
+
+    /// Opens the version at `loc` (see [`Location::parse`]).
+    ///
+    /// # Errors
+    /// As [`Version::open`]; [`Error::ObjectStore`] when the store fails.
+    pub fn open_at(loc: Location) -> Result<Version> {
+        let dir = loc.to_path_buf();
+        // refuses anything but a regular file of sane size, so a FIFO or
+        // /dev/zero in its place cannot hang or exhaust memory
+        let bytes = match loc.join(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
+            Small::Bytes(b) => b,
+            Small::Missing => return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
+            Small::Refused(why) => {
+                return Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(Error::NotAVersion { path: dir, reason: e.to_string() })
-            }
-            Err(e) => return Err(Error::io(&path, e)),
         };
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json is not JSON: {e}") })?;
@@ -198,12 +191,17 @@ impl Version {
             use sha2::Digest;
             hex(&sha2::Sha256::digest(&bytes))
         };
-        Ok(Version { dir, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
+        Ok(Version { dir, loc, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
     }
 
-    /// The version directory.
+    /// The version directory (a URL stays a URL).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where the version lives.
+    pub fn location(&self) -> &Location {
+        &self.loc
     }
 
     /// The manifest.
@@ -227,8 +225,8 @@ impl Version {
     }
 
     fn read_index(&self) -> Result<Vec<IndexEntry>> {
-        let p = self.dir.join("time_series_index.parquet");
-        index_rows(&p, &read_table(&p)?)
+        let p = self.loc.join("time_series_index.parquet");
+        index_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
     /// Series metadata, one per series, in index order.
@@ -273,8 +271,9 @@ impl Version {
         }
         let mut parts: Vec<(i32, Vec<f32>)> = Vec::with_capacity(chunks.len());
         for ((shard, rg), entries) in groups {
-            let path = self.dir.join(shard);
-            let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+            let loc = self.loc.join(shard);
+            let path = loc.to_path_buf();
+            let file = loc.open()?;
             let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
             let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
                 .map_err(|e| Error::parquet(&path, e))?;
@@ -357,14 +356,14 @@ impl Version {
 
     /// All samples, sorted by id.
     pub fn samples(&self) -> Result<Vec<Sample>> {
-        let p = self.dir.join("samples.parquet");
-        sample_rows(&p, &read_table(&p)?)
+        let p = self.loc.join("samples.parquet");
+        sample_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
     /// All annotation rows as `(sample_id, annotation)`, sorted by (sample, annotation id).
     pub fn annotations(&self) -> Result<Vec<(String, Annotation)>> {
-        let p = self.dir.join("annotations.parquet");
-        annotation_rows(&p, &read_table(&p)?)
+        let p = self.loc.join("annotations.parquet");
+        annotation_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
     /// Task names, sorted.
@@ -375,8 +374,8 @@ impl Version {
     /// The tasks of `task_name`, sorted by id.
     pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
         crate::dataset::validate_name(task_name, "task_name")?;
-        let p = self.dir.join(format!("tasks/task={task_name}/part-0.parquet"));
-        task_rows(&p, &read_table(&p)?)
+        let p = self.loc.join(&format!("tasks/task={task_name}/part-0.parquet"));
+        task_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
     /// The whole version as a dataset whose series loaders read lazily from this
@@ -598,22 +597,22 @@ pub(crate) fn task_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Task>> {
         .collect())
 }
 
-/// Committed versions under `root`: `(dataset name, version)` pairs, sorted.
-/// Staging directories (`.tmp-*`) and directories that [`Version::open`]
+/// Committed versions under `root` (a local directory, or a URL):
+/// `(dataset name, version)` pairs, sorted. Staging directories (`.tmp-*`),
+/// claimed but uncommitted versions, and directories that [`Version::open`]
 /// refuses (no manifest, or one of another format) are skipped.
 pub fn list_versions(root: &Path) -> Result<Vec<(String, String)>> {
+    list_versions_at(&Location::from_path(root)?)
+}
+
+/// [`list_versions`] at a [`Location`].
+pub fn list_versions_at(root: &Location) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    let entries = std::fs::read_dir(root).map_err(|e| Error::io(root, e))?;
-    for ds in entries {
-        let ds = ds.map_err(|e| Error::io(root, e))?;
-        if !ds.path().is_dir() || ds.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
-        for v in std::fs::read_dir(ds.path()).map_err(|e| Error::io(ds.path(), e))? {
-            let v = v.map_err(|e| Error::io(ds.path(), e))?;
-            let name = v.file_name().to_string_lossy().into_owned();
-            if !name.starts_with('.') && v.path().is_dir() && Version::open(v.path()).is_ok() {
-                out.push((ds.file_name().to_string_lossy().into_owned(), name));
+    for name in root.list_dirs()? {
+        let ds = root.join(&name);
+        for version in ds.list_dirs()? {
+            if Version::open_at(ds.join(&version)).is_ok() {
+                out.push((name.clone(), version));
             }
         }
     }

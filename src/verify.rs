@@ -51,12 +51,12 @@ use parquet::schema::types::Type;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::commit::{hex, MANIFEST};
 use crate::dataset::{is_canonical_uuid, validate_name, SeriesMeta, TaskType};
 use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
+use crate::storage::{hex, Location, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
 use crate::thrift::{chunk_pages, PageKind};
 
@@ -244,13 +244,62 @@ impl VerifyReport {
     }
 }
 
-/// Verifies the committed version at `version_dir` and reports every finding.
+/// Verifies the committed version at `version_dir` (a local directory, or a
+/// URL: see [`verify_at`]) and reports every finding.
 ///
 /// # Errors
 /// Only when `version_dir` is not a version: [`Error::NotAVersion`] (no
 /// `manifest.json`, not JSON, another format, fields missing) or
 /// [`Error::Io`] reading the manifest. Every other problem is a [`Finding`].
 pub fn verify(version_dir: &Path) -> Result<VerifyReport> {
+    verify_at(&Location::from_path(version_dir)?)
+}
+
+/// Verifies the version at `loc`. On an object store every object under the
+/// version is streamed once (one GET) into a private temporary directory
+/// (`TMPDIR`), removed afterwards, and the local checks run on that copy:
+/// memory stays bounded as for a local version; the copy needs the version's
+/// size in temporary disk. Unlisted objects are not downloaded, only reported.
+///
+/// # Errors
+/// As [`verify`]; [`Error::ObjectStore`] when a download fails.
+pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
+    if let Some(dir) = loc.as_local() {
+        return verify_local(dir);
+    }
+    let version = Version::open_at(loc.clone())?;
+    let shown = loc.to_path_buf();
+    let segment = |p: Option<&Path>| {
+        p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
+    };
+    let tmp = tempfile::Builder::new().prefix("timef-verify-").tempdir().map_err(|e| Error::io("<TMPDIR>", e))?;
+    // named like the original, so the name checks see the version's own names
+    let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
+    let listed: BTreeSet<&str> = version.manifest().files.iter().map(|f| f.path.as_str()).collect();
+    let (objects, _) = loc.list_files()?;
+    for (rel, _) in objects {
+        let dst = copy.join(&rel);
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let mut out = std::io::BufWriter::new(File::create(&dst).map_err(|e| Error::io(&dst, e))?);
+        if rel == MANIFEST || listed.contains(rel.as_str()) {
+            let mut failed = None;
+            loc.join(&rel).stream(&mut |block| {
+                if failed.is_none() {
+                    failed = std::io::Write::write_all(&mut out, block).err();
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(Error::io(&dst, e));
+            }
+        }
+        std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
+    }
+    verify_local(&copy)
+}
+
+fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
     let version = Version::open(version_dir)?;
     let mut v = Verifier::new(version_dir, version.manifest());
     v.manifest_fields();
@@ -348,48 +397,12 @@ fn reason(e: &Error) -> String {
     }
 }
 
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hex(&h.finalize()));
-        }
-        h.update(&buf[..n]);
+/// The OS error inside an [`Error::Io`], without the path the finding already names.
+fn source_of(e: &Error) -> String {
+    match e {
+        Error::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
     }
-}
-
-/// Every non-directory entry under `dir`, relative and `/`-separated, and the
-/// directories that could not be listed. Symbolic links are not followed.
-fn walk(dir: &Path) -> (Vec<String>, Vec<(String, String)>) {
-    fn go(base: &Path, dir: &Path, out: &mut Vec<String>, errors: &mut Vec<(String, String)>) {
-        let rel = |p: &Path| {
-            p.strip_prefix(base).map(|r| match r.as_os_str().is_empty() {
-                true => ".".to_string(),
-                false => r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
-            })
-        };
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) => {
-                errors.push((rel(dir).unwrap_or_default(), e.to_string()));
-                return;
-            }
-        };
-        for entry in entries {
-            match entry.and_then(|e| Ok((e.path(), e.file_type()?))) {
-                Ok((p, t)) if t.is_dir() => go(base, &p, out, errors),
-                Ok((p, _)) => out.extend(rel(&p).ok()),
-                Err(e) => errors.push((rel(dir).unwrap_or_default(), e.to_string())),
-            }
-        }
-    }
-    let (mut out, mut errors) = (Vec::new(), Vec::new());
-    go(dir, dir, &mut out, &mut errors);
-    out.sort();
-    (out, errors)
 }
 
 /// `a` and `b` agree up to the rounding of a differently ordered summation.
@@ -733,13 +746,14 @@ impl<'a> Verifier<'a> {
                 }
                 Ok(_) => {}
             }
-            match sha256_file(&path) {
+            let mut h = Sha256::new();
+            match Location::local(&path).stream(&mut |block| h.update(block)).map(|_| hex(&h.finalize())) {
                 Ok(sha) if sha != entry.sha256 => {
                     let msg = format!("sha256 {sha}, manifest.json says {}", entry.sha256);
                     self.report.push(rel, "file", Check::Checksum, msg);
                 }
                 Ok(_) => {}
-                Err(e) => self.report.push(rel, "file", Check::Checksum, format!("unreadable: {e}")),
+                Err(e) => self.report.push(rel, "file", Check::Checksum, format!("unreadable: {}", source_of(&e))),
             }
             self.report.files_checked += 1;
             present.extend(kind.map(|k| (rel.to_string(), k)));
@@ -754,11 +768,11 @@ impl<'a> Verifier<'a> {
                 );
             }
         }
-        let (on_disk, errors) = walk(self.dir);
+        let (on_disk, errors) = Location::local(self.dir).list_files().unwrap_or_default();
         for (dir, e) in errors {
             self.report.push(&dir, "directory", Check::Listing, format!("cannot list: {e}"));
         }
-        for rel in on_disk.iter().filter(|r| r.as_str() != MANIFEST && !self.listed.contains(r.as_str())) {
+        for (rel, _) in on_disk.iter().filter(|(r, _)| r.as_str() != MANIFEST && !self.listed.contains(r.as_str())) {
             self.report.push(rel, "file", Check::Listing, "on disk but not listed in manifest.json");
         }
         present

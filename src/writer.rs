@@ -4,7 +4,8 @@
 //! Sequence of [`TimeFWriter::write`]:
 //! 1. Validate (names, references, id encodings) and refuse an existing version,
 //!    all before any I/O.
-//! 2. Create the staging directory ([`crate::commit::Staging`]).
+//! 2. Start the version on its storage ([`crate::storage::Staging`]: a local
+//!    staging directory, or a claim on an object store).
 //! 3. Stream series in `(spec_type, channel, time_series_id)` order: run each
 //!    loader once, validate its values, cut chunks, compute chunk statistics,
 //!    cut row groups and shards ([`crate::layout`]). Each row group is encoded on
@@ -14,8 +15,8 @@
 //!    target, not by the dataset.
 //! 4. Write the index, samples, annotations and task files, then the manifest.
 //!
-//! Dropping the [`StagedVersion`] (or an error at any step) removes the staging
-//! directory; [`StagedVersion::commit`] publishes it atomically.
+//! Dropping the [`StagedVersion`] (or an error at any step) removes what was
+//! written; [`StagedVersion::commit`] publishes it atomically.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -26,12 +27,12 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
-use crate::commit::{ensure_absent, HashedFile, Staging, MANIFEST};
 use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
 use crate::encoding::{encode_chunk, encode_values, self_check, Codec, EncodedChunk, FileSchema};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, CutRules, RowGroupCutter, ShardCutter, VALUE_BYTES};
 use crate::manifest::{self, Manifest, Partial};
+use crate::storage::{Location, StagedFile, Staging};
 use crate::tables::{self, Columns, IdEncodings, IdSpace};
 
 /// Default shard target: a shard closes after the row group that takes its
@@ -201,10 +202,11 @@ pub enum WriteProgressEvent {
 /// A progress callback.
 pub type ProgressFn = Arc<dyn Fn(&WriteProgressEvent) + Send + Sync>;
 
-/// Writes datasets under `root` as `<root>/<name>/<version>/`.
+/// Writes datasets under `root` as `<root>/<name>/<version>/`, on local disk or
+/// on an object store (see [`crate::storage`]).
 #[derive(Clone)]
 pub struct TimeFWriter {
-    root: PathBuf,
+    root: Location,
     options: WriterOptions,
     progress: Option<ProgressFn>,
     derived_from: Option<manifest::DerivedFrom>,
@@ -216,7 +218,7 @@ impl std::fmt::Debug for TimeFWriter {
     }
 }
 
-/// A fully written version in its staging directory. [`StagedVersion::commit`]
+/// A fully written version, not yet visible. [`StagedVersion::commit`]
 /// publishes it; dropping it (or [`StagedVersion::abort`]) removes it.
 #[derive(Debug)]
 pub struct StagedVersion {
@@ -229,25 +231,36 @@ impl StagedVersion {
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
-    /// The staging directory.
-    pub fn staging_dir(&self) -> &Path {
+    /// Where the files were written: the local staging directory, or the
+    /// version's URL on an object store (where they land in place, unlisted
+    /// until the manifest exists).
+    pub fn staging_dir(&self) -> PathBuf {
         self.staging.dir()
     }
-    /// Publishes the version (fsync, no-clobber rename, parent fsync) and returns its directory.
+    /// Publishes the version and returns its directory or URL: local, fsync,
+    /// no-clobber rename, parent fsync; object store, `manifest.json` created
+    /// with `PutMode::Create`, then the claim removed.
     ///
     /// # Errors
     /// [`Error::AlreadyExists`] if another writer published the version first; I/O errors.
     pub fn commit(self) -> Result<PathBuf> {
         self.staging.publish()
     }
-    /// Removes the staging directory.
+    /// Removes what was written (and, on an object store, aborts open uploads
+    /// and releases the claim).
     pub fn abort(self) {}
 }
 
 impl TimeFWriter {
-    /// A writer under `root` with `options`.
+    /// A writer under the local directory `root` with `options`.
     pub fn new(root: impl Into<PathBuf>, options: WriterOptions) -> Self {
-        TimeFWriter { root: root.into(), options, progress: None, derived_from: None }
+        Self::at(Location::local(root), options)
+    }
+
+    /// A writer under `root`, a local path or an object-store URL
+    /// ([`Location::parse`]), with `options`.
+    pub fn at(root: Location, options: WriterOptions) -> Self {
+        TimeFWriter { root, options, progress: None, derived_from: None }
     }
 
     /// Calls `f` with each [`WriteProgressEvent`].
@@ -262,8 +275,13 @@ impl TimeFWriter {
         self
     }
 
-    /// The directory `dataset` would be committed to.
+    /// The directory (or URL, as a path) `dataset` would be committed to.
     pub fn version_dir(&self, dataset: &TimeFDataset) -> PathBuf {
+        self.version_location(dataset).to_path_buf()
+    }
+
+    /// Where `dataset` would be committed.
+    pub fn version_location(&self, dataset: &TimeFDataset) -> Location {
         self.root.join(&dataset.info.name).join(&dataset.info.version)
     }
 
@@ -278,13 +296,14 @@ impl TimeFWriter {
     /// # Errors
     /// [`Error::Validation`] (names, references, values), [`Error::AlreadyExists`]
     /// (before any I/O), [`Error::Loader`], [`Error::SelfCheck`], I/O and parquet
-    /// errors. On any error nothing is left on disk.
+    /// errors, [`Error::ObjectStore`]. On any error nothing is left on disk or
+    /// in the store (a process killed outright leaves what [`crate::storage::gc`] clears).
     pub fn write(&self, mut dataset: TimeFDataset) -> Result<StagedVersion> {
         validate_name(&dataset.info.name, "dataset_name")?;
         validate_name(&dataset.info.version, "dataset_version")?;
         dataset.validate_references()?;
-        let target = self.version_dir(&dataset);
-        ensure_absent(&target)?;
+        let target = self.version_location(&dataset);
+        target.ensure_absent()?;
         let ids = decide_ids(&dataset);
         let codec = Codec { zstd_level: self.options.compression_level };
         let created_by = format!(
@@ -312,9 +331,7 @@ impl TimeFWriter {
         files.sort_by(|a, b| a.path.cmp(&b.path));
 
         let manifest = build_manifest(&dataset, &self.options, ids, files, &series, self.derived_from.clone());
-        let mut f = staging.create_file(MANIFEST)?;
-        std::io::Write::write_all(&mut f, &manifest.to_bytes()).map_err(|e| Error::io(f.path(), e))?;
-        f.finish()?;
+        staging.stage_manifest(manifest.to_bytes())?;
         Ok(StagedVersion { staging, manifest })
     }
 
@@ -577,7 +594,7 @@ impl ShardStream<'_> {
                 }
                 Some(InFlight::CloseShard) => {
                     if let Some(file) = self.current.take() {
-                        self.files.push(file.finish()?);
+                        self.files.push(file.finish(self.staging)?);
                     }
                 }
                 None => break,
@@ -590,7 +607,7 @@ impl ShardStream<'_> {
         self.flush_row_group()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
-            self.files.push(file.finish()?);
+            self.files.push(file.finish(self.staging)?);
         }
         Ok((self.files, self.index))
     }
@@ -644,7 +661,7 @@ fn encode_shard_row_group(
 
 /// A Parquet file being written in staging from encoded column chunks.
 struct ParquetFile {
-    writer: SerializedFileWriter<HashedFile>,
+    writer: SerializedFileWriter<StagedFile>,
     rel: String,
     schema: Arc<FileSchema>,
     rows: u64,
@@ -669,15 +686,15 @@ impl ParquetFile {
         Ok(())
     }
 
-    /// Writes the footer, fsyncs, then reads the footer back from disk and checks the pins.
-    fn finish(self) -> Result<manifest::FileEntry> {
+    /// Writes the footer, completes the file, then reads the footer back from
+    /// storage and checks the pins.
+    fn finish(self, staging: &Staging) -> Result<manifest::FileEntry> {
         let rel = self.rel.clone();
         // into_inner writes the footer
         let file = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
-        let path = file.path().to_path_buf();
         let written = file.finish()?;
-        let on_disk = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&on_disk).map_err(|e| Error::parquet(&rel, e))?;
+        let stored = staging.open_staged(&rel)?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&stored).map_err(|e| Error::parquet(&rel, e))?;
         self_check(Path::new(&rel), &self.schema, &meta)?;
         Ok(manifest::FileEntry { path: written.path, bytes: written.bytes, rows: self.rows, sha256: written.sha256 })
     }
@@ -710,7 +727,7 @@ fn write_table(
             .collect::<Result<Vec<_>>>()?;
         file.append_row_group(chunks)?;
     }
-    file.finish()
+    file.finish(staging)
 }
 
 fn opt(s: &Option<String>) -> Option<&str> {

@@ -1,10 +1,11 @@
-//! Staging, fsync and the no-clobber publish of a version (FORMAT-BRIEF §1).
+//! The local backend: staging, fsync and the no-clobber publish of a version
+//! (FORMAT-BRIEF §1; docs/format.md "Storage backends and the commit").
 //!
 //! The sequence, owned here so no call site can skip a step:
 //! 1. [`Staging::create`] makes `<root>/<name>/.tmp-<version>-<unique>/`.
-//! 2. The writer creates every file through [`Staging::create_file`], whose
-//!    [`HashedFile`] computes the sha256 while the bytes are written and is
-//!    fsynced by [`HashedFile::finish`].
+//! 2. The writer creates every file through [`Staging::create_file`]; the
+//!    seam's [`super::StagedFile`] computes the sha256 while the bytes are
+//!    written and fsyncs the file when it is finished.
 //! 3. [`Staging::publish`] fsyncs the staging directory and its subdirectories,
 //!    renames it onto `<version>/` with `RENAME_NOREPLACE` (never replacing an
 //!    existing version), then fsyncs the parent directory.
@@ -16,15 +17,11 @@
 //! directory behind.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
+use super::{LiveGuard, Small, MANIFEST};
 use crate::error::{Error, Result};
-
-/// The manifest's file name; its presence marks a committed version.
-pub const MANIFEST: &str = "manifest.json";
 
 /// Checks that a version can be published at `version_dir`: fails with
 /// [`Error::AlreadyExists`] when it holds a committed version, and with
@@ -61,6 +58,7 @@ pub struct Staging {
     /// (removed again on abort while empty).
     created_parents: Vec<PathBuf>,
     published: bool,
+    _live: LiveGuard,
 }
 
 impl Staging {
@@ -87,7 +85,14 @@ impl Staging {
                 Err(e) => return Err(Error::io(&dir, e)),
             }
         }
-        Ok(Staging { dirs: vec![dir.clone()], dir, target: target.to_path_buf(), created_parents, published: false })
+        Ok(Staging {
+            dirs: vec![dir.clone()],
+            dir,
+            target: target.to_path_buf(),
+            created_parents,
+            published: false,
+            _live: LiveGuard::new(),
+        })
     }
 
     /// The staging directory.
@@ -96,8 +101,8 @@ impl Staging {
     }
 
     /// Creates the file `rel` (a relative path with `/` separators) in staging,
-    /// creating its parent directories.
-    pub fn create_file(&mut self, rel: &str) -> Result<HashedFile> {
+    /// creating its parent directories; returns it and its path.
+    pub fn create_file(&mut self, rel: &str) -> Result<(File, PathBuf)> {
         let path = self.dir.join(rel);
         if let Some(parent) = path.parent() {
             if !parent.exists() {
@@ -112,7 +117,7 @@ impl Staging {
             }
         }
         let file = File::create_new(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(HashedFile { file, path, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+        Ok((file, path))
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target
@@ -168,58 +173,116 @@ fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
-/// A staged file that computes its sha256 and size while being written.
-#[derive(Debug)]
-pub struct HashedFile {
-    file: File,
-    path: PathBuf,
-    rel: String,
-    hasher: Sha256,
-    bytes: u64,
+/// The bytes of the regular file `path` if it is at most `max_bytes` long, so a
+/// FIFO or `/dev/zero` in its place cannot hang or exhaust memory.
+pub(crate) fn read_small(path: &Path, max_bytes: u64) -> Result<Small> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    if !meta.is_file() {
+        return Ok(Small::Refused("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    File::open(path).and_then(|f| f.take(max_bytes + 1).read_to_end(&mut bytes)).map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Ok(Small::Refused(format!("larger than {max_bytes} bytes")));
+    }
+    Ok(Small::Bytes(bytes))
 }
 
-/// What the manifest records of one written file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WrittenFile {
-    /// Path relative to the version directory, `/`-separated.
-    pub path: String,
-    /// Size in bytes.
-    pub bytes: u64,
-    /// Lowercase hex sha256 of the bytes.
-    pub sha256: String,
-}
-
-impl HashedFile {
-    /// The file's absolute staging path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Flushes, fsyncs and returns the file's size and sha256.
-    pub fn finish(mut self) -> Result<WrittenFile> {
-        self.file.flush().map_err(|e| Error::io(&self.path, e))?;
-        self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        Ok(WrittenFile { path: self.rel, bytes: self.bytes, sha256: hex(&self.hasher.finalize()) })
-    }
-}
-
-impl Write for HashedFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+/// Streams the file at `path` through `f` in 1 MiB blocks; returns its size.
+pub(crate) fn stream(path: &Path, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            return Ok(total);
+        }
+        f(&buf[..n]);
+        total += n as u64;
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+/// Every non-directory entry under `dir` with its size, relative and
+/// `/`-separated, sorted, and the directories that could not be listed.
+/// Symbolic links are not followed.
+pub(crate) fn walk(dir: &Path) -> (Vec<(String, u64)>, Vec<(String, String)>) {
+    fn go(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>, errors: &mut Vec<(String, String)>) {
+        let rel = |p: &Path| {
+            p.strip_prefix(base).map(|r| match r.as_os_str().is_empty() {
+                true => ".".to_string(),
+                false => r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
+            })
+        };
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push((rel(dir).unwrap_or_default(), e.to_string()));
+                return;
+            }
+        };
+        for entry in entries {
+            match entry.and_then(|e| Ok((e.path(), e.file_type()?, e.metadata()?.len()))) {
+                Ok((p, t, _)) if t.is_dir() => go(base, &p, out, errors),
+                Ok((p, _, len)) => out.extend(rel(&p).ok().map(|r| (r, len))),
+                Err(e) => errors.push((rel(dir).unwrap_or_default(), e.to_string())),
+            }
+        }
+    }
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    go(dir, dir, &mut out, &mut errors);
+    out.sort();
+    (out, errors)
+}
+
+/// Names of the sub-directories of `dir` not starting with `.`, sorted.
+pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') && entry.path().is_dir() {
+            out.push(name);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes `<root>/<name>/.tmp-*` staging directories last modified more than
+/// `older_than_s` seconds ago (writers that died before publishing).
+pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
+    let mut report = super::GcReport::default();
+    let now = std::time::SystemTime::now();
+    for name in list_dirs(root)? {
+        let ds = root.join(&name);
+        let mut found: Vec<PathBuf> = Vec::new();
+        for entry in fs::read_dir(&ds).map_err(|e| Error::io(&ds, e))? {
+            let entry = entry.map_err(|e| Error::io(&ds, e))?;
+            if entry.file_name().to_string_lossy().starts_with(".tmp-") && entry.path().is_dir() {
+                found.push(entry.path());
+            }
+        }
+        found.sort();
+        for dir in found {
+            let age_s = fs::metadata(&dir)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .map_or(0, |d| d.as_secs());
+            if age_s < older_than_s {
+                report.kept_claims.push(dir.display().to_string());
+                continue;
+            }
+            let (files, _) = walk(&dir);
+            fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            report.removed_files += files.len() as u64;
+            report.removed_claims.push(dir.display().to_string());
+        }
+    }
+    Ok(report)
 }

@@ -1,0 +1,539 @@
+//! The one storage seam: where a version lives and how it is written, read,
+//! listed and committed (docs/format.md "Storage backends and the commit").
+//!
+//! A [`Location`] is either a local path (the rename protocol of [`local`]:
+//! staging directory, fsync, `renameat2(RENAME_NOREPLACE)`) or a URL served by
+//! the `object_store` crate (`s3://`, `gs://`, `az://`, `file://`, `memory://`;
+//! the conditional-create protocol of [`object`]: a claim object, data files in
+//! place, `manifest.json` last with `PutMode::Create`). The writer, reader,
+//! verify, edit, dedup, info and ls go through this module only; none of them
+//! knows which backend it talks to.
+//!
+//! The seam a writer uses is shaped as plan -> parts -> commit: [`Staging::create`]
+//! claims the version, [`Staging::create_file`] streams one file (returning its
+//! path, size and sha256 on [`StagedFile::finish`]), [`Staging::stage_manifest`] and
+//! [`Staging::publish`] commit without ever replacing a version, and dropping an
+//! unpublished [`Staging`] aborts (removes what this writer put, aborts its
+//! multipart uploads, releases the claim).
+//!
+//! Everything stays synchronous for callers: the object-store backend runs its
+//! requests on an internal tokio runtime of [`IO_THREADS`] threads.
+
+pub mod local;
+pub mod object;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// The manifest's file name; its presence marks a committed version.
+pub const MANIFEST: &str = "manifest.json";
+/// The claim object of a version being written to an object store (a name
+/// pyarrow, polars and DuckDB skip: it starts with `_`; docs/format.md).
+pub const CLAIM: &str = "_timef_claim.json";
+/// Bytes an object-store file is buffered up to before it goes out as a
+/// multipart upload instead of one PUT (10 MiB, `object_store`'s default); also
+/// the part size of the multipart upload.
+pub const DEFAULT_SINGLE_PUT_BYTES: usize = 10 << 20;
+/// Parts of one file uploaded concurrently (each [`DEFAULT_SINGLE_PUT_BYTES`]):
+/// with the part being filled, at most 3 parts of memory per open file.
+pub const DEFAULT_UPLOAD_CONCURRENCY: usize = 2;
+/// Threads of the internal runtime that runs object-store requests.
+pub const IO_THREADS: usize = 2;
+
+/// Options of an object store, overriding the environment: the keys of
+/// `object_store`'s builders (`aws_access_key_id`, `aws_endpoint`,
+/// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`,
+/// `timeout`, ...), plus `max_retries` and `retry_timeout_s` (seconds). Values
+/// may be secrets: they never appear in errors, progress or Debug output.
+pub type StorageOptions = BTreeMap<String, String>;
+
+/// Where a version, a dataset or a root lives: a local path or an object-store URL.
+///
+/// Cloning is cheap (an object-store client is shared). `Display` gives the path
+/// or the URL without credentials, query or fragment.
+#[derive(Clone)]
+pub struct Location(Inner);
+
+#[derive(Clone)]
+enum Inner {
+    Local(PathBuf),
+    Object(object::ObjectLocation),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Inner::Local(p) => write!(f, "{}", p.display()),
+            Inner::Object(o) => write!(f, "{o}"),
+        }
+    }
+}
+
+impl fmt::Debug for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Location({self})")
+    }
+}
+
+/// True when `text` is a URL (`<scheme>://...`) rather than a local path.
+pub fn is_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-')
+    })
+}
+
+impl Location {
+    /// A local path.
+    pub fn local(path: impl Into<PathBuf>) -> Location {
+        Location(Inner::Local(path.into()))
+    }
+
+    /// A local path, or a URL when `text` starts with `<scheme>://`. URLs take
+    /// their credentials and endpoint from the environment (`AWS_*`, `GOOGLE_*`,
+    /// `AZURE_*`), overridden by `options`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] for a URL that does not parse, a scheme that is not
+    /// supported (or whose cargo feature is off), or an unknown option key.
+    pub fn parse(text: &str, options: &StorageOptions) -> Result<Location> {
+        if is_url(text) {
+            Ok(Location(Inner::Object(object::ObjectLocation::parse(text, options)?)))
+        } else {
+            Ok(Location::local(text))
+        }
+    }
+
+    /// [`Location::parse`] of a path argument (a path whose text is a URL is
+    /// the URL), with options from the environment only.
+    pub fn from_path(path: &Path) -> Result<Location> {
+        match path.to_str() {
+            Some(text) if is_url(text) => Location::parse(text, &StorageOptions::new()),
+            _ => Ok(Location::local(path)),
+        }
+    }
+
+    /// A location on an `object_store` the caller built (e.g. a wrapping or
+    /// in-memory store in tests); `label` is the URL prefix shown in messages
+    /// (e.g. `memory://test`) and `prefix` the path inside the store.
+    pub fn from_object_store(
+        store: std::sync::Arc<dyn object_store::ObjectStore>,
+        label: &str,
+        prefix: &str,
+    ) -> Result<Location> {
+        Ok(Location(Inner::Object(object::ObjectLocation::from_store(store, label, prefix)?)))
+    }
+
+    /// The local path, when this is one.
+    pub fn as_local(&self) -> Option<&Path> {
+        match &self.0 {
+            Inner::Local(p) => Some(p),
+            Inner::Object(_) => None,
+        }
+    }
+
+    /// `self/rel` (`rel` is `/`-separated).
+    pub fn join(&self, rel: &str) -> Location {
+        match &self.0 {
+            Inner::Local(p) => Location::local(p.join(rel)),
+            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+        }
+    }
+
+    /// The last path segment.
+    pub fn file_name(&self) -> Option<String> {
+        match &self.0 {
+            Inner::Local(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+            Inner::Object(o) => o.file_name(),
+        }
+    }
+
+    /// The location as errors and messages name it (a URL stays a URL).
+    pub fn to_path_buf(&self) -> PathBuf {
+        match &self.0 {
+            Inner::Local(p) => p.clone(),
+            Inner::Object(o) => PathBuf::from(o.to_string()),
+        }
+    }
+
+    /// The bytes of a small file (at most `max_bytes`).
+    pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
+        match &self.0 {
+            Inner::Local(p) => local::read_small(p, max_bytes),
+            Inner::Object(o) => o.read_small(max_bytes),
+        }
+    }
+
+    /// The file for ranged reads (parquet's `ChunkReader`): a local file, or
+    /// ranged GETs of the object.
+    ///
+    /// # Errors
+    /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
+    pub fn open(&self) -> Result<Source> {
+        match &self.0 {
+            Inner::Local(p) => {
+                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+                let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
+                Ok(Source(SourceInner::File(file, len)))
+            }
+            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?))),
+        }
+    }
+
+    /// A file read whole into memory (object stores: one streamed GET) or
+    /// mapped (local), for callers that touch most of its bytes.
+    pub(crate) fn read_whole(&self) -> Result<Whole> {
+        match &self.0 {
+            Inner::Local(p) => {
+                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+                // SAFETY: read-only mapping of a file of a committed (immutable) version.
+                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(p, e))?;
+                Ok(Whole::Map(map))
+            }
+            Inner::Object(o) => Ok(Whole::Bytes(o.read_all()?)),
+        }
+    }
+
+    /// Every file under this location, relative and `/`-separated, sorted, with
+    /// its size in bytes; plus the sub-directories that could not be listed
+    /// (local only). Symbolic links are not followed.
+    pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String)>)> {
+        match &self.0 {
+            Inner::Local(p) => Ok(local::walk(p)),
+            Inner::Object(o) => Ok((o.list_files()?, Vec::new())),
+        }
+    }
+
+    /// The names of the directories (common prefixes) directly under this location, sorted.
+    pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
+        match &self.0 {
+            Inner::Local(p) => local::list_dirs(p),
+            Inner::Object(o) => o.list_dirs(),
+        }
+    }
+
+    /// Streams the file once through `f`, block by block; returns its size.
+    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+        match &self.0 {
+            Inner::Local(p) => local::stream(p, f),
+            Inner::Object(o) => o.stream(f),
+        }
+    }
+
+    /// Checks that a version can be committed here: [`Error::AlreadyExists`] when
+    /// it holds a committed version, [`Error::NotAVersion`] when something else is
+    /// in the way. Only looks; writes nothing.
+    pub fn ensure_absent(&self) -> Result<()> {
+        match &self.0 {
+            Inner::Local(p) => local::ensure_absent(p),
+            Inner::Object(o) => o.ensure_absent(),
+        }
+    }
+}
+
+/// What [`Location::read_small`] found.
+pub(crate) enum Small {
+    Bytes(Vec<u8>),
+    Missing,
+    /// Not a regular file, or larger than allowed (the reason).
+    Refused(String),
+}
+
+/// A file read whole.
+pub(crate) enum Whole {
+    Map(memmap2::Mmap),
+    Bytes(Bytes),
+}
+
+impl std::ops::Deref for Whole {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Whole::Map(m) => m,
+            Whole::Bytes(b) => b,
+        }
+    }
+}
+
+/// A file opened for ranged reads: parquet's [`ChunkReader`](parquet::file::reader::ChunkReader)
+/// over a local file or over ranged GETs of an object (footer, page index and
+/// the column chunks asked for; never the whole object).
+pub struct Source(SourceInner);
+
+enum SourceInner {
+    File(File, u64),
+    Object(object::ObjectReader),
+}
+
+impl parquet::file::reader::Length for Source {
+    fn len(&self) -> u64 {
+        match &self.0 {
+            SourceInner::File(_, len) => *len,
+            SourceInner::Object(o) => o.len(),
+        }
+    }
+}
+
+impl parquet::file::reader::ChunkReader for Source {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        match &self.0 {
+            SourceInner::File(f, _) => Ok(Box::new(f.get_read(start)?)),
+            SourceInner::Object(o) => Ok(Box::new(o.read_from(start))),
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match &self.0 {
+            SourceInner::File(f, _) => f.get_bytes(start, length),
+            SourceInner::Object(o) => o.get_bytes(start, length),
+        }
+    }
+}
+
+/// A version being written: a local staging directory or a claimed object prefix.
+#[derive(Debug)]
+pub struct Staging(StagingInner);
+
+#[derive(Debug)]
+enum StagingInner {
+    Local(local::Staging),
+    Object(object::Staging),
+}
+
+impl Staging {
+    /// Starts writing the version at `target`. Local: creates the staging
+    /// directory. Object store: creates the claim with `PutMode::Create`, then
+    /// checks that no manifest exists.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when the version is committed, or (object
+    /// stores) claimed by another writer; I/O and store errors.
+    pub fn create(target: &Location) -> Result<Staging> {
+        match &target.0 {
+            Inner::Local(p) => Ok(Staging(StagingInner::Local(local::Staging::create(p)?))),
+            Inner::Object(o) => Ok(Staging(StagingInner::Object(object::Staging::create(o)?))),
+        }
+    }
+
+    /// Where the files are being written (local: the staging directory; object
+    /// store: the version's URL, where they land in place).
+    pub fn dir(&self) -> PathBuf {
+        match &self.0 {
+            StagingInner::Local(s) => s.dir().to_path_buf(),
+            StagingInner::Object(s) => PathBuf::from(s.location().to_string()),
+        }
+    }
+
+    /// Creates the file `rel` (relative, `/`-separated) for streaming output.
+    pub fn create_file(&mut self, rel: &str) -> Result<StagedFile> {
+        check_interrupted(&self.dir())?;
+        let (sink, display) = match &mut self.0 {
+            StagingInner::Local(s) => {
+                let (file, path) = s.create_file(rel)?;
+                (Sink::Local(file), path)
+            }
+            StagingInner::Object(s) => {
+                let upload = s.create_file(rel)?;
+                let display = PathBuf::from(upload.to_string());
+                (Sink::Object(Box::new(upload)), display)
+            }
+        };
+        Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+    }
+
+    /// A file this staging wrote and finished, for reading back (the self-check).
+    pub fn open_staged(&self, rel: &str) -> Result<Source> {
+        match &self.0 {
+            StagingInner::Local(s) => Location::local(s.dir().join(rel)).open(),
+            StagingInner::Object(s) => Location(Inner::Object(s.location().join(rel))).open(),
+        }
+    }
+
+    /// Sets the manifest bytes the commit writes. Local: written and fsynced in
+    /// staging now. Object store: held until [`Staging::publish`].
+    pub fn stage_manifest(&mut self, bytes: Vec<u8>) -> Result<WrittenFile> {
+        match &mut self.0 {
+            StagingInner::Local(_) => {
+                let mut f = self.create_file(MANIFEST)?;
+                f.write_all(&bytes).map_err(|e| Error::io(&f.display, e))?;
+                f.finish()
+            }
+            StagingInner::Object(s) => Ok(s.stage_manifest(bytes)),
+        }
+    }
+
+    /// Commits: the version becomes visible whole, or not at all, and never
+    /// replaces a committed version. Returns the version's path or URL.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] if another writer committed first; I/O and store errors.
+    pub fn publish(self) -> Result<PathBuf> {
+        match self.0 {
+            StagingInner::Local(s) => s.publish(),
+            StagingInner::Object(s) => s.publish(),
+        }
+    }
+}
+
+/// A file being written: computes its sha256 and size while the bytes stream
+/// out (local file, or object-store upload: one PUT when small, multipart past
+/// [`DEFAULT_SINGLE_PUT_BYTES`]). Dropped unfinished, an upload is aborted.
+pub struct StagedFile {
+    sink: Sink,
+    display: PathBuf,
+    rel: String,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+enum Sink {
+    Local(File),
+    Object(Box<object::Upload>),
+}
+
+impl fmt::Debug for StagedFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StagedFile").field("path", &self.display).field("bytes", &self.bytes).finish()
+    }
+}
+
+/// What the manifest records of one written file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenFile {
+    /// Path relative to the version directory, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lowercase hex sha256 of the bytes.
+    pub sha256: String,
+}
+
+impl StagedFile {
+    /// The file's path or URL, as messages name it.
+    pub fn path(&self) -> &Path {
+        &self.display
+    }
+
+    /// Completes the file (local: flush and fsync; object store: the last PUT or
+    /// the multipart completion) and returns its size and sha256.
+    pub fn finish(self) -> Result<WrittenFile> {
+        let StagedFile { sink, display, rel, hasher, bytes } = self;
+        match sink {
+            Sink::Local(mut file) => {
+                file.flush().map_err(|e| Error::io(&display, e))?;
+                file.sync_all().map_err(|e| Error::io(&display, e))?;
+            }
+            Sink::Object(upload) => upload.finish()?,
+        }
+        Ok(WrittenFile { path: rel, bytes, sha256: hex(&hasher.finalize()) })
+    }
+}
+
+impl Write for StagedFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if interrupted() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)"));
+        }
+        let n = match &mut self.sink {
+            Sink::Local(f) => f.write(buf)?,
+            Sink::Object(u) => u.write(buf)?,
+        };
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.sink {
+            Sink::Local(f) => f.flush(),
+            Sink::Object(_) => Ok(()),
+        }
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static LIVE_STAGINGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Asks every writer of this process to stop at its next write and abort (the
+/// CLI calls it on Ctrl-C). Returns false when no version is being written, so
+/// the caller may simply exit.
+pub fn interrupt() -> bool {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    LIVE_STAGINGS.load(Ordering::SeqCst) > 0
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+fn check_interrupted(at: &Path) -> Result<()> {
+    if interrupted() {
+        return Err(Error::io(at, io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)")));
+    }
+    Ok(())
+}
+
+/// Counts a live staging while it exists (see [`interrupt`]).
+#[derive(Debug)]
+pub(crate) struct LiveGuard(());
+
+impl LiveGuard {
+    pub(crate) fn new() -> LiveGuard {
+        LIVE_STAGINGS.fetch_add(1, Ordering::SeqCst);
+        LiveGuard(())
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        LIVE_STAGINGS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What [`gc`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GcReport {
+    /// Claims (object stores) or staging directories (local) removed, as URLs or paths.
+    pub removed_claims: Vec<String>,
+    /// Files removed with them (objects a dead writer left under its uncommitted version).
+    pub removed_files: u64,
+    /// Claims younger than the age given, left alone (their writers may be alive).
+    pub kept_claims: Vec<String>,
+}
+
+/// Clears what writers that died left under `root` (docs/format.md "Clearing a
+/// dead writer's claim"): on an object store, every claim older than
+/// `older_than_s` seconds, and, when its version has no manifest, every object
+/// under that version; on a local root, every `<name>/.tmp-*` staging
+/// directory older than `older_than_s`. A committed version is never touched
+/// (only a leftover claim beside its manifest is deleted).
+///
+/// Choose `older_than_s` longer than any write can take: a live writer's claim
+/// is indistinguishable from a dead one's except by age.
+///
+/// # Errors
+/// I/O and store errors.
+pub fn gc(root: &Location, older_than_s: u64) -> Result<GcReport> {
+    match &root.0 {
+        Inner::Local(p) => local::gc(p, older_than_s),
+        Inner::Object(o) => o.gc(older_than_s),
+    }
+}

@@ -1,0 +1,621 @@
+//! The object-store backend (`s3://`, `gs://`, `az://`, `file://`, `memory://`)
+//! and its commit protocol (docs/format.md "Storage backends and the commit"):
+//!
+//! 1. Refuse a version whose `manifest.json` exists ([`Error::AlreadyExists`]).
+//! 2. Create the claim `<version>/_timef_claim.json` with `PutMode::Create`
+//!    (S3 `If-None-Match: *`): of two writers of one version only one wins; the
+//!    other gets [`Error::AlreadyExists`] before it writes any byte. Then check
+//!    again that no manifest exists (a writer that committed and released its
+//!    claim just before).
+//! 3. Stream every data file to its final key through `object_store`'s
+//!    `BufWriter` (one PUT up to [`DEFAULT_SINGLE_PUT_BYTES`], multipart past it).
+//!    Readers ignore a prefix without a manifest, so nothing is visible yet.
+//! 4. Check the claim is still this writer's, write `manifest.json` with
+//!    `PutMode::Create`: the version is now visible, and never replaced.
+//! 5. Delete the claim.
+//!
+//! Abort (an error, a drop, Ctrl-C through [`super::interrupt`]) aborts the
+//! open multipart uploads, deletes every object this writer put and then the
+//! claim, but only while the claim is still this writer's. A writer killed
+//! outright leaves its claim and objects: [`super::gc`] clears them.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::buffered::BufWriter;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWrite;
+
+use super::{
+    hex, LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY,
+    IO_THREADS, MANIFEST,
+};
+use crate::error::{Error, Result};
+
+/// Bytes an upload collects before handing them to the buffered writer.
+const WRITE_BLOCK_BYTES: usize = 1 << 20;
+/// Bytes of each ranged GET behind a sequential read (`ChunkReader::get_read`).
+const READ_BLOCK_BYTES: u64 = 1 << 20;
+
+/// The runtime that runs every object-store request, built on first use.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(IO_THREADS)
+            .thread_name("timef-io")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| Error::io("<object-store runtime>", io::Error::other(e.clone())))
+}
+
+/// Runs `fut` to completion on the internal runtime.
+fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
+    Ok(runtime()?.block_on(fut))
+}
+
+/// One store and the URL prefix that names it (`s3://bucket`), without credentials.
+struct Backend {
+    store: Arc<dyn ObjectStore>,
+    label: String,
+}
+
+/// A path on an object store.
+#[derive(Clone)]
+pub(crate) struct ObjectLocation {
+    backend: Arc<Backend>,
+    path: ObjPath,
+}
+
+impl fmt::Display for ObjectLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.as_ref().is_empty() {
+            write!(f, "{}", self.backend.label)
+        } else {
+            write!(f, "{}/{}", self.backend.label, self.path)
+        }
+    }
+}
+
+/// The in-memory stores of this process by name (`memory://NAME/...`), so that
+/// every location naming one sees the same objects.
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: OnceLock<Mutex<std::collections::BTreeMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let stores = STORES.get_or_init(Default::default);
+    let mut stores = stores.lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(stores.entry(name.to_string()).or_insert_with(|| Arc::new(object_store::memory::InMemory::new()) as _))
+}
+
+fn invalid(url: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidUrl { url: url.to_string(), reason: reason.into() }
+}
+
+/// The retry settings timef reads from the options (not `object_store` keys).
+#[derive(Default)]
+struct Retry {
+    max_retries: Option<usize>,
+    retry_timeout_s: Option<f64>,
+}
+
+fn split_retry(url: &str, options: &StorageOptions) -> Result<(Retry, Vec<(String, String)>)> {
+    let mut retry = Retry::default();
+    let mut rest = Vec::new();
+    for (k, v) in options {
+        match k.to_ascii_lowercase().as_str() {
+            "max_retries" => {
+                retry.max_retries =
+                    Some(v.parse().map_err(|_| invalid(url, format!("option {k}: not a whole number")))?)
+            }
+            "retry_timeout_s" => {
+                let s: f64 = v.parse().map_err(|_| invalid(url, format!("option {k}: not a number")))?;
+                if !(s.is_finite() && s >= 0.0) {
+                    return Err(invalid(url, format!("option {k}: must be >= 0")));
+                }
+                retry.retry_timeout_s = Some(s);
+            }
+            _ => rest.push((k.to_ascii_lowercase(), v.clone())),
+        }
+    }
+    Ok((retry, rest))
+}
+
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn retry_config(r: &Retry) -> object_store::RetryConfig {
+    let mut c = object_store::RetryConfig::default();
+    if let Some(n) = r.max_retries {
+        c.max_retries = n;
+    }
+    if let Some(s) = r.retry_timeout_s {
+        c.retry_timeout = Duration::from_secs_f64(s);
+    }
+    c
+}
+
+/// Builds a cloud store: the builder's `from_env`, the URL, then each option
+/// (an unknown key is refused by name; its value is never shown).
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+macro_rules! cloud_store {
+    ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr) => {{
+        let mut b = <$builder>::from_env().with_url($url.as_str());
+        for (k, v) in $options {
+            let key: $key = k.parse().map_err(|_| invalid($url.as_str(), format!("unknown storage option {k}")))?;
+            b = b.with_config(key, v);
+        }
+        Arc::new(b.with_retry(retry_config(&$retry)).build().map_err(|e| invalid($url.as_str(), e.to_string()))?)
+            as Arc<dyn ObjectStore>
+    }};
+}
+
+impl ObjectLocation {
+    /// Parses `text` as an object-store URL and builds its client.
+    pub(crate) fn parse(text: &str, options: &StorageOptions) -> Result<ObjectLocation> {
+        let url = url::Url::parse(text).map_err(|e| invalid(&redact(text), e.to_string()))?;
+        let shown = redact(text);
+        let (scheme, path) =
+            object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;
+        let path = ObjPath::parse(path).map_err(|e| invalid(&shown, e.to_string()))?;
+        let (retry, options) = split_retry(&shown, options)?;
+        use object_store::ObjectStoreScheme as S;
+        let host = url.host_str().unwrap_or("");
+        let store: Arc<dyn ObjectStore> = match scheme {
+            S::Local => Arc::new(object_store::local::LocalFileSystem::new()),
+            S::Memory => memory_store(host),
+            #[cfg(feature = "s3")]
+            S::AmazonS3 => cloud_store!(
+                object_store::aws::AmazonS3Builder,
+                object_store::aws::AmazonS3ConfigKey,
+                url,
+                options,
+                retry
+            ),
+            #[cfg(feature = "gcs")]
+            S::GoogleCloudStorage => cloud_store!(
+                object_store::gcp::GoogleCloudStorageBuilder,
+                object_store::gcp::GoogleConfigKey,
+                url,
+                options,
+                retry
+            ),
+            #[cfg(feature = "azure")]
+            S::MicrosoftAzure => cloud_store!(
+                object_store::azure::MicrosoftAzureBuilder,
+                object_store::azure::AzureConfigKey,
+                url,
+                options,
+                retry
+            ),
+            other => {
+                return Err(invalid(
+                    &shown,
+                    format!("{other:?} is not supported by this build (cargo features s3, gcs, azure)"),
+                ))
+            }
+        };
+        let _ = retry;
+        let label = match scheme {
+            S::Local => "file://".to_string(),
+            _ => format!("{}://{host}", url.scheme()),
+        };
+        Ok(ObjectLocation { backend: Arc::new(Backend { store, label }), path })
+    }
+
+    pub(crate) fn from_store(store: Arc<dyn ObjectStore>, label: &str, prefix: &str) -> Result<ObjectLocation> {
+        let path = ObjPath::parse(prefix).map_err(|e| invalid(label, e.to_string()))?;
+        Ok(ObjectLocation { backend: Arc::new(Backend { store, label: label.to_string() }), path })
+    }
+
+    pub(crate) fn join(&self, rel: &str) -> ObjectLocation {
+        let path = rel.split('/').filter(|p| !p.is_empty()).fold(self.path.clone(), |p, part| p.join(part));
+        ObjectLocation { backend: Arc::clone(&self.backend), path }
+    }
+
+    pub(crate) fn file_name(&self) -> Option<String> {
+        self.path.filename().map(str::to_string)
+    }
+
+    fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.backend.store
+    }
+
+    /// The error of a request on this location (the URL names it, never a credential).
+    fn err(&self, source: object_store::Error) -> Error {
+        Error::ObjectStore { url: self.to_string(), source: Box::new(source) }
+    }
+
+    pub(crate) fn size(&self) -> Result<Option<u64>> {
+        match block_on(self.store().head(&self.path))? {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
+        let got = block_on(async {
+            let r = self.store().get(&self.path).await?;
+            if r.meta.size > max_bytes {
+                return Ok(None);
+            }
+            r.bytes().await.map(Some)
+        })?;
+        match got {
+            Ok(Some(b)) => Ok(Small::Bytes(b.to_vec())),
+            Ok(None) => Ok(Small::Refused(format!("larger than {max_bytes} bytes"))),
+            Err(object_store::Error::NotFound { .. }) => Ok(Small::Missing),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    pub(crate) fn read_all(&self) -> Result<Bytes> {
+        block_on(async { self.store().get(&self.path).await?.bytes().await })?.map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+        block_on(async {
+            let mut s = self.store().get(&self.path).await?.into_stream();
+            let mut total = 0u64;
+            while let Some(block) = s.next().await {
+                let block = block?;
+                f(&block);
+                total += block.len() as u64;
+            }
+            Ok(total)
+        })?
+        .map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn reader(&self) -> Result<ObjectReader> {
+        let len = match block_on(self.store().head(&self.path))? {
+            Ok(meta) => meta.size,
+            Err(e) => return Err(self.err(e)),
+        };
+        Ok(ObjectReader { loc: self.clone(), len })
+    }
+
+    /// Every object under this prefix as (relative path, size), sorted.
+    pub(crate) fn list_files(&self) -> Result<Vec<(String, u64)>> {
+        let metas = self.list_all()?;
+        let mut out: Vec<(String, u64)> = metas
+            .into_iter()
+            .filter_map(|m| {
+                let rel: Vec<String> = m.location.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
+                Some((rel.join("/"), m.size))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_all(&self) -> Result<Vec<object_store::ObjectMeta>> {
+        let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
+        block_on(self.store().list(prefix).collect::<Vec<_>>())?
+            .into_iter()
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
+        let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
+        let listed = block_on(self.store().list_with_delimiter(prefix))?.map_err(|e| self.err(e))?;
+        let mut out: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .filter(|n| !n.starts_with('.') && !n.starts_with('_'))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    pub(crate) fn ensure_absent(&self) -> Result<()> {
+        match self.join(MANIFEST).size()? {
+            Some(_) => Err(Error::AlreadyExists { path: self.to_string().into() }),
+            None => Ok(()),
+        }
+    }
+
+    fn delete(&self) -> Result<()> {
+        match block_on(self.store().delete(&self.path))? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    /// Clears claims older than `older_than_s` under this root (see [`super::gc`]).
+    pub(crate) fn gc(&self, older_than_s: u64) -> Result<super::GcReport> {
+        let mut report = super::GcReport::default();
+        let now = SystemTime::now();
+        let mut claims: Vec<object_store::ObjectMeta> =
+            self.list_all()?.into_iter().filter(|m| m.location.filename() == Some(CLAIM)).collect();
+        claims.sort_by(|a, b| a.location.cmp(&b.location));
+        for claim in claims {
+            let claim_loc = ObjectLocation { backend: Arc::clone(&self.backend), path: claim.location.clone() };
+            let created: SystemTime = claim.last_modified.into();
+            let age_s = now.duration_since(created).map_or(0, |d| d.as_secs());
+            if age_s < older_than_s {
+                report.kept_claims.push(claim_loc.to_string());
+                continue;
+            }
+            let parts: Vec<_> = claim.location.parts().collect();
+            let version = ObjectLocation {
+                backend: Arc::clone(&self.backend),
+                path: ObjPath::from_iter(parts[..parts.len().saturating_sub(1)].iter().cloned()),
+            };
+            if version.join(MANIFEST).size()?.is_none() {
+                for m in version.list_all()? {
+                    if m.location != claim.location {
+                        ObjectLocation { backend: Arc::clone(&self.backend), path: m.location }.delete()?;
+                        report.removed_files += 1;
+                    }
+                }
+            }
+            claim_loc.delete()?;
+            report.removed_claims.push(claim_loc.to_string());
+        }
+        Ok(report)
+    }
+}
+
+/// `text` without user info, query or fragment (where credentials could hide).
+fn redact(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(u) => format!("{}://{}{}", u.scheme(), u.host_str().unwrap_or(""), u.path()),
+        Err(_) => text.split(['?', '#']).next().unwrap_or("").split('@').next_back().unwrap_or("").to_string(),
+    }
+}
+
+/// Ranged reads of one object (parquet's `ChunkReader` through [`super::Source`]).
+pub(crate) struct ObjectReader {
+    loc: ObjectLocation,
+    len: u64,
+}
+
+impl ObjectReader {
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn range(&self, range: Range<u64>) -> io::Result<Bytes> {
+        let got = block_on(self.loc.store().get_range(&self.loc.path, range)).map_err(io::Error::other)?;
+        got.map_err(|e| io::Error::other(self.loc.err(e)))
+    }
+
+    pub(crate) fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start.saturating_add(length as u64);
+        if end > self.len {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "range {start}..{end} beyond the object's {} bytes",
+                self.len
+            )));
+        }
+        self.range(start..end).map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+
+    pub(crate) fn read_from(&self, start: u64) -> RangeRead {
+        RangeRead { loc: self.loc.clone(), len: self.len, pos: start, block: Bytes::new() }
+    }
+}
+
+/// A sequential reader over an object from an offset, one ranged GET per block.
+pub(crate) struct RangeRead {
+    loc: ObjectLocation,
+    len: u64,
+    pos: u64,
+    block: Bytes,
+}
+
+impl Read for RangeRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.block.is_empty() {
+            if self.pos >= self.len {
+                return Ok(0);
+            }
+            let end = (self.pos + READ_BLOCK_BYTES).min(self.len);
+            let reader = ObjectReader { loc: self.loc.clone(), len: self.len };
+            self.block = reader.range(self.pos..end)?;
+            self.pos = end;
+        }
+        let n = buf.len().min(self.block.len());
+        buf[..n].copy_from_slice(&self.block.split_to(n));
+        Ok(n)
+    }
+}
+
+/// One file streaming to the store through `object_store`'s `BufWriter`: a single
+/// PUT when it stays under [`DEFAULT_SINGLE_PUT_BYTES`], a multipart upload
+/// otherwise. Dropped before [`Upload::finish`], the upload is aborted.
+pub(crate) struct Upload {
+    loc: ObjectLocation,
+    writer: Option<BufWriter>,
+    pending: Vec<u8>,
+}
+
+impl fmt::Display for Upload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.loc)
+    }
+}
+
+impl Upload {
+    fn new(loc: ObjectLocation) -> Upload {
+        let writer = BufWriter::with_capacity(Arc::clone(loc.store()), loc.path.clone(), DEFAULT_SINGLE_PUT_BYTES)
+            .with_max_concurrency(DEFAULT_UPLOAD_CONCURRENCY);
+        Upload { loc, writer: Some(writer), pending: Vec::with_capacity(WRITE_BLOCK_BYTES) }
+    }
+
+    fn push_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let block = Bytes::from(std::mem::replace(&mut self.pending, Vec::with_capacity(WRITE_BLOCK_BYTES)));
+        let Some(w) = self.writer.as_mut() else { return Ok(()) };
+        block_on(w.put(block))?.map_err(|e| self.loc.err(e))
+    }
+
+    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= WRITE_BLOCK_BYTES {
+            self.push_pending().map_err(io::Error::other)?;
+        }
+        Ok(buf.len())
+    }
+
+    pub(crate) fn finish(mut self: Box<Self>) -> Result<()> {
+        self.push_pending()?;
+        let Some(mut w) = self.writer.take() else { return Ok(()) };
+        let done = block_on(futures::future::poll_fn(|cx| Pin::new(&mut w).poll_shutdown(cx)))?;
+        if let Err(e) = done {
+            // a failed completion may leave the multipart upload open
+            let _ = block_on(w.abort());
+            let source = e.into_inner().and_then(|inner| inner.downcast::<object_store::Error>().ok());
+            return Err(match source {
+                Some(e) => self.loc.err(*e),
+                None => Error::io(self.loc.to_string(), io::Error::other("upload failed")),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let Some(mut w) = self.writer.take() {
+            // best effort: the error that caused the abort is what the caller sees
+            let _ = block_on(w.abort());
+        }
+    }
+}
+
+/// The claim's content: who holds it and since when (no secret).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Claim {
+    writer_id: String,
+    created_at_unix_s: u64,
+    created_by: String,
+}
+
+/// A version being written on an object store: the claim is held; data files go
+/// to their final keys; [`Staging::publish`] writes the manifest.
+pub(crate) struct Staging {
+    target: ObjectLocation,
+    writer_id: String,
+    written: Vec<ObjectLocation>,
+    manifest: Option<Vec<u8>>,
+    published: bool,
+    _live: LiveGuard,
+}
+
+impl fmt::Debug for Staging {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectStaging").field("target", &self.target.to_string()).finish_non_exhaustive()
+    }
+}
+
+impl Staging {
+    pub(crate) fn create(target: &ObjectLocation) -> Result<Staging> {
+        target.ensure_absent()?;
+        let writer_id = uuid::Uuid::new_v4().hyphenated().to_string();
+        let claim = Claim {
+            writer_id: writer_id.clone(),
+            created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            created_by: format!("timef {}", env!("CARGO_PKG_VERSION")),
+        };
+        let bytes = serde_json::to_vec(&claim).unwrap_or_default();
+        let claim_loc = target.join(CLAIM);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), opts))? {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                return Err(Error::AlreadyExists { path: target.to_string().into() })
+            }
+            Err(e) => return Err(claim_loc.err(e)),
+        }
+        let staging = Staging {
+            target: target.clone(),
+            writer_id,
+            written: Vec::new(),
+            manifest: None,
+            published: false,
+            _live: LiveGuard::new(),
+        };
+        // a writer may have committed and released its claim just before ours
+        staging.target.ensure_absent()?;
+        Ok(staging)
+    }
+
+    pub(crate) fn location(&self) -> &ObjectLocation {
+        &self.target
+    }
+
+    pub(crate) fn create_file(&mut self, rel: &str) -> Result<Upload> {
+        let loc = self.target.join(rel);
+        self.written.push(loc.clone());
+        Ok(Upload::new(loc))
+    }
+
+    pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
+        let written =
+            WrittenFile { path: MANIFEST.to_string(), bytes: bytes.len() as u64, sha256: hex(&Sha256::digest(&bytes)) };
+        self.manifest = Some(bytes);
+        written
+    }
+
+    /// True while the claim is this writer's.
+    fn holds_claim(&self) -> Result<bool> {
+        match self.target.join(CLAIM).read_small(1 << 16)? {
+            Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.writer_id == self.writer_id)),
+            Small::Missing | Small::Refused(_) => Ok(false),
+        }
+    }
+
+    pub(crate) fn publish(mut self) -> Result<std::path::PathBuf> {
+        let Some(bytes) = self.manifest.take() else {
+            return Err(Error::io(self.target.to_string(), io::Error::other("no manifest was staged")));
+        };
+        if !self.holds_claim()? {
+            return Err(Error::io(
+                self.target.join(CLAIM).to_string(),
+                io::Error::other("the claim is no longer this writer's (cleared by gc?); nothing was committed"),
+            ));
+        }
+        let manifest = self.target.join(MANIFEST);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes), opts))? {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                return Err(Error::AlreadyExists { path: self.target.to_string().into() })
+            }
+            Err(e) => return Err(manifest.err(e)),
+        }
+        self.published = true;
+        // committed; a claim left by a failed delete is cleared by gc
+        let _ = self.target.join(CLAIM).delete();
+        Ok(self.target.to_string().into())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if self.published {
+            return;
+        }
+        // only while the claim is ours: otherwise these keys may be another writer's files
+        if self.holds_claim().unwrap_or(false) {
+            for loc in &self.written {
+                let _ = loc.delete();
+            }
+            let _ = self.target.join(CLAIM).delete();
+        }
+    }
+}

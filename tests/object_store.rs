@@ -1,0 +1,655 @@
+//! Versions on object stores (docs/format.md "Storage backends and the commit").
+//!
+//! The `memory://` tests run everywhere. The S3 tests need the S3-compatible
+//! server `.ci/run` starts on 127.0.0.1 (`moto_server`, endpoint in
+//! `TIMEF_TEST_S3_ENDPOINT`): without it they print "skipped: ..." and pass,
+//! except under CI (`CI` set), where they fail.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use timef::reader::Version;
+use timef::storage::{Location, StorageOptions, CLAIM, MANIFEST};
+use timef::{Error, SeriesMeta, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
+
+use common::*;
+
+const KEY_ID: &str = "testing-key-id";
+const SECRET: &str = "testing-secret-Zq9";
+
+// ---------------------------------------------------------------- helpers
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// The S3 server's endpoint, which must be on 127.0.0.1; None (with a visible
+/// "skipped" line) outside CI when there is none; a failure under CI.
+fn s3_endpoint(test: &str) -> Option<String> {
+    match std::env::var("TIMEF_TEST_S3_ENDPOINT") {
+        Ok(e) if !e.is_empty() => {
+            assert!(e.starts_with("http://127.0.0.1:"), "tests only talk to 127.0.0.1, not {e}");
+            Some(e)
+        }
+        _ => {
+            assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
+            eprintln!("skipped: {test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)");
+            None
+        }
+    }
+}
+
+fn s3_options(endpoint: &str) -> StorageOptions {
+    BTreeMap::from([
+        ("aws_endpoint".to_string(), endpoint.to_string()),
+        ("aws_allow_http".to_string(), "true".to_string()),
+        ("aws_access_key_id".to_string(), KEY_ID.to_string()),
+        ("aws_secret_access_key".to_string(), SECRET.to_string()),
+        ("aws_region".to_string(), "us-east-1".to_string()),
+    ])
+}
+
+/// The environment a `timef` child process needs for the server (and nothing else of AWS).
+fn s3_env(cmd: &mut Command, endpoint: &str) {
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_")) {
+        cmd.env_remove(k);
+    }
+    cmd.env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_REGION", "us-east-1");
+}
+
+fn timef_s3(endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+    s3_env(&mut cmd, endpoint);
+    let out = cmd.args(args).output().expect("run timef");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// A bucket of its own for each test (tests run in parallel), created with a
+/// plain HTTP PUT (the server does not check signatures).
+fn create_bucket(endpoint: &str, name: &str) {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the S3 server");
+    write!(s, "PUT /{name} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {name}: {reply}");
+}
+
+fn bucket(endpoint: &str, tag: &str) -> String {
+    let name = format!("timef-{tag}-{}", uuid::Uuid::new_v4().simple()).chars().take(60).collect::<String>();
+    create_bucket(endpoint, &name);
+    name
+}
+
+/// An `object_store` client of the test's own, to look at what the writer left.
+fn raw_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(bucket);
+    for (k, v) in s3_options(endpoint) {
+        b = b.with_config(k.parse().unwrap(), v);
+    }
+    Arc::new(b.build().unwrap())
+}
+
+/// Every object under `prefix`, relative, sorted.
+fn objects(store: &Arc<dyn ObjectStore>, prefix: &str) -> Vec<String> {
+    let prefix = ObjPath::from(prefix);
+    let metas: Vec<_> = rt().block_on(store.list(Some(&prefix)).collect::<Vec<_>>());
+    let mut out: Vec<String> = metas
+        .into_iter()
+        .map(|m| {
+            let m = m.unwrap();
+            m.location.prefix_match(&prefix).unwrap().map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/")
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Downloads every object under `prefix` into `dir`.
+fn download(store: &Arc<dyn ObjectStore>, prefix: &str, dir: &Path) {
+    let rt = rt();
+    for rel in objects(store, prefix) {
+        let bytes = rt.block_on(async { store.get(&ObjPath::from(format!("{prefix}/{rel}"))).await?.bytes().await });
+        let dst = dir.join(&rel);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::write(dst, bytes.unwrap()).unwrap();
+    }
+}
+
+/// The files a version's manifest lists, plus the manifest.
+fn listed_plus_manifest(v: &Version) -> Vec<String> {
+    let mut want: Vec<String> = v.manifest().files.iter().map(|f| f.path.clone()).collect();
+    want.push(MANIFEST.to_string());
+    want.sort();
+    want
+}
+
+/// A fresh in-memory store the test can look into, and the root `memory://TAG/root` on it.
+fn memory(tag: &str) -> (Arc<dyn ObjectStore>, Location) {
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let root = Location::from_object_store(Arc::clone(&store), &format!("memory://{tag}"), "root").unwrap();
+    (store, root)
+}
+
+/// Deterministic noise (xorshift): incompressible float32 values.
+fn noise(seed: u64, n: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / 1024.0
+        })
+        .collect()
+}
+
+/// `series` series of `n` noise values each, one sample per series.
+fn noise_dataset(name: &str, version: &str, series: usize, n: usize) -> TimeFDataset {
+    let mut d = dataset_with_source(name, version);
+    for i in 0..series {
+        let id = format!("x{i:04}");
+        let v = noise(i as u64 + 1, n);
+        d.add_series(SeriesMeta::new(&id, "eeg", "C3", 256.0), Box::new(move || Ok(v.into()))).unwrap();
+        d.add_sample(timef::Sample {
+            sample_id: format!("s{i:04}"),
+            source_id: "src".into(),
+            series: main_refs(&[&id]),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    d
+}
+
+// ---------------------------------------------------------------- memory:// protocol
+
+#[test]
+fn memory_claim_is_held_while_writing_and_released_by_the_commit() {
+    let (store, root) = memory("claim");
+    let staged = TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 6)).unwrap();
+    let during = objects(&store, "root/ecg/1");
+    assert!(during.contains(&CLAIM.to_string()), "{during:?}");
+    assert!(!during.contains(&MANIFEST.to_string()), "no manifest before the commit: {during:?}");
+    assert!(matches!(Version::open_at(root.join("ecg/1")), Err(Error::NotAVersion { .. })));
+
+    // a second writer of the same version loses the claim before writing anything
+    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 2)) {
+        Err(Error::AlreadyExists { path }) => assert_eq!(path, PathBuf::from("memory://claim/root/ecg/1")),
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(objects(&store, "root/ecg/1"), during, "the loser wrote or removed something");
+
+    let dir = staged.commit().unwrap();
+    assert_eq!(dir, PathBuf::from("memory://claim/root/ecg/1"));
+    let v = Version::open_at(root.join("ecg/1")).unwrap();
+    assert_eq!(objects(&store, "root/ecg/1"), listed_plus_manifest(&v), "claim released, nothing else");
+    assert!(timef::verify::verify_at(&root.join("ecg/1")).unwrap().is_ok());
+    // committed: refused before any I/O
+    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 2)) {
+        Err(Error::AlreadyExists { .. }) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(timef::reader::list_versions_at(&root).unwrap(), vec![("ecg".to_string(), "1".to_string())]);
+}
+
+#[test]
+fn memory_abort_and_errors_leave_nothing() {
+    let (store, root) = memory("abort");
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 6)).unwrap().abort();
+    assert_eq!(objects(&store, "root"), Vec::<String>::new());
+
+    // a loader failing after shards went out: everything this writer put is removed
+    let mut d = noise_dataset("n", "1", 8, 3000);
+    d.add_series(SeriesMeta::new("zz-last", "eeg", "C3", 256.0), Box::new(|| Err("disk on fire".into()))).unwrap();
+    d.add_sample(timef::Sample {
+        sample_id: "zz".into(),
+        source_id: "src".into(),
+        series: main_refs(&["zz-last"]),
+        ..Default::default()
+    })
+    .unwrap();
+    let shards_seen = Arc::new(AtomicU64::new(0));
+    let (s2, seen) = (Arc::clone(&store), Arc::clone(&shards_seen));
+    let writer = TimeFWriter::at(root.clone(), small_options()).with_progress(Arc::new(move |e| {
+        if let WriteProgressEvent::SeriesWritten { done: 8, .. } = e {
+            seen.store(objects(&s2, "root/n/1").len() as u64, Ordering::SeqCst);
+        }
+    }));
+    assert!(matches!(writer.write(d), Err(Error::Loader { .. })));
+    assert!(shards_seen.load(Ordering::SeqCst) > 1, "shards were uploaded before the failure");
+    assert_eq!(objects(&store, "root"), Vec::<String>::new());
+    // and the version can be written afterwards
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("n", "1", 3)).unwrap().commit().unwrap();
+}
+
+#[test]
+fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
+    let (store, root) = memory("gc");
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
+    // what a killed writer leaves: a claim and some files, no manifest
+    let rt = rt();
+    for key in
+        ["root/ecg/2/_timef_claim.json", "root/ecg/2/time_series/shard-00000.parquet", "root/ecg/1/_timef_claim.json"]
+    {
+        rt.block_on(store.put(&ObjPath::from(key), vec![1u8, 2, 3].into())).unwrap();
+    }
+    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)) {
+        Err(Error::AlreadyExists { .. }) => {}
+        other => panic!("a stale claim keeps the version taken: {other:?}"),
+    }
+    // a young claim is kept
+    let kept = timef::storage::gc(&root, 3600).unwrap();
+    assert_eq!(kept.removed_claims.len(), 0);
+    assert_eq!(kept.kept_claims.len(), 2);
+    let r = timef::storage::gc(&root, 0).unwrap();
+    assert_eq!(
+        r.removed_claims,
+        vec!["memory://gc/root/ecg/1/_timef_claim.json", "memory://gc/root/ecg/2/_timef_claim.json"]
+    );
+    assert_eq!(r.removed_files, 1, "only the uncommitted version's file");
+    assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
+    let v1 = Version::open_at(root.join("ecg/1")).unwrap();
+    assert_eq!(objects(&store, "root/ecg/1"), listed_plus_manifest(&v1), "the committed version is untouched");
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)).unwrap().commit().unwrap();
+}
+
+#[test]
+fn memory_files_equal_the_local_writers_bytes() {
+    let (store, root) = memory("bytes");
+    let tmp = tempfile::tempdir().unwrap();
+    let local = commit(tmp.path(), ecg_dataset("ecg", "1", 9), small_options());
+    TimeFWriter::at(root, small_options()).write(ecg_dataset("ecg", "1", 9)).unwrap().commit().unwrap();
+    let copy = tmp.path().join("copy/ecg/1");
+    download(&store, "root/ecg/1", &copy);
+    assert_eq!(file_bytes(&copy), file_bytes(&local));
+}
+
+/// An in-memory store that counts the bytes its GETs return.
+#[derive(Debug)]
+struct Counting {
+    inner: object_store::memory::InMemory,
+    bytes: AtomicU64,
+}
+
+impl std::fmt::Display for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Counting")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Counting {
+    async fn put_opts(
+        &self,
+        l: &ObjPath,
+        p: object_store::PutPayload,
+        o: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(l, p, o).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        l: &ObjPath,
+        o: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(l, o).await
+    }
+    async fn get_opts(
+        &self,
+        l: &ObjPath,
+        o: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        let r = self.inner.get_opts(l, o).await?;
+        self.bytes.fetch_add(r.range.end - r.range.start, Ordering::SeqCst);
+        Ok(r)
+    }
+    fn delete_stream(
+        &self,
+        l: futures::stream::BoxStream<'static, object_store::Result<ObjPath>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjPath>> {
+        self.inner.delete_stream(l)
+    }
+    fn list(
+        &self,
+        p: Option<&ObjPath>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(p)
+    }
+    async fn list_with_delimiter(&self, p: Option<&ObjPath>) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(p).await
+    }
+    async fn copy_opts(&self, f: &ObjPath, t: &ObjPath, o: object_store::CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(f, t, o).await
+    }
+}
+
+#[test]
+fn read_series_fetches_only_the_byte_ranges_it_needs() {
+    let counting = Arc::new(Counting { inner: object_store::memory::InMemory::new(), bytes: AtomicU64::new(0) });
+    let root = Location::from_object_store(counting.clone(), "memory://counting", "root").unwrap();
+    let options = WriterOptions::builder().row_group_target_bytes(64 << 10).try_build().unwrap();
+    TimeFWriter::at(root.clone(), options).write(noise_dataset("n", "1", 40, 20_000)).unwrap().commit().unwrap();
+    let v = Version::open_at(root.join("n/1")).unwrap();
+    let shard = v.manifest().files.iter().find(|f| f.path.starts_with("time_series/")).unwrap().bytes;
+    v.index().unwrap();
+    let before = counting.bytes.load(Ordering::SeqCst);
+    let values = v.read_series("x0017").unwrap();
+    let fetched = counting.bytes.load(Ordering::SeqCst) - before;
+    assert_eq!(&values[..], &noise(18, 20_000)[..]);
+    assert!(shard > 2_000_000, "a shard of {shard} bytes");
+    assert!(fetched < shard / 8, "read_series fetched {fetched} of a {shard}-byte shard");
+}
+
+// ---------------------------------------------------------------- S3 (moto on 127.0.0.1)
+
+#[test]
+fn s3_real_files_verify_conform_and_equal_the_local_bytes() {
+    let Some(ep) = s3_endpoint("s3_real_files") else { return };
+    let b = bucket(&ep, "real");
+    let tmp = tempfile::tempdir().unwrap();
+    let ucr = [real("ucr/BasicMotions_TRAIN.ts"), real("ucr/BasicMotions_TEST.ts")];
+    let ucr: Vec<&str> = ucr.iter().map(|p| p.to_str().unwrap()).collect();
+    let tsf = real("tsf/UnitTest_Tsf_Loader.tsf");
+    let root_url = format!("s3://{b}/data");
+    let local_root = tmp.path().join("local");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("BasicMotions", [&["ingest", "ucr"][..], &ucr[..]].concat()),
+        ("tsf", vec!["ingest", "tsf", tsf.to_str().unwrap()]),
+    ];
+    let store = raw_store(&ep, &b);
+    for (name, args) in cases {
+        for root in [root_url.as_str(), local_root.to_str().unwrap()] {
+            let mut a = args.clone();
+            a.extend(["--root", root, "--name", name, "--version", "v1", "--quiet"]);
+            let (code, out, err) = timef_s3(&ep, &a);
+            assert_eq!(code, 0, "{a:?}: {err}");
+            assert_eq!(out.trim(), format!("{root}/{name}/v1"));
+        }
+        let url = format!("{root_url}/{name}/v1");
+        let (code, out, err) = timef_s3(&ep, &["verify", &url]);
+        assert_eq!(code, 0, "verify {url}: {out}{err}");
+        assert!(out.starts_with("ok: "), "{out}");
+        let copy = tmp.path().join("copy").join(name).join("v1");
+        download(&store, &format!("data/{name}/v1"), &copy);
+        assert_conforming(&copy);
+        assert_eq!(file_bytes(&copy), file_bytes(&local_root.join(name).join("v1")), "{name}");
+        // values read from the store equal the local version's
+        let (s3v, lv) = (
+            Version::open_at(Location::parse(&url, &s3_options(&ep)).unwrap()).unwrap(),
+            Version::open(local_root.join(name).join("v1")).unwrap(),
+        );
+        for m in lv.series().unwrap() {
+            assert_eq!(s3v.read_series(&m.time_series_id).unwrap(), lv.read_series(&m.time_series_id).unwrap());
+        }
+    }
+    // info, cat, ls and edit at the URL, as the README shows
+    let url = format!("{root_url}/BasicMotions/v1");
+    let (code, out, err) = timef_s3(&ep, &["info", &url, "--samples"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(&format!("BasicMotions / v1  ({url})")), "{out}");
+    let sample = out.lines().find(|l| l.starts_with("  ") && l.contains(": ")).unwrap().trim().to_string();
+    let (sample_id, series) = sample.split_once(": ").unwrap();
+    let series_id = series.split(' ').next().unwrap();
+    let (code, cat_s3, err) = timef_s3(&ep, &["cat", &url, series_id]);
+    assert_eq!(code, 0, "{err}");
+    let (_, cat_local, _) = timef_s3(&ep, &["cat", local_root.join("BasicMotions/v1").to_str().unwrap(), series_id]);
+    assert_eq!(cat_s3, cat_local);
+    let (code, out, _) = timef_s3(&ep, &["ls", &root_url]);
+    assert_eq!((code, out.as_str()), (0, "BasicMotions\n  v1\ntsf\n  v1\n"));
+    let (code, out, err) = timef_s3(
+        &ep,
+        &["edit", &url, "--out-root", &root_url, "--version", "v2", "--remove-sample", sample_id, "--cascade"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with(&format!("{root_url}/BasicMotions/v2\n")), "{out}");
+    let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root_url}/BasicMotions/v2")]);
+    assert_eq!(code, 0, "{out}{err}");
+    // base on S3, new version on local disk
+    let out_local = tmp.path().join("edited");
+    let (code, _, err) = timef_s3(
+        &ep,
+        &[
+            "edit",
+            &url,
+            "--out-root",
+            out_local.to_str().unwrap(),
+            "--version",
+            "v2",
+            "--remove-sample",
+            sample_id,
+            "--cascade",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    download(&store, "data/BasicMotions/v2", &tmp.path().join("copy2/BasicMotions/v2"));
+    assert_eq!(file_bytes(&tmp.path().join("copy2/BasicMotions/v2")), file_bytes(&out_local.join("BasicMotions/v2")));
+    let (code, out, _) = timef_s3(&ep, &["dedup", &url, &format!("{root_url}/BasicMotions/v2")]);
+    assert_eq!(code, 0);
+    assert!(out.contains("pages shared"), "{out}");
+}
+
+#[test]
+fn s3_two_writers_of_one_version_exactly_one_commits() {
+    let Some(ep) = s3_endpoint("s3_race") else { return };
+    let b = bucket(&ep, "race");
+    let store = raw_store(&ep, &b);
+    for round in 0..20 {
+        let root = Location::parse(&format!("s3://{b}/r{round}"), &s3_options(&ep)).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let threads: Vec<_> = ["A", "B"]
+            .into_iter()
+            .map(|who| {
+                let (root, barrier) = (root.clone(), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    let mut d = ecg_dataset("race", "1", 4);
+                    d.info.description = Some(format!("writer {who}"));
+                    barrier.wait();
+                    let r = TimeFWriter::at(root, small_options()).write(d).and_then(|s| s.commit());
+                    (who, r)
+                })
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let version = PathBuf::from(format!("s3://{b}/r{round}/race/1"));
+        let winners: Vec<&str> = results.iter().filter(|r| r.1.is_ok()).map(|r| r.0).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        for (who, r) in &results {
+            match r {
+                Ok(path) => assert_eq!(path, &version),
+                Err(Error::AlreadyExists { path }) => assert_eq!(path, &version, "{who}"),
+                Err(other) => panic!("round {round}: writer {who}: {other:?}"),
+            }
+        }
+        let v = Version::open_at(root.join("race/1")).unwrap();
+        assert_eq!(v.manifest().dataset.description, Some(format!("writer {}", winners[0])));
+        assert_eq!(objects(&store, &format!("r{round}/race/1")), listed_plus_manifest(&v), "round {round}");
+        assert!(timef::verify::verify_at(&root.join("race/1")).unwrap().is_ok(), "round {round}");
+    }
+}
+
+#[test]
+fn s3_a_shard_past_the_single_put_capacity_goes_out_as_multipart() {
+    let Some(ep) = s3_endpoint("s3_multipart") else { return };
+    let b = bucket(&ep, "multipart");
+    let root = Location::parse(&format!("s3://{b}/m"), &s3_options(&ep)).unwrap();
+    // 4 x 1M incompressible values: one shard of ~16 MB, past the 10 MiB single PUT
+    TimeFWriter::at(root.clone(), WriterOptions::default())
+        .write(noise_dataset("big", "1", 4, 1 << 20))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let v = Version::open_at(root.join("big/1")).unwrap();
+    let shard = v.manifest().files.iter().find(|f| f.path == "time_series/shard-00000.parquet").unwrap();
+    assert!(shard.bytes > timef::storage::DEFAULT_SINGLE_PUT_BYTES as u64, "{}", shard.bytes);
+    let store = raw_store(&ep, &b);
+    let meta = rt().block_on(store.head(&ObjPath::from("m/big/1/time_series/shard-00000.parquet"))).unwrap();
+    // S3 gives a multipart object the ETag "<md5 of part md5s>-<parts>"
+    let etag = meta.e_tag.unwrap_or_default();
+    assert!(etag.trim_matches('"').rsplit_once('-').is_some_and(|(_, n)| n == "2"), "ETag {etag}");
+    assert!(timef::verify::verify_at(&root.join("big/1")).unwrap().is_ok());
+    assert_eq!(v.read_series("x0002").unwrap()[..], noise(3, 1 << 20)[..]);
+}
+
+#[test]
+fn s3_errors_name_the_url_never_a_secret() {
+    let Some(ep) = s3_endpoint("s3_errors") else { return };
+    let input = real("ucr/UnitTest_TRAIN.ts");
+    let input = input.to_str().unwrap();
+    // a missing bucket: exit 3, the URL named, no secret
+    let args = ["ingest", "ucr", input, "--root", "s3://no-such-bucket-timef/x", "--name", "u", "--version", "1"];
+    let (code, _, err) = timef_s3(&ep, &args);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("s3://no-such-bucket-timef/x/u/1"), "{err}");
+    assert!(!err.contains(SECRET) && !err.contains(KEY_ID), "{err}");
+    // an unsupported scheme and an unknown option: exit 2
+    let (code, _, err) = timef_s3(&ep, &["info", "ftp://host/x/1"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = timef_s3(&ep, &["info", "s3://b/x/1", "--storage-option", "aws_nonsense=hunter2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("aws_nonsense") && !err.contains("hunter2"), "{err}");
+    // the Debug form of a location carries no option value
+    let loc = Location::parse("s3://b/x", &s3_options(&ep)).unwrap();
+    assert_eq!(format!("{loc:?}"), "Location(s3://b/x)");
+}
+
+/// A second S3 server of the test's own, on a free port of 127.0.0.1.
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Moto {
+    fn start() -> Moto {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server");
+        let child = Command::new(bin)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto_server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Moto { child, endpoint: format!("http://127.0.0.1:{port}") }
+    }
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap().success();
+        assert!(ok, "kill {sig}");
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.signal_quiet("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    fn signal_quiet(&self, sig: &str) -> std::io::Result<std::process::ExitStatus> {
+        Command::new("kill").args([sig, &self.child.id().to_string()]).status()
+    }
+}
+
+#[test]
+fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
+    if s3_endpoint("s3_server_stopped").is_none() {
+        return;
+    }
+    let moto = Moto::start();
+    let ep = moto.endpoint.clone();
+    let b = bucket(&ep, "stopped");
+    let mut opts = s3_options(&ep);
+    opts.insert("timeout".into(), "2s".into());
+    opts.insert("max_retries".into(), "1".into());
+    opts.insert("retry_timeout_s".into(), "3".into());
+    let root = Location::parse(&format!("s3://{b}/f"), &opts).unwrap();
+    let pid = moto.child.id().to_string();
+    let writer = TimeFWriter::at(root.clone(), small_options()).with_progress(Arc::new(move |e| {
+        if let WriteProgressEvent::SeriesWritten { done: 20, .. } = e {
+            // the server stops answering in the middle of the shards' uploads
+            Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+        }
+    }));
+    let err = writer.write(noise_dataset("n", "1", 40, 3000)).unwrap_err();
+    assert!(matches!(err, Error::ObjectStore { .. }), "{err:?}");
+    assert!(err.to_string().contains(&format!("s3://{b}/f/n/1/")), "{err}");
+    moto.signal("-CONT");
+    // no visible version; the dead write's claim keeps the version taken until gc
+    assert!(matches!(Version::open_at(root.join("n/1")), Err(Error::NotAVersion { .. })));
+    assert_eq!(timef::reader::list_versions_at(&root).unwrap(), vec![]);
+    let store = raw_store(&ep, &b);
+    let left = objects(&store, "f/n/1");
+    assert!(left.contains(&CLAIM.to_string()), "the abort could not reach the server: {left:?}");
+    assert!(matches!(
+        TimeFWriter::at(root.clone(), small_options()).write(noise_dataset("n", "1", 4, 300)),
+        Err(Error::AlreadyExists { .. })
+    ));
+    let (code, out, err) = timef_s3(&ep, &["gc", &format!("s3://{b}/f"), "--older-than-s", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    assert_eq!(objects(&store, "f/n/1"), Vec::<String>::new());
+    TimeFWriter::at(root.clone(), small_options()).write(noise_dataset("n", "1", 40, 3000)).unwrap().commit().unwrap();
+    assert!(timef::verify::verify_at(&root.join("n/1")).unwrap().is_ok());
+}
+
+#[test]
+fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
+    let Some(ep) = s3_endpoint("s3_writer_killed") else { return };
+    let Some(_) = require_python("gen_bench.py") else { return };
+    let b = bucket(&ep, "killed");
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("bench.arrow");
+    py_tool("gen_bench.py", &[input.to_str().unwrap(), "--total-mib", "64"]).unwrap();
+    let root = format!("s3://{b}/k");
+    let args =
+        ["ingest", "arrow", input.to_str().unwrap(), "--root", &root, "--name", "bench", "--version", "1", "--quiet"];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+    s3_env(&mut cmd, &ep);
+    let mut child = cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let store = raw_store(&ep, &b);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !objects(&store, "k/bench/1").contains(&CLAIM.to_string()) {
+        assert!(Instant::now() < deadline, "the writer never claimed the version");
+        assert!(child.try_wait().unwrap().is_none(), "the writer ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: no clean-up runs
+    child.wait().unwrap();
+    let opts = s3_options(&ep);
+    let rootl = Location::parse(&root, &opts).unwrap();
+    assert!(matches!(Version::open_at(rootl.join("bench/1")), Err(Error::NotAVersion { .. })));
+    let (code, out, _) = timef_s3(&ep, &["ls", &root]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, _, err) = timef_s3(&ep, &args);
+    assert_eq!(code, 2, "the dead writer's claim keeps the version: {err}");
+    assert!(err.contains("timef gc"), "{err}");
+    let (code, out, err) = timef_s3(&ep, &["gc", &root, "--older-than-s", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    let (code, _, err) = timef_s3(&ep, &args);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root}/bench/1")]);
+    assert_eq!(code, 0, "{out}{err}");
+}
