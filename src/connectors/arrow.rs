@@ -51,9 +51,10 @@ impl ArrowOptions {
     }
 }
 
-/// Where rows live: decoded batches over a mapping, or Parquet row groups read on demand.
+/// Where rows live: decoded batches (over a mapping of the file, or in memory),
+/// or Parquet row groups read on demand.
 enum Input {
-    Ipc { batches: Vec<RecordBatch>, map: Arc<memmap2::Mmap> },
+    Ipc { batches: Vec<RecordBatch>, map: Option<Arc<memmap2::Mmap>> },
     Parquet { path: PathBuf, cache: Mutex<Option<(usize, RecordBatch)>> },
 }
 
@@ -97,12 +98,6 @@ fn read_row_group(path: &Path, rg: usize) -> std::result::Result<RecordBatch, Lo
 /// [`Error::Validation`] for bad names or rates.
 pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDataset> {
     let path = path.as_ref();
-    let mut dataset = TimeFDataset::new(&opts.name, &opts.version)?;
-    let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
-    let rate = opts.sampling_rate_hz.unwrap_or(DEFAULT_SAMPLING_RATE_HZ);
-    let source_id = opts.ids.id(&opts.name);
-    dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
-
     let mut magic = [0u8; 6];
     {
         use std::io::Read;
@@ -122,9 +117,34 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
         (Input::Parquet { path: path.to_path_buf(), cache: Mutex::new(None) }, Box::new(it))
     } else {
         let (batches, map) = decode_ipc(path)?;
-        (Input::Ipc { batches: batches.clone(), map }, Box::new(batches.into_iter().map(Ok)))
+        (Input::Ipc { batches: batches.clone(), map: Some(map) }, Box::new(batches.into_iter().map(Ok)))
     };
-    let input = Arc::new(input);
+    build(path, Arc::new(input), batches, opts)
+}
+
+/// Like [`read_arrow`], over record batches already in memory (e.g. a table
+/// handed over through the Arrow C data interface). `label` stands for the
+/// file in errors. Values of float32 targets are sliced zero-copy.
+///
+/// # Errors
+/// As [`read_arrow`].
+pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowOptions) -> Result<TimeFDataset> {
+    let it = Box::new(batches.clone().into_iter().map(Ok));
+    build(label, Arc::new(Input::Ipc { batches, map: None }), it, opts)
+}
+
+/// The dataset of `batches`, whose rows `input` serves to the loaders.
+fn build(
+    path: &Path,
+    input: Arc<Input>,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+    opts: &ArrowOptions,
+) -> Result<TimeFDataset> {
+    let mut dataset = TimeFDataset::new(&opts.name, &opts.version)?;
+    let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
+    let rate = opts.sampling_rate_hz.unwrap_or(DEFAULT_SAMPLING_RATE_HZ);
+    let source_id = opts.ids.id(&opts.name);
+    dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
 
     let mut row_base = 0usize;
     let mut seen = std::collections::HashSet::new();
@@ -159,8 +179,8 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
                         let values = series_values(&batch, r, dim)
                             .map_err(|e| format!("{}: row {row}: item {item}: {e}", file.display()))?;
                         Ok(match input.as_ref() {
-                            Input::Ipc { map, .. } => release_on_drop(values, map),
-                            Input::Parquet { .. } => values,
+                            Input::Ipc { map: Some(map), .. } => release_on_drop(values, map),
+                            Input::Ipc { map: None, .. } | Input::Parquet { .. } => values,
                         })
                     }),
                 )?;

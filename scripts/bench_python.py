@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""One timed Python write of a gen_bench.py Arrow file (used by bench_python.sh).
+
+  bench_python.py MODE IN.arrow ROOT
+MODE: values       every series added as a numpy array (a zero-copy view of the table)
+      loaders      every series added with a loader returning that view
+      ingest_arrow timef.ingest_arrow on the pyarrow Table (Arrow C stream)
+Each writes ROOT/b/v1 with the ids `timef ingest arrow` gives, so the bytes match.
+"""
+import sys
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+import timef
+
+mode, src, root = sys.argv[1:4]
+table = ipc.open_file(pa.memory_map(src)).read_all()
+if mode == "ingest_arrow":
+    timef.ingest_arrow(table, root, dataset_name="b", dataset_version="v1")
+    sys.exit(0)
+ds = timef.TimeFDataset("b", "v1")
+ds.add_source(source_id="b", name="b")
+target = table.column("target").combine_chunks()
+offsets, flat = target.offsets.to_numpy(), target.values.to_numpy()
+starts = table.column("start").cast(pa.int64()).to_pylist()
+for i, item in enumerate(table.column("item_id").to_pylist()):
+    view = flat[offsets[i]:offsets[i + 1]]
+    meta = dict(time_series_id=item, spec_type="unknown", channel="0", sampling_rate_hz=1.0, t_start_s=float(starts[i]))
+    if mode == "values":
+        ds.add_series(**meta, values=view)
+    else:
+        ds.add_series(**meta, loader=lambda v=view: v)
+    ds.add_sample(sample_id=item, source_id="b", series=[item])
+with timef.TimeFWriter(root, ds) as writer:
+    writer.write()
