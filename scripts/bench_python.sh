@@ -28,20 +28,27 @@ run() { # label, command... (writes under $work/out-<label>)
 }
 results=(
   "$(run cli "$cli" ingest arrow --quiet --root "$work/out-cli" --name b --version v1 "$work/in.arrow")"
-  "$(run py-values $py scripts/bench_python.py values "$work/in.arrow" "$work/out-py-values")"
-  "$(run py-loaders $py scripts/bench_python.py loaders "$work/in.arrow" "$work/out-py-loaders")"
-  "$(run py-ingest $py scripts/bench_python.py ingest_arrow "$work/in.arrow" "$work/out-py-ingest")"
+  "$(run py-values $py scripts/bench_python.py values "$work/in.arrow" "$work/out-py-values" "$work/s-py-values")"
+  "$(run py-loaders $py scripts/bench_python.py loaders "$work/in.arrow" "$work/out-py-loaders" "$work/s-py-loaders")"
+  "$(run py-ingest $py scripts/bench_python.py ingest_arrow "$work/in.arrow" "$work/out-py-ingest" "$work/s-py-ingest")"
   "$(run ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out-ref_writer" --name b --version v1)"
 )
 for label in py-values py-loaders py-ingest; do
   diff -r "$work/out-cli" "$work/out-$label" >/dev/null || { echo "$label: bytes differ from the CLI's" >&2; exit 1; }
 done
 echo "py-values, py-loaders, py-ingest: byte-identical to the CLI's version"
-python3 - "$mib" "${results[@]}" <<'PY'
-import sys
-mib = float(sys.argv[1]); rows = [r.split() for r in sys.argv[2:]]
+python3 - "$mib" "$work" "${results[@]}" <<'PY'
+import os, sys
+mib = float(sys.argv[1]); work = sys.argv[2]; rows = [r.split() for r in sys.argv[3:]]
 cli = float(rows[0][1])
+print("whole process (best of runs); for Python also the time inside the script, from opening")
+print("the input to the commit, i.e. without interpreter start-up, imports and teardown:")
 for label, s, kb in rows:
     s = float(s)
-    print(f"{label:>10}: {s:6.2f} s  {mib / s:7.1f} MiB/s  peak RSS {int(kb) / 1024:6.0f} MiB  {s / cli - 1:+6.1%} vs cli")
+    line = f"{label:>10}: {s:6.2f} s  {mib / s:7.1f} MiB/s  peak RSS {int(kb) / 1024:6.0f} MiB  {s / cli - 1:+6.1%} vs cli"
+    inner = os.path.join(work, f"s-{label}")
+    if os.path.exists(inner):
+        w = min(float(x) for x in open(inner).read().split())
+        line += f"   in-script {w:6.2f} s  {w / cli - 1:+6.1%} vs cli"
+    print(line)
 PY
