@@ -72,6 +72,7 @@ fn new_id() -> String {
 #[pyfunction]
 #[pyo3(signature = (paths, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string",
                     on_missing="error"))]
+#[allow(clippy::too_many_arguments)]
 fn read_ucr(
     py: Python<'_>,
     paths: Vec<PathBuf>,
