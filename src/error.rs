@@ -87,6 +87,15 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A progress callback ([`crate::writer::TryProgressFn`]) stopped the write,
+    /// e.g. on an interrupt; `source` is its error. Nothing was left on disk.
+    #[error("write aborted by the progress callback: {source}")]
+    Aborted {
+        /// The callback's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// A copy-on-write edit cannot be applied (unknown ids, or required
     /// references that would be lost without `cascade`). Every blocker is listed.
     #[error("edit refused: {}", blockers.join("; "))]

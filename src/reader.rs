@@ -229,6 +229,21 @@ impl Version {
         index_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
+    /// The whole stored table of file `path` (relative to the version directory,
+    /// `/`-separated, one of the manifest's `files`), as its Parquet file holds it:
+    /// ids in their stored encoding (`uuid16` or string), categoricals as
+    /// dictionaries. For bindings that hand tables to Arrow readers unchanged.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] when `path` is not a file of the version; I/O and
+    /// parquet errors.
+    pub fn table(&self, path: &str) -> Result<RecordBatch> {
+        if !self.manifest.files.iter().any(|f| f.path == path) {
+            return Err(Error::validation(path, "path", "not a file of this version"));
+        }
+        read_table(&self.loc.join(path))
+    }
+
     /// Series metadata, one per series, in index order.
     pub fn series(&self) -> Result<Vec<SeriesMeta>> {
         let mut out: Vec<SeriesMeta> = Vec::new();

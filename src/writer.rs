@@ -202,13 +202,20 @@ pub enum WriteProgressEvent {
 /// A progress callback.
 pub type ProgressFn = Arc<dyn Fn(&WriteProgressEvent) + Send + Sync>;
 
+/// A progress callback that may stop the write: an `Err` aborts it (nothing is
+/// left on disk) and comes back as [`Error::Aborted`] carrying that error. It runs
+/// on the thread that called [`TimeFWriter::write`], after each series, so a
+/// binding can check for an interrupt (Ctrl-C) there.
+pub type TryProgressFn =
+    Arc<dyn Fn(&WriteProgressEvent) -> std::result::Result<(), crate::dataset::LoaderError> + Send + Sync>;
+
 /// Writes datasets under `root` as `<root>/<name>/<version>/`, on local disk or
 /// on an object store (see [`crate::storage`]).
 #[derive(Clone)]
 pub struct TimeFWriter {
     root: Location,
     options: WriterOptions,
-    progress: Option<ProgressFn>,
+    progress: Option<TryProgressFn>,
     derived_from: Option<manifest::DerivedFrom>,
 }
 
@@ -264,7 +271,16 @@ impl TimeFWriter {
     }
 
     /// Calls `f` with each [`WriteProgressEvent`].
-    pub fn with_progress(mut self, f: ProgressFn) -> Self {
+    pub fn with_progress(self, f: ProgressFn) -> Self {
+        self.with_try_progress(Arc::new(move |e: &WriteProgressEvent| {
+            f(e);
+            Ok(())
+        }))
+    }
+
+    /// Calls `f` with each [`WriteProgressEvent`]; an `Err` from `f` aborts the
+    /// write with [`Error::Aborted`].
+    pub fn with_try_progress(mut self, f: TryProgressFn) -> Self {
         self.progress = Some(f);
         self
     }
@@ -285,9 +301,10 @@ impl TimeFWriter {
         self.root.join(&dataset.info.name).join(&dataset.info.version)
     }
 
-    fn emit(&self, event: WriteProgressEvent) {
-        if let Some(f) = &self.progress {
-            f(&event);
+    fn emit(&self, event: WriteProgressEvent) -> Result<()> {
+        match &self.progress {
+            Some(f) => f(&event).map_err(|source| Error::Aborted { source }),
+            None => Ok(()),
         }
     }
 
@@ -295,7 +312,7 @@ impl TimeFWriter {
     ///
     /// # Errors
     /// [`Error::Validation`] (names, references, values), [`Error::AlreadyExists`]
-    /// (before any I/O), [`Error::Loader`], [`Error::SelfCheck`], I/O and parquet
+    /// (before any I/O), [`Error::Loader`], [`Error::Aborted`], [`Error::SelfCheck`], I/O and parquet
     /// errors, [`Error::ObjectStore`]. On any error nothing is left on disk or
     /// in the store (a process killed outright leaves what [`crate::storage::gc`] clears).
     pub fn write(&self, mut dataset: TimeFDataset) -> Result<StagedVersion> {
@@ -316,7 +333,7 @@ impl TimeFWriter {
         self.emit(WriteProgressEvent::Started {
             series: dataset.series.len() as u64,
             samples: dataset.samples.len() as u64,
-        });
+        })?;
         let mut series = self.write_series(&mut staging, &mut dataset, ids, codec, &created_by)?;
         let mut files = std::mem::take(&mut series.files);
         files.push(write_index(&mut staging, &series.metas, &series.index, ids, codec, &created_by)?);
@@ -326,7 +343,7 @@ impl TimeFWriter {
             files.push(write_tasks(&mut staging, name, tasks, ids, codec, &created_by)?);
         }
         for f in &files[series.shards..] {
-            self.emit(WriteProgressEvent::FileWritten { path: f.path.clone(), bytes: f.bytes });
+            self.emit(WriteProgressEvent::FileWritten { path: f.path.clone(), bytes: f.bytes })?;
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
 
@@ -393,7 +410,7 @@ impl TimeFWriter {
                 channel_stats.merge(&partial);
                 stream.push_chunk(i as u32, k as u32, &meta.time_series_id, chunk, range.start, partial)?;
             }
-            self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 });
+            self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 })?;
         }
         let (files, index) = stream.finish()?;
         Ok(SeriesOutput { shards: files.len(), files, index, metas, stats })

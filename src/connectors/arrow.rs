@@ -67,7 +67,7 @@ impl ArrowOptions {
 
 /// Where one series' float32 values are held until its loader runs.
 enum Held {
-    /// A zero-copy slice of the IPC mapping.
+    /// A zero-copy slice of the IPC mapping, or values of in-memory input.
     Mapped(SeriesValues),
     /// `len` values at value offset `at` of the spill file.
     Spilled { at: usize, len: usize },
@@ -139,11 +139,6 @@ pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDa
 /// (by readable item id).
 pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<(TimeFDataset, Dropped)> {
     let path = path.as_ref();
-    let mut dataset = TimeFDataset::new(&opts.name, &opts.version)?;
-    let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
-    let source_id = opts.ids.id(&opts.name);
-    dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
-
     let mut magic = [0u8; 4];
     {
         use std::io::Read;
@@ -153,60 +148,116 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
             return Err(Error::input(path, None, "file too short to be Arrow IPC or Parquet"));
         }
     }
-    let mut spill = Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let mut dropped = Dropped::default();
-    let mut rows: Vec<Row> = Vec::new();
-    let mut pass = Pass { path, opts, seen: std::collections::HashSet::new(), row_base: 0 };
+    let mut read = Read::new(path, opts, false)?;
     let ipc_map = if &magic == b"PAR1" {
         let (batches, int96_starts) = open_parquet(path)?;
         for batch in batches {
             let batch = batch.map_err(|e| Error::input(path, None, format!("not a readable Parquet file: {e}")))?;
-            pass.batch(&batch, int96_starts.as_deref(), None, &mut spill, &mut rows, &mut dropped)?;
+            read.batch(&batch, int96_starts.as_deref(), None)?;
         }
         None
     } else {
         let (batches, map) = decode_ipc(path)?;
         for batch in &batches {
-            pass.batch(batch, None, Some(&map), &mut spill, &mut rows, &mut dropped)?;
+            read.batch(batch, None, Some(&map))?;
         }
         Some(map)
     };
-    if pass.row_base == 0 {
-        return Err(Error::input(path, None, "the table has no rows"));
-    }
-    if rows.is_empty() {
-        return Err(Error::input(path, None, "every row has missing values (all were dropped)"));
-    }
-    let spilled = spill.finish().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    read.finish(ipc_map)
+}
 
-    for row in rows {
-        let sample_id = opts.ids.id(&row.readable);
-        let mut refs = Vec::with_capacity(row.channels.len());
-        for (d, held) in row.channels.into_iter().enumerate() {
-            let (series_readable, channel) = match row.dims {
-                Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
-                None => (row.readable.clone(), "0".to_string()),
-            };
-            let time_series_id = opts.ids.id(&series_readable);
-            let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, row.rate_hz);
-            meta.t_start_s = row.t_start_s;
-            let values = match (held, &spilled, &ipc_map) {
-                (Held::Mapped(v), _, Some(map)) => release_on_drop(v, map),
-                (Held::Mapped(v), _, None) => v,
-                (Held::Spilled { at, len }, Some((buffer, map)), _) => {
-                    let v = SeriesValues::new(buffer.clone(), at, len);
-                    release_on_drop(v, map)
-                }
-                (Held::Spilled { .. }, None, _) => {
-                    return Err(Error::input(path, None, "internal: spilled values without a spill file"))
-                }
-            };
-            dataset.add_series(meta, Box::new(move || Ok(values)))?;
-            refs.push(SeriesRef { time_series_id, view: "main".into() });
-        }
-        dataset.add_sample(Sample { sample_id, source_id: source_id.clone(), series: refs, ..Default::default() })?;
+/// Like [`read_arrow`], over record batches already in memory (e.g. a table
+/// handed over through the Arrow C data interface); `label` stands for the file
+/// in errors. Float32 values stay zero-copy slices of the batches; other value
+/// types are converted and held in memory.
+///
+/// # Errors
+/// As [`read_arrow`].
+pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowOptions) -> Result<TimeFDataset> {
+    let mut read = Read::new(label, opts, true)?;
+    for batch in &batches {
+        read.batch(batch, None, None)?;
     }
-    Ok((dataset, dropped))
+    read.finish(None).map(|(d, _)| d)
+}
+
+/// One read of an input: the pass over its rows, then the dataset they make.
+struct Read<'a> {
+    dataset: TimeFDataset,
+    pass: Pass<'a>,
+    spill: Spill,
+    rows: Vec<Row>,
+    dropped: Dropped,
+}
+
+impl<'a> Read<'a> {
+    fn new(path: &'a Path, opts: &'a ArrowOptions, in_memory: bool) -> Result<Self> {
+        Ok(Read {
+            dataset: TimeFDataset::new(&opts.name, &opts.version)?,
+            pass: Pass { path, opts, seen: std::collections::HashSet::new(), row_base: 0, in_memory },
+            spill: Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?,
+            rows: Vec::new(),
+            dropped: Dropped::default(),
+        })
+    }
+
+    fn batch(
+        &mut self,
+        batch: &RecordBatch,
+        int96_starts: Option<&[Option<f64>]>,
+        map: Option<&Arc<memmap2::Mmap>>,
+    ) -> Result<()> {
+        self.pass.batch(batch, int96_starts, map, &mut self.spill, &mut self.rows, &mut self.dropped)
+    }
+
+    /// The dataset of the rows kept, whose loaders hand out their values.
+    fn finish(self, ipc_map: Option<Arc<memmap2::Mmap>>) -> Result<(TimeFDataset, Dropped)> {
+        let Read { mut dataset, pass, spill, rows, dropped } = self;
+        let (path, opts) = (pass.path, pass.opts);
+        if pass.row_base == 0 {
+            return Err(Error::input(path, None, "the table has no rows"));
+        }
+        if rows.is_empty() {
+            return Err(Error::input(path, None, "every row has missing values (all were dropped)"));
+        }
+        let spilled = spill.finish().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
+        let source_id = opts.ids.id(&opts.name);
+        dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
+        for row in rows {
+            let sample_id = opts.ids.id(&row.readable);
+            let mut refs = Vec::with_capacity(row.channels.len());
+            for (d, held) in row.channels.into_iter().enumerate() {
+                let (series_readable, channel) = match row.dims {
+                    Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
+                    None => (row.readable.clone(), "0".to_string()),
+                };
+                let time_series_id = opts.ids.id(&series_readable);
+                let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, row.rate_hz);
+                meta.t_start_s = row.t_start_s;
+                let values = match (held, &spilled, &ipc_map) {
+                    (Held::Mapped(v), _, Some(map)) => release_on_drop(v, map),
+                    (Held::Mapped(v), _, None) => v,
+                    (Held::Spilled { at, len }, Some((buffer, map)), _) => {
+                        let v = SeriesValues::new(buffer.clone(), at, len);
+                        release_on_drop(v, map)
+                    }
+                    (Held::Spilled { .. }, None, _) => {
+                        return Err(Error::input(path, None, "internal: spilled values without a spill file"))
+                    }
+                };
+                dataset.add_series(meta, Box::new(move || Ok(values)))?;
+                refs.push(SeriesRef { time_series_id, view: "main".into() });
+            }
+            dataset.add_sample(Sample {
+                sample_id,
+                source_id: source_id.clone(),
+                series: refs,
+                ..Default::default()
+            })?;
+        }
+        Ok((dataset, dropped))
+    }
 }
 
 /// A Parquet file as record batches of every row group in order (footer parsed
@@ -299,6 +350,9 @@ struct Pass<'a> {
     seen: std::collections::HashSet<String>,
     /// Rows of the batches before the current one.
     row_base: usize,
+    /// The batches live in memory for the whole write (not a mapped file), so
+    /// their values are held as they are instead of spilled.
+    in_memory: bool,
 }
 
 impl Pass<'_> {
@@ -408,6 +462,7 @@ impl Pass<'_> {
                         release_pages(map, &v);
                         Ok(Held::Mapped(v))
                     }
+                    None if self.in_memory => Ok(Held::Mapped(v)),
                     _ => spill.push(&v),
                 })
                 .collect::<std::io::Result<Vec<_>>>()

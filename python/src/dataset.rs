@@ -1,0 +1,296 @@
+//! `TimeFDataset`: the core's in-memory dataset, built from Python.
+//!
+//! Every `add_*` validates through the core (`TimeFValidationError` naming the
+//! id and field). Series values are given up front (viewed, not copied) or by a
+//! loader: a zero-argument callable the writer calls once per unique series, in
+//! its `(spec_type, channel, time_series_id)` order, with the GIL held.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use timef::dataset::{LoaderError, SeriesValues};
+use timef::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType};
+
+use crate::errors::to_py;
+use crate::values::to_values;
+
+/// A dataset version before it is written (seed `TimeFDataset`).
+#[pyclass(name = "TimeFDataset", module = "timef._timef", frozen)]
+pub struct PyDataset {
+    inner: Mutex<Option<timef::TimeFDataset>>,
+    name: String,
+    version: String,
+}
+
+/// A loader calling the Python callable `f` with the GIL held; its exception
+/// travels through the core unchanged.
+fn py_loader(f: Py<PyAny>) -> timef::Loader {
+    Box::new(move || -> Result<SeriesValues, LoaderError> {
+        Python::attach(|py| to_values(&f.bind(py).call0()?)).map_err(|e| Box::new(e) as LoaderError)
+    })
+}
+
+impl PyDataset {
+    /// Wraps a dataset built by the core (a connector's).
+    pub fn wrap(d: timef::TimeFDataset) -> Self {
+        let (name, version) = (d.info.name.clone(), d.info.version.clone());
+        PyDataset { inner: Mutex::new(Some(d)), name, version }
+    }
+
+    /// Locks the dataset; `ValueError` once a writer has taken it.
+    fn lock(&self) -> PyResult<MutexGuard<'_, Option<timef::TimeFDataset>>> {
+        let g = self.inner.lock().map_err(|_| PyValueError::new_err("dataset lock poisoned"))?;
+        if g.is_none() {
+            return Err(PyValueError::new_err(format!(
+                "dataset {}/{} was already handed to a writer (its loaders run once)",
+                self.name, self.version
+            )));
+        }
+        Ok(g)
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut timef::TimeFDataset) -> timef::Result<T>) -> PyResult<T> {
+        let mut g = self.lock()?;
+        match g.as_mut() {
+            Some(d) => f(d).map_err(to_py),
+            None => Err(PyValueError::new_err("dataset was already written")),
+        }
+    }
+
+    /// Takes the dataset out for a writer; later calls raise `ValueError`.
+    pub fn take(&self) -> PyResult<timef::TimeFDataset> {
+        self.lock()?.take().ok_or_else(|| PyValueError::new_err("dataset was already written"))
+    }
+
+    /// `<name>/<version>`, the dataset's place under a root.
+    pub fn name_version(&self) -> (String, String) {
+        (self.name.clone(), self.version.clone())
+    }
+}
+
+fn id_or_new(id: Option<String>) -> String {
+    id.unwrap_or_else(timef::new_id)
+}
+
+#[pymethods]
+impl PyDataset {
+    #[new]
+    #[pyo3(signature = (dataset_name, dataset_version, *, description=None, license=None, citation=None))]
+    fn new(
+        dataset_name: String,
+        dataset_version: String,
+        description: Option<String>,
+        license: Option<String>,
+        citation: Option<String>,
+    ) -> PyResult<Self> {
+        let mut d = timef::TimeFDataset::new(dataset_name, dataset_version).map_err(to_py)?;
+        d.info.description = description;
+        d.info.license = license;
+        d.info.citation = citation;
+        Ok(Self::wrap(d))
+    }
+
+    #[getter]
+    fn dataset_name(&self) -> String {
+        self.name.clone()
+    }
+
+    #[getter]
+    fn dataset_version(&self) -> String {
+        self.version.clone()
+    }
+
+    #[pyo3(signature = (*, source_id=None, name=String::new(), url=None, license=None, citation=None))]
+    fn add_source(
+        &self,
+        source_id: Option<String>,
+        name: String,
+        url: Option<String>,
+        license: Option<String>,
+        citation: Option<String>,
+    ) -> PyResult<String> {
+        let source_id = id_or_new(source_id);
+        let s = Source { source_id: source_id.clone(), name, url, license, citation };
+        self.with(|d| d.add_source(s))?;
+        Ok(source_id)
+    }
+
+    #[pyo3(signature = (*, time_series_id=None, spec_type, channel, sampling_rate_hz, values=None, loader=None,
+                        units=None, t_start_s=0.0, t_end_s=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_series(
+        &self,
+        time_series_id: Option<String>,
+        spec_type: String,
+        channel: String,
+        sampling_rate_hz: f64,
+        values: Option<&Bound<'_, PyAny>>,
+        loader: Option<&Bound<'_, PyAny>>,
+        units: Option<String>,
+        t_start_s: f64,
+        t_end_s: Option<f64>,
+    ) -> PyResult<String> {
+        let time_series_id = id_or_new(time_series_id);
+        let loader: timef::Loader = match (values, loader) {
+            (Some(v), None) => {
+                let v = to_values(v)?;
+                Box::new(move || Ok(v))
+            }
+            (None, Some(f)) if f.is_callable() => py_loader(f.clone().unbind()),
+            (None, Some(_)) => return Err(PyTypeError::new_err("loader must be a zero-argument callable")),
+            _ => return Err(PyValueError::new_err("give exactly one of values= or loader=")),
+        };
+        let meta = SeriesMeta {
+            time_series_id: time_series_id.clone(),
+            spec_type,
+            channel,
+            units,
+            sampling_rate_hz,
+            t_start_s,
+            t_end_s,
+        };
+        self.with(|d| d.add_series(meta, loader))?;
+        Ok(time_series_id)
+    }
+
+    #[pyo3(signature = (*, sample_id=None, source_id, series, subject_id=None, t_start_s=None, t_end_s=None,
+                        metadata=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_sample(
+        &self,
+        sample_id: Option<String>,
+        source_id: String,
+        series: &Bound<'_, PyAny>,
+        subject_id: Option<String>,
+        t_start_s: Option<f64>,
+        t_end_s: Option<f64>,
+        metadata: Option<BTreeMap<String, String>>,
+    ) -> PyResult<String> {
+        let sample_id = id_or_new(sample_id);
+        let mut refs = Vec::new();
+        for item in series.try_iter()? {
+            let item = item?;
+            let r = if let Ok(id) = item.extract::<String>() {
+                SeriesRef { time_series_id: id, view: "main".into() }
+            } else if let Ok((id, view)) = item.extract::<(String, String)>() {
+                SeriesRef { time_series_id: id, view }
+            } else {
+                return Err(PyTypeError::new_err(
+                    "series entries are a time_series_id or a (time_series_id, view) pair",
+                ));
+            };
+            refs.push(r);
+        }
+        let s = Sample {
+            sample_id: sample_id.clone(),
+            source_id,
+            subject_id,
+            t_start_s,
+            t_end_s,
+            series: refs,
+            metadata: metadata.unwrap_or_default(),
+        };
+        self.with(|d| d.add_sample(s))?;
+        Ok(sample_id)
+    }
+
+    #[pyo3(signature = (*, annotation_id=None, sample_ids, annotation_type, key, value_str=None, value_num=None,
+                        t_start_s=None, t_end_s=None, channel=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_annotation(
+        &self,
+        annotation_id: Option<String>,
+        sample_ids: Vec<String>,
+        annotation_type: String,
+        key: String,
+        value_str: Option<String>,
+        value_num: Option<f64>,
+        t_start_s: Option<f64>,
+        t_end_s: Option<f64>,
+        channel: Option<String>,
+    ) -> PyResult<String> {
+        let annotation_id = id_or_new(annotation_id);
+        let a = Annotation {
+            annotation_id: annotation_id.clone(),
+            annotation_type,
+            key,
+            value_str,
+            value_num,
+            t_start_s,
+            t_end_s,
+            channel,
+        };
+        self.with(|d| d.add_annotation(a, &sample_ids))?;
+        Ok(annotation_id)
+    }
+
+    #[pyo3(signature = (task_name, *, task_id=None, task_type, sample_ids, split=None, target=None,
+                        target_sample_id=None, context_sample_ids=None, from_task=None, horizon=None, prompt=None,
+                        answer=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_task(
+        &self,
+        task_name: &str,
+        task_id: Option<String>,
+        task_type: &str,
+        sample_ids: Vec<String>,
+        split: Option<String>,
+        target: Option<String>,
+        target_sample_id: Option<String>,
+        context_sample_ids: Option<Vec<String>>,
+        from_task: Option<String>,
+        horizon: Option<i32>,
+        prompt: Option<String>,
+        answer: Option<String>,
+    ) -> PyResult<String> {
+        let task_id = id_or_new(task_id);
+        let t = Task {
+            task_id: task_id.clone(),
+            task_type: TaskType::parse(task_type),
+            split,
+            sample_ids,
+            target,
+            target_sample_id,
+            context_sample_ids,
+            from_task,
+            horizon,
+            prompt,
+            answer,
+        };
+        self.with(|d| d.add_task(task_name, t))?;
+        Ok(task_id)
+    }
+
+    /// Subject ids of the samples, sorted, each once.
+    #[getter]
+    fn subjects(&self) -> PyResult<Vec<String>> {
+        self.with(|d| {
+            let s: std::collections::BTreeSet<String> = d.samples().filter_map(|s| s.subject_id.clone()).collect();
+            Ok(s.into_iter().collect())
+        })
+    }
+
+    /// Sample ids, sorted.
+    #[getter]
+    fn sample_ids(&self) -> PyResult<Vec<String>> {
+        self.with(|d| Ok(d.samples().map(|s| s.sample_id.clone()).collect()))
+    }
+
+    /// Time series ids, sorted.
+    #[getter]
+    fn time_series_ids(&self) -> PyResult<Vec<String>> {
+        self.with(|d| Ok(d.series().map(|s| s.time_series_id.clone()).collect()))
+    }
+
+    /// Source ids, sorted.
+    #[getter]
+    fn source_ids(&self) -> PyResult<Vec<String>> {
+        self.with(|d| Ok(d.sources().map(|s| s.source_id.clone()).collect()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TimeFDataset({:?}, {:?})", self.name, self.version)
+    }
+}

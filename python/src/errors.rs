@@ -1,0 +1,150 @@
+//! The Python exceptions and the one mapping from `timef::Error` to them.
+//!
+//! Python users expect built-in exception types: `FileExistsError` for an
+//! existing version, `ValueError` subclasses for bad input (with the id, field
+//! and reason as attributes), `OSError` (with `errno` and `filename`) for I/O.
+//! A Python exception raised inside a loader or progress callback travels
+//! through the core boxed in its error and comes back unchanged.
+
+use pyo3::exceptions::{PyFileExistsError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use timef::Error;
+
+pyo3::create_exception!(
+    _timef,
+    TimeFValidationError,
+    PyValueError,
+    "A dataset entity breaks a rule of the format. Attributes: `id` (the entity, or a path \
+     component), `field` (the offending field or option), `reason` (the rule it breaks)."
+);
+pyo3::create_exception!(
+    _timef,
+    TimeFEditError,
+    PyValueError,
+    "A copy-on-write edit was refused before any I/O. Attributes: `id` (None), `field` \
+     (\"remove_sample_ids\"), `reason` (every blocker, joined), `blockers` (list of str, one per \
+     blocking (task, reference) or unknown sample id)."
+);
+pyo3::create_exception!(
+    _timef,
+    TimeFInputError,
+    PyValueError,
+    "An input file of a connector is malformed. Attributes: `path` (str), `line` (1-based int or \
+     None), `reason`."
+);
+pyo3::create_exception!(
+    _timef,
+    NotAVersionError,
+    PyValueError,
+    "The directory is not a committed TimeF version. Attributes: `path`, `reason`."
+);
+pyo3::create_exception!(
+    _timef,
+    CorruptVersionError,
+    PyValueError,
+    "Stored bytes do not match what the manifest or the format promises. Attributes: `path`, `reason`."
+);
+
+/// Sets `attrs` on the exception instance of `err`.
+fn with_attrs<'py>(py: Python<'py>, err: PyErr, attrs: &[(&str, Bound<'py, PyAny>)]) -> PyErr {
+    let value = err.value(py);
+    for (k, v) in attrs {
+        // an exception instance always has a __dict__; a failure here would only drop an attribute
+        let _ = value.setattr(*k, v);
+    }
+    err
+}
+
+/// An `OSError` (the subclass Python picks for `errno`) with `filename` set.
+fn os_error(path: &std::path::Path, source: &std::io::Error, message: String) -> PyErr {
+    match source.raw_os_error() {
+        Some(errno) => PyOSError::new_err((errno, message, path.display().to_string())),
+        None => PyOSError::new_err((0, message, path.display().to_string())),
+    }
+}
+
+/// The Python exception for `e`. Boxed Python exceptions (from a loader or a
+/// progress callback) are returned as they were raised, traceback included.
+pub fn to_py(e: Error) -> PyErr {
+    Python::attach(|py| {
+        let s = |v: &str| v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
+        let message = e.to_string();
+        match e {
+            Error::AlreadyExists { path } => PyFileExistsError::new_err((17, message, path.display().to_string())),
+            Error::NotAVersion { path, reason } => with_attrs(
+                py,
+                NotAVersionError::new_err(message),
+                &[("path", s(&path.display().to_string())), ("reason", s(&reason))],
+            ),
+            Error::Corrupt { path, reason } => with_attrs(
+                py,
+                CorruptVersionError::new_err(message),
+                &[("path", s(&path.display().to_string())), ("reason", s(&reason))],
+            ),
+            Error::Validation { id, field, reason } => with_attrs(
+                py,
+                TimeFValidationError::new_err(message),
+                &[("id", s(&id)), ("field", s(field)), ("reason", s(&reason))],
+            ),
+            Error::InvalidOption { option, reason } => with_attrs(
+                py,
+                TimeFValidationError::new_err(message),
+                &[("id", py.None().into_bound(py)), ("field", s(option)), ("reason", s(&reason))],
+            ),
+            Error::InvalidInput { path, line, reason } => {
+                let line = match line {
+                    Some(l) => l.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py)),
+                    None => py.None().into_bound(py),
+                };
+                with_attrs(
+                    py,
+                    TimeFInputError::new_err(message),
+                    &[("path", s(&path.display().to_string())), ("line", line), ("reason", s(&reason))],
+                )
+            }
+            Error::Loader { series_id, source } => match source.downcast::<PyErr>() {
+                Ok(py_err) => *py_err,
+                Err(other) => with_attrs(
+                    py,
+                    TimeFValidationError::new_err(message),
+                    &[("id", s(&series_id)), ("field", s("values")), ("reason", s(&other.to_string()))],
+                ),
+            },
+            Error::Aborted { source } => match source.downcast::<PyErr>() {
+                Ok(py_err) => *py_err,
+                Err(_) => PyRuntimeError::new_err(message),
+            },
+            Error::Edit { blockers } => {
+                let list =
+                    PyList::new(py, &blockers).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
+                with_attrs(
+                    py,
+                    TimeFEditError::new_err(message),
+                    &[
+                        ("id", py.None().into_bound(py)),
+                        ("field", s("remove_sample_ids")),
+                        ("reason", s(&blockers.join("; "))),
+                        ("blockers", list),
+                    ],
+                )
+            }
+            Error::Io { path, source } => os_error(&path, &source, message),
+            Error::Parquet { path, .. } | Error::Arrow { path, .. } => {
+                PyOSError::new_err((0, message, path.display().to_string()))
+            }
+            other => PyRuntimeError::new_err(other.to_string()),
+        }
+    })
+}
+
+/// Registers the exception classes on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("TimeFValidationError", py.get_type::<TimeFValidationError>())?;
+    m.add("TimeFEditError", py.get_type::<TimeFEditError>())?;
+    m.add("TimeFInputError", py.get_type::<TimeFInputError>())?;
+    m.add("NotAVersionError", py.get_type::<NotAVersionError>())?;
+    m.add("CorruptVersionError", py.get_type::<CorruptVersionError>())?;
+    Ok(())
+}

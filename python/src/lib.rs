@@ -1,0 +1,176 @@
+//! `timef._timef`: the native module of the `timef` Python package, a thin
+//! layer over the Rust core (no format logic here): dataset building, the
+//! writer, edits, connectors, reading and verification.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use arrow::ffi_stream::RecordBatchStreamReader;
+use arrow::pyarrow::FromPyArrow;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::OnMissing, ucr::UcrOptions, IdMode};
+
+mod dataset;
+mod errors;
+mod reader;
+mod values;
+mod writer;
+
+use dataset::PyDataset;
+use errors::to_py;
+
+/// The core's root for a Python `root` / `version_dir` (`str` or `os.PathLike`)
+/// and `storage_options`: the one place object-store roots will be wired in.
+/// This build stores on local paths only, so a URL or any storage option is
+/// refused with a `ValueError` naming it.
+pub(crate) fn core_root(
+    root: &Bound<'_, PyAny>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<PathBuf> {
+    let path: PathBuf = root.extract()?;
+    let text = path.to_string_lossy();
+    let scheme_len = text.find("://").unwrap_or(0);
+    let is_url = scheme_len > 1
+        && text[..scheme_len].bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
+    if is_url {
+        return Err(PyValueError::new_err(format!(
+            "root {text:?}: object-store roots are not available in this build (local paths only)"
+        )));
+    }
+    if let Some(option) = storage_options.as_ref().and_then(|o| o.keys().min()) {
+        return Err(PyValueError::new_err(format!(
+            "storage_options[{option:?}]: object-store roots are not available in this build (local paths only)"
+        )));
+    }
+    Ok(path)
+}
+
+/// A JSON document as Python objects (`json.loads`).
+pub(crate) fn json_to_py(py: Python<'_>, json: &str) -> PyResult<Py<PyAny>> {
+    Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
+}
+
+fn id_mode(ids: &str) -> PyResult<IdMode> {
+    match ids {
+        "string" => Ok(IdMode::String),
+        "uuid" => Ok(IdMode::Uuid),
+        other => Err(to_py(timef::Error::InvalidOption {
+            option: "ids",
+            reason: format!("{other:?} is not \"string\" or \"uuid\""),
+        })),
+    }
+}
+
+/// A new UUIDv7 id (canonical lowercase hyphenated string).
+#[pyfunction]
+fn new_id() -> String {
+    timef::new_id()
+}
+
+/// A dataset from UCR/UEA `.ts` files (its loaders read lazily while writing).
+#[pyfunction]
+#[pyo3(signature = (paths, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string",
+                    on_missing="error"))]
+#[allow(clippy::too_many_arguments)]
+fn read_ucr(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    dataset_name: String,
+    dataset_version: String,
+    spec_type: Option<String>,
+    sampling_rate_hz: Option<f64>,
+    ids: &str,
+    on_missing: &str,
+) -> PyResult<PyDataset> {
+    let on_missing = match on_missing {
+        "error" => OnMissing::Error,
+        "drop_case" => OnMissing::DropCase,
+        other => {
+            return Err(to_py(timef::Error::InvalidOption {
+                option: "on_missing",
+                reason: format!("{other:?} is not \"error\" or \"drop_case\""),
+            }))
+        }
+    };
+    let opts = UcrOptions {
+        name: dataset_name,
+        version: dataset_version,
+        spec_type,
+        sampling_rate_hz,
+        ids: id_mode(ids)?,
+        on_missing,
+    };
+    let d = py.detach(|| timef::connectors::ucr::read_ucr(&paths, &opts)).map_err(to_py)?;
+    Ok(PyDataset::wrap(d))
+}
+
+/// A dataset from a Monash `.tsf` file.
+#[pyfunction]
+#[pyo3(signature = (path, *, dataset_name, dataset_version, spec_type=None, ids="string"))]
+fn read_tsf(
+    py: Python<'_>,
+    path: PathBuf,
+    dataset_name: String,
+    dataset_version: String,
+    spec_type: Option<String>,
+    ids: &str,
+) -> PyResult<PyDataset> {
+    let opts = TsfOptions { name: dataset_name, version: dataset_version, spec_type, ids: id_mode(ids)? };
+    let d = py.detach(|| timef::connectors::tsf::read_tsf(&path, &opts)).map_err(to_py)?;
+    Ok(PyDataset::wrap(d))
+}
+
+/// A dataset from GluonTS-style data (`item_id`, `start`, `target`): a path to
+/// an Arrow IPC or Parquet file, or any object exporting an Arrow stream
+/// (`__arrow_c_stream__`: a pyarrow Table, a polars DataFrame, ...).
+#[pyfunction]
+#[pyo3(signature = (source, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string"))]
+fn read_arrow(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    dataset_name: String,
+    dataset_version: String,
+    spec_type: Option<String>,
+    sampling_rate_hz: Option<f64>,
+    ids: &str,
+) -> PyResult<PyDataset> {
+    let opts =
+        ArrowOptions { name: dataset_name, version: dataset_version, spec_type, sampling_rate_hz, ids: id_mode(ids)? };
+    let d = if source.hasattr("__arrow_c_stream__")? {
+        let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
+        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let label = PathBuf::from(format!("<{}>", source.get_type().name()?));
+        py.detach(|| timef::connectors::arrow::read_arrow_batches(batches, &label, &opts))
+    } else {
+        let path: PathBuf = source.extract()?;
+        py.detach(|| timef::connectors::arrow::read_arrow(&path, &opts))
+    };
+    Ok(PyDataset::wrap(d.map_err(to_py)?))
+}
+
+#[pymodule]
+fn _timef(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDataset>()?;
+    m.add_class::<writer::PyWriter>()?;
+    m.add_class::<writer::PyProgressEvent>()?;
+    m.add_class::<reader::PyVersion>()?;
+    m.add_function(wrap_pyfunction!(new_id, m)?)?;
+    m.add_function(wrap_pyfunction!(read_ucr, m)?)?;
+    m.add_function(wrap_pyfunction!(read_tsf, m)?)?;
+    m.add_function(wrap_pyfunction!(read_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::edit_version, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::open, m)?)?;
+    m.add_function(wrap_pyfunction!(reader::verify, m)?)?;
+    m.add("DEFAULT_SHARD_TARGET_BYTES", timef::writer::DEFAULT_SHARD_TARGET_BYTES)?;
+    m.add("DEFAULT_ROW_GROUP_TARGET_BYTES", timef::writer::DEFAULT_ROW_GROUP_TARGET_BYTES)?;
+    m.add("DEFAULT_CHUNK_MAX_BYTES", timef::writer::DEFAULT_CHUNK_MAX_BYTES)?;
+    m.add("DEFAULT_COMPRESSION", "zstd")?;
+    m.add("DEFAULT_COMPRESSION_LEVEL", timef::writer::DEFAULT_COMPRESSION_LEVEL)?;
+    m.add("DEFAULT_SPEC_TYPE", timef::connectors::DEFAULT_SPEC_TYPE)?;
+    m.add("DEFAULT_SAMPLING_RATE_HZ", timef::connectors::DEFAULT_SAMPLING_RATE_HZ)?;
+    m.add("FORMAT_VERSION", timef::manifest::FORMAT_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! `Version` (a committed version opened for reading), `open` and `verify`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::pyarrow::ToPyArrow;
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::to_py;
+use crate::values::to_numpy;
+use crate::{core_root, json_to_py};
+
+/// A committed version opened for reading (`timef.open`).
+#[pyclass(name = "Version", module = "timef._timef", frozen)]
+pub struct PyVersion {
+    inner: Arc<timef::reader::Version>,
+}
+
+impl PyVersion {
+    /// The stored table of file `path` as a `pyarrow.Table`.
+    fn table<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let v = Arc::clone(&self.inner);
+        let batch = py.detach(|| v.table(path)).map_err(to_py)?;
+        let schema = batch.schema().to_pyarrow(py)?;
+        let batch = batch.to_pyarrow(py)?;
+        py.import("pyarrow")?.getattr("Table")?.call_method1("from_batches", (vec![batch], schema))
+    }
+}
+
+#[pymethods]
+impl PyVersion {
+    /// The version directory.
+    #[getter]
+    fn dir(&self) -> String {
+        self.inner.dir().display().to_string()
+    }
+
+    /// The manifest (`manifest.json`) as a dict.
+    #[getter]
+    fn manifest(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let json = serde_json::to_string(self.inner.manifest())
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        json_to_py(py, &json)
+    }
+
+    /// sha256 (hex) of the `manifest.json` bytes.
+    #[getter]
+    fn manifest_sha256(&self) -> String {
+        self.inner.manifest_sha256().to_string()
+    }
+
+    /// `samples.parquet` as stored.
+    fn samples<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.table(py, "samples.parquet")
+    }
+
+    /// `annotations.parquet` as stored (one row per (sample, annotation)).
+    fn annotations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.table(py, "annotations.parquet")
+    }
+
+    /// `time_series_index.parquet` as stored (one row per chunk).
+    fn index<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.table(py, "time_series_index.parquet")
+    }
+
+    /// Task names, sorted.
+    fn task_names(&self) -> Vec<String> {
+        self.inner.task_names()
+    }
+
+    /// `tasks/task=<task_name>/part-0.parquet` as stored.
+    fn task<'py>(&self, py: Python<'py>, task_name: &str) -> PyResult<Bound<'py, PyAny>> {
+        if !self.inner.task_names().iter().any(|n| n == task_name) {
+            return Err(to_py(timef::Error::validation(task_name, "task_name", "no such task in this version")));
+        }
+        self.table(py, &format!("tasks/task={task_name}/part-0.parquet"))
+    }
+
+    /// The values of one series as a float32 array (the decoded buffer, not a copy).
+    fn read_series<'py>(&self, py: Python<'py>, time_series_id: &str) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let v = Arc::clone(&self.inner);
+        let values = py.detach(|| v.read_series(time_series_id)).map_err(to_py)?;
+        Ok(to_numpy(py, values))
+    }
+
+    /// A sample's series restricted to its window: `{time_series_id: float32 array}`
+    /// in the sample's series order.
+    fn read_sample<'py>(&self, py: Python<'py>, sample_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        let v = Arc::clone(&self.inner);
+        let series = py
+            .detach(|| -> timef::Result<Vec<(String, timef::dataset::SeriesValues)>> {
+                let sample = v.samples()?.into_iter().find(|s| s.sample_id == sample_id).ok_or_else(|| {
+                    timef::Error::validation(sample_id, "sample_id", "no such sample in this version")
+                })?;
+                sample
+                    .series
+                    .iter()
+                    .map(|r| Ok((r.time_series_id.clone(), v.read_sample_series(&sample, &r.time_series_id)?)))
+                    .collect()
+            })
+            .map_err(to_py)?;
+        let out = PyDict::new(py);
+        for (id, values) in series {
+            out.set_item(id, to_numpy(py, values))?;
+        }
+        Ok(out)
+    }
+
+    /// Checks the version end to end; returns the report as a dict
+    /// (`findings`: list of {file, location, check, message}; empty when conforming).
+    fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        verify_dir(py, self.inner.dir())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Version({:?})", self.dir())
+    }
+}
+
+fn verify_dir(py: Python<'_>, dir: &std::path::Path) -> PyResult<Py<PyAny>> {
+    let report = py.detach(|| timef::verify::verify(dir)).map_err(to_py)?;
+    let json = serde_json::to_string(&report).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    json_to_py(py, &json)
+}
+
+/// Opens the committed version at `version_dir`.
+#[pyfunction]
+#[pyo3(signature = (version_dir, *, storage_options = None))]
+pub fn open(
+    py: Python<'_>,
+    version_dir: &Bound<'_, PyAny>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<PyVersion> {
+    let dir = core_root(version_dir, storage_options)?;
+    let v = py.detach(|| timef::reader::Version::open(&dir)).map_err(to_py)?;
+    Ok(PyVersion { inner: Arc::new(v) })
+}
+
+/// Checks the version at `version_dir` end to end (see `Version.verify`).
+#[pyfunction]
+#[pyo3(signature = (version_dir, *, storage_options = None))]
+pub fn verify(
+    py: Python<'_>,
+    version_dir: &Bound<'_, PyAny>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Py<PyAny>> {
+    let dir = core_root(version_dir, storage_options)?;
+    verify_dir(py, &dir)
+}

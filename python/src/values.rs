@@ -1,0 +1,60 @@
+//! Series values across the boundary: numpy / Arrow / buffer-protocol objects
+//! into the core's float32 buffers, and the core's buffers back into numpy,
+//! without a copy where the memory allows.
+
+use std::panic::AssertUnwindSafe;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow::buffer::Buffer;
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use timef::dataset::SeriesValues;
+
+/// Keeps a numpy array alive while the core holds a view of its memory. The
+/// reference is released through PyO3's pool when the last view drops on a
+/// thread without the GIL (an encoder thread).
+struct NumpyOwner {
+    _array: AssertUnwindSafe<Py<PyArray1<f32>>>,
+}
+
+/// `obj` as float32 values: anything `numpy.require(obj, float32, "CA")`
+/// accepts (numpy arrays, sequences, pyarrow and polars arrays through
+/// `__array__`, buffer-protocol objects). A C-contiguous, aligned float32
+/// array is viewed, not copied; other inputs are converted by numpy
+/// (float64 is rounded to float32). The array must not be changed until the
+/// write that uses it ends.
+///
+/// Errors: `ValueError` unless the values are one-dimensional.
+pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let arr = np.call_method1("require", (obj, np.getattr("float32")?, "CA"))?;
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!("values must be one-dimensional, got {ndim} dimensions")));
+    }
+    let arr = arr.cast_into::<PyArray1<f32>>().map_err(PyErr::from)?;
+    let len = arr.len();
+    // `require(..., "CA")` returned a C-contiguous, aligned float32 array of `len` values
+    let ptr = arr.data() as *mut u8;
+    match NonNull::new(ptr) {
+        Some(ptr) if len > 0 && (ptr.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>()) => {
+            let owner = Arc::new(NumpyOwner { _array: AssertUnwindSafe(arr.unbind()) });
+            // SAFETY: ptr/len describe the array's data, which `owner` keeps alive.
+            let buffer = unsafe { Buffer::from_custom_allocation(ptr, len * std::mem::size_of::<f32>(), owner) };
+            Ok(SeriesValues::new(buffer, 0, len))
+        }
+        _ => Ok(arr.readonly().as_slice().map(|s| s.to_vec()).unwrap_or_default().into()),
+    }
+}
+
+/// `values` as a 1-D float32 numpy array: the core's allocation is handed to
+/// numpy when it is the buffer's sole owner (what the reader returns), else copied.
+pub fn to_numpy<'py>(py: Python<'py>, values: SeriesValues) -> Bound<'py, PyArray1<f32>> {
+    match values.into_inner().into_vec::<f32>() {
+        Ok(vec) => PyArray1::from_vec(py, vec),
+        Err(buffer) => PyArray1::from_slice(py, buffer.typed_data::<f32>()),
+    }
+}

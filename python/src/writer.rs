@@ -1,0 +1,287 @@
+//! `TimeFWriter` (a context manager over the core writer's stage-then-commit),
+//! `WriteProgressEvent`, `edit_version` and the connectors' dataset readers.
+//!
+//! The GIL is released while the core works; loaders and the progress callback
+//! take it back one call at a time on the writing thread, so they run in the
+//! writer's deterministic order and the bytes equal the CLI's. The progress hook
+//! also checks for signals after every series: Ctrl-C aborts the write and
+//! removes the staging directory.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use timef::dataset::LoaderError;
+use timef::writer::{StagedVersion, WriterOptions};
+use timef::WriteProgressEvent;
+
+use crate::dataset::PyDataset;
+use crate::errors::to_py;
+use crate::{core_root, json_to_py};
+
+/// One progress report of a write (seed `WriteProgressEvent`). `kind` is
+/// `"started"` (`series`, `samples` set), `"series_written"` (`done`, `total`,
+/// `values` set) or `"file_written"` (`path`, `bytes` set); the other fields are None.
+#[pyclass(name = "WriteProgressEvent", module = "timef._timef", frozen, get_all)]
+pub struct PyProgressEvent {
+    kind: &'static str,
+    series: Option<u64>,
+    samples: Option<u64>,
+    done: Option<u64>,
+    total: Option<u64>,
+    values: Option<u64>,
+    path: Option<String>,
+    bytes: Option<u64>,
+}
+
+#[pymethods]
+impl PyProgressEvent {
+    fn __repr__(&self) -> String {
+        let fields = [
+            ("series", self.series),
+            ("samples", self.samples),
+            ("done", self.done),
+            ("total", self.total),
+            ("values", self.values),
+            ("bytes", self.bytes),
+        ];
+        let mut parts: Vec<String> = fields.iter().filter_map(|(k, v)| v.map(|v| format!("{k}={v}"))).collect();
+        if let Some(p) = &self.path {
+            parts.push(format!("path={p:?}"));
+        }
+        format!("WriteProgressEvent({:?}, {})", self.kind, parts.join(", "))
+    }
+}
+
+impl From<&WriteProgressEvent> for PyProgressEvent {
+    fn from(e: &WriteProgressEvent) -> Self {
+        let mut out = PyProgressEvent {
+            kind: "other",
+            series: None,
+            samples: None,
+            done: None,
+            total: None,
+            values: None,
+            path: None,
+            bytes: None,
+        };
+        match e {
+            WriteProgressEvent::Started { series, samples } => {
+                out.kind = "started";
+                out.series = Some(*series);
+                out.samples = Some(*samples);
+            }
+            WriteProgressEvent::SeriesWritten { done, total, values } => {
+                out.kind = "series_written";
+                out.done = Some(*done);
+                out.total = Some(*total);
+                out.values = Some(*values);
+            }
+            WriteProgressEvent::FileWritten { path, bytes } => {
+                out.kind = "file_written";
+                out.path = Some(path.clone());
+                out.bytes = Some(*bytes);
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The writer options, validated by the core (`TimeFValidationError` naming the option).
+fn writer_options(
+    shard_target_bytes: u64,
+    row_group_target_bytes: u64,
+    chunk_max_bytes: u64,
+    compression: &str,
+    compression_level: i32,
+) -> PyResult<WriterOptions> {
+    if compression != "zstd" {
+        return Err(to_py(timef::Error::InvalidOption {
+            option: "compression",
+            reason: format!("{compression:?}: TimeF pins zstd"),
+        }));
+    }
+    WriterOptions::builder()
+        .shard_target_bytes(shard_target_bytes)
+        .row_group_target_bytes(row_group_target_bytes)
+        .chunk_max_bytes(chunk_max_bytes)
+        .compression_level(compression_level)
+        .try_build()
+        .map_err(to_py)
+}
+
+/// Serializes a `TimeFDataset` under `root` as `<root>/<name>/<version>/`
+/// (seed `TimeFWriter`); committed when the `with` block exits cleanly.
+#[pyclass(name = "TimeFWriter", module = "timef._timef", frozen)]
+pub struct PyWriter {
+    writer: timef::TimeFWriter,
+    dataset: Py<PyDataset>,
+    target: PathBuf,
+    staged: Mutex<Option<StagedVersion>>,
+    manifest: Mutex<Option<String>>,
+    committed: Mutex<bool>,
+}
+
+impl PyWriter {
+    fn staged(&self) -> PyResult<std::sync::MutexGuard<'_, Option<StagedVersion>>> {
+        self.staged.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))
+    }
+}
+
+#[pymethods]
+impl PyWriter {
+    #[new]
+    #[pyo3(signature = (root, dataset, *,
+        shard_target_bytes = timef::writer::DEFAULT_SHARD_TARGET_BYTES,
+        row_group_target_bytes = timef::writer::DEFAULT_ROW_GROUP_TARGET_BYTES,
+        chunk_max_bytes = timef::writer::DEFAULT_CHUNK_MAX_BYTES,
+        compression = "zstd",
+        compression_level = timef::writer::DEFAULT_COMPRESSION_LEVEL,
+        progress_cb = None,
+        storage_options = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        root: &Bound<'_, PyAny>,
+        dataset: Py<PyDataset>,
+        shard_target_bytes: u64,
+        row_group_target_bytes: u64,
+        chunk_max_bytes: u64,
+        compression: &str,
+        compression_level: i32,
+        progress_cb: Option<Py<PyAny>>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let root = core_root(root, storage_options)?;
+        let options = writer_options(
+            shard_target_bytes,
+            row_group_target_bytes,
+            chunk_max_bytes,
+            compression,
+            compression_level,
+        )?;
+        let (name, version) = dataset.get().name_version();
+        let target = root.join(&name).join(&version);
+        let writer = timef::TimeFWriter::new(root, options).with_try_progress(Arc::new(
+            move |e: &WriteProgressEvent| -> Result<(), LoaderError> {
+                Python::attach(|py| {
+                    py.check_signals()?;
+                    if let Some(cb) = &progress_cb {
+                        cb.call1(py, (PyProgressEvent::from(e),))?;
+                    }
+                    Ok(())
+                })
+                .map_err(|e: PyErr| Box::new(e) as LoaderError)
+            },
+        ));
+        Ok(PyWriter {
+            writer,
+            dataset,
+            target,
+            staged: Mutex::new(None),
+            manifest: Mutex::new(None),
+            committed: Mutex::new(false),
+        })
+    }
+
+    /// The directory the version is (or will be) committed to.
+    #[getter]
+    fn version_dir(&self) -> String {
+        self.target.display().to_string()
+    }
+
+    /// The manifest written by `write()`, as a dict (None before).
+    #[getter]
+    fn manifest(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let m = self.manifest.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))?;
+        m.as_deref().map(|s| json_to_py(py, s)).transpose()
+    }
+
+    /// True once the version is committed.
+    #[getter]
+    fn committed(&self) -> bool {
+        self.committed.lock().map(|c| *c).unwrap_or(false)
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        timef::commit::ensure_absent(&slf.get().target).map_err(to_py)?;
+        Ok(slf)
+    }
+
+    /// Writes the whole dataset into a staging directory (the GIL released while
+    /// the core encodes; loaders and `progress_cb` called with it held).
+    fn write(&self, py: Python<'_>) -> PyResult<()> {
+        if self.staged()?.is_some() || self.committed() {
+            return Err(PyValueError::new_err("write() was already called"));
+        }
+        let dataset = self.dataset.get().take()?;
+        let writer = &self.writer;
+        let staged = py.detach(|| writer.write(dataset)).map_err(to_py)?;
+        let json = serde_json::to_string(staged.manifest()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        *self.manifest.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = Some(json);
+        *self.staged()? = Some(staged);
+        Ok(())
+    }
+
+    /// Publishes the written version atomically and returns its directory.
+    fn commit(&self, py: Python<'_>) -> PyResult<String> {
+        let staged =
+            self.staged()?.take().ok_or_else(|| PyValueError::new_err("nothing to commit: call write() first"))?;
+        let dir = py.detach(|| staged.commit()).map_err(to_py)?;
+        *self.committed.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = true;
+        Ok(dir.display().to_string())
+    }
+
+    /// Removes the staging directory of a written, uncommitted version.
+    fn abort(&self) -> PyResult<()> {
+        drop(self.staged()?.take());
+        Ok(())
+    }
+
+    #[pyo3(signature = (exc_type, _exc_value, _traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyType>>,
+        _exc_value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some() {
+            self.abort()?;
+        } else if self.staged()?.is_some() {
+            self.commit(py)?;
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TimeFWriter(version_dir={:?})", self.target.display().to_string())
+    }
+}
+
+/// Writes a new version of `base_dir` with samples removed (copy-on-write) and
+/// returns its directory.
+#[pyfunction]
+#[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(), cascade = false,
+                    storage_options = None))]
+pub fn edit_version(
+    py: Python<'_>,
+    base_dir: &Bound<'_, PyAny>,
+    out_root: &Bound<'_, PyAny>,
+    dataset_version: String,
+    remove_sample_ids: Vec<String>,
+    cascade: bool,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<String> {
+    let base = core_root(base_dir, storage_options.clone())?;
+    let out = core_root(out_root, storage_options)?;
+    let op = timef::edit::RemoveSamples {
+        sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
+        cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
+    };
+    let (dir, _plan) = py.detach(|| timef::edit::edit_version(&base, &out, &dataset_version, &op)).map_err(to_py)?;
+    Ok(dir.display().to_string())
+}

@@ -1,0 +1,291 @@
+"""Writing from Python: exact round trip, loaders, aborts, errors, progress."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import timef
+from conftest import check_conforming, listing, tree_bytes, wave
+
+SMALL = dict(chunk_max_bytes=1024, row_group_target_bytes=2048, shard_target_bytes=4096)
+
+
+def build(calls: dict[str, int] | None = None) -> tuple[timef.TimeFDataset, dict[str, np.ndarray]]:
+    """A dataset using every entity kind: loaders and values, a series shared by
+    two samples, a windowed sample, subjects, a shared annotation, two tasks."""
+    ds = timef.TimeFDataset("py-ecg", "v1", description="built from Python", license="CC-BY-4.0")
+    ds.add_source(source_id="ptb", name="PTB-XL", url="https://example.org/ptb")
+    values = {
+        "rec-1/I": wave(1, 700),
+        "rec-1/II": wave(2, 700),
+        "rec-2/I": wave(3, 1300),
+        "shared/acc": wave(4, 300),
+    }
+
+    def loader(sid: str):
+        def load() -> np.ndarray:
+            if calls is not None:
+                calls[sid] = calls.get(sid, 0) + 1
+            return values[sid]
+
+        return load
+
+    ds.add_series(time_series_id="rec-1/I", spec_type="ecg", channel="I", sampling_rate_hz=500.0, units="mV",
+                  loader=loader("rec-1/I"), t_start_s=10.0, t_end_s=11.4)
+    ds.add_series(time_series_id="rec-1/II", spec_type="ecg", channel="II", sampling_rate_hz=500.0,
+                  values=values["rec-1/II"])
+    ds.add_series(time_series_id="rec-2/I", spec_type="ecg", channel="I", sampling_rate_hz=500.0,
+                  loader=loader("rec-2/I"))
+    ds.add_series(time_series_id="shared/acc", spec_type="accelerometer", channel="x", sampling_rate_hz=50.0,
+                  loader=loader("shared/acc"))
+    ds.add_sample(sample_id="rec-1", source_id="ptb", subject_id="patient-7",
+                  series=["rec-1/I", ("rec-1/II", "main"), ("shared/acc", "context")], metadata={"site": "a"})
+    ds.add_sample(sample_id="rec-2", source_id="ptb", subject_id="patient-8", t_start_s=0.5, t_end_s=1.5,
+                  series=["rec-2/I", ("shared/acc", "context")])
+    ds.add_sample(sample_id="rec-3", source_id="ptb", series=["shared/acc"])
+    ds.add_annotation(annotation_id="lbl-norm", sample_ids=["rec-1", "rec-2"], annotation_type="label", key="class",
+                      value_str="NORM")
+    ds.add_annotation(annotation_id="lbl-norm", sample_ids=["rec-3"], annotation_type="label", key="class",
+                      value_str="NORM")
+    ds.add_annotation(annotation_id="hr-1", sample_ids=["rec-1"], annotation_type="number", key="heart_rate",
+                      value_num=72.5, t_start_s=10.0, t_end_s=11.0, channel="I")
+    ds.add_task("diagnosis", task_id="t-train", task_type="classification", sample_ids=["rec-1", "rec-2"],
+                split="train", target="class")
+    ds.add_task("diagnosis", task_id="t-test", task_type="classification", sample_ids=["rec-3"], split="test",
+                target="class", from_task="t-train")
+    ds.add_task("forecast", task_id="f-1", task_type="forecasting", sample_ids=["rec-2"], target_sample_id="rec-2",
+                context_sample_ids=["rec-1"], horizon=24)
+    return ds, values
+
+
+def write(root: Path, ds: timef.TimeFDataset, **kw) -> str:
+    with timef.TimeFWriter(root, ds, **kw) as w:
+        w.write()
+    assert w.committed
+    return w.version_dir
+
+
+def test_round_trip_is_exact_and_conforming(tmp_path: Path) -> None:
+    ds, values = build()
+    assert ds.subjects == ["patient-7", "patient-8"]
+    vdir = write(tmp_path, ds, **SMALL)
+    assert vdir == str(tmp_path / "py-ecg" / "v1")
+    v = timef.open(vdir)
+    for sid, expected in values.items():
+        got = v.read_series(sid)
+        assert got.dtype == np.float32
+        assert np.array_equal(got.view(np.uint32), expected.view(np.uint32)), sid
+    m = v.manifest
+    assert m["dataset"]["name"] == "py-ecg" and m["dataset"]["description"] == "built from Python"
+    assert m["counts"]["samples"] == 3 and m["counts"]["time_series"] == 4
+    assert m["writer"]["chunk_max_bytes"] == 1024
+    assert len([f for f in m["files"] if f["path"].startswith("time_series/")]) > 1
+    samples = v.samples().to_pylist()
+    assert [s["sample_id"] for s in samples] == ["rec-1", "rec-2", "rec-3"]
+    assert samples[0]["subject_id"] == "patient-7" and samples[2]["subject_id"] is None
+    assert [(r["time_series_id"], r["view"]) for r in samples[0]["series"]] == [
+        ("rec-1/I", "main"), ("rec-1/II", "main"), ("shared/acc", "context")]
+    assert (samples[1]["t_start_s"], samples[1]["t_end_s"]) == (0.5, 1.5)
+    ann = sorted((r["sample_id"], r["annotation_id"], r["value_str"], r["value_num"]) for r in v.annotations().to_pylist())
+    assert ann == [("rec-1", "hr-1", None, 72.5), ("rec-1", "lbl-norm", "NORM", None),
+                   ("rec-2", "lbl-norm", "NORM", None), ("rec-3", "lbl-norm", "NORM", None)]
+    assert v.task_names() == ["diagnosis", "forecast"]
+    diag = v.task("diagnosis").to_pylist()
+    assert [(t["task_id"], t["split"], t["sample_ids"], t["from_task"]) for t in diag] == [
+        ("t-test", "test", ["rec-3"], "t-train"), ("t-train", "train", ["rec-1", "rec-2"], None)]
+    fc = v.task("forecast").to_pylist()[0]
+    assert (fc["target_sample_id"], fc["context_sample_ids"], fc["horizon"]) == ("rec-2", ["rec-1"], 24)
+    window = v.read_sample("rec-2")
+    assert list(window) == ["rec-2/I", "shared/acc"]
+    assert np.array_equal(window["rec-2/I"], values["rec-2/I"][250:750])
+    assert np.array_equal(window["shared/acc"], values["shared/acc"][25:75])
+    assert v.verify()["findings"] == []
+    check_conforming(vdir)
+
+
+def test_each_loader_runs_once_even_when_shared(tmp_path: Path) -> None:
+    calls: dict[str, int] = {}
+    ds, _ = build(calls)
+    # the same series added again with equal metadata is one series, loaded once
+    ds.add_series(time_series_id="shared/acc", spec_type="accelerometer", channel="x", sampling_rate_hz=50.0,
+                  loader=lambda: pytest.fail("a second loader of the same series ran"))
+    assert calls == {}
+    write(tmp_path, ds)
+    assert calls == {"rec-1/I": 1, "rec-2/I": 1, "shared/acc": 1}
+
+
+class LoaderFailed(Exception):
+    pass
+
+
+def test_raising_loader_leaves_nothing_and_reraises_its_exception(tmp_path: Path) -> None:
+    ds, _ = build()
+
+    def broken_loader() -> np.ndarray:
+        raise LoaderFailed("disk on fire")
+
+    ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=broken_loader)
+    ds.add_sample(sample_id="rec-zz", source_id="ptb", series=["zz"])
+    with pytest.raises(LoaderFailed, match="disk on fire") as info:
+        with timef.TimeFWriter(tmp_path, ds) as w:
+            w.write()
+    assert any(entry.name == "broken_loader" for entry in info.traceback)
+    assert listing(tmp_path) == []
+
+
+def test_raising_progress_callback_aborts(tmp_path: Path) -> None:
+    ds, _ = build()
+
+    def cb(e: timef.WriteProgressEvent) -> None:
+        if e.kind == "series_written" and e.done == 2:
+            raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        with timef.TimeFWriter(tmp_path, ds, progress_cb=cb) as w:
+            w.write()
+    assert listing(tmp_path) == []
+
+
+def test_ctrl_c_in_a_loader_aborts_cleanly(tmp_path: Path) -> None:
+    ds, _ = build()
+
+    def interrupted() -> np.ndarray:
+        signal.raise_signal(signal.SIGINT)
+        return np.ones(3, np.float32)
+
+    ds.add_series(time_series_id="a", spec_type="a", channel="a", sampling_rate_hz=1.0, loader=interrupted)
+    ds.add_sample(sample_id="rec-a", source_id="ptb", series=["a"])
+    with pytest.raises(KeyboardInterrupt):
+        with timef.TimeFWriter(tmp_path, ds) as w:
+            w.write()
+    assert listing(tmp_path) == []
+
+
+def test_ctrl_c_while_the_core_encodes_aborts_cleanly(tmp_path: Path) -> None:
+    """SIGINT arrives while the GIL is released: the check after the next series raises it."""
+    ds = timef.TimeFDataset("big", "v1")
+    ds.add_source(source_id="s", name="s")
+    started = threading.Event()
+
+    def first() -> np.ndarray:
+        started.set()
+        return np.ones(10, np.float32)
+
+    ds.add_series(time_series_id="a-first", spec_type="a", channel="a", sampling_rate_hz=1.0, loader=first)
+    ds.add_sample(sample_id="first", source_id="s", series=["a-first"])
+    block = wave(5, 50_000)
+    for i in range(400):
+        ds.add_series(time_series_id=f"b-{i:04}", spec_type="b", channel="b", sampling_rate_hz=1.0, values=block + i)
+        ds.add_sample(sample_id=f"s-{i:04}", source_id="s", series=[f"b-{i:04}"])
+    killer = threading.Thread(target=lambda: started.wait(30) and signal.pthread_kill(threading.main_thread().ident,
+                                                                                        signal.SIGINT))
+    killer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with timef.TimeFWriter(tmp_path, ds) as w:
+                w.write()
+    finally:
+        killer.join()
+    assert listing(tmp_path) == []
+
+
+def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path: Path) -> None:
+    write(tmp_path, build()[0])
+    before = tree_bytes(tmp_path)
+    ds, _ = build()
+    with pytest.raises(FileExistsError) as info:
+        with timef.TimeFWriter(tmp_path, ds) as w:
+            w.write()
+    assert info.value.filename == str(tmp_path / "py-ecg" / "v1")
+    assert tree_bytes(tmp_path) == before
+
+
+def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:
+    with pytest.raises(timef.TimeFValidationError) as e:
+        timef.TimeFDataset("bad/name", "v1")
+    assert (e.value.id, e.value.field) == ("bad/name", "dataset_name")
+    assert isinstance(e.value, ValueError)
+
+    ds = timef.TimeFDataset("d", "v1")
+    with pytest.raises(timef.TimeFValidationError) as e:
+        ds.add_series(time_series_id="x", spec_type="ecg", channel="I", sampling_rate_hz=0.0, values=[1.0])
+    assert (e.value.id, e.value.field) == ("x", "sampling_rate_hz")
+    assert "must be finite and > 0" in e.value.reason
+
+    ds.add_source(source_id="src", name="s")
+    ds.add_series(time_series_id="nan", spec_type="ecg", channel="I", sampling_rate_hz=1.0,
+                  values=np.array([1.0, np.nan], np.float32))
+    ds.add_sample(sample_id="s1", source_id="src", series=["nan"])
+    with pytest.raises(timef.TimeFValidationError) as e:
+        with timef.TimeFWriter(tmp_path, ds) as w:
+            w.write()
+    assert (e.value.id, e.value.field) == ("nan", "values")
+    assert listing(tmp_path) == []
+
+    ds = timef.TimeFDataset("d", "v1")
+    ds.add_source(source_id="src", name="s")
+    ds.add_series(time_series_id="t", spec_type="ecg", channel="I", sampling_rate_hz=1.0, values=[1.0])
+    ds.add_sample(sample_id="s1", source_id="nope", series=["t"])
+    with pytest.raises(timef.TimeFValidationError) as e:
+        with timef.TimeFWriter(tmp_path, ds) as w:
+            w.write()
+    assert (e.value.id, e.value.field) == ("s1", "source_id")
+
+    for option, value in [("chunk_max_bytes", 3), ("compression_level", 0), ("compression", "snappy")]:
+        with pytest.raises(timef.TimeFValidationError) as e:
+            timef.TimeFWriter(tmp_path, timef.TimeFDataset("d", "v2"), **{option: value})
+        assert (e.value.id, e.value.field) == (None, option)
+
+
+def test_object_store_roots_are_refused_by_name(tmp_path: Path) -> None:
+    ds = timef.TimeFDataset("d", "v1")
+    with pytest.raises(ValueError, match="object-store roots are not available"):
+        timef.TimeFWriter("s3://bucket/root", ds)
+    with pytest.raises(ValueError, match=r"storage_options\[\"region\"\]"):
+        timef.TimeFWriter(tmp_path, ds, storage_options={"region": "eu-west-1"})
+    with pytest.raises(ValueError, match="object-store roots"):
+        timef.open("gs://bucket/d/v1")
+    assert timef.TimeFWriter(tmp_path, ds, storage_options={}).version_dir == str(tmp_path / "d" / "v1")
+
+
+def test_progress_cb_sees_every_series(tmp_path: Path) -> None:
+    ds, values = build()
+    events: list[timef.WriteProgressEvent] = []
+    write(tmp_path, ds, progress_cb=events.append, **SMALL)
+    assert (events[0].kind, events[0].series, events[0].samples) == ("started", 4, 3)
+    series = [e for e in events if e.kind == "series_written"]
+    assert [(e.done, e.total) for e in series] == [(i, 4) for i in range(1, 5)]
+    # writer order: (spec_type, channel, time_series_id)
+    assert [e.values for e in series] == [300, 700, 1300, 700]
+    files = [e.path for e in events if e.kind == "file_written"]
+    assert {"samples.parquet", "annotations.parquet", "time_series_index.parquet"} <= set(files)
+    assert all(e.bytes and e.bytes > 0 for e in events if e.kind == "file_written")
+
+
+def test_a_dataset_is_written_once(tmp_path: Path) -> None:
+    ds, _ = build()
+    write(tmp_path, ds)
+    with pytest.raises(ValueError, match="already handed to a writer"):
+        ds.add_source(source_id="x", name="x")
+
+
+def test_default_ids_are_uuid7_and_stored_as_uuid16(tmp_path: Path) -> None:
+    ds = timef.TimeFDataset("ids", "v1")
+    src = ds.add_source(name="s")
+    ts = ds.add_series(spec_type="ecg", channel="I", sampling_rate_hz=1.0, values=np.arange(4, dtype=np.float32))
+    sample = ds.add_sample(source_id=src, series=[ts])
+    assert sample[14] == "7" and len(sample) == 36
+    v = timef.open(write(tmp_path, ds))
+    assert v.manifest["id_encoding"]["sample_id"] == "uuid16"
+    assert np.array_equal(v.read_series(ts), np.arange(4, dtype=np.float32))
+    stored = pq.read_table(Path(v.dir) / "samples.parquet")
+    stored_id = stored.column("sample_id").to_pylist()[0]  # 16 bytes (a uuid.UUID where pyarrow maps it)
+    assert (stored_id if isinstance(stored_id, bytes) else stored_id.bytes) == uuid.UUID(sample).bytes
+    assert v.verify()["findings"] == []

@@ -1,0 +1,341 @@
+"""Type stubs of the native module ``timef._timef`` (the Rust core's bindings)."""
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+StrPath = Union[str, os.PathLike[str]]
+SeriesValues = Any  # anything numpy.require(x, float32, "CA") accepts, 1-D
+"""Values of one series: a 1-D numpy array (float32 is viewed without a copy,
+other dtypes are converted), a sequence of numbers, or a pyarrow/polars array."""
+
+__version__: str
+FORMAT_VERSION: int
+DEFAULT_SHARD_TARGET_BYTES: int
+"""A shard closes after the row group that takes its uncompressed float32 value bytes past this (128 MiB)."""
+DEFAULT_ROW_GROUP_TARGET_BYTES: int
+"""Row-group target in uncompressed float32 value bytes (4 MiB)."""
+DEFAULT_CHUNK_MAX_BYTES: int
+"""Largest chunk of a series in float32 value bytes (1 MiB = 262144 values)."""
+DEFAULT_COMPRESSION: str
+"""The Parquet codec, always ``"zstd"``."""
+DEFAULT_COMPRESSION_LEVEL: int
+"""The pinned zstd level (3)."""
+DEFAULT_SPEC_TYPE: str
+"""Connectors' spec type when none is given (``"unknown"``)."""
+DEFAULT_SAMPLING_RATE_HZ: float
+"""Connectors' sampling rate in Hz when none is given or derivable (1.0)."""
+
+class TimeFValidationError(ValueError):
+    """A dataset entity or option breaks a rule of the format."""
+
+    id: str | None
+    """The entity (sample, series, annotation, task, source id or a path component); None for an option."""
+    field: str
+    """The offending field, or the option's name."""
+    reason: str
+    """The rule it breaks."""
+
+class TimeFEditError(ValueError):
+    """A copy-on-write edit was refused before any I/O."""
+
+    id: None
+    field: str
+    """Always ``"remove_sample_ids"``."""
+    reason: str
+    """Every blocker, joined with ``"; "``."""
+    blockers: list[str]
+    """One line per blocking (task, reference) or unknown sample id."""
+
+class TimeFInputError(ValueError):
+    """A connector's input file is malformed."""
+
+    path: str
+    line: int | None
+    """1-based line, for line-oriented formats."""
+    reason: str
+
+class NotAVersionError(ValueError):
+    """The directory is not a committed TimeF version (no or foreign ``manifest.json``)."""
+
+    path: str
+    reason: str
+
+class CorruptVersionError(ValueError):
+    """Stored bytes do not match what the manifest or the format promises."""
+
+    path: str
+    reason: str
+
+class TimeFDataset:
+    """A dataset version before it is written (seed ``TimeFDataset``).
+
+    ``dataset_name`` and ``dataset_version`` are path components: 1-128 characters
+    of ``[A-Za-z0-9._-]``, not starting with ``.``. Every ``add_*`` validates the
+    entity (``TimeFValidationError`` naming id and field), refuses a second entity
+    with the same id and different content, and returns the id (a new UUIDv7 when
+    none is given). Cross-references are checked when the dataset is written. A
+    dataset is written once: a writer takes it (its loaders run once).
+    """
+
+    def __init__(
+        self,
+        dataset_name: str,
+        dataset_version: str,
+        *,
+        description: str | None = None,
+        license: str | None = None,
+        citation: str | None = None,
+    ) -> None: ...
+    @property
+    def dataset_name(self) -> str: ...
+    @property
+    def dataset_version(self) -> str: ...
+    @property
+    def subjects(self) -> list[str]:
+        """Subject ids of the samples, sorted, each once."""
+    @property
+    def sample_ids(self) -> list[str]: ...
+    @property
+    def time_series_ids(self) -> list[str]: ...
+    @property
+    def source_ids(self) -> list[str]: ...
+    def add_source(
+        self,
+        *,
+        source_id: str | None = None,
+        name: str = "",
+        url: str | None = None,
+        license: str | None = None,
+        citation: str | None = None,
+    ) -> str:
+        """Adds where samples come from; returns its id."""
+    def add_series(
+        self,
+        *,
+        time_series_id: str | None = None,
+        spec_type: str,
+        channel: str,
+        sampling_rate_hz: float,
+        values: SeriesValues | None = None,
+        loader: Callable[[], SeriesValues] | None = None,
+        units: str | None = None,
+        t_start_s: float = 0.0,
+        t_end_s: float | None = None,
+    ) -> str:
+        """Adds one time series: exactly one of ``values`` (viewed without a copy
+        when float32 and contiguous: do not change it until the write ends) or
+        ``loader`` (called once, lazily, while writing, with the GIL held, in the
+        writer's ``(spec_type, channel, time_series_id)`` order). ``sampling_rate_hz``
+        is finite and > 0; ``t_start_s``/``t_end_s`` in seconds; with ``t_end_s``,
+        ``len(values) == round((t_end_s - t_start_s) * sampling_rate_hz)``. The same
+        id with equal metadata is kept once (first values/loader win). Values must be
+        non-empty and finite (checked while writing)."""
+    def add_sample(
+        self,
+        *,
+        sample_id: str | None = None,
+        source_id: str,
+        series: Iterable[str | tuple[str, str]],
+        subject_id: str | None = None,
+        t_start_s: float | None = None,
+        t_end_s: float | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> str:
+        """Adds a sample over one or more series: ids (view ``"main"``) or
+        ``(time_series_id, view)`` pairs; window bounds in seconds on the series' axis."""
+    def add_annotation(
+        self,
+        *,
+        annotation_id: str | None = None,
+        sample_ids: Sequence[str],
+        annotation_type: str,
+        key: str,
+        value_str: str | None = None,
+        value_num: float | None = None,
+        t_start_s: float | None = None,
+        t_end_s: float | None = None,
+        channel: str | None = None,
+    ) -> str:
+        """Attaches an annotation to samples; the same id again attaches it to
+        more samples (its fields must then be equal)."""
+    def add_task(
+        self,
+        task_name: str,
+        *,
+        task_id: str | None = None,
+        task_type: str,
+        sample_ids: Sequence[str],
+        split: str | None = None,
+        target: str | None = None,
+        target_sample_id: str | None = None,
+        context_sample_ids: Sequence[str] | None = None,
+        from_task: str | None = None,
+        horizon: int | None = None,
+        prompt: str | None = None,
+        answer: str | None = None,
+    ) -> str:
+        """Adds a task under ``task_name`` (a path component). ``task_type``:
+        ``classification``, ``regression``, ``forecasting`` (needs
+        ``target_sample_id`` and ``context_sample_ids``), ``qa`` or any other name."""
+
+class WriteProgressEvent:
+    """One progress report of a write."""
+
+    kind: Literal["started", "series_written", "file_written"]
+    series: int | None
+    """``started``: unique series to write."""
+    samples: int | None
+    """``started``: samples."""
+    done: int | None
+    """``series_written``: series done so far."""
+    total: int | None
+    """``series_written``: series in all."""
+    values: int | None
+    """``series_written``: values of this series."""
+    path: str | None
+    """``file_written``: the file, relative to the version directory."""
+    bytes: int | None
+    """``file_written``: its size in bytes."""
+
+class TimeFWriter:
+    """Writes ``dataset`` as ``<root>/<dataset_name>/<dataset_version>/``.
+
+    A context manager: ``write()`` inside the block stages the whole version; a
+    clean exit commits it atomically, an exception aborts it (nothing is left).
+    Entering raises ``FileExistsError`` when the version exists. Sizes are
+    uncompressed float32 value bytes. ``progress_cb`` gets each
+    :class:`WriteProgressEvent`; an exception it raises (or Ctrl-C, checked after
+    every series) aborts the write and reaches the caller unchanged.
+    ``storage_options`` is for object-store roots, which this build does not
+    have: a URL root or any option raises ``ValueError``.
+    """
+
+    def __init__(
+        self,
+        root: StrPath,
+        dataset: TimeFDataset,
+        *,
+        shard_target_bytes: int = ...,
+        row_group_target_bytes: int = ...,
+        chunk_max_bytes: int = ...,
+        compression: str = "zstd",
+        compression_level: int = ...,
+        progress_cb: Callable[[WriteProgressEvent], Any] | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None: ...
+    @property
+    def version_dir(self) -> str:
+        """Where the version is (or will be) committed."""
+    @property
+    def manifest(self) -> dict[str, Any] | None:
+        """The manifest ``write()`` staged, as a dict."""
+    @property
+    def committed(self) -> bool: ...
+    def __enter__(self) -> "TimeFWriter": ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool: ...
+    def write(self) -> None:
+        """Validates (before any I/O), runs each loader once and writes every file
+        into a staging directory. Raises ``TimeFValidationError``,
+        ``FileExistsError``, ``OSError``, or a loader's / ``progress_cb``'s own exception."""
+    def commit(self) -> str:
+        """Publishes the staged version atomically; returns its directory."""
+    def abort(self) -> None:
+        """Removes the staged, uncommitted version."""
+
+class Version:
+    """A committed version opened for reading (:func:`open`). Tables are the
+    stored Parquet tables unchanged: ids in their stored encoding (``binary(16)``
+    where the manifest's ``id_encoding`` says ``uuid16``), categoricals as
+    dictionaries."""
+
+    @property
+    def dir(self) -> str: ...
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json`` as a dict."""
+    @property
+    def manifest_sha256(self) -> str: ...
+    def samples(self) -> pa.Table: ...
+    def annotations(self) -> pa.Table:
+        """One row per (sample, annotation)."""
+    def index(self) -> pa.Table:
+        """``time_series_index.parquet``: one row per chunk."""
+    def task_names(self) -> list[str]: ...
+    def task(self, task_name: str) -> pa.Table:
+        """Raises ``TimeFValidationError`` for an unknown task name."""
+    def read_series(self, time_series_id: str) -> npt.NDArray[np.float32]:
+        """The series' values (reads only the rows it needs; no copy after decoding).
+        Raises ``TimeFValidationError`` for an unknown id, ``CorruptVersionError``."""
+    def read_sample(self, sample_id: str) -> dict[str, npt.NDArray[np.float32]]:
+        """The sample's series cut to its window, by time_series_id, in the sample's order."""
+    def verify(self) -> dict[str, Any]:
+        """End-to-end check; ``findings`` (list of dicts with file, location, check,
+        message) is empty for a conforming version."""
+
+def new_id() -> str:
+    """A new UUIDv7 (canonical lowercase hyphenated string), time ordered."""
+
+def open(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> Version:
+    """Opens a committed version. Raises ``NotAVersionError``, ``OSError``."""
+
+def verify(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """End-to-end check of a version (see :meth:`Version.verify`)."""
+
+def edit_version(
+    base_dir: StrPath,
+    out_root: StrPath,
+    *,
+    dataset_version: str,
+    remove_sample_ids: Sequence[str] = (),
+    cascade: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+) -> str:
+    """Writes ``<out_root>/<base name>/<dataset_version>``: the base with samples
+    removed, committed atomically with a ``derived_from`` block; the base is
+    untouched. A task that would lose a required reference makes it fail with
+    ``TimeFEditError`` (every blocker listed) unless ``cascade=True`` removes
+    such tasks transitively. Returns the new version's directory."""
+
+def read_ucr(
+    paths: Sequence[StrPath],
+    *,
+    dataset_name: str,
+    dataset_version: str,
+    spec_type: str | None = None,
+    sampling_rate_hz: float | None = None,
+    ids: Literal["string", "uuid"] = "string",
+    on_missing: Literal["error", "drop_case"] = "error",
+) -> TimeFDataset:
+    """UCR/UEA ``.ts`` files as a dataset whose loaders read lazily."""
+
+def read_tsf(
+    path: StrPath,
+    *,
+    dataset_name: str,
+    dataset_version: str,
+    spec_type: str | None = None,
+    ids: Literal["string", "uuid"] = "string",
+) -> TimeFDataset:
+    """A Monash ``.tsf`` file as a dataset (with a forecasting task when the file has a horizon)."""
+
+def read_arrow(
+    source: Any,
+    *,
+    dataset_name: str,
+    dataset_version: str,
+    spec_type: str | None = None,
+    sampling_rate_hz: float | None = None,
+    ids: Literal["string", "uuid"] = "string",
+) -> TimeFDataset:
+    """GluonTS-style data (path, or an object with ``__arrow_c_stream__``) as a dataset."""
