@@ -42,8 +42,12 @@ use crate::error::{Error, Result};
 
 /// Bytes an upload collects before handing them to the buffered writer.
 const WRITE_BLOCK_BYTES: usize = 1 << 20;
-/// Bytes of each ranged GET behind a sequential read (`ChunkReader::get_read`).
-const READ_BLOCK_BYTES: u64 = 1 << 20;
+/// Bytes of the first ranged GET behind a sequential read (`ChunkReader::get_read`,
+/// which parquet calls per page: mostly a page header and its page); each next
+/// GET doubles, up to [`READ_BLOCK_MAX_BYTES`].
+const READ_BLOCK_BYTES: u64 = 16 << 10;
+/// Largest ranged GET behind a sequential read.
+const READ_BLOCK_MAX_BYTES: u64 = 4 << 20;
 
 /// The runtime that runs every object-store request, built on first use.
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
@@ -403,7 +407,7 @@ impl ObjectReader {
     }
 
     pub(crate) fn read_from(&self, start: u64) -> RangeRead {
-        RangeRead { loc: self.loc.clone(), len: self.len, pos: start, block: Bytes::new() }
+        RangeRead { loc: self.loc.clone(), len: self.len, pos: start, block: Bytes::new(), next: READ_BLOCK_BYTES }
     }
 }
 
@@ -413,6 +417,7 @@ pub(crate) struct RangeRead {
     len: u64,
     pos: u64,
     block: Bytes,
+    next: u64,
 }
 
 impl Read for RangeRead {
@@ -421,7 +426,8 @@ impl Read for RangeRead {
             if self.pos >= self.len {
                 return Ok(0);
             }
-            let end = (self.pos + READ_BLOCK_BYTES).min(self.len);
+            let end = (self.pos + self.next).min(self.len);
+            self.next = (self.next * 2).min(READ_BLOCK_MAX_BYTES);
             let reader = ObjectReader { loc: self.loc.clone(), len: self.len };
             self.block = reader.range(self.pos..end)?;
             self.pos = end;
@@ -476,8 +482,8 @@ impl Upload {
         let Some(mut w) = self.writer.take() else { return Ok(()) };
         let done = block_on(futures::future::poll_fn(|cx| Pin::new(&mut w).poll_shutdown(cx)))?;
         if let Err(e) = done {
-            // a failed completion may leave the multipart upload open
-            let _ = block_on(w.abort());
+            // the writer is shut down (it refuses an abort); parts of an
+            // uncompleted multipart upload are never an object (docs/format.md)
             let source = e.into_inner().and_then(|inner| inner.downcast::<object_store::Error>().ok());
             return Err(match source {
                 Some(e) => self.loc.err(*e),
@@ -491,8 +497,10 @@ impl Upload {
 impl Drop for Upload {
     fn drop(&mut self) {
         if let Some(mut w) = self.writer.take() {
-            // best effort: the error that caused the abort is what the caller sees
-            let _ = block_on(w.abort());
+            // best effort: the error that caused the abort is what the caller
+            // sees; a writer in a state that refuses an abort must not panic here
+            use futures::FutureExt;
+            let _ = block_on(std::panic::AssertUnwindSafe(w.abort()).catch_unwind());
         }
     }
 }
