@@ -9,7 +9,8 @@ use arrow::ffi_stream::RecordBatchStreamReader;
 use arrow::pyarrow::FromPyArrow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::OnMissing, ucr::UcrOptions, IdMode};
+use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, IdMode, OnMissing, TextEncoding};
+use timef::storage::{Location, StorageOptions};
 
 mod dataset;
 mod errors;
@@ -20,30 +21,30 @@ mod writer;
 use dataset::PyDataset;
 use errors::to_py;
 
-/// The core's root for a Python `root` / `version_dir` (`str` or `os.PathLike`)
-/// and `storage_options`: the one place object-store roots will be wired in.
-/// This build stores on local paths only, so a URL or any storage option is
-/// refused with a `ValueError` naming it.
+/// The core's location of `root` (`str` or `os.PathLike`): a local path, or an
+/// object-store URL (`s3://`, `gs://`, `az://`, `file://`, `memory://`) whose
+/// credentials and endpoint come from the environment, overridden by
+/// `storage_options` (keys as `object_store` names them, e.g. `aws_region`).
+/// The one place a binding turns a root into a core location.
+///
+/// Raises `ValueError` for `storage_options` on a local path (naming the option)
+/// and `TimeFInputError`-style errors for a bad URL or an unknown option.
 pub(crate) fn core_root(
     root: &Bound<'_, PyAny>,
     storage_options: Option<HashMap<String, String>>,
-) -> PyResult<PathBuf> {
+) -> PyResult<Location> {
     let path: PathBuf = root.extract()?;
     let text = path.to_string_lossy();
-    let scheme_len = text.find("://").unwrap_or(0);
-    let is_url = scheme_len > 1
-        && text[..scheme_len].bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
-    if is_url {
-        return Err(PyValueError::new_err(format!(
-            "root {text:?}: object-store roots are not available in this build (local paths only)"
-        )));
+    let options: StorageOptions = storage_options.unwrap_or_default().into_iter().collect();
+    let loc = Location::parse(&text, &options).map_err(to_py)?;
+    if loc.as_local().is_some() {
+        if let Some(option) = options.keys().next() {
+            return Err(PyValueError::new_err(format!(
+                "storage_options[{option:?}]: storage options apply to object-store URLs, not the local path {text:?}"
+            )));
+        }
     }
-    if let Some(option) = storage_options.as_ref().and_then(|o| o.keys().min()) {
-        return Err(PyValueError::new_err(format!(
-            "storage_options[{option:?}]: object-store roots are not available in this build (local paths only)"
-        )));
-    }
-    Ok(path)
+    Ok(loc)
 }
 
 /// A JSON document as Python objects (`json.loads`).
@@ -68,10 +69,33 @@ fn new_id() -> String {
     timef::new_id()
 }
 
+fn on_missing(value: &str) -> PyResult<OnMissing> {
+    match value {
+        "error" => Ok(OnMissing::Error),
+        "drop_case" => Ok(OnMissing::DropCase),
+        other => Err(to_py(timef::Error::InvalidOption {
+            option: "on_missing",
+            reason: format!("{other:?} is not \"error\" or \"drop_case\""),
+        })),
+    }
+}
+
+fn encoding(value: &str) -> PyResult<TextEncoding> {
+    match value {
+        "utf-8" => Ok(TextEncoding::Utf8),
+        "latin-1" => Ok(TextEncoding::Latin1),
+        "cp1252" => Ok(TextEncoding::Cp1252),
+        other => Err(to_py(timef::Error::InvalidOption {
+            option: "encoding",
+            reason: format!("{other:?} is not \"utf-8\", \"latin-1\" or \"cp1252\""),
+        })),
+    }
+}
+
 /// A dataset from UCR/UEA `.ts` files (its loaders read lazily while writing).
 #[pyfunction]
 #[pyo3(signature = (paths, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string",
-                    on_missing="error"))]
+                    on_missing="error", encoding="utf-8"))]
 #[allow(clippy::too_many_arguments)]
 fn read_ucr(
     py: Python<'_>,
@@ -82,24 +106,16 @@ fn read_ucr(
     sampling_rate_hz: Option<f64>,
     ids: &str,
     on_missing: &str,
+    encoding: &str,
 ) -> PyResult<PyDataset> {
-    let on_missing = match on_missing {
-        "error" => OnMissing::Error,
-        "drop_case" => OnMissing::DropCase,
-        other => {
-            return Err(to_py(timef::Error::InvalidOption {
-                option: "on_missing",
-                reason: format!("{other:?} is not \"error\" or \"drop_case\""),
-            }))
-        }
-    };
     let opts = UcrOptions {
         name: dataset_name,
         version: dataset_version,
         spec_type,
         sampling_rate_hz,
         ids: id_mode(ids)?,
-        on_missing,
+        on_missing: self::on_missing(on_missing)?,
+        encoding: self::encoding(encoding)?,
     };
     let d = py.detach(|| timef::connectors::ucr::read_ucr(&paths, &opts)).map_err(to_py)?;
     Ok(PyDataset::wrap(d))
@@ -107,7 +123,9 @@ fn read_ucr(
 
 /// A dataset from a Monash `.tsf` file.
 #[pyfunction]
-#[pyo3(signature = (path, *, dataset_name, dataset_version, spec_type=None, ids="string"))]
+#[pyo3(signature = (path, *, dataset_name, dataset_version, spec_type=None, ids="string", on_missing="error",
+                    encoding="utf-8"))]
+#[allow(clippy::too_many_arguments)]
 fn read_tsf(
     py: Python<'_>,
     path: PathBuf,
@@ -115,8 +133,17 @@ fn read_tsf(
     dataset_version: String,
     spec_type: Option<String>,
     ids: &str,
+    on_missing: &str,
+    encoding: &str,
 ) -> PyResult<PyDataset> {
-    let opts = TsfOptions { name: dataset_name, version: dataset_version, spec_type, ids: id_mode(ids)? };
+    let opts = TsfOptions {
+        name: dataset_name,
+        version: dataset_version,
+        spec_type,
+        ids: id_mode(ids)?,
+        on_missing: self::on_missing(on_missing)?,
+        encoding: self::encoding(encoding)?,
+    };
     let d = py.detach(|| timef::connectors::tsf::read_tsf(&path, &opts)).map_err(to_py)?;
     Ok(PyDataset::wrap(d))
 }
@@ -125,7 +152,9 @@ fn read_tsf(
 /// an Arrow IPC or Parquet file, or any object exporting an Arrow stream
 /// (`__arrow_c_stream__`: a pyarrow Table, a polars DataFrame, ...).
 #[pyfunction]
-#[pyo3(signature = (source, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string"))]
+#[pyo3(signature = (source, *, dataset_name, dataset_version, spec_type=None, sampling_rate_hz=None, ids="string",
+                    on_missing="error"))]
+#[allow(clippy::too_many_arguments)]
 fn read_arrow(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
@@ -134,9 +163,16 @@ fn read_arrow(
     spec_type: Option<String>,
     sampling_rate_hz: Option<f64>,
     ids: &str,
+    on_missing: &str,
 ) -> PyResult<PyDataset> {
-    let opts =
-        ArrowOptions { name: dataset_name, version: dataset_version, spec_type, sampling_rate_hz, ids: id_mode(ids)? };
+    let opts = ArrowOptions {
+        name: dataset_name,
+        version: dataset_version,
+        spec_type,
+        sampling_rate_hz,
+        ids: id_mode(ids)?,
+        on_missing: self::on_missing(on_missing)?,
+    };
     let d = if source.hasattr("__arrow_c_stream__")? {
         let reader = RecordBatchStreamReader::from_pyarrow_bound(source)?;
         let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(e.to_string()))?;

@@ -112,7 +112,7 @@ impl PyVersion {
     /// Checks the version end to end; returns the report as a dict
     /// (`findings`: list of {file, location, check, message}; empty when conforming).
     fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        verify_dir(py, self.inner.dir())
+        verify_at(py, self.inner.location())
     }
 
     fn __repr__(&self) -> String {
@@ -120,8 +120,8 @@ impl PyVersion {
     }
 }
 
-fn verify_dir(py: Python<'_>, dir: &std::path::Path) -> PyResult<Py<PyAny>> {
-    let report = py.detach(|| timef::verify::verify(dir)).map_err(to_py)?;
+fn verify_at(py: Python<'_>, loc: &timef::storage::Location) -> PyResult<Py<PyAny>> {
+    let report = py.detach(|| timef::verify::verify_at(loc)).map_err(to_py)?;
     let json = serde_json::to_string(&report).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     json_to_py(py, &json)
 }
@@ -135,7 +135,7 @@ pub fn open(
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<PyVersion> {
     let dir = core_root(version_dir, storage_options)?;
-    let v = py.detach(|| timef::reader::Version::open(&dir)).map_err(to_py)?;
+    let v = py.detach(|| timef::reader::Version::open_at(dir)).map_err(to_py)?;
     Ok(PyVersion { inner: Arc::new(v) })
 }
 
@@ -148,5 +148,5 @@ pub fn verify(
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<Py<PyAny>> {
     let dir = core_root(version_dir, storage_options)?;
-    verify_dir(py, &dir)
+    verify_at(py, &dir)
 }

@@ -8,7 +8,6 @@
 //! removes the staging directory.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;
@@ -21,6 +20,7 @@ use timef::WriteProgressEvent;
 use crate::dataset::PyDataset;
 use crate::errors::to_py;
 use crate::{core_root, json_to_py};
+use timef::storage::Location;
 
 /// One progress report of a write (seed `WriteProgressEvent`). `kind` is
 /// `"started"` (`series`, `samples` set), `"series_written"` (`done`, `total`,
@@ -120,7 +120,7 @@ fn writer_options(
 pub struct PyWriter {
     writer: timef::TimeFWriter,
     dataset: Py<PyDataset>,
-    target: PathBuf,
+    target: Location,
     staged: Mutex<Option<StagedVersion>>,
     manifest: Mutex<Option<String>>,
     committed: Mutex<bool>,
@@ -165,7 +165,7 @@ impl PyWriter {
         )?;
         let (name, version) = dataset.get().name_version();
         let target = root.join(&name).join(&version);
-        let writer = timef::TimeFWriter::new(root, options).with_try_progress(Arc::new(
+        let writer = timef::TimeFWriter::at(root, options).with_try_progress(Arc::new(
             move |e: &WriteProgressEvent| -> Result<(), LoaderError> {
                 Python::attach(|py| {
                     py.check_signals()?;
@@ -190,7 +190,7 @@ impl PyWriter {
     /// The directory the version is (or will be) committed to.
     #[getter]
     fn version_dir(&self) -> String {
-        self.target.display().to_string()
+        self.target.to_string()
     }
 
     /// The manifest written by `write()`, as a dict (None before).
@@ -207,7 +207,7 @@ impl PyWriter {
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        timef::commit::ensure_absent(&slf.get().target).map_err(to_py)?;
+        slf.get().target.ensure_absent().map_err(to_py)?;
         Ok(slf)
     }
 
@@ -258,7 +258,7 @@ impl PyWriter {
     }
 
     fn __repr__(&self) -> String {
-        format!("TimeFWriter(version_dir={:?})", self.target.display().to_string())
+        format!("TimeFWriter(version_dir={:?})", self.target.to_string())
     }
 }
 
@@ -282,6 +282,6 @@ pub fn edit_version(
         sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
     };
-    let (dir, _plan) = py.detach(|| timef::edit::edit_version(&base, &out, &dataset_version, &op)).map_err(to_py)?;
+    let (dir, _plan) = py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, &op)).map_err(to_py)?;
     Ok(dir.display().to_string())
 }

@@ -126,6 +126,7 @@ def ingest_ucr(
     sampling_rate_hz: float | None = None,
     ids: str = "string",
     on_missing: str = "error",
+    encoding: str = "utf-8",
     shard_target_bytes: int = DEFAULT_SHARD_TARGET_BYTES,
     row_group_target_bytes: int = DEFAULT_ROW_GROUP_TARGET_BYTES,
     chunk_max_bytes: int = DEFAULT_CHUNK_MAX_BYTES,
@@ -137,7 +138,10 @@ def ingest_ucr(
     """Writes UCR/UEA ``.ts`` files (e.g. ``X_TRAIN.ts``, ``X_TEST.ts``) as the
     version ``<root>/<dataset_name>/<dataset_version>`` and returns its directory;
     the same bytes as ``timef ingest ucr``. ``ids`` is ``"string"`` or ``"uuid"``,
-    ``on_missing`` ``"error"`` or ``"drop_case"``.
+    ``on_missing`` ``"error"`` or ``"drop_case"`` (cases with missing values left
+    out), ``encoding`` ``"utf-8"``, ``"latin-1"`` or ``"cp1252"``. ``root`` may be
+    an object-store URL (``s3://bucket/prefix``...) configured from the
+    environment and ``storage_options``.
 
     Raises ``TimeFInputError`` (file, line, case), ``FileExistsError``,
     ``TimeFValidationError``, ``OSError``."""
@@ -149,6 +153,7 @@ def ingest_ucr(
         sampling_rate_hz=sampling_rate_hz,
         ids=ids,
         on_missing=on_missing,
+        encoding=encoding,
     )
     return _write(ds, root, shard_target_bytes, row_group_target_bytes, chunk_max_bytes, compression,
                   compression_level, progress_cb, storage_options)
@@ -162,6 +167,8 @@ def ingest_tsf(
     dataset_version: str,
     spec_type: str | None = None,
     ids: str = "string",
+    on_missing: str = "error",
+    encoding: str = "utf-8",
     shard_target_bytes: int = DEFAULT_SHARD_TARGET_BYTES,
     row_group_target_bytes: int = DEFAULT_ROW_GROUP_TARGET_BYTES,
     chunk_max_bytes: int = DEFAULT_CHUNK_MAX_BYTES,
@@ -173,7 +180,8 @@ def ingest_tsf(
     """Writes a Monash forecasting ``.tsf`` file as a version (with its
     forecasting task when the file has a horizon) and returns its directory;
     the same bytes as ``timef ingest tsf``. Raises as :func:`ingest_ucr`."""
-    ds = read_tsf(path, dataset_name=dataset_name, dataset_version=dataset_version, spec_type=spec_type, ids=ids)
+    ds = read_tsf(path, dataset_name=dataset_name, dataset_version=dataset_version, spec_type=spec_type, ids=ids,
+                  on_missing=on_missing, encoding=encoding)
     return _write(ds, root, shard_target_bytes, row_group_target_bytes, chunk_max_bytes, compression,
                   compression_level, progress_cb, storage_options)
 
@@ -187,6 +195,7 @@ def ingest_arrow(
     spec_type: str | None = None,
     sampling_rate_hz: float | None = None,
     ids: str = "string",
+    on_missing: str = "error",
     shard_target_bytes: int = DEFAULT_SHARD_TARGET_BYTES,
     row_group_target_bytes: int = DEFAULT_ROW_GROUP_TARGET_BYTES,
     chunk_max_bytes: int = DEFAULT_CHUNK_MAX_BYTES,
@@ -202,6 +211,6 @@ def ingest_arrow(
     ``pyarrow.Table``, a ``polars.DataFrame``, ...). The same bytes as
     ``timef ingest arrow`` on that data. Raises as :func:`ingest_ucr`."""
     ds = read_arrow(source, dataset_name=dataset_name, dataset_version=dataset_version, spec_type=spec_type,
-                    sampling_rate_hz=sampling_rate_hz, ids=ids)
+                    sampling_rate_hz=sampling_rate_hz, ids=ids, on_missing=on_missing)
     return _write(ds, root, shard_target_bytes, row_group_target_bytes, chunk_max_bytes, compression,
                   compression_level, progress_cb, storage_options)

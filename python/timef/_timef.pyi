@@ -212,8 +212,12 @@ class TimeFWriter:
     uncompressed float32 value bytes. ``progress_cb`` gets each
     :class:`WriteProgressEvent`; an exception it raises (or Ctrl-C, checked after
     every series) aborts the write and reaches the caller unchanged.
-    ``storage_options`` is for object-store roots, which this build does not
-    have: a URL root or any option raises ``ValueError``.
+    ``root`` is a local path or an object-store URL (``s3://bucket/prefix``,
+    ``gs://``, ``az://``, ``file://``, ``memory://``); credentials and endpoint
+    come from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``), overridden
+    by ``storage_options`` (``object_store`` keys such as ``aws_region``); on a
+    store the commit is a claim plus a conditional create of ``manifest.json``
+    (``docs/format.md``). ``storage_options`` on a local path raises ``ValueError``.
     """
 
     def __init__(
@@ -287,7 +291,8 @@ def new_id() -> str:
     """A new UUIDv7 (canonical lowercase hyphenated string), time ordered."""
 
 def open(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> Version:
-    """Opens a committed version. Raises ``NotAVersionError``, ``OSError``."""
+    """Opens a committed version (a local directory or an object-store URL, as
+    :class:`TimeFWriter`'s ``root``). Raises ``NotAVersionError``, ``OSError``."""
 
 def verify(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """End-to-end check of a version (see :meth:`Version.verify`)."""
@@ -316,8 +321,11 @@ def read_ucr(
     sampling_rate_hz: float | None = None,
     ids: Literal["string", "uuid"] = "string",
     on_missing: Literal["error", "drop_case"] = "error",
+    encoding: Literal["utf-8", "latin-1", "cp1252"] = "utf-8",
 ) -> TimeFDataset:
-    """UCR/UEA ``.ts`` files as a dataset whose loaders read lazily."""
+    """UCR/UEA ``.ts`` files as a dataset whose loaders read lazily. ``on_missing``
+    ``"drop_case"`` leaves out cases with missing values; ``encoding`` is the
+    files' text encoding."""
 
 def read_tsf(
     path: StrPath,
@@ -326,8 +334,12 @@ def read_tsf(
     dataset_version: str,
     spec_type: str | None = None,
     ids: Literal["string", "uuid"] = "string",
+    on_missing: Literal["error", "drop_case"] = "error",
+    encoding: Literal["utf-8", "latin-1", "cp1252"] = "utf-8",
 ) -> TimeFDataset:
-    """A Monash ``.tsf`` file as a dataset (with a forecasting task when the file has a horizon)."""
+    """A Monash ``.tsf`` file as a dataset (with a forecasting task when the file
+    has a horizon). ``on_missing`` ``"drop_case"`` leaves out series with missing
+    values (``?``, ``NaN``)."""
 
 def read_arrow(
     source: Any,
@@ -337,5 +349,9 @@ def read_arrow(
     spec_type: str | None = None,
     sampling_rate_hz: float | None = None,
     ids: Literal["string", "uuid"] = "string",
+    on_missing: Literal["error", "drop_case"] = "error",
 ) -> TimeFDataset:
-    """GluonTS-style data (path, or an object with ``__arrow_c_stream__``) as a dataset."""
+    """GluonTS-style data (path, or an object with ``__arrow_c_stream__``) as a
+    dataset. Every common typing of ``item_id``, ``start``, ``target`` and ``freq``
+    is accepted (``docs/format.md``, "Connector inputs"); ``on_missing``
+    ``"drop_case"`` leaves out rows whose target holds NaN or null."""
