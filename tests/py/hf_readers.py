@@ -57,6 +57,8 @@ def canon(v):
     if isinstance(v, (bytes, bytearray, np.bytes_)) and len(v) == 16:
         h = bytes(v).hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    if v is pd.NA:
+        return None
     if isinstance(v, uuid.UUID):  # pyarrow's arrow.uuid (earlier column types)
         return str(v)
     if isinstance(v, np.ndarray):
@@ -110,7 +112,7 @@ def load_hf(path, streaming):
 
 
 def duck_rows(path):
-    rel = duckdb.sql(f"select * from read_parquet('{path}')")
+    rel = duckdb.sql(f"select * from read_parquet('{path}', hive_partitioning = false)")
     return rel.columns, [dict(zip(rel.columns, r)) for r in rel.fetchall()]
 
 
@@ -143,7 +145,8 @@ def main():
         compare(rel, "polars", df.columns, df.to_dicts(), expected)
         cols, rows = duck_rows(path)
         compare(rel, "duckdb", cols, rows, expected)
-        pdf = pd.read_parquet(path)
+        # numpy-backed pandas cannot hold list<fixed_size_binary[16]> (uuid16 id lists; pyarrow's limit)
+        pdf = pd.read_parquet(path, dtype_backend="pyarrow")
         compare(rel, "pandas", list(pdf.columns), pdf.to_dict("records"), expected)
         print(f"  {rel}: {len(expected)} rows equal in datasets, datasets streaming, pyarrow, polars, duckdb, "
               f"pandas; {hf}")
@@ -163,7 +166,7 @@ def main():
     df = pl.scan_parquet(os.path.join(version, "time_series", "*.parquet")).collect()
     compare("time_series/", "polars scan", df.columns, df.to_dicts(), all_chunks)
     # DuckDB: every index row joins the shard row it points at, with n_values values
-    joined = duckdb.sql(
+    joined = duckdb.execute(
         f"select count(*), count(*) filter (where len(s.values) = i.n_values) "
         f"from read_parquet('{os.path.join(version, 'time_series_index.parquet')}') i "
         f"join read_parquet('{os.path.join(version, 'time_series', '*.parquet')}') s "
