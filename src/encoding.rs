@@ -48,7 +48,9 @@ pub enum Pin {
 /// How ids of one id space are stored (FORMAT-BRIEF §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum IdEncoding {
-    /// `FIXED_LEN_BYTE_ARRAY(16)` with the Parquet `UUID` logical type.
+    /// `FIXED_LEN_BYTE_ARRAY(16)`, without a logical type (`docs/format.md`,
+    /// "Column types": versions written before 2026-11-30 carry the Parquet
+    /// `UUID` logical type, see [`FileSchema::earlier`]).
     Uuid16,
     /// UTF-8 `BYTE_ARRAY`.
     String,
@@ -108,7 +110,7 @@ impl Leaf {
     fn build(self, name: &str, rep: Repetition) -> Result<(TypePtr, Pin)> {
         Ok(match self {
             Leaf::Id(IdEncoding::Uuid16) => {
-                (prim(name, PhysicalType::FIXED_LEN_BYTE_ARRAY, rep, Some(LogicalType::Uuid), 16)?, Pin::Plain)
+                (prim(name, PhysicalType::FIXED_LEN_BYTE_ARRAY, rep, None, 16)?, Pin::Plain)
             }
             Leaf::Id(IdEncoding::String) | Leaf::Utf8 => {
                 (prim(name, PhysicalType::BYTE_ARRAY, rep, Some(LogicalType::String), 0)?, Pin::Plain)
@@ -186,25 +188,11 @@ impl SchemaBuilder {
         Ok(self)
     }
 
-    /// A nullable `map<utf8, utf8>`: leaves `name.key_value.key` / `.value` (Parquet MAP spec).
-    pub fn string_map(mut self, name: &str) -> Result<Self> {
-        let key = prim("key", PhysicalType::BYTE_ARRAY, Repetition::REQUIRED, Some(LogicalType::String), 0)?;
-        let value = prim("value", PhysicalType::BYTE_ARRAY, Repetition::REQUIRED, Some(LogicalType::String), 0)?;
-        let kv = Type::group_type_builder("key_value")
-            .with_repetition(Repetition::REPEATED)
-            .with_fields(vec![key, value])
-            .build()
-            .map_err(schema_err)?;
-        let outer = Type::group_type_builder(name)
-            .with_repetition(Repetition::OPTIONAL)
-            .with_logical_type(Some(LogicalType::Map))
-            .with_fields(vec![Arc::new(kv)])
-            .build()
-            .map_err(schema_err)?;
-        self.fields.push(Arc::new(outer));
-        self.pins.push((format!("{name}.key_value.key"), Pin::Plain));
-        self.pins.push((format!("{name}.key_value.value"), Pin::Plain));
-        Ok(self)
+    /// A nullable list of `{key, value}` UTF-8 pairs (both required): leaves
+    /// `name.list.element.key` / `.value`. Used instead of a Parquet MAP, which
+    /// Hugging Face `datasets` cannot load (`docs/format.md`, "Column types").
+    pub fn key_value_list(self, name: &str) -> Result<Self> {
+        self.list_of(name, true, vec![("key", Leaf::Utf8), ("value", Leaf::Utf8)], true)
     }
 
     /// The finished schema with its pins, in leaf order.
@@ -301,6 +289,62 @@ impl FileSchema {
             })
             .collect();
         Ok(Schema::new(fields))
+    }
+}
+
+impl FileSchema {
+    /// The same columns in the column types of versions written before
+    /// 2026-11-30, which are TimeF v1 too (`docs/format.md`, "Column types"):
+    /// uuid16 leaves carry the Parquet `UUID` logical type, and key/value lists
+    /// are Parquet MAPs (`<name>.key_value.key` / `.value`). Leaves and pins are
+    /// the same, in the same order. `verify` accepts either form.
+    pub fn earlier(&self) -> Result<FileSchema> {
+        let root = earlier_node(self.descr.root_schema())?;
+        Ok(FileSchema { descr: Arc::new(SchemaDescriptor::new(root)), pins: self.pins.clone() })
+    }
+}
+
+/// [`FileSchema::earlier`] of one schema node.
+fn earlier_node(t: &Type) -> Result<TypePtr> {
+    let info = t.get_basic_info();
+    let rep = info.has_repetition().then(|| info.repetition());
+    match t {
+        Type::PrimitiveType { physical_type: PhysicalType::FIXED_LEN_BYTE_ARRAY, type_length: 16, .. }
+            if info.logical_type_ref().is_none() =>
+        {
+            prim(info.name(), PhysicalType::FIXED_LEN_BYTE_ARRAY, info.repetition(), Some(LogicalType::Uuid), 16)
+        }
+        Type::PrimitiveType { .. } => Ok(Arc::new(t.clone())),
+        Type::GroupType { fields, .. } => {
+            let key_value = match (info.logical_type_ref(), fields.as_slice()) {
+                (Some(LogicalType::List), [list]) => match list.get_fields() {
+                    [element] if element.is_group() => {
+                        let names: Vec<&str> = element.get_fields().iter().map(|f| f.name()).collect();
+                        (names == ["key", "value"]).then(|| element.get_fields().to_vec())
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let (logical, fields) = match key_value {
+                Some(kv) => {
+                    let kv = Type::group_type_builder("key_value")
+                        .with_repetition(Repetition::REPEATED)
+                        .with_fields(kv.iter().map(|f| earlier_node(f)).collect::<Result<_>>()?)
+                        .build()
+                        .map_err(schema_err)?;
+                    (Some(LogicalType::Map), vec![Arc::new(kv)])
+                }
+                None => {
+                    (info.logical_type_ref().cloned(), fields.iter().map(|f| earlier_node(f)).collect::<Result<_>>()?)
+                }
+            };
+            let mut b = Type::group_type_builder(info.name()).with_logical_type(logical).with_fields(fields);
+            if let Some(rep) = rep {
+                b = b.with_repetition(rep);
+            }
+            Ok(Arc::new(b.build().map_err(schema_err)?))
+        }
     }
 }
 

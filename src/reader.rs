@@ -521,12 +521,7 @@ pub(crate) fn sample_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Sample>> {
         )?,
         "series.view",
     )?;
-    let meta = col(p, b, "metadata")?
-        .as_map_opt()
-        .ok_or_else(|| Error::Corrupt { path: p.to_path_buf(), reason: "metadata is not a map".into() })?;
-    let keys = strings(p, meta.keys())?;
-    let values = strings(p, meta.values())?;
-    let moff = meta.value_offsets();
+    let metadata = key_value_rows(p, b, "metadata", &ids)?;
     (0..b.num_rows())
         .map(|i| {
             let r = series[i].clone().unwrap_or(0..0);
@@ -537,16 +532,53 @@ pub(crate) fn sample_rows(p: &Path, b: &RecordBatch) -> Result<Vec<Sample>> {
                 t_start_s: t0[i],
                 t_end_s: t1[i],
                 series: r.map(|j| SeriesRef { time_series_id: ts[j].clone(), view: views[j].clone() }).collect(),
-                metadata: if meta.is_valid(i) {
-                    (moff[i] as usize..moff[i + 1] as usize)
-                        .map(|j| (keys[j].clone().unwrap_or_default(), values[j].clone().unwrap_or_default()))
-                        .collect()
-                } else {
-                    BTreeMap::new()
-                },
+                metadata: metadata[i].clone(),
             })
         })
         .collect()
+}
+
+/// The rows of a key/value column: `list<struct<key, value>>`, or in versions
+/// written before 2026-11-30 `map<utf8, utf8>` (`docs/format.md`, "Column
+/// types"). A null is an empty map. Keys must be sorted and unique and no key
+/// or value null; errors name the row's sample id (`sample_ids`).
+fn key_value_rows(
+    p: &Path,
+    b: &RecordBatch,
+    name: &str,
+    sample_ids: &[String],
+) -> Result<Vec<BTreeMap<String, String>>> {
+    let c = col(p, b, name)?;
+    let corrupt = |reason: String| Error::Corrupt { path: p.to_path_buf(), reason };
+    let (valid, offsets, keys, values): (Vec<bool>, &[i32], &ArrayRef, &ArrayRef) = if let Some(m) = c.as_map_opt() {
+        ((0..m.len()).map(|i| m.is_valid(i)).collect(), m.value_offsets(), m.keys(), m.values())
+    } else if let Some(l) = c.as_list_opt::<i32>() {
+        let entries = l.values().as_struct_opt().ok_or_else(|| corrupt(format!("{name} entries are not structs")))?;
+        let field = |f: &str| entries.column_by_name(f).ok_or_else(|| corrupt(format!("{name}.{f} missing")));
+        ((0..l.len()).map(|i| l.is_valid(i)).collect(), l.value_offsets(), field("key")?, field("value")?)
+    } else {
+        return Err(corrupt(format!("{name} is neither a list of key/value structs nor a map")));
+    };
+    let (keys, values) = (strings(p, keys)?, strings(p, values)?);
+    let mut out = Vec::with_capacity(valid.len());
+    for (i, &valid) in valid.iter().enumerate() {
+        let mut row = BTreeMap::new();
+        let range = if valid { offsets[i] as usize..offsets[i + 1] as usize } else { 0..0 };
+        let id = sample_ids.get(i).map(String::as_str).unwrap_or_default();
+        for j in range {
+            let (Some(k), Some(v)) = (&keys[j], &values[j]) else {
+                return Err(corrupt(format!("sample {id}: null key or value in {name}")));
+            };
+            if row.last_key_value().is_some_and(|(last, _): (&String, _)| last >= k) {
+                return Err(corrupt(format!(
+                    "sample {id}: {name} keys are not sorted and unique ({k:?} after an equal or greater key)"
+                )));
+            }
+            row.insert(k.clone(), v.clone());
+        }
+        out.push(row);
+    }
+    Ok(out)
 }
 
 /// The `(sample_id, annotation)` rows of one batch of `annotations.parquet`.

@@ -118,7 +118,7 @@ pub fn samples_schema(ids: IdEncodings) -> Result<FileSchema> {
             vec![("time_series_id", Leaf::Id(ids.get(IdSpace::TimeSeries))), ("view", Leaf::Cat)],
             false,
         )?
-        .string_map("metadata")?
+        .key_value_list("metadata")?
         .finish()
 }
 
@@ -242,8 +242,9 @@ impl Columns {
         Ok(())
     }
 
-    /// A nullable `map<utf8, utf8>`; an empty map is stored as null.
-    pub fn string_maps(&mut self, rows: &[&BTreeMap<String, String>]) {
+    /// A nullable list of `{key, value}` pairs in key order (keys are unique:
+    /// they come from a map); an empty map is stored as null.
+    pub fn key_value_lists(&mut self, rows: &[&BTreeMap<String, String>]) {
         let shape: Vec<Option<usize>> = rows.iter().map(|m| (!m.is_empty()).then_some(m.len())).collect();
         let (def, rep) = list_levels(shape.into_iter(), true);
         let keys = bytes_of(rows.iter().flat_map(|m| m.keys().map(String::as_str)));

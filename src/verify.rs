@@ -7,7 +7,8 @@
 //! 2. Files: every listed file exists with the manifest's size and sha256; no
 //!    file on disk is unlisted; the required tables are listed.
 //! 3. Every Parquet file: magic and footer readable; schema exactly the
-//!    format's (FORMAT-BRIEF §3, with the manifest's id encodings); zstd;
+//!    format's (FORMAT-BRIEF §3, with the manifest's id encodings, in the
+//!    current or the earlier form of its column types, one form per version); zstd;
 //!    statistics, column and offset index present. Every page of every column
 //!    chunk is walked with [`crate::thrift`]: its header decodes, its CRC-32 is
 //!    present and matches the page as stored, the pages tile the chunk, their
@@ -89,7 +90,9 @@ pub enum Check {
     Checksum,
     /// A Parquet file's magic or footer is unreadable.
     Footer,
-    /// Columns, types, nesting or logical types differ from the format.
+    /// Columns, types, nesting or logical types differ from the format (in
+    /// either form of its column types), or the files of a version mix the
+    /// two forms (`docs/format.md`, "Column types").
     Schema,
     /// A pinned encoding or the zstd codec did not take.
     Encoding,
@@ -636,6 +639,26 @@ struct Verifier<'a> {
     seen: [IdSeen; 6],
     /// The manifest's `schema` block as the stored entities give it.
     derived: SchemaBlock,
+    /// The column types of the first file whose schema tells them, and that file.
+    column_types: Option<(ColumnTypes, String)>,
+}
+
+/// The two forms of TimeF v1 column types (`docs/format.md`, "Column types").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ColumnTypes {
+    /// uuid16 without a logical type; key/value lists (written since 2026-11-30).
+    Current,
+    /// uuid16 with the Parquet `UUID` logical type; MAP (written before).
+    Earlier,
+}
+
+impl ColumnTypes {
+    fn describe(self) -> &'static str {
+        match self {
+            ColumnTypes::Current => "current (uuid16 without UUID logical type, key/value list)",
+            ColumnTypes::Earlier => "earlier (UUID logical type, MAP)",
+        }
+    }
 }
 
 impl<'a> Verifier<'a> {
@@ -650,6 +673,7 @@ impl<'a> Verifier<'a> {
             files: Vec::new(),
             seen: [IdSeen::default(); 6],
             derived: SchemaBlock::default(),
+            column_types: None,
         }
     }
 
@@ -815,12 +839,26 @@ impl<'a> Verifier<'a> {
         let expected = self.expected_schema(&kind);
         let schema_ok = match &expected {
             Some(s) => {
+                let actual = meta.file_metadata().schema();
                 let mut diffs = Vec::new();
-                schema_diffs("", meta.file_metadata().schema(), s.descr.root_schema(), &mut diffs);
-                for (column, msg) in &diffs {
-                    self.report.push(&rel, format!("column {column}"), Check::Schema, msg.as_str());
+                schema_diffs("", actual, s.descr.root_schema(), &mut diffs);
+                let current = diffs.is_empty();
+                let earlier = s.earlier().is_ok_and(|e| {
+                    let mut d = Vec::new();
+                    schema_diffs("", actual, e.descr.root_schema(), &mut d);
+                    d.is_empty()
+                });
+                match (current, earlier) {
+                    (false, false) => {
+                        for (column, msg) in &diffs {
+                            self.report.push(&rel, format!("column {column}"), Check::Schema, msg.as_str());
+                        }
+                    }
+                    (true, true) => {}
+                    (true, false) => self.column_types(&rel, ColumnTypes::Current),
+                    (false, true) => self.column_types(&rel, ColumnTypes::Earlier),
                 }
-                diffs.is_empty()
+                current || earlier
             }
             None => false,
         };
@@ -847,6 +885,23 @@ impl<'a> Verifier<'a> {
             }
         }
         self.files.push(PqFile { rel, path, kind, meta, schema_ok, bad_row_groups });
+    }
+
+    /// Records that `rel` uses `types` (its schema matches only that form);
+    /// a version's files all use one form, so a second form is a finding.
+    fn column_types(&mut self, rel: &str, types: ColumnTypes) {
+        match &self.column_types {
+            None => self.column_types = Some((types, rel.to_string())),
+            Some((first, by)) if *first != types => {
+                let msg = format!(
+                    "has the {} column types, {by} the {} ones: a version uses one form (docs/format.md, \"Column types\")",
+                    types.describe(),
+                    first.describe()
+                );
+                self.report.push(rel, "schema", Check::Schema, msg);
+            }
+            Some(_) => {}
+        }
     }
 
     /// Checks one column chunk's metadata and walks its pages; false when its

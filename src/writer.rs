@@ -799,7 +799,7 @@ fn write_samples(
     c.opt_f64s(&s.iter().map(|x| x.t_start_s).collect::<Vec<_>>());
     c.opt_f64s(&s.iter().map(|x| x.t_end_s).collect::<Vec<_>>());
     c.series_refs(&s.iter().map(|x| x.series.as_slice()).collect::<Vec<_>>(), ids.get(IdSpace::TimeSeries))?;
-    c.string_maps(&s.iter().map(|x| &x.metadata).collect::<Vec<_>>());
+    c.key_value_lists(&s.iter().map(|x| &x.metadata).collect::<Vec<_>>());
     let keys = s.iter().map(|x| (64 + 48 * x.series.len() as u64, key_hash(&x.sample_id, 0)));
     write_table(staging, "samples.parquet", tables::samples_schema(ids)?, c, keys, codec, created_by)
 }

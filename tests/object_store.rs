@@ -43,7 +43,7 @@ fn s3_endpoint(test: &str) -> Option<String> {
         }
         _ => {
             assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
-            eprintln!("skipped: {test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)");
+            common::skipped(&format!("{test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)"));
             None
         }
     }

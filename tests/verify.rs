@@ -42,18 +42,6 @@ fn write_manifest(dir: &Path, m: &Value) {
     std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(m).unwrap()).unwrap();
 }
 
-/// Replaces `rel` in the version at `dir` with `bytes` and makes the manifest's
-/// size and sha256 agree, so that only the structural checks can object.
-fn replace_file(dir: &Path, rel: &str, bytes: &[u8]) {
-    use sha2::Digest;
-    std::fs::write(dir.join(rel), bytes).unwrap();
-    let mut m = manifest(dir);
-    let entry = m["files"].as_array_mut().unwrap().iter_mut().find(|f| f["path"] == rel).unwrap();
-    entry["bytes"] = bytes.len().into();
-    entry["sha256"] = timef::commit::hex(&sha2::Sha256::digest(bytes)).into();
-    write_manifest(dir, &m);
-}
-
 fn checks_on(r: &VerifyReport, file: &str) -> Vec<Check> {
     r.findings.iter().filter(|f| f.file == file).map(|f| f.check).collect()
 }
@@ -283,7 +271,7 @@ fn files_of_another_layout_are_found_by_structure() {
     let b = written(tmp.path(), "v2", other);
     let a = tmp.path().join("index/ecg/v1");
     common::copy_dir(&clean, &a);
-    replace_file(&a, "time_series_index.parquet", &std::fs::read(b.join("time_series_index.parquet")).unwrap());
+    common::replace_file(&a, "time_series_index.parquet", &std::fs::read(b.join("time_series_index.parquet")).unwrap());
     let r = verify(&a).unwrap();
     assert!(!r.findings.iter().any(|f| matches!(f.check, Check::Checksum | Check::Size)), "{}", r.render());
     assert!(checks_on(&r, "time_series_index.parquet").contains(&Check::Pointer), "{}", r.render());
@@ -293,7 +281,7 @@ fn files_of_another_layout_are_found_by_structure() {
     let c = common::commit(tmp.path(), dataset("v3", 4), common::small_options());
     let a = tmp.path().join("samples/ecg/v1");
     common::copy_dir(&clean, &a);
-    replace_file(&a, "samples.parquet", &std::fs::read(c.join("samples.parquet")).unwrap());
+    common::replace_file(&a, "samples.parquet", &std::fs::read(c.join("samples.parquet")).unwrap());
     let r = verify(&a).unwrap();
     let integrity: Vec<&str> =
         r.findings.iter().filter(|f| f.check == Check::Integrity).map(|f| f.file.as_str()).collect();
@@ -316,7 +304,7 @@ fn pages_are_decoded_not_only_checksummed() {
     let mut bytes = std::fs::read(dir.join(rel)).unwrap();
     assert_eq!(bytes[page.offset as usize + 2], 0x15, "field 2, i32");
     bytes[page.offset as usize + 3] ^= 0x02;
-    replace_file(&dir, rel, &bytes);
+    common::replace_file(&dir, rel, &bytes);
     let r = verify(&dir).unwrap();
     assert_eq!(checks_on(&r, rel), [Check::Decode], "{}", r.render());
     assert_eq!(r.findings[0].location, "row group 0", "{}", r.render());
@@ -340,7 +328,7 @@ fn chunk_statistics_are_checked_against_the_values() {
     let a = common::commit(tmp.path(), one_series("v1", 1), common::small_options());
     let b = common::commit(tmp.path(), one_series("v2", 7), common::small_options());
     let rel = "time_series/shard-00000.parquet";
-    replace_file(&a, rel, &std::fs::read(b.join(rel)).unwrap());
+    common::replace_file(&a, rel, &std::fs::read(b.join(rel)).unwrap());
     let r = verify(&a).unwrap();
     let on_index: Vec<&timef::verify::Finding> =
         r.findings.iter().filter(|f| f.file == "time_series_index.parquet").collect();

@@ -108,12 +108,17 @@ fn samples_annotations_and_tasks_read_back_through_arrow() {
         let want: Vec<(String, String)> = s.series.iter().map(|r| (r.time_series_id.clone(), r.view.clone())).collect();
         assert_eq!(got, want, "series of {}", s.sample_id);
     }
-    let metadata = column(&b, "metadata").as_map();
-    let (keys, values) = (required_strings(metadata.keys()), required_strings(metadata.values()));
+    // a list of {key, value} structs in key order (docs/format.md, "Column types")
+    let metadata = column(&b, "metadata").as_list::<i32>();
+    let pairs = metadata.values().as_struct();
+    let keys = required_strings(pairs.column_by_name("key").unwrap().as_ref());
+    let values = required_strings(pairs.column_by_name("value").unwrap().as_ref());
     for (i, s) in samples.iter().enumerate() {
         // an empty map is stored as null
         assert_eq!(metadata.is_valid(i), !s.metadata.is_empty(), "metadata null of {}", s.sample_id);
         let r = metadata.value_offsets()[i] as usize..metadata.value_offsets()[i + 1] as usize;
+        let got_keys: Vec<&String> = r.clone().map(|j| &keys[j]).collect();
+        assert_eq!(got_keys, s.metadata.keys().collect::<Vec<_>>(), "metadata key order of {}", s.sample_id);
         let got: BTreeMap<String, String> = r.map(|j| (keys[j].clone(), values[j].clone())).collect();
         assert_eq!(got, s.metadata, "metadata of {}", s.sample_id);
     }
