@@ -57,7 +57,7 @@ use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
-use crate::storage::{hex, Location, MANIFEST};
+use crate::storage::{hex, Location, CLAIM, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
 use crate::thrift::{chunk_pages, PageKind};
 
@@ -280,7 +280,9 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
     let listed: BTreeSet<&str> = version.manifest().files.iter().map(|f| f.path.as_str()).collect();
     let (objects, _) = loc.list_files()?;
-    for (rel, _) in objects {
+    // a claim beside a committed version is the commit's last step not yet
+    // done (docs/format.md, "Storage backends and the commit"), not a stray file
+    for (rel, _) in objects.into_iter().filter(|(rel, _)| rel != CLAIM) {
         let dst = copy.join(&rel);
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;

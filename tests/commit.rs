@@ -213,3 +213,28 @@ fn two_writers_racing_for_one_version_get_one_winner() {
         assert_conforming(&version);
     }
 }
+
+/// `gc` on a local root removes the staging of a writer that is gone and never
+/// a live writer's (it holds the staging directory's `flock`), even at age 0;
+/// the live writer then commits a version that verifies.
+#[test]
+fn gc_removes_dead_staging_and_never_a_live_writers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let dead = root.join("ecg/.tmp-v0-deadbeef");
+    std::fs::create_dir_all(dead.join("time_series")).unwrap();
+    std::fs::write(dead.join("time_series/shard-00000.parquet"), b"partial").unwrap();
+    let staged = TimeFWriter::new(root, small_options()).write(ecg_dataset("ecg", "v1", 3)).unwrap();
+    let live = staged.staging_dir();
+    let report = timef::storage::gc(&timef::storage::Location::local(root), 0).unwrap();
+    assert_eq!(report.removed_claims, [dead.display().to_string()]);
+    assert_eq!(report.removed_files, 1);
+    assert_eq!(report.kept_claims, [live.display().to_string()]);
+    assert!(!dead.exists() && live.is_dir());
+    let dir = staged.commit().unwrap();
+    assert!(timef::verify::verify(&dir).unwrap().is_ok());
+    assert_eq!(
+        tree(&root.join("ecg")),
+        ["v1".to_string()].into_iter().chain(tree(&dir).into_iter().map(|p| format!("v1/{p}"))).collect::<Vec<_>>()
+    );
+}

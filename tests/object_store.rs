@@ -269,6 +269,26 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
     TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)).unwrap().commit().unwrap();
 }
 
+/// Objects under a version prefix that no writer claims (a cleared writer's
+/// leftovers, or put by hand) make the prefix unusable, like a local non-empty
+/// directory; a committed version with a stray claim beside it still verifies.
+#[test]
+fn memory_foreign_objects_refuse_the_write_and_a_stray_claim_verifies() {
+    let (store, root) = memory("foreign");
+    let rt = rt();
+    rt.block_on(store.put(&ObjPath::from("root/ecg/1/time_series/shard-00009.parquet"), vec![7u8].into())).unwrap();
+    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)) {
+        Err(Error::NotAVersion { path, .. }) => assert_eq!(path, PathBuf::from("memory://foreign/root/ecg/1")),
+        other => panic!("expected NotAVersion, got {other:?}"),
+    }
+    assert_eq!(objects(&store, "root/ecg/1"), ["time_series/shard-00009.parquet"], "the claim was released");
+
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)).unwrap().commit().unwrap();
+    rt.block_on(store.put(&ObjPath::from("root/ecg/2/_timef_claim.json"), vec![1u8].into())).unwrap();
+    let report = timef::verify::verify_at(&root.join("ecg/2")).unwrap();
+    assert!(report.is_ok(), "{}", report.render());
+}
+
 #[test]
 fn memory_files_equal_the_local_writers_bytes() {
     let (store, root) = memory("bytes");
@@ -655,4 +675,24 @@ fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root}/bench/1")]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A URL that carries user info, a query or a fragment (where credentials hide)
+/// is refused before any client sees it, and the secret appears nowhere.
+#[test]
+fn urls_with_credentials_are_refused_without_showing_them() {
+    for url in [
+        "s3://AKIA:hunter2@bucket/x",
+        "s3://bucket/x?token=hunter2",
+        "file:///tmp/x#hunter2",
+        "https://AKIA:hunter2@foo.amazonaws.com/x",
+    ] {
+        let err = Location::parse(url, &StorageOptions::new()).unwrap_err();
+        assert!(matches!(err, Error::InvalidUrl { .. }), "{url}: {err:?}");
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("AKIA"), "{url}: {shown}");
+        let (code, out, stderr) = common::cli(&["ls", url]);
+        assert_eq!(code, 2, "{url}: {stderr}");
+        assert!(!format!("{out}{stderr}").contains("hunter2"), "{url}: {stderr}");
+    }
 }

@@ -12,14 +12,14 @@ use pyo3::types::PyList;
 use timef::Error;
 
 pyo3::create_exception!(
-    _timef,
+    timef,
     TimeFValidationError,
     PyValueError,
     "A dataset entity breaks a rule of the format. Attributes: `id` (the entity, or a path \
      component), `field` (the offending field or option), `reason` (the rule it breaks)."
 );
 pyo3::create_exception!(
-    _timef,
+    timef,
     TimeFEditError,
     PyValueError,
     "A copy-on-write edit was refused before any I/O. Attributes: `id` (None), `field` \
@@ -27,20 +27,20 @@ pyo3::create_exception!(
      blocking (task, reference) or unknown sample id)."
 );
 pyo3::create_exception!(
-    _timef,
+    timef,
     TimeFInputError,
     PyValueError,
     "An input file of a connector is malformed. Attributes: `path` (str), `line` (1-based int or \
      None), `reason`."
 );
 pyo3::create_exception!(
-    _timef,
+    timef,
     NotAVersionError,
     PyValueError,
     "The directory is not a committed TimeF version. Attributes: `path`, `reason`."
 );
 pyo3::create_exception!(
-    _timef,
+    timef,
     CorruptVersionError,
     PyValueError,
     "Stored bytes do not match what the manifest or the format promises. Attributes: `path`, `reason`."
@@ -133,6 +133,14 @@ pub fn to_py(e: Error) -> PyErr {
             Error::Parquet { path, .. } | Error::Arrow { path, .. } => {
                 PyOSError::new_err((0, message, path.display().to_string()))
             }
+            // a URL the user typed: a ValueError naming it (never a credential)
+            Error::InvalidUrl { url, reason } => with_attrs(
+                py,
+                TimeFValidationError::new_err(message),
+                &[("id", s(&url)), ("field", s("root")), ("reason", s(&reason))],
+            ),
+            // the store failed (missing bucket, denied, network, timeout): an OSError naming the URL
+            Error::ObjectStore { url, .. } => PyOSError::new_err((0, message, url)),
             other => PyRuntimeError::new_err(other.to_string()),
         }
     })

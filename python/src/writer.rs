@@ -207,7 +207,8 @@ impl PyWriter {
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().target.ensure_absent().map_err(to_py)?;
+        let target = &slf.get().target;
+        slf.py().detach(|| target.ensure_absent()).map_err(to_py)?;
         Ok(slf)
     }
 
@@ -236,8 +237,10 @@ impl PyWriter {
     }
 
     /// Removes the staging directory of a written, uncommitted version.
-    fn abort(&self) -> PyResult<()> {
-        drop(self.staged()?.take());
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        // removing staging (or an object store's uploads) is I/O: without the GIL
+        let staged = self.staged()?.take();
+        py.detach(|| drop(staged));
         Ok(())
     }
 
@@ -250,7 +253,7 @@ impl PyWriter {
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         if exc_type.is_some() {
-            self.abort()?;
+            self.abort(py)?;
         } else if self.staged()?.is_some() {
             self.commit(py)?;
         }
@@ -276,8 +279,21 @@ pub fn edit_version(
     cascade: bool,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<String> {
-    let base = core_root(base_dir, storage_options.clone())?;
-    let out = core_root(out_root, storage_options)?;
+    // the options configure whichever side is on an object store (both when both are)
+    let options_for = |root: &Bound<'_, PyAny>| -> PyResult<Option<HashMap<String, String>>> {
+        let text: std::path::PathBuf = root.extract()?;
+        Ok(if timef::storage::is_url(&text.to_string_lossy()) { storage_options.clone() } else { None })
+    };
+    if storage_options.as_ref().is_some_and(|o| !o.is_empty())
+        && options_for(base_dir)?.is_none()
+        && options_for(out_root)?.is_none()
+    {
+        return Err(PyValueError::new_err(
+            "storage_options apply to object-store URLs, but base_dir and out_root are both local paths",
+        ));
+    }
+    let base = core_root(base_dir, options_for(base_dir)?)?;
+    let out = core_root(out_root, options_for(out_root)?)?;
     let op = timef::edit::RemoveSamples {
         sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },

@@ -110,7 +110,7 @@ def _write(
         compression=compression,
         compression_level=compression_level,
         progress_cb=progress_cb,
-        storage_options=storage_options,
+        storage_options=dict(storage_options) if storage_options is not None else None,
     ) as writer:
         writer.write()
     return writer.version_dir

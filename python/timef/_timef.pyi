@@ -1,7 +1,7 @@
 """Type stubs of the native module ``timef._timef`` (the Rust core's bindings)."""
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Union
 
@@ -145,7 +145,7 @@ class TimeFDataset:
         subject_id: str | None = None,
         t_start_s: float | None = None,
         t_end_s: float | None = None,
-        metadata: Mapping[str, str] | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> str:
         """Adds a sample over one or more series: ids (view ``"main"``) or
         ``(time_series_id, view)`` pairs; window bounds in seconds on the series' axis."""
@@ -187,7 +187,7 @@ class TimeFDataset:
 class WriteProgressEvent:
     """One progress report of a write."""
 
-    kind: Literal["started", "series_written", "file_written"]
+    kind: Literal["started", "series_written", "file_written", "other"]
     series: int | None
     """``started``: unique series to write."""
     samples: int | None
@@ -231,7 +231,7 @@ class TimeFWriter:
         compression: str = "zstd",
         compression_level: int = ...,
         progress_cb: Callable[[WriteProgressEvent], Any] | None = None,
-        storage_options: Mapping[str, str] | None = None,
+        storage_options: dict[str, str] | None = None,
     ) -> None: ...
     @property
     def version_dir(self) -> str:
@@ -290,11 +290,11 @@ class Version:
 def new_id() -> str:
     """A new UUIDv7 (canonical lowercase hyphenated string), time ordered."""
 
-def open(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> Version:
+def open(version_dir: StrPath, *, storage_options: dict[str, str] | None = None) -> Version:
     """Opens a committed version (a local directory or an object-store URL, as
     :class:`TimeFWriter`'s ``root``). Raises ``NotAVersionError``, ``OSError``."""
 
-def verify(version_dir: StrPath, *, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
+def verify(version_dir: StrPath, *, storage_options: dict[str, str] | None = None) -> dict[str, Any]:
     """End-to-end check of a version (see :meth:`Version.verify`)."""
 
 def edit_version(
@@ -304,7 +304,7 @@ def edit_version(
     dataset_version: str,
     remove_sample_ids: Sequence[str] = (),
     cascade: bool = False,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> str:
     """Writes ``<out_root>/<base name>/<dataset_version>``: the base with samples
     removed, committed atomically with a ``derived_from`` block; the base is

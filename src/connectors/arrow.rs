@@ -260,6 +260,10 @@ impl<'a> Read<'a> {
     }
 }
 
+/// Target values a Parquet input's record batch holds at most (about 8 MiB as
+/// float64; a batch holds at least one row).
+const PARQUET_BATCH_VALUES: usize = 1 << 20;
+
 /// A Parquet file as record batches of every row group in order (footer parsed
 /// once), plus the `start` column decoded from INT96 when it is stored so.
 #[allow(clippy::type_complexity)]
@@ -285,8 +289,27 @@ fn open_parquet(
     };
     // the wrapping nanosecond decoding of an INT96 `start` is never used
     let mask = ProjectionMask::leaves(&schema, (0..schema.num_columns()).filter(|&i| Some(i) != int96));
-    let reader =
-        ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta).with_projection(mask).build().map_err(bad)?;
+    // batches sized so that one holds about PARQUET_BATCH_VALUES target values,
+    // whatever the row groups: memory follows the batch, not the input
+    let target_leaves: Vec<usize> = (0..schema.num_columns())
+        .filter(|&i| schema.column(i).path().parts().first().is_some_and(|p| p == "target"))
+        .collect();
+    let values_per_row = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| {
+            let values: i64 = target_leaves.iter().map(|&i| rg.column(i).num_values().max(0)).sum();
+            usize::try_from(values / rg.num_rows().max(1)).unwrap_or(usize::MAX).max(1)
+        })
+        .max()
+        .unwrap_or(1);
+    let batch_rows = (PARQUET_BATCH_VALUES / values_per_row).clamp(1, 1024);
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        .with_projection(mask)
+        .with_batch_size(batch_rows)
+        .build()
+        .map_err(bad)?;
     Ok((Box::new(reader), starts))
 }
 

@@ -58,6 +58,10 @@ pub struct Staging {
     /// (removed again on abort while empty).
     created_parents: Vec<PathBuf>,
     published: bool,
+    /// The staging directory opened and `flock`ed exclusively while this writer
+    /// lives; the kernel drops the lock when the process dies however it dies,
+    /// which is how [`gc`] tells a dead writer's staging from a live one's.
+    _owner: File,
     _live: LiveGuard,
 }
 
@@ -85,12 +89,15 @@ impl Staging {
                 Err(e) => return Err(Error::io(&dir, e)),
             }
         }
+        let owner = File::open(&dir).map_err(|e| Error::io(&dir, e))?;
+        rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive).map_err(|e| Error::io(&dir, e.into()))?;
         Ok(Staging {
             dirs: vec![dir.clone()],
             dir,
             target: target.to_path_buf(),
             created_parents,
             published: false,
+            _owner: owner,
             _live: LiveGuard::new(),
         })
     }
@@ -104,6 +111,10 @@ impl Staging {
     /// creating its parent directories; returns it and its path.
     pub fn create_file(&mut self, rel: &str) -> Result<(File, PathBuf)> {
         let path = self.dir.join(rel);
+        // never create the staging directory again once something removed it
+        if !self.dir.is_dir() {
+            return Err(Error::io(&self.dir, io::Error::new(io::ErrorKind::NotFound, "staging directory was removed")));
+        }
         if let Some(parent) = path.parent() {
             if !parent.exists() {
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
@@ -253,8 +264,10 @@ pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Removes `<root>/<name>/.tmp-*` staging directories last modified more than
-/// `older_than_s` seconds ago (writers that died before publishing).
+/// Removes `<root>/<name>/.tmp-*` staging directories whose writer is gone (no
+/// process holds their `flock`) and that were last modified more than
+/// `older_than_s` seconds ago. `flock` is advisory and may be absent on network
+/// filesystems (NFS without lock support): there only the age protects a live writer.
 pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
     let mut report = super::GcReport::default();
     let now = std::time::SystemTime::now();
@@ -269,6 +282,12 @@ pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
         }
         found.sort();
         for dir in found {
+            // a live writer holds its staging directory's lock: never touched
+            let Ok(owner) = File::open(&dir) else { continue };
+            if rustix::fs::flock(&owner, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+                report.kept_claims.push(dir.display().to_string());
+                continue;
+            }
             let age_s = fs::metadata(&dir)
                 .and_then(|m| m.modified())
                 .ok()

@@ -520,14 +520,15 @@ pub struct GcReport {
 }
 
 /// Clears what writers that died left under `root` (docs/format.md "Clearing a
-/// dead writer's claim"): on an object store, every claim older than
-/// `older_than_s` seconds, and, when its version has no manifest, every object
-/// under that version; on a local root, every `<name>/.tmp-*` staging
-/// directory older than `older_than_s`. A committed version is never touched
+/// dead writer's claim"): on an object store, every claim whose version prefix
+/// has had no object written for `older_than_s` seconds, and, when its version
+/// has no manifest, every object under that version; on a local root, every
+/// `<name>/.tmp-*` staging directory older than `older_than_s` whose writer is
+/// gone (no process holds its `flock`). A committed version is never touched
 /// (only a leftover claim beside its manifest is deleted).
 ///
-/// Choose `older_than_s` longer than any write can take: a live writer's claim
-/// is indistinguishable from a dead one's except by age.
+/// On an object store choose `older_than_s` longer than any pause of a write:
+/// there a live writer's claim differs from a dead one's only by age.
 ///
 /// # Errors
 /// I/O and store errors.

@@ -92,8 +92,9 @@ impl fmt::Display for ObjectLocation {
     }
 }
 
-/// The in-memory stores of this process by name (`memory://NAME/...`), so that
-/// every location naming one sees the same objects.
+/// The in-memory stores of this process by URL host, so that every location
+/// naming one sees the same objects (`object_store` parses `memory:///prefix`
+/// only, so URLs share the store of the empty host).
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<std::collections::BTreeMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
     let stores = STORES.get_or_init(Default::default);
@@ -166,6 +167,14 @@ impl ObjectLocation {
     pub(crate) fn parse(text: &str, options: &StorageOptions) -> Result<ObjectLocation> {
         let url = url::Url::parse(text).map_err(|e| invalid(&redact(text), e.to_string()))?;
         let shown = redact(text);
+        // the clients' own error texts repeat the URL, so one that carries a
+        // secret is refused before any of them sees it
+        if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+            return Err(invalid(
+                &shown,
+                "user info, a query or a fragment is not accepted in a store URL: give credentials through the environment or storage options",
+            ));
+        }
         let (scheme, path) =
             object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;
         let path = ObjPath::parse(path).map_err(|e| invalid(&shown, e.to_string()))?;
@@ -173,7 +182,8 @@ impl ObjectLocation {
         use object_store::ObjectStoreScheme as S;
         let host = url.host_str().unwrap_or("");
         let store: Arc<dyn ObjectStore> = match scheme {
-            S::Local => Arc::new(object_store::local::LocalFileSystem::new()),
+            // durable like the local backend: data, manifest and directories fsynced
+            S::Local => Arc::new(object_store::local::LocalFileSystem::new().with_fsync(true)),
             S::Memory => memory_store(host),
             #[cfg(feature = "s3")]
             S::AmazonS3 => cloud_store!(
@@ -356,16 +366,25 @@ impl ObjectLocation {
                 backend: Arc::clone(&self.backend),
                 path: ObjPath::from_iter(parts[..parts.len().saturating_sub(1)].iter().cloned()),
             };
+            // a live writer keeps putting objects: its newest one is young
+            let objects = version.list_all()?;
+            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max().unwrap_or(created);
+            if now.duration_since(newest).map_or(0, |d| d.as_secs()) < older_than_s {
+                report.kept_claims.push(claim_loc.to_string());
+                continue;
+            }
+            // the claim goes first, so a writer still alive fails its commit
+            // (it checks the claim) instead of committing over deleted files
+            claim_loc.delete()?;
+            report.removed_claims.push(claim_loc.to_string());
             if version.join(MANIFEST).size()?.is_none() {
-                for m in version.list_all()? {
+                for m in objects {
                     if m.location != claim.location {
                         ObjectLocation { backend: Arc::clone(&self.backend), path: m.location }.delete()?;
                         report.removed_files += 1;
                     }
                 }
             }
-            claim_loc.delete()?;
-            report.removed_claims.push(claim_loc.to_string());
         }
         Ok(report)
     }
@@ -559,6 +578,16 @@ impl Staging {
         };
         // a writer may have committed and released its claim just before ours
         staging.target.ensure_absent()?;
+        // objects under the prefix that are not ours (left by a writer whose
+        // claim was cleared, or put there by hand) would be read by every glob
+        // over the version: refuse, like the local backend's non-empty directory
+        let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
+        if foreign {
+            return Err(Error::NotAVersion {
+                path: staging.target.to_string().into(),
+                reason: "holds objects but no committed version (no manifest.json); remove them (timef gc) or choose another version".into(),
+            });
+        }
         Ok(staging)
     }
 
@@ -599,12 +628,27 @@ impl Staging {
         }
         let manifest = self.target.join(MANIFEST);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes), opts))? {
+        match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes.clone()), opts))? {
             Ok(_) => {}
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                return Err(Error::AlreadyExists { path: self.target.to_string().into() })
+            Err(e) => {
+                // a retried or timed-out create may have landed: if the manifest
+                // there is ours, the version is committed (and must not be aborted)
+                if matches!(manifest.read_small(bytes.len() as u64 + 1), Ok(Small::Bytes(ref b)) if *b == bytes) {
+                    self.published = true;
+                    let _ = self.target.join(CLAIM).delete();
+                    return Ok(self.target.to_string().into());
+                }
+                // whatever the manifest there is, its files must stay
+                if manifest.size().ok().flatten().is_some() {
+                    self.published = true;
+                }
+                return Err(match e {
+                    object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
+                        Error::AlreadyExists { path: self.target.to_string().into() }
+                    }
+                    e => manifest.err(e),
+                });
             }
-            Err(e) => return Err(manifest.err(e)),
         }
         self.published = true;
         // committed; a claim left by a failed delete is cleared by gc
@@ -618,12 +662,18 @@ impl Drop for Staging {
         if self.published {
             return;
         }
-        // only while the claim is ours: otherwise these keys may be another writer's files
-        if self.holds_claim().unwrap_or(false) {
+        // only while the claim is ours and no manifest is there: otherwise these
+        // keys may be another writer's, or a committed version's, files
+        let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
+        if !committed && self.holds_claim().unwrap_or(false) {
+            let mut all_deleted = true;
             for loc in &self.written {
-                let _ = loc.delete();
+                all_deleted &= loc.delete().is_ok();
             }
-            let _ = self.target.join(CLAIM).delete();
+            // a claim over files that could not be deleted is what lets gc find them
+            if all_deleted {
+                let _ = self.target.join(CLAIM).delete();
+            }
         }
     }
 }
