@@ -470,7 +470,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     writeln!(out, "{doc}")
                 }
             };
-            res.and_then(|_| out.flush()).map_err(|e| Error::io("<stdout>", e))?;
+            res.and_then(|_| out.flush()).map_err(|e| Error::io(STDOUT, e))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Verify { version_dir, json } => {
@@ -563,11 +563,20 @@ fn on_ctrl_c() {
     });
 }
 
+/// The name standard output goes by in errors.
+const STDOUT: &str = "<stdout>";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     on_ctrl_c();
     match run(cli) {
         Ok(code) => code,
+        // a reader that stopped reading (`timef cat ... | head`): done, quietly, as Unix tools are
+        Err(Error::Io { path, source })
+            if path.as_os_str() == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             let hint = match &e {
                 Error::Edit { blockers } if blockers.iter().any(|b| b.starts_with("task ")) => {

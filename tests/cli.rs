@@ -243,3 +243,33 @@ fn damaged_versions_fail_cleanly() {
         );
     }
 }
+
+/// `timef cat ... | head -1`: a reader that closes the pipe early ends `cat`
+/// quietly with exit 0 (the series is far larger than a pipe's buffer).
+#[test]
+fn cat_into_a_closed_pipe_exits_0_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = common::dataset_with_source("long", "v1");
+    common::add_series(&mut d, "rec/0", "ecg", "I", 500.0, 1, 200_000);
+    d.add_sample(timef::Sample {
+        sample_id: "rec".into(),
+        source_id: "src".into(),
+        series: common::main_refs(&["rec/0"]),
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = common::commit(tmp.path(), d, timef::WriterOptions::default());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_timef"))
+        .args(["cat", dir.to_str().unwrap(), "rec/0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert_eq!(first, "index,value\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), ""));
+}
