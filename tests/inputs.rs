@@ -359,3 +359,107 @@ fn cp1252_tsf_ingests_with_its_encoding() {
     let (_, json, _) = cli(&["info", "--json", out.trim()]);
     assert!(json.contains("caf\u{e9} sales"), "{json}");
 }
+
+mod typings_property {
+    use super::*;
+    use arrow::datatypes::{DataType, Field, TimeUnit};
+    use proptest::prelude::*;
+
+    fn list_of(kind: u8, leaf: DataType, len: i32) -> DataType {
+        let field = Arc::new(Field::new("item", leaf, true));
+        match kind {
+            0 => DataType::List(field),
+            1 => DataType::LargeList(field),
+            _ => DataType::FixedSizeList(field, len),
+        }
+    }
+
+    /// (item_id, start, target) columns of the plain typing for rows of `len` values.
+    fn plain(ids: &[u16], days: &[i16], values: &[Vec<u8>]) -> [ArrayRef; 3] {
+        let id: ArrayRef = Arc::new(StringArray::from(ids.iter().map(|i| i.to_string()).collect::<Vec<_>>()));
+        let ms: Vec<i64> = days.iter().map(|&d| i64::from(d) * 86_400_000).collect();
+        let start: ArrayRef = Arc::new(arrow::array::TimestampMillisecondArray::from(ms));
+        let mut t = ListBuilder::new(arrow::array::Float32Builder::new());
+        for v in values {
+            t.values().append_slice(&v.iter().map(|&x| f32::from(x)).collect::<Vec<_>>());
+            t.append(true);
+        }
+        [id, start, Arc::new(t.finish())]
+    }
+
+    fn commit_bytes(dir: &Path, name: &str, cols: [ArrayRef; 3]) -> std::collections::BTreeMap<String, Vec<u8>> {
+        let batch = RecordBatch::try_from_iter([
+            ("item_id", cols[0].clone()),
+            ("start", cols[1].clone()),
+            ("target", cols[2].clone()),
+        ])
+        .unwrap();
+        let path = dir.join(format!("{name}.arrow"));
+        ipc(&path, &batch);
+        let d = read_arrow(&path, &ArrowOptions::new("p", "1")).unwrap();
+        let out = common::commit(&dir.join(name), d, timef::WriterOptions::default());
+        common::file_bytes(&out)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        /// Any typing of the same logical data (built with arrow's cast kernels)
+        /// writes the same bytes as the plain typing.
+        #[test]
+        fn any_typing_writes_the_same_bytes(
+            ids in proptest::collection::btree_set(0u16..1000, 1..6),
+            len in 1i32..5,
+            id_kind in 0usize..7,
+            start_kind in 0usize..8,
+            leaf_kind in 0usize..11,
+            list_kind in 0u8..3,
+            seed in any::<u64>(),
+        ) {
+            let ids: Vec<u16> = ids.into_iter().collect();
+            let days: Vec<i16> = ids.iter().enumerate().map(|(k, _)| ((seed >> (k * 4)) as i16 % 2000) - 1000).collect();
+            let values: Vec<Vec<u8>> = (0..ids.len())
+                .map(|r| (0..len).map(|k| ((seed >> ((r + k as usize) % 56)) as u8) % 100).collect())
+                .collect();
+            let base = plain(&ids, &days, &values);
+            let id_type = [
+                DataType::Utf8,
+                DataType::LargeUtf8,
+                DataType::Utf8View,
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::LargeUtf8)),
+                DataType::UInt16,
+                DataType::Int64,
+            ][id_kind].clone();
+            let start_type = [
+                DataType::Timestamp(TimeUnit::Millisecond, None),
+                DataType::Timestamp(TimeUnit::Second, None),
+                DataType::Timestamp(TimeUnit::Microsecond, Some("+01:00".into())),
+                DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                DataType::Date32,
+                DataType::Date64,
+                DataType::Timestamp(TimeUnit::Second, Some("America/New_York".into())),
+                DataType::Timestamp(TimeUnit::Nanosecond, None),
+            ][start_kind].clone();
+            let leaf = [
+                DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8, DataType::Int16,
+                DataType::Int32, DataType::Int64, DataType::UInt8, DataType::UInt16, DataType::UInt32, DataType::UInt64,
+            ][leaf_kind].clone();
+            let cast = |a: &ArrayRef, t: &DataType| arrow::compute::cast(a, t).unwrap();
+            // a zone only labels the instant: cast the unit, then set the zone
+            // (arrow's cast from a naive timestamp to a zone reads it as local time)
+            let start = match &start_type {
+                DataType::Timestamp(unit, Some(tz)) => {
+                    let naive = cast(&base[1], &DataType::Timestamp(*unit, None));
+                    let data = naive.to_data().into_builder().data_type(DataType::Timestamp(*unit, Some(tz.clone())));
+                    arrow::array::make_array(data.build().unwrap())
+                }
+                t => cast(&base[1], t),
+            };
+            let typed = [cast(&base[0], &id_type), start, cast(&base[2], &list_of(list_kind, leaf, len))];
+            let tmp = tempfile::tempdir().unwrap();
+            let want = commit_bytes(tmp.path(), "plain", base);
+            let got = commit_bytes(tmp.path(), "typed", typed);
+            prop_assert!(want == got, "typing ({id_kind}, {start_kind}, {leaf_kind}, {list_kind}) wrote other bytes");
+        }
+    }
+}
