@@ -32,12 +32,9 @@ pub fn new_id() -> String {
 /// True when `s` is a canonical UUID string: lowercase hex in 8-4-4-4-12 groups
 /// (FORMAT-BRIEF §2; an uppercase or unhyphenated UUID is not canonical).
 pub fn is_canonical_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
-        })
+    // of the forms `try_parse` takes (simple, braced, urn, any case) only the
+    // hyphenated one is 36 characters long
+    s.len() == 36 && !s.bytes().any(|b| b.is_ascii_uppercase()) && uuid::Uuid::try_parse(s).is_ok()
 }
 
 /// Checks a path component (`dataset_name`, `dataset_version`, `task_name`):

@@ -21,7 +21,7 @@ use crate::dataset::{
 };
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
-use crate::storage::{hex, Location, Small, MANIFEST};
+use crate::storage::{Location, Small, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,7 +189,7 @@ impl Version {
             .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json: {e}") })?;
         let manifest_sha256 = {
             use sha2::Digest;
-            hex(&sha2::Sha256::digest(&bytes))
+            hex::encode(sha2::Sha256::digest(&bytes))
         };
         Ok(Version { dir, loc, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
     }

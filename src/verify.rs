@@ -57,7 +57,7 @@ use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
-use crate::storage::{hex, Location, CLAIM, MANIFEST};
+use crate::storage::{Location, CLAIM, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
 use crate::thrift::{chunk_pages, PageKind};
 
@@ -773,7 +773,7 @@ impl<'a> Verifier<'a> {
                 Ok(_) => {}
             }
             let mut h = Sha256::new();
-            match Location::local(&path).stream(&mut |block| h.update(block)).map(|_| hex(&h.finalize())) {
+            match Location::local(&path).stream(&mut |block| h.update(block)).map(|_| hex::encode(h.finalize())) {
                 Ok(sha) if sha != entry.sha256 => {
                     let msg = format!("sha256 {sha}, manifest.json says {}", entry.sha256);
                     self.report.push(rel, "file", Check::Checksum, msg);

@@ -26,6 +26,21 @@ pub(crate) fn unreadable(path: &std::path::Path, e: std::io::Error) -> crate::Er
     crate::Error::input(path, None, format!("cannot read the input file: {e}"))
 }
 
+/// Seconds since 1970-01-01T00:00:00 UTC of a proleptic Gregorian date and a
+/// time of day; `None` for a date or time that does not exist (month 13,
+/// February 29 of a common year, hour 24, second 60). The date parsers of the
+/// text connectors each keep their own grammar and share this arithmetic.
+pub(crate) fn civil_epoch_s(year: u32, month: u32, day: u32, hour: u32, minute: u32, second: u32) -> Option<i64> {
+    let date = chrono::NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
+    Some(date.and_hms_opt(hour, minute, second)?.and_utc().timestamp())
+}
+
+/// The value of `digits` when it is 1 to 9 ASCII digits, else `None`.
+pub(crate) fn decimal(digits: &[u8]) -> Option<u32> {
+    ((1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit))
+        .then(|| digits.iter().fold(0, |acc, &d| acc * 10 + u32::from(d - b'0')))
+}
+
 /// How connectors spell ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IdMode {

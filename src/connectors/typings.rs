@@ -17,7 +17,8 @@ use arrow::datatypes::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt32Type, UInt64Type,
 };
 
-use crate::connectors::tsf::{days_from_civil, days_in_month, GREGORIAN_YEAR_S};
+use crate::connectors::tsf::GREGORIAN_YEAR_S;
+use crate::connectors::{civil_epoch_s, decimal};
 use crate::dataset::SeriesValues;
 
 /// Largest magnitude of whole seconds that an `f64` holds exactly (2^53).
@@ -133,37 +134,24 @@ pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>
 pub(crate) fn parse_iso8601(text: &str) -> Option<f64> {
     let s = text.trim();
     let b = s.as_bytes();
-    let num = |from: usize, to: usize| -> Option<i64> {
-        let digits = b.get(from..to)?;
-        digits.iter().all(u8::is_ascii_digit).then(|| digits.iter().fold(0, |a, &d| a * 10 + i64::from(d - b'0')))
-    };
+    let num = |from: usize, to: usize| b.get(from..to).and_then(decimal);
     if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
     let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
-    if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-        return None;
-    }
-    let mut secs = days_from_civil(y, m, d) * 86_400;
+    let (mut hh, mut mm, mut ss) = (0, 0, 0);
     let mut frac = 0.0;
     let mut rest = &s[10..];
     if let Some(time) = rest.strip_prefix(['T', 't', ' ']) {
         let tb = time.as_bytes();
-        let tnum = |from: usize, to: usize| -> Option<i64> {
-            let digits = tb.get(from..to)?;
-            digits.iter().all(u8::is_ascii_digit).then(|| digits.iter().fold(0, |a, &d| a * 10 + i64::from(d - b'0')))
-        };
-        let (hh, mm) = (tnum(0, 2)?, tnum(3, 5)?);
-        if tb.get(2) != Some(&b':') || hh > 23 || mm > 59 {
+        let tnum = |from: usize, to: usize| tb.get(from..to).and_then(decimal);
+        (hh, mm) = (tnum(0, 2)?, tnum(3, 5)?);
+        if tb.get(2) != Some(&b':') {
             return None;
         }
         let mut used = 5;
-        let mut ss = 0;
         if tb.get(5) == Some(&b':') {
             ss = tnum(6, 8)?;
-            if ss > 59 {
-                return None;
-            }
             used = 8;
             if tb.get(8) == Some(&b'.') {
                 let digits = tb[9..].iter().take_while(|c| c.is_ascii_digit()).count();
@@ -174,9 +162,9 @@ pub(crate) fn parse_iso8601(text: &str) -> Option<f64> {
                 used = 9 + digits;
             }
         }
-        secs += hh * 3_600 + mm * 60 + ss;
         rest = &time[used..];
     }
+    let mut secs = civil_epoch_s(y, m, d, hh, mm, ss)?;
     match rest.as_bytes() {
         [] | [b'Z' | b'z'] => {}
         [sign @ (b'+' | b'-'), ..] => {

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Dropped, IdMode, TextEncoding, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
+use super::{civil_epoch_s, decimal, Dropped, IdMode, TextEncoding, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset};
 use crate::error::{Error, Result};
 
@@ -860,9 +860,10 @@ fn parse_datetime(s: &str) -> Option<f64> {
     let year = digits(ymd.next()?, 4, 4)?;
     let month = digits(ymd.next()?, 1, 2)?;
     let day = digits(ymd.next()?, 1, 2)?;
-    if ymd.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    if ymd.next().is_some() {
         return None;
     }
+    let midnight_s = civil_epoch_s(year, month, day, 0, 0, 0)? as f64;
     let mut secs = 0.0;
     if let Some(time) = time {
         let mut hms = time.split(':');
@@ -882,38 +883,16 @@ fn parse_datetime(s: &str) -> Option<f64> {
         if hms.next().is_some() || h > 23 || m > 59 {
             return None;
         }
-        secs = (h * 3600 + m * 60) as f64 + s;
+        // a fractional second is added to the time of day first, then to the
+        // day: the order decides the last bit of the stamp
+        secs = f64::from(h * 3600 + m * 60) + s;
     }
-    Some(days_from_civil(year, month, day) as f64 * 86_400.0 + secs)
+    Some(midnight_s + secs)
 }
 
 /// An unsigned decimal of `min..=max` ASCII digits.
-fn digits(s: &str, min: usize, max: usize) -> Option<i64> {
-    if (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) {
-        s.parse().ok()
-    } else {
-        None
-    }
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+fn digits(s: &str, min: usize, max: usize) -> Option<u32> {
+    (min..=max).contains(&s.len()).then(|| decimal(s.as_bytes())).flatten()
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@
 //!    written and fsyncs the file when it is finished.
 //! 3. [`Staging::publish`] fsyncs the staging directory and its subdirectories,
 //!    renames it onto `<version>/` with `RENAME_NOREPLACE` (never replacing an
-//!    existing version), then fsyncs the parent directory.
+//!    existing version), then fsyncs the parent directory and, on a first write,
+//!    every directory above it that [`Staging::create`] created and the first
+//!    one that existed, so no directory of the version's path can vanish after
+//!    a power loss once the commit is reported.
 //!
 //! Dropping a [`Staging`] that was not published removes the staging directory
 //! and nothing else (abort, error, or a panic unwinding through the writer) —
@@ -22,6 +25,9 @@ use std::path::{Path, PathBuf};
 
 use super::{LiveGuard, Small, MANIFEST};
 use crate::error::{Error, Result};
+
+/// Random characters in a staging directory's name (`[A-Za-z0-9]`, ~190 bits).
+const STAGING_RANDOM_CHARS: usize = 32;
 
 /// Checks that a version can be published at `version_dir`: fails with
 /// [`Error::AlreadyExists`] when it holds a committed version, and with
@@ -66,15 +72,17 @@ pub struct Staging {
 }
 
 impl Staging {
-    /// Creates `<parent of target>/.tmp-<version>-<uuid v4>/` (and the parent).
+    /// Creates `<parent of target>/.tmp-<version>-<random>/` (and the parent,
+    /// with every missing directory above it).
     pub fn create(target: &Path) -> Result<Staging> {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let dir = parent.join(format!(".tmp-{version}-{}", uuid::Uuid::new_v4().simple()));
+        let prefix = format!(".tmp-{version}-");
         let mut created_parents = Vec::new();
         // another writer's abort may remove an empty parent between the two
         // calls; creating it again is all that is needed
-        for attempt in 0.. {
+        let mut attempt = 0;
+        let dir = loop {
             if !parent.exists() {
                 created_parents = parent
                     .ancestors()
@@ -83,12 +91,14 @@ impl Staging {
                     .collect();
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
             }
-            match fs::create_dir(&dir) {
-                Ok(()) => break,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 => continue,
-                Err(e) => return Err(Error::io(&dir, e)),
+            // the default mode (0o777 less the umask), as `fs::create_dir`: a
+            // committed version is as readable as any directory the user makes
+            match tempfile::Builder::new().prefix(&prefix).rand_bytes(STAGING_RANDOM_CHARS).tempdir_in(parent) {
+                Ok(d) => break d.keep(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 => attempt += 1,
+                Err(e) => return Err(Error::io(parent, e)),
             }
-        }
+        };
         let owner = File::open(&dir).map_err(|e| Error::io(&dir, e))?;
         rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive).map_err(|e| Error::io(&dir, e.into()))?;
         Ok(Staging {
@@ -132,19 +142,38 @@ impl Staging {
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target
-    /// without replacing anything, fsyncs the parent. Returns the version directory.
-    pub fn publish(mut self) -> Result<PathBuf> {
+    /// without replacing anything, fsyncs the parent and the directories above
+    /// it that this staging created, up to the first that existed.
+    pub fn publish(mut self) -> Result<Published> {
+        let mut synced_dirs = Vec::new();
+        let mut sync = |d: &Path| fsync_dir(d).map(|()| synced_dirs.push(d.to_path_buf()));
         // deepest first, so each directory entry is durable before its parent's
         self.dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &self.dirs {
-            fsync_dir(d)?;
+            sync(d)?;
         }
         rename_noreplace(&self.dir, &self.target)?;
         self.published = true;
         let parent = self.target.parent().unwrap_or(Path::new("."));
-        fsync_dir(parent)?;
-        Ok(self.target.clone())
+        sync(parent)?;
+        // each created directory's entry lives in its parent: `<name>/` in the
+        // root, the root in the directory above, ... up to the first that existed
+        for created in &self.created_parents {
+            sync(created.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
+        }
+        Ok(Published { dir: self.target.clone(), synced_dirs })
     }
+}
+
+/// What [`Staging::publish`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The version directory.
+    pub dir: PathBuf,
+    /// Every directory fsynced, in order: staging's subdirectories deepest
+    /// first, staging itself, then (after the rename) the version's parent and
+    /// the parent of each directory this staging created.
+    pub synced_dirs: Vec<PathBuf>,
 }
 
 impl Drop for Staging {
@@ -219,33 +248,25 @@ pub(crate) fn stream(path: &Path, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
 }
 
 /// Every non-directory entry under `dir` with its size, relative and
-/// `/`-separated, sorted, and the directories that could not be listed.
-/// Symbolic links are not followed.
+/// `/`-separated, sorted, and each path (relative) that could not be listed
+/// or examined with why. Symbolic links are not followed.
 pub(crate) fn walk(dir: &Path) -> (Vec<(String, u64)>, Vec<(String, String)>) {
-    fn go(base: &Path, dir: &Path, out: &mut Vec<(String, u64)>, errors: &mut Vec<(String, String)>) {
-        let rel = |p: &Path| {
-            p.strip_prefix(base).map(|r| match r.as_os_str().is_empty() {
-                true => ".".to_string(),
-                false => r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
-            })
-        };
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
+    let rel = |p: &Path| match p.strip_prefix(dir) {
+        Ok(r) if r.as_os_str().is_empty() => ".".to_string(),
+        Ok(r) => r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
+        Err(_) => String::new(),
+    };
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    for entry in walkdir::WalkDir::new(dir).follow_links(false) {
+        match entry.and_then(|e| e.metadata().map(|m| (e, m))) {
+            Ok((e, _)) if e.file_type().is_dir() => {}
+            Ok((e, m)) => out.push((rel(e.path()), m.len())),
             Err(e) => {
-                errors.push((rel(dir).unwrap_or_default(), e.to_string()));
-                return;
-            }
-        };
-        for entry in entries {
-            match entry.and_then(|e| Ok((e.path(), e.file_type()?, e.metadata()?.len()))) {
-                Ok((p, t, _)) if t.is_dir() => go(base, &p, out, errors),
-                Ok((p, _, len)) => out.extend(rel(&p).ok().map(|r| (r, len))),
-                Err(e) => errors.push((rel(dir).unwrap_or_default(), e.to_string())),
+                let msg = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
+                errors.push((e.path().map(rel).unwrap_or_default(), msg));
             }
         }
     }
-    let (mut out, mut errors) = (Vec::new(), Vec::new());
-    go(dir, dir, &mut out, &mut errors);
     out.sort();
     (out, errors)
 }
@@ -304,4 +325,77 @@ pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_first_write_fsyncs_each_directory_it_created_and_the_first_that_existed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("a/b/root");
+        let target = root.join("ds/v1");
+        let mut staging = Staging::create(&target).unwrap();
+        let dir = staging.dir().to_path_buf();
+        staging.create_file("time_series/shard-00000.parquet").unwrap();
+        let published = staging.publish().unwrap();
+        assert_eq!(published.dir, target);
+        let want = [
+            dir.join("time_series"),
+            dir,
+            root.join("ds"),
+            root,
+            tmp.path().join("a/b"),
+            tmp.path().join("a"),
+            tmp.path().to_path_buf(),
+        ];
+        assert_eq!(published.synced_dirs, want);
+        assert!(target.join("time_series/shard-00000.parquet").is_file());
+    }
+
+    #[test]
+    fn a_write_into_an_existing_dataset_fsyncs_staging_and_the_dataset_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("ds")).unwrap();
+        let staging = Staging::create(&tmp.path().join("ds/v2")).unwrap();
+        let dir = staging.dir().to_path_buf();
+        let published = staging.publish().unwrap();
+        assert_eq!(published.synced_dirs, [dir, tmp.path().join("ds")]);
+    }
+
+    #[test]
+    fn staging_is_named_after_the_version_and_made_like_any_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let staging = Staging::create(&tmp.path().join("ds/v3")).unwrap();
+        let name = staging.dir().file_name().unwrap().to_str().unwrap().to_string();
+        let random = name.strip_prefix(".tmp-v3-").unwrap();
+        assert_eq!(random.len(), STAGING_RANDOM_CHARS, "{name}");
+        assert!(random.bytes().all(|b| b.is_ascii_alphanumeric()), "{name}");
+        // the mode `fs::create_dir` gives (0o777 less the umask), not tempfile's 0o700
+        let plain = tmp.path().join("plain");
+        fs::create_dir(&plain).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(staging.dir()), mode(&plain));
+        // a second writer of the same version can take no lock while this one lives
+        let other = File::open(staging.dir()).unwrap();
+        assert!(rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err());
+        drop(staging);
+        // aborted: staging and the dataset directory it created are gone
+        assert!(!tmp.path().join("ds").exists());
+    }
+
+    #[test]
+    fn walk_lists_files_relative_and_sorted_without_following_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("d/e")).unwrap();
+        fs::write(tmp.path().join("d/e/f.bin"), b"abc").unwrap();
+        fs::write(tmp.path().join("z"), b"").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("d"), tmp.path().join("link")).unwrap();
+        let (files, errors) = walk(tmp.path());
+        let link_len = fs::symlink_metadata(tmp.path().join("link")).unwrap().len();
+        assert_eq!(files, [("d/e/f.bin".to_string(), 3), ("link".to_string(), link_len), ("z".to_string(), 0)]);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
 }

@@ -379,7 +379,7 @@ impl Staging {
     /// [`Error::AlreadyExists`] if another writer committed first; I/O and store errors.
     pub fn publish(self) -> Result<PathBuf> {
         match self.0 {
-            StagingInner::Local(s) => s.publish(),
+            StagingInner::Local(s) => s.publish().map(|p| p.dir),
             StagingInner::Object(s) => s.publish(),
         }
     }
@@ -435,7 +435,7 @@ impl StagedFile {
             }
             Sink::Object(upload) => upload.finish()?,
         }
-        Ok(WrittenFile { path: rel, bytes, sha256: hex(&hasher.finalize()) })
+        Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(hasher.finalize()) })
     }
 }
 
@@ -458,15 +458,6 @@ impl Write for StagedFile {
             Sink::Object(_) => Ok(()),
         }
     }
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);

@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWrite;
 
 use super::{
-    hex, LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY,
+    LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY,
     IO_THREADS, MANIFEST,
 };
 use crate::error::{Error, Result};
@@ -602,8 +602,11 @@ impl Staging {
     }
 
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
-        let written =
-            WrittenFile { path: MANIFEST.to_string(), bytes: bytes.len() as u64, sha256: hex(&Sha256::digest(&bytes)) };
+        let written = WrittenFile {
+            path: MANIFEST.to_string(),
+            bytes: bytes.len() as u64,
+            sha256: hex::encode(Sha256::digest(&bytes)),
+        };
         self.manifest = Some(bytes);
         written
     }

@@ -128,19 +128,12 @@ pub fn commit(root: &Path, d: TimeFDataset, options: WriterOptions) -> PathBuf {
 
 /// Every entry (files and directories) under `dir`, relative, sorted.
 pub fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                let p = e.path();
-                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-                if p.is_dir() {
-                    walk(base, &p, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
+    let mut out: Vec<String> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .flatten()
+        .map(|e| e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }
@@ -237,12 +230,11 @@ pub fn py_tool(tool: &str, args: &[&str]) -> Option<String> {
 
 /// Copies the directory tree `src` to `dst` (which must not exist).
 pub fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
+    for e in walkdir::WalkDir::new(src) {
         let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
+        let to = dst.join(e.path().strip_prefix(src).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
         } else {
             std::fs::copy(e.path(), &to).unwrap();
         }
