@@ -523,3 +523,29 @@ fn insert_unique<T: PartialEq>(map: &mut BTreeMap<String, T>, id: String, value:
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lowercase_hyphenated_uuids_are_canonical() {
+        assert!(is_canonical_uuid("0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5f"));
+        assert!(is_canonical_uuid("00000000-0000-0000-0000-000000000000"));
+        assert!(is_canonical_uuid(&new_id()));
+        for not in [
+            "0190F5A4-6B1E-7C3D-8E9F-0A1B2C3D4E5F",
+            "0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5F",
+            "0190f5a46b1e7c3d8e9f0a1b2c3d4e5f",
+            "{0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5f}",
+            "urn:uuid:0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5f",
+            "0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5g",
+            "0190f5a46-b1e-7c3d-8e9f-0a1b2c3d4e5f",
+            "0190f5a4+6b1e-7c3d-8e9f-0a1b2c3d4e5f",
+            "0190f5a4-6b1e-7c3d-8e9f-0a1b2c3d4e5",
+            "",
+        ] {
+            assert!(!is_canonical_uuid(not), "{not}");
+        }
+    }
+}

@@ -136,3 +136,66 @@ impl TextEncoding {
     pub(crate) const UTF8_HINT: &'static str =
         "the file must be UTF-8, or name its encoding with --encoding latin-1 or --encoding cp1252";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tricky dates through all three date grammars: `.tsf` (`YYYY-MM-DD
+    /// HH-MM-SS`), `.ts` (`YYYY-M-D[ H:M[:S.f]]`) and ISO-8601 with offsets.
+    /// The expected epoch seconds come from Python's `calendar.timegm`.
+    #[test]
+    fn tricky_dates_give_the_same_epoch_seconds_in_every_parser() {
+        let cases: [(&str, Option<i64>); 16] = [
+            ("1970-01-01 00:00:00", Some(0)),
+            ("1969-12-31 23:59:59", Some(-1)),
+            ("2000-02-29 00:00:00", Some(951_782_400)),
+            ("1900-02-29 00:00:00", None),
+            ("1900-02-28 23:59:59", Some(-2_203_891_201)),
+            ("1900-03-01 00:00:00", Some(-2_203_891_200)),
+            ("2100-02-29 00:00:00", None),
+            ("2400-02-29 00:00:00", Some(13_574_563_200)),
+            ("1600-02-29 06:07:08", Some(-11_670_976_372)),
+            ("2024-02-29 12:34:56", Some(1_709_210_096)),
+            ("2023-02-29 00:00:00", None),
+            ("0000-01-01 00:00:00", Some(-62_167_219_200)),
+            ("9999-12-31 23:59:59", Some(253_402_300_799)),
+            ("2024-04-31 00:00:00", None),
+            ("2024-01-01 24:00:00", None),
+            ("2024-01-01 23:59:60", None),
+        ];
+        for (text, want) in cases {
+            let want = want.map(|s| s as f64);
+            let (date, time) = text.split_once(' ').unwrap();
+            assert_eq!(tsf::parse_date(&format!("{date} {}", time.replace(':', "-"))), want, "tsf {text}");
+            assert_eq!(ucr::parse_datetime(text), want, "ts {text}");
+            assert_eq!(ucr::parse_datetime(&format!("{date}T{time}Z")), want, "ts {text}");
+            assert_eq!(typings::parse_iso8601(&format!("{date}T{time}Z")), want, "iso {text}");
+            assert_eq!(typings::parse_iso8601(text), want, "iso {text}");
+        }
+        // time zones (ISO only): local time minus the offset
+        for (text, want) in [
+            ("2000-01-01T00:00:00+05:30", 946_684_800 - 19_800),
+            ("2000-01-01T00:00-0800", 946_684_800 + 28_800),
+            ("2000-03-01T01:00:00+02", 951_868_800 - 3_600),
+            ("1970-01-01T00:00:00-00:00", 0),
+        ] {
+            assert_eq!(typings::parse_iso8601(text), Some(want as f64), "{text}");
+        }
+        assert_eq!(typings::parse_iso8601("2000-01-01T00:00:00+24:00"), None);
+        // one-digit month and day and a fractional second (`.ts` only)
+        assert_eq!(ucr::parse_datetime("2000-2-9 1:02:03.25"), Some(950_058_123.25));
+        assert_eq!(ucr::parse_datetime("2000-2-30"), None);
+        assert_eq!(civil_epoch_s(2000, 13, 1, 0, 0, 0), None);
+    }
+
+    #[test]
+    fn decimal_takes_one_to_nine_ascii_digits() {
+        assert_eq!(decimal(b"0"), Some(0));
+        assert_eq!(decimal(b"0042"), Some(42));
+        assert_eq!(decimal(b"999999999"), Some(999_999_999));
+        for bad in [&b""[..], b"1234567890", b"+1", b"1a", b" 1", "١".as_bytes()] {
+            assert_eq!(decimal(bad), None, "{bad:?}");
+        }
+    }
+}

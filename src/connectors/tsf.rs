@@ -692,7 +692,7 @@ fn parse_data_line(
 
 /// Parses `YYYY-MM-DD HH-MM-SS` (UTC) into epoch seconds; strict so that a
 /// misread field cannot silently shift a series in time.
-fn parse_date(s: &str) -> Option<f64> {
+pub(super) fn parse_date(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     if b.len() != 19 {
         return None;

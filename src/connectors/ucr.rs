@@ -850,7 +850,7 @@ fn parse_time(tok: &str) -> std::result::Result<f64, String> {
 }
 
 /// `YYYY-MM-DD[( |T)HH:MM[:SS[.fff]]][Z]` as UTC epoch seconds; `None` if malformed.
-fn parse_datetime(s: &str) -> Option<f64> {
+pub(super) fn parse_datetime(s: &str) -> Option<f64> {
     let s = s.strip_suffix('Z').unwrap_or(s);
     let (date, time) = match s.split_once([' ', 'T']) {
         Some((d, t)) => (d, Some(t.trim_start())),
