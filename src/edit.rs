@@ -24,7 +24,7 @@ use crate::dataset::{Task, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::manifest::DerivedFrom;
 use crate::reader::Version;
-use crate::storage::Location;
+use crate::storage::{Location, MANIFEST};
 use crate::writer::{TimeFWriter, WriterOptions};
 
 /// What to do with tasks that would lose a required reference.
@@ -163,15 +163,16 @@ pub fn apply(dataset: &mut TimeFDataset, op: &RemoveSamples) -> Result<EditPlan>
 }
 
 /// The writer options a version was written with (its manifest's `writer` block),
-/// so an edit cuts chunks, row groups and pages by the same rules.
+/// so an edit cuts chunks, row groups and pages by the same rules; validated as
+/// options a user gives ([`crate::manifest::WriterBlock::options`]).
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the base's `manifest.json` when the block breaks a rule.
 pub fn base_options(base: &Version) -> Result<WriterOptions> {
-    let w = &base.manifest().writer;
-    WriterOptions::builder()
-        .shard_target_bytes(w.shard_target_bytes)
-        .row_group_target_bytes(w.row_group_target_bytes)
-        .chunk_max_bytes(w.chunk_max_bytes)
-        .compression_level(w.compression_level)
-        .try_build()
+    base.manifest().writer.options().map_err(|e| Error::Corrupt {
+        path: base.location().join(MANIFEST).to_path_buf(),
+        reason: format!("writer block: {e}"),
+    })
 }
 
 /// Plans the edit that [`edit_version`] with the same arguments would write,
@@ -185,6 +186,7 @@ pub fn plan(base_dir: &Path, out_root: &Path, new_version: &str, op: &RemoveSamp
 pub fn plan_at(base_dir: &Location, out_root: &Location, new_version: &str, op: &RemoveSamples) -> Result<EditPlan> {
     let base = Arc::new(Version::open_at(base_dir.clone())?);
     let name = base.manifest().dataset.name.clone();
+    base_options(&base)?;
     let mut d = base.to_dataset(&name, new_version)?;
     out_root.join(&name).join(new_version).ensure_absent()?;
     let plan = apply(&mut d, op)?;

@@ -7,8 +7,38 @@
 //! so removing a series shifts cuts only near the removal and an edited version
 //! shares nearly all its pages with the base (issue 4, "Dedup after an edit").
 
+use crate::error::{Error, Result};
+
 /// Bytes of one stored value (`float32`).
 pub const VALUE_BYTES: u64 = 4;
+
+/// Shards a version holds at most: shard names have five digits, `shard-00000`
+/// to `shard-99999`, so that they sort in shard order (FORMAT-BRIEF §1;
+/// `docs/format.md`, "Limits").
+pub const MAX_SHARDS: u32 = 100_000;
+
+/// The path of shard `n` inside a version: `time_series/shard-NNNNN.parquet`.
+pub fn shard_path(n: u32) -> String {
+    format!("time_series/shard-{n:05}.parquet")
+}
+
+/// Checks that a version may hold shard `n` (0-based).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming `shard_target_bytes` when `n` reaches
+/// [`MAX_SHARDS`]: the options cut the data into more shards than a version holds.
+pub fn check_shard(n: u32) -> Result<()> {
+    if n < MAX_SHARDS {
+        return Ok(());
+    }
+    Err(Error::InvalidOption {
+        option: "shard_target_bytes",
+        reason: format!(
+            "the data needs more than {MAX_SHARDS} shards, the most a version holds (five-digit shard names); \
+             raise shard_target_bytes"
+        ),
+    })
+}
 
 /// Smallest values page, in uncompressed value bytes, before a content-defined
 /// page cut may happen (the parquet crate's CDC default `min_chunk_size`).
@@ -176,6 +206,21 @@ pub fn table_pages(rows: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_holds_shards_00000_to_99999() {
+        assert_eq!(shard_path(0), "time_series/shard-00000.parquet");
+        assert_eq!(shard_path(MAX_SHARDS - 1), "time_series/shard-99999.parquet");
+        assert!(check_shard(0).is_ok());
+        assert!(check_shard(99_999).is_ok());
+        for n in [100_000, u32::MAX] {
+            assert_eq!(
+                check_shard(n).unwrap_err().to_string(),
+                "invalid option shard_target_bytes: the data needs more than 100000 shards, the most a version \
+                 holds (five-digit shard names); raise shard_target_bytes"
+            );
+        }
+    }
 
     #[test]
     fn key_hash_is_pinned() {

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::{Annotation, SeriesMeta, Task};
+use crate::error::{Error, Result};
+use crate::writer::WriterOptions;
 
 /// The manifest's `format` value.
 pub const FORMAT: &str = "timef";
@@ -189,6 +191,12 @@ pub struct FileEntry {
     /// Lowercase hex sha256.
     pub sha256: String,
 }
+
+/// Largest `manifest.json` a version may have, in bytes (256 MiB): the writer
+/// refuses to commit a larger one, the reader and `verify` refuse to read one
+/// (a bound against a device or a huge file in its place; a real manifest is a
+/// few hundred bytes per file; `docs/format.md`, "Limits").
+pub const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
 /// `writer` block: every option that shapes bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +409,33 @@ impl Partial {
     /// The manifest form.
     pub fn to_stats(&self) -> ChannelStats {
         ChannelStats { count: self.n, min: self.min, max: self.max, mean: self.mean, std: self.std() }
+    }
+}
+
+impl WriterBlock {
+    /// The writer options this block records, validated as options a user
+    /// gives ([`crate::writer::WriterOptionsBuilder::try_build`]), with the
+    /// derived caps checked against the ones the options give.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the option at fault.
+    pub fn options(&self) -> Result<WriterOptions> {
+        let o = WriterOptions::builder()
+            .shard_target_bytes(self.shard_target_bytes)
+            .row_group_target_bytes(self.row_group_target_bytes)
+            .chunk_max_bytes(self.chunk_max_bytes)
+            .compression_level(self.compression_level)
+            .try_build()?;
+        for (option, recorded, derived) in [
+            ("row_group_max_bytes", self.row_group_max_bytes, o.row_group_max_bytes()),
+            ("shard_max_bytes", self.shard_max_bytes, o.shard_max_bytes()),
+        ] {
+            if recorded != derived {
+                let reason = format!("{recorded}, but the other options give {derived}");
+                return Err(Error::InvalidOption { option, reason });
+            }
+        }
+        Ok(o)
     }
 }
 

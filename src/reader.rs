@@ -20,7 +20,7 @@ use crate::dataset::{
     Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
 };
 use crate::error::{Error, Result};
-use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
+use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION, MAX_MANIFEST_BYTES};
 use crate::storage::{Location, Small, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
@@ -131,10 +131,6 @@ pub(crate) fn lists(
     let ranges = (0..l.len()).map(|i| l.is_valid(i).then(|| o[i] as usize..o[i + 1] as usize)).collect();
     Ok((ranges, Arc::clone(l.values())))
 }
-
-/// Largest manifest.json read, in bytes: far above any real manifest (a few
-/// hundred bytes per file), and a bound against a device or huge file in its place.
-const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
 /// Reads a whole (small) table file into one batch.
 fn read_table(loc: &Location) -> Result<RecordBatch> {

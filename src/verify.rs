@@ -55,6 +55,7 @@ use sha2::{Digest, Sha256};
 use crate::dataset::{is_canonical_uuid, validate_name, SeriesMeta, TaskType};
 use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
+use crate::layout::shard_path;
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
 use crate::storage::{Location, CLAIM, MANIFEST};
@@ -724,13 +725,16 @@ impl<'a> Verifier<'a> {
                 .skipped
                 .push("schema checks: id_encoding is invalid, so the expected schemas are unknown".into());
         }
-        let chunk = m.writer.chunk_max_bytes;
-        if chunk > 0 && chunk.is_multiple_of(4) {
-            self.chunk_values = Some(chunk / 4);
-        } else {
-            let msg = format!("{chunk} is not a positive multiple of 4");
-            self.manifest_finding("writer.chunk_max_bytes", Check::Manifest, msg);
+        // the rules of options a user gives: what the writer commits, verify accepts
+        match m.writer.options() {
+            Ok(_) => {}
+            Err(Error::InvalidOption { option, reason }) => {
+                self.manifest_finding(format!("writer.{option}"), Check::Manifest, reason);
+            }
+            Err(e) => self.manifest_finding("writer", Check::Manifest, e.to_string()),
         }
+        let chunk = m.writer.chunk_max_bytes;
+        self.chunk_values = (chunk > 0 && chunk.is_multiple_of(4)).then_some(chunk / 4);
         for s in &m.sources {
             saw(&mut self.seen, IdSpace::Source, &s.source_id);
         }
@@ -1061,7 +1065,7 @@ impl<'a> Verifier<'a> {
             .collect();
         let listed_shards = self.listed.iter().filter(|r| matches!(kind_of(r), Some(Kind::Shard(_)))).count();
         for (i, rel) in self.listed.iter().filter(|r| matches!(kind_of(r), Some(Kind::Shard(_)))).enumerate() {
-            let want = format!("time_series/shard-{i:05}.parquet");
+            let want = shard_path(i as u32);
             if *rel != want {
                 self.report.push(
                     rel,

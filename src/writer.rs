@@ -30,7 +30,7 @@ use parquet::file::writer::SerializedFileWriter;
 use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
 use crate::encoding::{encode_chunk, encode_values, self_check, Codec, EncodedChunk, FileSchema};
 use crate::error::{Error, Result};
-use crate::layout::{self, key_hash, CutRules, RowGroupCutter, ShardCutter, VALUE_BYTES};
+use crate::layout::{self, key_hash, shard_path, CutRules, RowGroupCutter, ShardCutter, VALUE_BYTES};
 use crate::manifest::{self, Manifest, Partial};
 use crate::storage::{Location, StagedFile, Staging};
 use crate::tables::{self, Columns, IdEncodings, IdSpace};
@@ -511,10 +511,6 @@ struct ShardStream<'a> {
     index: Vec<IndexRow>,
 }
 
-fn shard_path(n: u32) -> String {
-    format!("time_series/shard-{n:05}.parquet")
-}
-
 impl ShardStream<'_> {
     fn push_chunk(
         &mut self,
@@ -552,6 +548,7 @@ impl ShardStream<'_> {
         if self.rg.is_empty() {
             return Ok(());
         }
+        layout::check_shard(self.shard_no)?;
         let rows = std::mem::take(&mut self.rg);
         let first = self.index.len() - rows.len();
         for (offset, row) in self.index[first..].iter_mut().enumerate() {

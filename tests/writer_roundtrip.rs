@@ -386,7 +386,7 @@ fn manifest_counts_encodings_schema_and_statistics() {
     for e in &m.files {
         let bytes = std::fs::read(dir.join(&e.path)).unwrap();
         assert_eq!(e.bytes, bytes.len() as u64, "{}", e.path);
-        assert_eq!(e.sha256, timef::commit::hex(&sha2::Sha256::digest(&bytes)), "{}", e.path);
+        assert_eq!(e.sha256, hex::encode(sha2::Sha256::digest(&bytes)), "{}", e.path);
         assert_eq!(e.rows, parquet_metadata(&dir.join(&e.path)).file_metadata().num_rows() as u64, "{}", e.path);
     }
     assert_conforming(&dir);

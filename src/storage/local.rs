@@ -117,6 +117,11 @@ impl Staging {
         &self.dir
     }
 
+    /// The version directory that [`Staging::publish`] creates.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// Creates the file `rel` (a relative path with `/` separators) in staging,
     /// creating its parent directories; returns it and its path.
     pub fn create_file(&mut self, rel: &str) -> Result<(File, PathBuf)> {

@@ -33,6 +33,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::manifest::MAX_MANIFEST_BYTES;
 
 /// The manifest's file name; its presence marks a committed version.
 pub const MANIFEST: &str = "manifest.json";
@@ -361,7 +362,26 @@ impl Staging {
 
     /// Sets the manifest bytes the commit writes. Local: written and fsynced in
     /// staging now. Object store: held until [`Staging::publish`].
+    ///
+    /// # Errors
+    /// [`Error::Validation`] (field `manifest.json`, id the version) when the
+    /// bytes are more than [`MAX_MANIFEST_BYTES`], which no reader would open;
+    /// I/O and store errors.
     pub fn stage_manifest(&mut self, bytes: Vec<u8>) -> Result<WrittenFile> {
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            let target = match &self.0 {
+                StagingInner::Local(s) => s.target().display().to_string(),
+                StagingInner::Object(s) => s.location().to_string(),
+            };
+            return Err(Error::Validation {
+                id: target,
+                field: "manifest.json",
+                reason: format!(
+                    "{} bytes, over the {MAX_MANIFEST_BYTES} bytes a reader accepts (docs/format.md \"Limits\")",
+                    bytes.len()
+                ),
+            });
+        }
         match &mut self.0 {
             StagingInner::Local(_) => {
                 let mut f = self.create_file(MANIFEST)?;

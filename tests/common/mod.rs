@@ -250,7 +250,7 @@ pub fn replace_file(dir: &Path, rel: &str, bytes: &[u8]) {
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let entry = m["files"].as_array_mut().unwrap().iter_mut().find(|f| f["path"] == rel).unwrap();
     entry["bytes"] = bytes.len().into();
-    entry["sha256"] = timef::commit::hex(&sha2::Sha256::digest(bytes)).into();
+    entry["sha256"] = hex::encode(sha2::Sha256::digest(bytes)).into();
     std::fs::write(path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
 }
 
