@@ -12,34 +12,6 @@ use crate::error::{Error, Result};
 /// Bytes of one stored value (`float32`).
 pub const VALUE_BYTES: u64 = 4;
 
-/// Shards a version holds at most: shard names have five digits, `shard-00000`
-/// to `shard-99999`, so that they sort in shard order (FORMAT-BRIEF §1;
-/// `docs/format.md`, "Limits").
-pub const MAX_SHARDS: u32 = 100_000;
-
-/// The path of shard `n` inside a version: `time_series/shard-NNNNN.parquet`.
-pub fn shard_path(n: u32) -> String {
-    format!("time_series/shard-{n:05}.parquet")
-}
-
-/// Checks that a version may hold shard `n` (0-based).
-///
-/// # Errors
-/// [`Error::InvalidOption`] naming `shard_target_bytes` when `n` reaches
-/// [`MAX_SHARDS`]: the options cut the data into more shards than a version holds.
-pub fn check_shard(n: u32) -> Result<()> {
-    if n < MAX_SHARDS {
-        return Ok(());
-    }
-    Err(Error::InvalidOption {
-        option: "shard_target_bytes",
-        reason: format!(
-            "the data needs more than {MAX_SHARDS} shards, the most a version holds (five-digit shard names); \
-             raise shard_target_bytes"
-        ),
-    })
-}
-
 /// Smallest values page, in uncompressed value bytes, before a content-defined
 /// page cut may happen (the parquet crate's CDC default `min_chunk_size`).
 pub const PAGE_MIN_BYTES: u64 = 256 * 1024;
@@ -56,6 +28,65 @@ pub const PAGE_CUT_MASK: u64 = 1 << 8;
 /// Small tables: a page past [`PAGE_MIN_BYTES`] is cut after a row whose key
 /// hash has these bits clear (one row in sixteen).
 pub const TABLE_PAGE_CUT_MASK: u64 = 0b1111 << 16;
+
+/// Shards a version holds at most: shard names have five digits, `shard-00000`
+/// to `shard-99999`, so that they sort in shard order (FORMAT-BRIEF §1;
+/// `docs/format.md`, "Limits").
+pub const MAX_SHARDS: u32 = 100_000;
+
+/// The path of shard `n` inside a version: `time_series/shard-NNNNN.parquet`.
+pub fn shard_path(n: u32) -> String {
+    format!("time_series/shard-{n:05}.parquet")
+}
+
+/// Row groups a shard holds at most: the index's `row_group` is an `int32`.
+pub const MAX_ROW_GROUPS_PER_SHARD: u64 = 1 << 31;
+
+/// Chunks a series has at most: the index's `chunk_idx` is an `int32`.
+pub const MAX_CHUNKS_PER_SERIES: u64 = 1 << 31;
+
+/// Checks that a version may hold shard `shard` (0-based) and that shard its
+/// row group `row_group` (0-based).
+///
+/// # Errors
+/// [`Error::InvalidOption`] naming the option that cut the data into more
+/// shards than a version holds ([`MAX_SHARDS`], `shard_target_bytes`) or more
+/// row groups than a shard holds ([`MAX_ROW_GROUPS_PER_SHARD`], `row_group_target_bytes`).
+pub fn check_row_group(shard: u32, row_group: u32) -> Result<()> {
+    if shard >= MAX_SHARDS {
+        return Err(Error::InvalidOption {
+            option: "shard_target_bytes",
+            reason: format!(
+                "the data needs more than {MAX_SHARDS} shards, the most a version holds (five-digit shard names); \
+                 raise shard_target_bytes"
+            ),
+        });
+    }
+    if u64::from(row_group) >= MAX_ROW_GROUPS_PER_SHARD {
+        return Err(Error::InvalidOption {
+            option: "row_group_target_bytes",
+            reason: format!(
+                "a shard needs more than {MAX_ROW_GROUPS_PER_SHARD} row groups, the most a shard holds (int32 \
+                 row_group); raise row_group_target_bytes or lower shard_target_bytes"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks that series `series_id` cut into `n_chunks` chunks fits the index.
+///
+/// # Errors
+/// [`Error::Validation`] of the series' `values` past [`MAX_CHUNKS_PER_SERIES`].
+pub fn check_chunks(series_id: &str, n_chunks: usize) -> Result<()> {
+    if n_chunks as u64 <= MAX_CHUNKS_PER_SERIES {
+        return Ok(());
+    }
+    let reason = format!(
+        "{n_chunks} chunks, over the {MAX_CHUNKS_PER_SERIES} a series has at most (int32 chunk_idx); raise chunk_max_bytes"
+    );
+    Err(Error::validation(series_id, "values", reason))
+}
 
 /// Stable 64-bit hash of a chunk key (FNV-1a over the id bytes and the chunk
 /// index, then the splitmix64 finalizer so every bit is usable). Part of the
@@ -208,18 +239,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_version_holds_shards_00000_to_99999() {
+    fn a_version_holds_shards_00000_to_99999_of_2_pow_31_row_groups() {
         assert_eq!(shard_path(0), "time_series/shard-00000.parquet");
         assert_eq!(shard_path(MAX_SHARDS - 1), "time_series/shard-99999.parquet");
-        assert!(check_shard(0).is_ok());
-        assert!(check_shard(99_999).is_ok());
-        for n in [100_000, u32::MAX] {
+        let last_rg = (MAX_ROW_GROUPS_PER_SHARD - 1) as u32;
+        assert!(check_row_group(0, 0).is_ok());
+        assert!(check_row_group(99_999, last_rg).is_ok());
+        for shard in [100_000, u32::MAX] {
             assert_eq!(
-                check_shard(n).unwrap_err().to_string(),
+                check_row_group(shard, 0).unwrap_err().to_string(),
                 "invalid option shard_target_bytes: the data needs more than 100000 shards, the most a version \
                  holds (five-digit shard names); raise shard_target_bytes"
             );
         }
+        assert_eq!(
+            check_row_group(0, last_rg + 1).unwrap_err().to_string(),
+            "invalid option row_group_target_bytes: a shard needs more than 2147483648 row groups, the most a \
+             shard holds (int32 row_group); raise row_group_target_bytes or lower shard_target_bytes"
+        );
+    }
+
+    #[test]
+    fn a_series_has_at_most_2_pow_31_chunks() {
+        assert!(check_chunks("s", 1).is_ok());
+        assert!(check_chunks("s", 1 << 31).is_ok());
+        assert_eq!(
+            check_chunks("s", (1 << 31) + 1).unwrap_err().to_string(),
+            "invalid values of s: 2147483649 chunks, over the 2147483648 a series has at most (int32 chunk_idx); \
+             raise chunk_max_bytes"
+        );
     }
 
     #[test]

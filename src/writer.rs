@@ -400,7 +400,9 @@ impl TimeFWriter {
             let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
             validate_values(&meta, &values)?;
             let channel_stats = stats.entry((meta.spec_type.clone(), meta.channel.clone())).or_default();
-            for k in 0..layout::chunk_count(values.len(), chunk_values) {
+            let chunks = layout::chunk_count(values.len(), chunk_values);
+            layout::check_chunks(&meta.time_series_id, chunks)?;
+            for k in 0..chunks {
                 let range = k * chunk_values..((k + 1) * chunk_values).min(values.len());
                 let chunk = values.slice(range.start, range.len());
                 let partial = Partial::of(&chunk);
@@ -548,7 +550,7 @@ impl ShardStream<'_> {
         if self.rg.is_empty() {
             return Ok(());
         }
-        layout::check_shard(self.shard_no)?;
+        layout::check_row_group(self.shard_no, self.rg_in_shard)?;
         let rows = std::mem::take(&mut self.rg);
         let first = self.index.len() - rows.len();
         for (offset, row) in self.index[first..].iter_mut().enumerate() {
