@@ -3,15 +3,16 @@
 //!
 //! The sequence, owned here so no call site can skip a step:
 //! 1. [`Staging::create`] makes `<root>/<name>/.tmp-<version>-<unique>/`.
+//!    On a first write it also creates `<root>/<name>/` and whatever is missing
+//!    above it, and fsyncs the parent of each directory it created, up to the
+//!    first that existed, so no directory of the version's path can vanish
+//!    after a power loss once a commit is reported.
 //! 2. The writer creates every file through [`Staging::create_file`]; the
 //!    seam's [`super::StagedFile`] computes the sha256 while the bytes are
 //!    written and fsyncs the file when it is finished.
 //! 3. [`Staging::publish`] fsyncs the staging directory and its subdirectories,
 //!    renames it onto `<version>/` with `RENAME_NOREPLACE` (never replacing an
-//!    existing version), then fsyncs the parent directory and, on a first write,
-//!    every directory above it that [`Staging::create`] created and the first
-//!    one that existed, so no directory of the version's path can vanish after
-//!    a power loss once the commit is reported.
+//!    existing version), then fsyncs the parent directory.
 //!
 //! Dropping a [`Staging`] that was not published removes the staging directory
 //! and nothing else (abort, error, or a panic unwinding through the writer) —
@@ -63,6 +64,8 @@ pub struct Staging {
     /// Directories above staging that this staging created, deepest first
     /// (removed again on abort while empty).
     created_parents: Vec<PathBuf>,
+    /// Every directory fsynced so far, in order (see [`Published::synced_dirs`]).
+    synced_dirs: Vec<PathBuf>,
     published: bool,
     /// The staging directory opened and `flock`ed exclusively while this writer
     /// lives; the kernel drops the lock when the process dies however it dies,
@@ -79,6 +82,7 @@ impl Staging {
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let prefix = format!(".tmp-{version}-");
         let mut created_parents = Vec::new();
+        let mut synced_dirs = Vec::new();
         // another writer's abort may remove an empty parent between the two
         // calls; creating it again is all that is needed
         let mut attempt = 0;
@@ -90,6 +94,13 @@ impl Staging {
                     .map(Path::to_path_buf)
                     .collect();
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                // now, not at publish, so that a second writer that finds these
+                // directories and commits first finds them durable
+                for created in &created_parents {
+                    synced_dirs.push(fsync_dir(
+                        created.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")),
+                    )?);
+                }
             }
             // the default mode (0o777 less the umask), as `fs::create_dir`: a
             // committed version is as readable as any directory the user makes
@@ -106,6 +117,7 @@ impl Staging {
             dir,
             target: target.to_path_buf(),
             created_parents,
+            synced_dirs,
             published: false,
             _owner: owner,
             _live: LiveGuard::new(),
@@ -147,26 +159,18 @@ impl Staging {
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target
-    /// without replacing anything, fsyncs the parent and the directories above
-    /// it that this staging created, up to the first that existed.
+    /// without replacing anything, fsyncs the parent.
     pub fn publish(mut self) -> Result<Published> {
-        let mut synced_dirs = Vec::new();
-        let mut sync = |d: &Path| fsync_dir(d).map(|()| synced_dirs.push(d.to_path_buf()));
         // deepest first, so each directory entry is durable before its parent's
         self.dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &self.dirs {
-            sync(d)?;
+            self.synced_dirs.push(fsync_dir(d)?);
         }
         rename_noreplace(&self.dir, &self.target)?;
         self.published = true;
         let parent = self.target.parent().unwrap_or(Path::new("."));
-        sync(parent)?;
-        // each created directory's entry lives in its parent: `<name>/` in the
-        // root, the root in the directory above, ... up to the first that existed
-        for created in &self.created_parents {
-            sync(created.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
-        }
-        Ok(Published { dir: self.target.clone(), synced_dirs })
+        self.synced_dirs.push(fsync_dir(parent)?);
+        Ok(Published { dir: self.target.clone(), synced_dirs: std::mem::take(&mut self.synced_dirs) })
     }
 }
 
@@ -175,9 +179,11 @@ impl Staging {
 pub struct Published {
     /// The version directory.
     pub dir: PathBuf,
-    /// Every directory fsynced, in order: staging's subdirectories deepest
-    /// first, staging itself, then (after the rename) the version's parent and
-    /// the parent of each directory this staging created.
+    /// Every directory fsynced, in order: on a first write, when the missing
+    /// directories were made, the parent of each (deepest first: `<root>` for
+    /// `<name>/`, ..., up to the first directory that existed); then staging's
+    /// subdirectories deepest first, staging itself, and after the rename the
+    /// version's parent `<name>/`.
     pub synced_dirs: Vec<PathBuf>,
 }
 
@@ -197,8 +203,10 @@ impl Drop for Staging {
     }
 }
 
-fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
+/// Fsyncs the directory `dir`; returns it.
+fn fsync_dir(dir: &Path) -> Result<PathBuf> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
+    Ok(dir.to_path_buf())
 }
 
 /// Renames `from` onto `to`, failing with [`Error::AlreadyExists`] if `to` exists.
@@ -348,13 +356,13 @@ mod tests {
         let published = staging.publish().unwrap();
         assert_eq!(published.dir, target);
         let want = [
-            dir.join("time_series"),
-            dir,
-            root.join("ds"),
-            root,
+            root.clone(),
             tmp.path().join("a/b"),
             tmp.path().join("a"),
             tmp.path().to_path_buf(),
+            dir.join("time_series"),
+            dir,
+            root.join("ds"),
         ];
         assert_eq!(published.synced_dirs, want);
         assert!(target.join("time_series/shard-00000.parquet").is_file());
