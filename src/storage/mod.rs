@@ -21,6 +21,7 @@
 
 pub mod local;
 pub mod object;
+pub mod version_path;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -65,14 +66,16 @@ pub struct Location(Inner);
 
 #[derive(Clone)]
 enum Inner {
-    Local(PathBuf),
+    /// A local path, and the version directory it is a file of (opened
+    /// without following a symbolic link below that directory).
+    Local(PathBuf, Option<PathBuf>),
     Object(object::ObjectLocation),
 }
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Inner::Local(p) => write!(f, "{}", p.display()),
+            Inner::Local(p, _) => write!(f, "{}", p.display()),
             Inner::Object(o) => write!(f, "{o}"),
         }
     }
@@ -94,7 +97,7 @@ pub fn is_url(text: &str) -> bool {
 impl Location {
     /// A local path.
     pub fn local(path: impl Into<PathBuf>) -> Location {
-        Location(Inner::Local(path.into()))
+        Location(Inner::Local(path.into(), None))
     }
 
     /// A local path, or a URL when `text` starts with `<scheme>://`. URLs take
@@ -135,7 +138,7 @@ impl Location {
     /// The local path, when this is one.
     pub fn as_local(&self) -> Option<&Path> {
         match &self.0 {
-            Inner::Local(p) => Some(p),
+            Inner::Local(p, _) => Some(p),
             Inner::Object(_) => None,
         }
     }
@@ -143,7 +146,19 @@ impl Location {
     /// `self/rel` (`rel` is `/`-separated).
     pub fn join(&self, rel: &str) -> Location {
         match &self.0 {
-            Inner::Local(p) => Location::local(p.join(rel)),
+            Inner::Local(p, _) => Location::local(p.join(rel)),
+            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+        }
+    }
+
+    /// The file `rel` of the version at `self`, for reading: a local one is
+    /// opened without following a symbolic link below `self` and must be a
+    /// regular file; on an object store it is the object under the version
+    /// prefix. `rel` must already satisfy [`version_path::path_problem`]
+    /// (docs/format.md "Paths inside a version").
+    pub(crate) fn version_file(&self, rel: &str) -> Location {
+        match &self.0 {
+            Inner::Local(p, _) => Location(Inner::Local(p.join(rel), Some(p.clone()))),
             Inner::Object(o) => Location(Inner::Object(o.join(rel))),
         }
     }
@@ -151,7 +166,7 @@ impl Location {
     /// The last path segment.
     pub fn file_name(&self) -> Option<String> {
         match &self.0 {
-            Inner::Local(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+            Inner::Local(p, _) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
             Inner::Object(o) => o.file_name(),
         }
     }
@@ -159,7 +174,7 @@ impl Location {
     /// The location as errors and messages name it (a URL stays a URL).
     pub fn to_path_buf(&self) -> PathBuf {
         match &self.0 {
-            Inner::Local(p) => p.clone(),
+            Inner::Local(p, _) => p.clone(),
             Inner::Object(o) => PathBuf::from(o.to_string()),
         }
     }
@@ -167,7 +182,7 @@ impl Location {
     /// The bytes of a small file (at most `max_bytes`).
     pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
         match &self.0 {
-            Inner::Local(p) => local::read_small(p, max_bytes),
+            Inner::Local(p, v) => local::read_small(p, v.as_deref(), max_bytes),
             Inner::Object(o) => o.read_small(max_bytes),
         }
     }
@@ -179,8 +194,8 @@ impl Location {
     /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
     pub fn open(&self) -> Result<Source> {
         match &self.0 {
-            Inner::Local(p) => {
-                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+            Inner::Local(p, v) => {
+                let file = local::open(p, v.as_deref())?;
                 let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
                 Ok(Source(SourceInner::File(file, len)))
             }
@@ -192,8 +207,8 @@ impl Location {
     /// mapped (local), for callers that touch most of its bytes.
     pub(crate) fn read_whole(&self) -> Result<Whole> {
         match &self.0 {
-            Inner::Local(p) => {
-                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+            Inner::Local(p, v) => {
+                let file = local::open(p, v.as_deref())?;
                 // SAFETY: read-only mapping of a file of a committed (immutable) version.
                 let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(p, e))?;
                 Ok(Whole::Map(map))
@@ -207,7 +222,7 @@ impl Location {
     /// (local only). Symbolic links are not followed.
     pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String)>)> {
         match &self.0 {
-            Inner::Local(p) => Ok(local::walk(p)),
+            Inner::Local(p, _) => Ok(local::walk(p)),
             Inner::Object(o) => Ok((o.list_files()?, Vec::new())),
         }
     }
@@ -215,7 +230,7 @@ impl Location {
     /// The names of the directories (common prefixes) directly under this location, sorted.
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
         match &self.0 {
-            Inner::Local(p) => local::list_dirs(p),
+            Inner::Local(p, _) => local::list_dirs(p),
             Inner::Object(o) => o.list_dirs(),
         }
     }
@@ -223,7 +238,7 @@ impl Location {
     /// Streams the file once through `f`, block by block; returns its size.
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
         match &self.0 {
-            Inner::Local(p) => local::stream(p, f),
+            Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
             Inner::Object(o) => o.stream(f),
         }
     }
@@ -233,7 +248,7 @@ impl Location {
     /// in the way. Only looks; writes nothing.
     pub fn ensure_absent(&self) -> Result<()> {
         match &self.0 {
-            Inner::Local(p) => local::ensure_absent(p),
+            Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
         }
     }
@@ -320,7 +335,7 @@ impl Staging {
     /// stores) claimed by another writer; I/O and store errors.
     pub fn create(target: &Location) -> Result<Staging> {
         match &target.0 {
-            Inner::Local(p) => Ok(Staging(StagingInner::Local(local::Staging::create(p)?))),
+            Inner::Local(p, _) => Ok(Staging(StagingInner::Local(local::Staging::create(p)?))),
             Inner::Object(o) => Ok(Staging(StagingInner::Object(object::Staging::create(o)?))),
         }
     }
@@ -534,7 +549,7 @@ pub struct GcReport {
 /// I/O and store errors.
 pub fn gc(root: &Location, older_than_s: u64) -> Result<GcReport> {
     match &root.0 {
-        Inner::Local(p) => local::gc(p, older_than_s),
+        Inner::Local(p, _) => local::gc(p, older_than_s),
         Inner::Object(o) => o.gc(older_than_s),
     }
 }
