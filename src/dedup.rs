@@ -53,7 +53,8 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
         .map_err(|e| version_parquet_error(path, e))?;
     let map = loc.read_whole()?;
     let slice = |start: i64, len: i64| -> Result<&[u8]> {
-        let range = usize::try_from(start).ok().zip(usize::try_from(len).ok()).and_then(|(s, l)| Some(s..s.checked_add(l)?));
+        let range =
+            usize::try_from(start).ok().zip(usize::try_from(len).ok()).and_then(|(s, l)| Some(s..s.checked_add(l)?));
         range.and_then(|r| map.get(r)).ok_or_else(|| Error::Corrupt {
             path: path.into(),
             reason: format!("page at {start}..+{len} lies beyond the file's {} bytes", map.len()),

@@ -26,7 +26,11 @@ pub const DEFAULT_BATCH_ROWS: usize = 8192;
 /// file; so do the column and offset indexes.
 pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
     let inside = |start: i64, len: i64| {
-        u64::try_from(start).ok().zip(u64::try_from(len).ok()).and_then(|(s, l)| s.checked_add(l)).is_some_and(|end| end <= file_len)
+        u64::try_from(start)
+            .ok()
+            .zip(u64::try_from(len).ok())
+            .and_then(|(s, l)| s.checked_add(l))
+            .is_some_and(|end| end <= file_len)
     };
     let mut rows: i64 = 0;
     for (g, rg) in meta.row_groups().iter().enumerate() {

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::footer::{contain, read_metadata, version_arrow_error, version_parquet_error, DEFAULT_BATCH_ROWS};
 use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
 use crate::storage::version_path::path_problem;
-use crate::storage::{hex, Location, Small, Source as FileSource, MANIFEST};
+use crate::storage::{hex, Location, ReadFailure, Small, Source as FileSource, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,12 +153,22 @@ pub(crate) fn open_parquet(loc: &Location, page_index: PageIndexPolicy) -> Resul
     Ok((file, Arc::new(meta)))
 }
 
+/// A decoder's error on a file of a version: the failed read behind it when
+/// one failed (I/O, object store), else [`Error::Corrupt`].
+fn decode_error(path: &Path, failure: &ReadFailure, e: arrow::error::ArrowError) -> Error {
+    match failure.take() {
+        Some(io) => Error::io(path, io),
+        None => version_arrow_error(path, e),
+    }
+}
+
 /// Reads a whole (small) table file into one batch, decoded in batches of
 /// [`DEFAULT_BATCH_ROWS`] rows; the rows decoded must be the rows the footer claims.
 fn read_table(loc: &Location) -> Result<RecordBatch> {
     let path = &loc.to_path_buf();
     let (file, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
     let claimed = meta.file_metadata().num_rows();
+    let failure = file.read_failure();
     let read = || -> Result<RecordBatch> {
         let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
             .map_err(|e| version_parquet_error(path, e))?;
@@ -170,7 +180,7 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
         let mut batches = Vec::new();
         let mut rows = 0i64;
         for batch in reader {
-            let batch = batch.map_err(|e| version_arrow_error(path, e))?;
+            let batch = batch.map_err(|e| decode_error(path, &failure, e))?;
             rows += batch.num_rows() as i64;
             if rows > claimed {
                 break;
@@ -276,7 +286,8 @@ impl Version {
     /// # Errors
     /// [`Error::Corrupt`] naming `origin` and the path, before anything is opened.
     pub(crate) fn file(&self, rel: &str, origin: impl FnOnce() -> String) -> Result<Location> {
-        let problem = path_problem(rel).or_else(|| (!self.listed.contains(rel)).then_some("is not listed in manifest.json"));
+        let problem =
+            path_problem(rel).or_else(|| (!self.listed.contains(rel)).then_some("is not listed in manifest.json"));
         match problem {
             None => Ok(self.loc.version_file(rel)),
             Some(problem) => {
@@ -384,6 +395,7 @@ impl Version {
             let loc = &shards[shard];
             let path = loc.to_path_buf();
             let (file, meta) = open_parquet(loc, PageIndexPolicy::Optional)?;
+            let failure = file.read_failure();
             let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
                 .map_err(|e| version_parquet_error(&path, e))?;
             let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow);
@@ -393,7 +405,8 @@ impl Version {
                 .get(usize::try_from(rg).unwrap_or(usize::MAX))
                 .map(|m| usize::try_from(m.num_rows()).unwrap_or(0))
                 .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("no row group {rg}") })?;
-            let mut offsets: Vec<usize> = entries.iter().map(|e| usize::try_from(e.row_offset).unwrap_or(usize::MAX)).collect();
+            let mut offsets: Vec<usize> =
+                entries.iter().map(|e| usize::try_from(e.row_offset).unwrap_or(usize::MAX)).collect();
             offsets.sort_unstable();
             if offsets.last().is_some_and(|&o| o >= rg_rows) {
                 return Err(Error::Corrupt { path, reason: format!("row offset beyond row group {rg}") });
@@ -418,7 +431,7 @@ impl Version {
                 .map_err(|e| version_parquet_error(&path, e))?;
             let batches = contain(|| reader.collect::<std::result::Result<Vec<_>, _>>())
                 .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
-                .map_err(|e| version_arrow_error(&path, e))?;
+                .map_err(|e| decode_error(&path, &failure, e))?;
             for batch in batches {
                 let ids = strings(&path, col(&path, &batch, "time_series_id")?)?;
                 let idx = i32s(&path, &batch, "chunk_idx")?;
@@ -487,7 +500,8 @@ impl Version {
     /// The tasks of `task_name`, sorted by id.
     pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
         crate::dataset::validate_name(task_name, "task_name")?;
-        let p = self.file(&format!("tasks/task={task_name}/part-0.parquet"), || format!("manifest.json task {task_name:?}"))?;
+        let p = self
+            .file(&format!("tasks/task={task_name}/part-0.parquet"), || format!("manifest.json task {task_name:?}"))?;
         task_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 

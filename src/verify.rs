@@ -54,9 +54,9 @@ use sha2::{Digest, Sha256};
 use crate::dataset::{is_canonical_uuid, validate_name, SeriesMeta, TaskType};
 use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
+use crate::footer::contain;
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
-use crate::footer::contain;
 use crate::storage::local::{open_in, SYMLINK};
 use crate::storage::version_path::path_problem;
 use crate::storage::{hex, Location, CLAIM, MANIFEST};
@@ -734,7 +734,9 @@ impl<'a> Verifier<'a> {
             let rel = entry.path.as_str();
             let location = format!("manifest files[{i}]");
             if let Some(problem) = path_problem(rel) {
-                let msg = format!("path {problem}: not a file inside the version (docs/format.md \"Paths inside a version\")");
+                let msg = format!(
+                    "path {problem}: not a file inside the version (docs/format.md \"Paths inside a version\")"
+                );
                 self.report.push(rel, location, Check::Listing, msg);
                 continue;
             }

@@ -642,7 +642,11 @@ fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<Str
     }
     for node in batch.nodes().iter().flatten() {
         if !(0..=max_rows).contains(&node.length()) || !(0..=node.length()).contains(&node.null_count()) {
-            return Some(format!("array claims {} rows ({} null) in a {body_len}-byte body", node.length(), node.null_count()));
+            return Some(format!(
+                "array claims {} rows ({} null) in a {body_len}-byte body",
+                node.length(),
+                node.null_count()
+            ));
         }
     }
     for buffer in batch.buffers().iter().flatten() {
@@ -676,7 +680,8 @@ fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow::ipc::Message<
     }
     let len = usize::try_from(len).map_err(|_| format!("negative message length {len}"))?;
     let end = prefix + len;
-    let flatbuffer = bytes.get(prefix..end).ok_or_else(|| format!("message of {len} bytes beyond the end of the file"))?;
+    let flatbuffer =
+        bytes.get(prefix..end).ok_or_else(|| format!("message of {len} bytes beyond the end of the file"))?;
     let message = arrow::ipc::root_as_message(flatbuffer).map_err(|e| format!("bad message: {e}"))?;
     Ok(Some((message, end)))
 }
@@ -714,7 +719,8 @@ fn decode_ipc_file(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, Str
     let trailer = buffer.len() - 10;
     let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| "truncated IPC file")?;
     let footer_len = read_footer_length(tail).map_err(|e| e.to_string())?;
-    let footer_start = trailer.checked_sub(footer_len).filter(|&s| s >= 8).ok_or("footer beyond the start of the file")?;
+    let footer_start =
+        trailer.checked_sub(footer_len).filter(|&s| s >= 8).ok_or("footer beyond the start of the file")?;
     let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer]).map_err(|e| format!("bad footer: {e}"))?;
     let schema = footer.schema().ok_or("footer without schema")?;
     let schema = Arc::new(arrow::ipc::convert::try_fb_to_schema(schema).map_err(|e| e.to_string())?);

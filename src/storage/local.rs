@@ -331,7 +331,8 @@ pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
 }
 
 /// How a symbolic link inside a version is reported.
-pub(crate) const SYMLINK: &str = "a symbolic link (a version's files are never followed: docs/format.md \"Paths inside a version\")";
+pub(crate) const SYMLINK: &str =
+    "a symbolic link (a version's files are never followed: docs/format.md \"Paths inside a version\")";
 
 /// Opens the file `rel` (relative, `/`-separated, checked by
 /// [`super::version_path::path_problem`]) of the version directory `dir`

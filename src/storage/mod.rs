@@ -29,6 +29,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -197,9 +198,9 @@ impl Location {
             Inner::Local(p, v) => {
                 let file = local::open(p, v.as_deref())?;
                 let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
-                Ok(Source(SourceInner::File(file, len)))
+                Ok(Source(SourceInner::File(file, len), ReadFailure::default()))
             }
-            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?))),
+            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?), ReadFailure::default())),
         }
     }
 
@@ -281,7 +282,46 @@ impl std::ops::Deref for Whole {
 /// A file opened for ranged reads: parquet's [`ChunkReader`](parquet::file::reader::ChunkReader)
 /// over a local file or over ranged GETs of an object (footer, page index and
 /// the column chunks asked for; never the whole object).
-pub struct Source(SourceInner);
+pub struct Source(SourceInner, ReadFailure);
+
+/// The first failure to read a [`Source`]'s bytes (I/O, object store), kept
+/// because a decoder's error only carries its text: with it, a failed read is
+/// told from corrupt bytes (docs/format.md "Exit codes").
+#[derive(Clone, Default)]
+pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>);
+
+impl ReadFailure {
+    fn record(&self, e: &dyn std::error::Error) {
+        if let Ok(mut first) = self.0.lock() {
+            first.get_or_insert_with(|| io::Error::other(e.to_string()));
+        }
+    }
+
+    /// The failure, if a read failed.
+    pub(crate) fn take(&self) -> Option<io::Error> {
+        self.0.lock().ok().and_then(|mut first| first.take())
+    }
+}
+
+impl Source {
+    /// The handle through which a failed read of this source is seen after
+    /// the source moved into a decoder.
+    pub(crate) fn read_failure(&self) -> ReadFailure {
+        self.1.clone()
+    }
+}
+
+/// A reader that records its first failure in a [`ReadFailure`].
+struct Recording<R> {
+    inner: R,
+    failure: ReadFailure,
+}
+
+impl<R: Read> Read for Recording<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| self.failure.record(e))
+    }
+}
 
 enum SourceInner {
     File(File, u64),
@@ -301,17 +341,23 @@ impl parquet::file::reader::ChunkReader for Source {
     type T = Box<dyn Read + Send>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let failure = self.1.clone();
         match &self.0 {
-            SourceInner::File(f, _) => Ok(Box::new(f.get_read(start)?)),
-            SourceInner::Object(o) => Ok(Box::new(o.read_from(start))),
+            SourceInner::File(f, _) => Ok(Box::new(Recording { inner: f.get_read(start)?, failure })),
+            SourceInner::Object(o) => Ok(Box::new(Recording { inner: o.read_from(start), failure })),
         }
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        match &self.0 {
+        let got = match &self.0 {
             SourceInner::File(f, _) => f.get_bytes(start, length),
             SourceInner::Object(o) => o.get_bytes(start, length),
+        };
+        // a range beyond the end is the footer's fault (corrupt), not a failed read
+        if let Err(parquet::errors::ParquetError::External(e)) = &got {
+            self.1.record(e.as_ref());
         }
+        got
     }
 }
 
