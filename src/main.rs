@@ -399,10 +399,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
-                print!("{}", timef::info::render(&v)?);
-                if samples {
-                    print!("{}", timef::info::render_samples(&v)?);
-                }
+                // everything read before anything is printed: an error leaves no partial summary
+                let samples = if samples { timef::info::render_samples(&v)? } else { String::new() };
+                print!("{}{samples}", timef::info::render(&v)?);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -588,7 +587,9 @@ fn main() -> ExitCode {
                 }
                 _ => "",
             };
-            eprintln!("timef: error: {e}{hint}");
+            // one line, whatever a dependency's message holds
+            let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
+            eprintln!("timef: error: {}{hint}", text.join(" "));
             ExitCode::from(exit_code(&e))
         }
     }
