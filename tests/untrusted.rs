@@ -300,3 +300,50 @@ fn object_store_version_refuses_paths_leaving_its_prefix() {
         .iter()
         .any(|f| f.file == "../../other/annotations.parquet" && f.location == "manifest files[0]"));
 }
+
+/// A page of the index whose bytes were changed (its CRC no longer matches):
+/// the decoding error is a corrupt version, exit 2 like every other kind of
+/// corruption (not 3), one line naming the file; `verify` reports it (exit 1).
+#[test]
+fn a_decoding_error_of_a_version_file_is_a_corrupt_version_exit_2() {
+    let c = Crafted::new();
+    let path = c.dir.join("time_series_index.parquet");
+    let meta = common::parquet_metadata(&path);
+    let chunk = meta.row_group(0).column(0);
+    let last = (chunk.data_page_offset() + chunk.compressed_size() - 1) as usize;
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[last] ^= 0xFF;
+    std::fs::write(&path, &bytes).unwrap();
+    for args in [vec!["cat", c.dir(), "s000/I"], vec!["info", c.dir(), "--samples"]] {
+        let (code, stdout, err) = cli(&args);
+        if args[0] == "info" {
+            // info --samples reads samples.parquet only
+            assert_eq!(code, 0, "{err}");
+            continue;
+        }
+        assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{args:?}: {err}");
+        let want = format!(
+            "timef: error: corrupt version: {}: arrow: Parquet argument error: Parquet error: Page CRC checksum \
+             mismatch\n",
+            path.display()
+        );
+        assert_eq!(err, want);
+    }
+    let (code, stdout, _) = cli(&["verify", c.dir()]);
+    assert_eq!(code, 1);
+    assert!(stdout.lines().any(|l| l.starts_with("FAIL [") && l.contains("time_series_index.parquet")), "{stdout}");
+}
+
+/// `timef --help` documents the exit codes.
+#[test]
+fn help_documents_the_exit_codes() {
+    let (code, stdout, _) = cli(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains(
+            "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, or a corrupt version (every verb \
+             but verify); 3 I/O, object-store or internal failure; 130 interrupted."
+        ),
+        "{stdout}"
+    );
+}
