@@ -299,7 +299,7 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
         }
         let (code, stdout, err) = cli(&["verify", d]);
         assert_eq!(code, 1, "{what}: {stdout}{err}");
-        assert!(stdout.lines().any(|l| l.starts_with(&format!("FAIL ")) && l.contains(rel)), "{what}: {stdout}");
+        assert!(stdout.lines().any(|l| l.starts_with("FAIL ") && l.contains(rel)), "{what}: {stdout}");
     }
 }
 
