@@ -10,10 +10,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+use parquet::file::metadata::PageIndexPolicy;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::footer::{contain, read_metadata, version_parquet_error};
 use crate::reader::Version;
 use crate::storage::Location;
 
@@ -43,16 +44,21 @@ impl DedupReport {
 
 /// Calls `f(page bytes)` for every page of the Parquet file at `loc` (read
 /// whole: mapped locally, one GET on an object store; every page is used).
+/// The footer's sizes and every page location are checked against the file.
 fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
     let path = &loc.to_path_buf();
-    let meta = ParquetMetaDataReader::new()
-        .with_offset_index_policy(PageIndexPolicy::Required)
-        .parse_and_finish(&loc.open()?)
-        .map_err(|e| Error::parquet(path, e))?;
+    let source = loc.open()?;
+    let meta = contain(|| read_metadata(&source, PageIndexPolicy::Required, PageIndexPolicy::Skip))
+        .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
+        .map_err(|e| version_parquet_error(path, e))?;
     let map = loc.read_whole()?;
     let slice = |start: i64, len: i64| -> Result<&[u8]> {
-        let (s, e) = (start as usize, (start + len) as usize);
-        map.get(s..e).ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("page {s}..{e} beyond file") })
+        let range =
+            usize::try_from(start).ok().zip(usize::try_from(len).ok()).and_then(|(s, l)| Some(s..s.checked_add(l)?));
+        range.and_then(|r| map.get(r)).ok_or_else(|| Error::Corrupt {
+            path: path.into(),
+            reason: format!("page at {start}..+{len} lies beyond the file's {} bytes", map.len()),
+        })
     };
     for (g, rg) in meta.row_groups().iter().enumerate() {
         let pages = meta.page_index_for_row_group(g);
@@ -65,7 +71,7 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
                 })?
                 .page_locations();
             if let (Some(dict), Some(first)) = (chunk.dictionary_page_offset(), locations.first()) {
-                f(slice(dict, first.offset - dict)?);
+                f(slice(dict, first.offset.saturating_sub(dict))?);
             }
             for loc in locations {
                 f(slice(loc.offset, i64::from(loc.compressed_page_size))?);
@@ -75,8 +81,11 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
     Ok(map.len() as u64)
 }
 
-fn shards(v: &Version) -> impl Iterator<Item = Location> + '_ {
-    v.manifest().files.iter().filter(|f| f.path.starts_with("time_series/")).map(|f| v.location().join(&f.path))
+/// The shard files of `v`, each checked by the path rules (docs/format.md
+/// "Paths inside a version") before any is opened.
+fn shards(v: &Version) -> Result<Vec<Location>> {
+    let listed = v.manifest().files.iter().enumerate().filter(|(_, f)| f.path.starts_with("time_series/"));
+    listed.map(|(i, f)| v.file(&f.path, || format!("manifest.json files[{i}]"))).collect()
 }
 
 /// Measures the new version at `new_dir` against the base at `base_dir` (paths
@@ -89,13 +98,13 @@ pub fn measure(base_dir: &Path, new_dir: &Path) -> Result<DedupReport> {
 pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport> {
     let (base, new) = (Version::open_at(base_dir.clone())?, Version::open_at(new_dir.clone())?);
     let mut known: HashSet<[u8; 32]> = HashSet::new();
-    for path in shards(&base) {
+    for path in shards(&base)? {
         for_each_page(&path, |page| {
             known.insert(Sha256::digest(page).into());
         })?;
     }
     let mut r = DedupReport::default();
-    for path in shards(&new) {
+    for path in shards(&new)? {
         r.new_shard_bytes += for_each_page(&path, |page| {
             r.new_pages += 1;
             let h: [u8; 32] = Sha256::digest(page).into();

@@ -7,6 +7,7 @@
 pub mod connectors;
 pub mod dataset;
 pub mod error;
+pub mod footer;
 pub mod info;
 
 pub use dataset::{

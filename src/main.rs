@@ -1,6 +1,7 @@
 //! The `timef` command line: a thin layer of argument parsing, progress and exit
-//! codes over the library. Exit codes: 0 success, 1 a check found problems,
-//! 2 bad usage or bad input (the input file, dataset or options), 3 any other
+//! codes over the library. Exit codes (docs/format.md "Exit codes"): 0 success,
+//! 1 a check found problems, 2 bad usage or bad input (the input file, dataset
+//! or options) and a corrupt version in every verb but `verify`, 3 any other
 //! failure (I/O, object store, internal).
 //!
 //! Every root and version directory may be a URL (`s3://`, `gs://`, `az://`,
@@ -20,7 +21,13 @@ use timef::storage::{Location, StorageOptions};
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
 #[derive(Parser)]
-#[command(name = "timef", version, about = "Write, inspect and verify TimeF time-series dataset versions")]
+#[command(
+    name = "timef",
+    version,
+    about = "Write, inspect and verify TimeF time-series dataset versions",
+    after_help = "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, or a corrupt \
+                  version (every verb but verify); 3 I/O, object-store or internal failure; 130 interrupted."
+)]
 struct Cli {
     /// No progress bar.
     #[arg(long, global = true)]
@@ -399,10 +406,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
                 println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
-                print!("{}", timef::info::render(&v)?);
-                if samples {
-                    print!("{}", timef::info::render_samples(&v)?);
-                }
+                // everything read before anything is printed: an error leaves no partial summary
+                let samples = if samples { timef::info::render_samples(&v)? } else { String::new() };
+                print!("{}{samples}", timef::info::render(&v)?);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -588,7 +594,9 @@ fn main() -> ExitCode {
                 }
                 _ => "",
             };
-            eprintln!("timef: error: {e}{hint}");
+            // one line, whatever a dependency's message holds
+            let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
+            eprintln!("timef: error: {}{hint}", text.join(" "));
             ExitCode::from(exit_code(&e))
         }
     }

@@ -12,16 +12,20 @@ use std::sync::{Arc, OnceLock};
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::dataset::{
     Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
 };
 use crate::error::{Error, Result};
+use crate::footer::{contain, read_metadata, version_arrow_error, version_parquet_error, DEFAULT_BATCH_ROWS};
 use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION, MAX_MANIFEST_BYTES};
-use crate::storage::{Location, Small, MANIFEST};
+use crate::storage::version_path::path_problem;
+use crate::storage::{Location, ReadFailure, Small, Source as FileSource, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +62,8 @@ pub struct Version {
     loc: Location,
     manifest: Manifest,
     manifest_sha256: String,
+    /// The manifest's `files` paths: the only files of the version a reader opens.
+    listed: std::collections::BTreeSet<String>,
     index: OnceLock<Vec<IndexEntry>>,
     /// series id -> its chunks' rows in the index (contiguous: the index is sorted by series)
     series_rows: OnceLock<std::collections::HashMap<String, std::ops::Range<usize>>>,
@@ -82,8 +88,7 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
             Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
         }
         _ => {
-            let c = arrow::compute::cast(col, &DataType::Utf8)
-                .map_err(|source| Error::Arrow { path: path.into(), source })?;
+            let c = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| version_arrow_error(path, e))?;
             strings(path, &c)
         }
     }
@@ -132,17 +137,61 @@ pub(crate) fn lists(
     Ok((ranges, Arc::clone(l.values())))
 }
 
-/// Reads a whole (small) table file into one batch.
-fn read_table(loc: &Location) -> Result<RecordBatch> {
+/// Opens a Parquet file of a version: the footer's sizes checked against the
+/// file (docs/format.md "Limits a reader checks"), the page index read when
+/// `page_index` asks for it; every failure of the bytes is [`Error::Corrupt`].
+pub(crate) fn open_parquet(loc: &Location, page_index: PageIndexPolicy) -> Result<(FileSource, Arc<ParquetMetaData>)> {
     let path = &loc.to_path_buf();
     let file = loc.open()?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(path, e))?;
-    let schema = builder.schema().clone();
-    let rows = builder.metadata().file_metadata().num_rows().max(1) as usize;
-    let reader = builder.with_batch_size(rows).build().map_err(|e| Error::parquet(path, e))?;
-    let batches: Vec<RecordBatch> =
-        reader.collect::<std::result::Result<_, _>>().map_err(|source| Error::Arrow { path: path.into(), source })?;
-    arrow::compute::concat_batches(&schema, &batches).map_err(|source| Error::Arrow { path: path.into(), source })
+    let meta = contain(|| read_metadata(&file, page_index, page_index))
+        .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
+        .map_err(|e| version_parquet_error(path, e))?;
+    Ok((file, Arc::new(meta)))
+}
+
+/// A decoder's error on a file of a version: the failed read behind it when
+/// one failed (I/O, object store), else [`Error::Corrupt`].
+fn decode_error(path: &Path, failure: &ReadFailure, e: arrow::error::ArrowError) -> Error {
+    match failure.take() {
+        Some(io) => Error::io(path, io),
+        None => version_arrow_error(path, e),
+    }
+}
+
+/// Reads a whole (small) table file into one batch, decoded in batches of
+/// [`DEFAULT_BATCH_ROWS`] rows; the rows decoded must be the rows the footer claims.
+fn read_table(loc: &Location) -> Result<RecordBatch> {
+    let path = &loc.to_path_buf();
+    let (file, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
+    let claimed = meta.file_metadata().num_rows();
+    let failure = file.read_failure();
+    let read = || -> Result<RecordBatch> {
+        let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
+            .map_err(|e| version_parquet_error(path, e))?;
+        let schema = arrow.schema().clone();
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow)
+            .with_batch_size(DEFAULT_BATCH_ROWS)
+            .build()
+            .map_err(|e| version_parquet_error(path, e))?;
+        let mut batches = Vec::new();
+        let mut rows = 0i64;
+        for batch in reader {
+            let batch = batch.map_err(|e| decode_error(path, &failure, e))?;
+            rows += batch.num_rows() as i64;
+            if rows > claimed {
+                break;
+            }
+            batches.push(batch);
+        }
+        if rows != claimed {
+            return Err(Error::Corrupt {
+                path: path.clone(),
+                reason: format!("the footer claims {claimed} rows, the pages hold {rows}"),
+            });
+        }
+        arrow::compute::concat_batches(&schema, &batches).map_err(|e| version_arrow_error(path, e))
+    };
+    contain(read).map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
 }
 
 impl Version {
@@ -161,10 +210,25 @@ impl Version {
     /// # Errors
     /// As [`Version::open`]; [`Error::ObjectStore`] when the store fails.
     pub fn open_at(loc: Location) -> Result<Version> {
+        let v = Version::open_unchecked(loc)?;
+        for (i, f) in v.manifest.files.iter().enumerate() {
+            if let Some(problem) = path_problem(&f.path) {
+                return Err(Error::Corrupt {
+                    path: v.loc.version_file(MANIFEST).to_path_buf(),
+                    reason: format!("files[{i}]: path {:?} {problem}", f.path),
+                });
+            }
+        }
+        Ok(v)
+    }
+
+    /// [`Version::open_at`] without checking the manifest's `files` paths
+    /// (`verify` reports each bad one as a finding instead).
+    pub(crate) fn open_unchecked(loc: Location) -> Result<Version> {
         let dir = loc.to_path_buf();
         // refuses anything but a regular file of sane size, so a FIFO or
         // /dev/zero in its place cannot hang or exhaust memory
-        let bytes = match loc.join(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
+        let bytes = match loc.version_file(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
             Small::Bytes(b) => b,
             Small::Missing => return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
             Small::Refused(why) => {
@@ -187,7 +251,16 @@ impl Version {
             use sha2::Digest;
             hex::encode(sha2::Sha256::digest(&bytes))
         };
-        Ok(Version { dir, loc, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
+        let listed = manifest.files.iter().map(|f| f.path.clone()).collect();
+        Ok(Version {
+            dir,
+            loc,
+            manifest,
+            manifest_sha256,
+            listed,
+            index: OnceLock::new(),
+            series_rows: OnceLock::new(),
+        })
     }
 
     /// The version directory (a URL stays a URL).
@@ -198,6 +271,30 @@ impl Version {
     /// Where the version lives.
     pub fn location(&self) -> &Location {
         &self.loc
+    }
+
+    /// The file `rel` of this version, which `origin` (a file and row, or
+    /// "the format" for a file the format names) points at: only a path that
+    /// satisfies the path rules and is listed in the manifest's `files`
+    /// (docs/format.md "Paths inside a version"). Local files are then opened
+    /// without following a symbolic link.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming `origin` and the path, before anything is opened.
+    pub(crate) fn file(&self, rel: &str, origin: impl FnOnce() -> String) -> Result<Location> {
+        let problem =
+            path_problem(rel).or_else(|| (!self.listed.contains(rel)).then_some("is not listed in manifest.json"));
+        match problem {
+            None => Ok(self.loc.version_file(rel)),
+            Some(problem) => {
+                Err(Error::Corrupt { path: self.dir.clone(), reason: format!("{}: path {rel:?} {problem}", origin()) })
+            }
+        }
+    }
+
+    /// A file the format names (`samples.parquet`, ...): [`Version::file`].
+    fn named(&self, rel: &str) -> Result<Location> {
+        self.file(rel, || "the format's file".into())
     }
 
     /// The manifest.
@@ -221,7 +318,7 @@ impl Version {
     }
 
     fn read_index(&self) -> Result<Vec<IndexEntry>> {
-        let p = self.loc.join("time_series_index.parquet");
+        let p = self.named("time_series_index.parquet")?;
         index_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
@@ -234,10 +331,10 @@ impl Version {
     /// [`Error::Validation`] when `path` is not a file of the version; I/O and
     /// parquet errors.
     pub fn table(&self, path: &str) -> Result<RecordBatch> {
-        if !self.manifest.files.iter().any(|f| f.path == path) {
+        if !self.listed.contains(path) {
             return Err(Error::validation(path, "path", "not a file of this version"));
         }
-        read_table(&self.loc.join(path))
+        read_table(&self.file(path, || "the caller's table".into())?)
     }
 
     /// Series metadata, one per series, in index order.
@@ -271,10 +368,19 @@ impl Version {
             }
             map
         });
-        let chunks: Vec<&IndexEntry> = match rows.get(time_series_id) {
-            Some(r) => index[r.clone()].iter().collect(),
+        let range = match rows.get(time_series_id) {
+            Some(r) => r.clone(),
             None => return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version")),
         };
+        let chunks: Vec<&IndexEntry> = index[range.clone()].iter().collect();
+        // every shard path checked before any shard is opened
+        let mut shards: BTreeMap<&str, Location> = BTreeMap::new();
+        for (row, c) in range.zip(&chunks) {
+            if !shards.contains_key(c.shard_path.as_str()) {
+                let origin = || format!("time_series_index.parquet row {row} ({time_series_id} chunk {})", c.chunk_idx);
+                shards.insert(c.shard_path.as_str(), self.file(&c.shard_path, origin)?);
+            }
+        }
         // group consecutive chunks by (shard, row group)
         let mut groups: BTreeMap<(&str, i32), Vec<&IndexEntry>> = BTreeMap::new();
         for c in &chunks {
@@ -282,19 +388,21 @@ impl Version {
         }
         let mut parts: Vec<(i32, Vec<f32>)> = Vec::with_capacity(chunks.len());
         for ((shard, rg), entries) in groups {
-            let loc = self.loc.join(shard);
+            let loc = &shards[shard];
             let path = loc.to_path_buf();
-            let file = loc.open()?;
-            let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-            let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
-                .map_err(|e| Error::parquet(&path, e))?;
+            let (file, meta) = open_parquet(loc, PageIndexPolicy::Optional)?;
+            let failure = file.read_failure();
+            let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
+                .map_err(|e| version_parquet_error(&path, e))?;
+            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow);
             let rg_rows = builder
                 .metadata()
                 .row_groups()
-                .get(rg as usize)
-                .map(|m| m.num_rows() as usize)
+                .get(usize::try_from(rg).unwrap_or(usize::MAX))
+                .map(|m| usize::try_from(m.num_rows()).unwrap_or(0))
                 .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("no row group {rg}") })?;
-            let mut offsets: Vec<usize> = entries.iter().map(|e| e.row_offset as usize).collect();
+            let mut offsets: Vec<usize> =
+                entries.iter().map(|e| usize::try_from(e.row_offset).unwrap_or(usize::MAX)).collect();
             offsets.sort_unstable();
             if offsets.last().is_some_and(|&o| o >= rg_rows) {
                 return Err(Error::Corrupt { path, reason: format!("row offset beyond row group {rg}") });
@@ -314,10 +422,13 @@ impl Version {
                 .with_row_groups(vec![rg as usize])
                 .with_row_selection(selection)
                 .with_projection(mask)
+                .with_batch_size(DEFAULT_BATCH_ROWS)
                 .build()
-                .map_err(|e| Error::parquet(&path, e))?;
-            for batch in reader {
-                let batch = batch.map_err(|source| Error::Arrow { path: path.clone(), source })?;
+                .map_err(|e| version_parquet_error(&path, e))?;
+            let batches = contain(|| reader.collect::<std::result::Result<Vec<_>, _>>())
+                .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
+                .map_err(|e| decode_error(&path, &failure, e))?;
+            for batch in batches {
                 let ids = strings(&path, col(&path, &batch, "time_series_id")?)?;
                 let idx = i32s(&path, &batch, "chunk_idx")?;
                 let (ranges, values) = lists(&path, &batch, "values")?;
@@ -367,13 +478,13 @@ impl Version {
 
     /// All samples, sorted by id.
     pub fn samples(&self) -> Result<Vec<Sample>> {
-        let p = self.loc.join("samples.parquet");
+        let p = self.named("samples.parquet")?;
         sample_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
     /// All annotation rows as `(sample_id, annotation)`, sorted by (sample, annotation id).
     pub fn annotations(&self) -> Result<Vec<(String, Annotation)>> {
-        let p = self.loc.join("annotations.parquet");
+        let p = self.named("annotations.parquet")?;
         annotation_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 
@@ -385,7 +496,8 @@ impl Version {
     /// The tasks of `task_name`, sorted by id.
     pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
         crate::dataset::validate_name(task_name, "task_name")?;
-        let p = self.loc.join(&format!("tasks/task={task_name}/part-0.parquet"));
+        let p = self
+            .file(&format!("tasks/task={task_name}/part-0.parquet"), || format!("manifest.json task {task_name:?}"))?;
         task_rows(&p.to_path_buf(), &read_table(&p)?)
     }
 

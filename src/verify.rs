@@ -28,7 +28,7 @@
 //! is reported once; the checks that need it are listed in
 //! [`VerifyReport::skipped`] instead of producing a cascade of findings. A
 //! panic of the parquet crate on corrupt bytes is caught and reported as a
-//! finding (the process's panic hook still prints it to stderr).
+//! finding.
 //!
 //! Memory is bounded by the version's keys, not its values: pages stream
 //! through the CRC in blocks, values decode one row group at a time in batches
@@ -39,7 +39,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -55,9 +54,12 @@ use sha2::{Digest, Sha256};
 use crate::dataset::{is_canonical_uuid, validate_name, SeriesMeta, TaskType};
 use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
+use crate::footer::contain;
 use crate::layout::shard_path;
 use crate::manifest::{Manifest, Partial, SchemaBlock};
 use crate::reader::{self, Version};
+use crate::storage::local::{open_in, SYMLINK};
+use crate::storage::version_path::path_problem;
 use crate::storage::{Location, CLAIM, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
 use crate::thrift::{chunk_pages, PageKind};
@@ -271,7 +273,7 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     if let Some(dir) = loc.as_local() {
         return verify_local(dir);
     }
-    let version = Version::open_at(loc.clone())?;
+    let version = Version::open_unchecked(loc.clone())?;
     let shown = loc.to_path_buf();
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
@@ -306,7 +308,7 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
 }
 
 fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
-    let version = Version::open(version_dir)?;
+    let version = Version::open_unchecked(Location::local(version_dir))?;
     let mut v = Verifier::new(version_dir, version.manifest());
     v.manifest_fields();
     for (rel, kind) in v.files() {
@@ -347,15 +349,12 @@ fn kind_of(rel: &str) -> Option<Kind> {
     validate_name(name, "task_name").is_ok().then(|| Kind::Task(name.to_string()))
 }
 
-/// True when `rel` names a path inside the version directory.
-fn is_inside(rel: &str) -> bool {
-    !rel.is_empty() && rel.split('/').all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(['\\', ':']))
-}
-
 /// A Parquet file whose footer was read.
 struct PqFile {
     rel: String,
     path: PathBuf,
+    /// The file, opened without following a symbolic link.
+    file: File,
     kind: Kind,
     meta: Arc<ParquetMetaData>,
     /// The schema is exactly the format's: the logical checks may read it.
@@ -386,10 +385,7 @@ fn saw(seen: &mut [IdSeen; 6], space: IdSpace, id: &str) {
 
 /// Runs `f`, turning a panic of the parquet crate on corrupt bytes into an error.
 fn guard<T>(f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-        Err(format!("the parquet reader panicked: {}", what.unwrap_or_default()))
-    })
+    contain(f).and_then(|r| r)
 }
 
 /// The message of a decoding error, without the absolute path the reader
@@ -508,13 +504,7 @@ fn scan(
     batch_rows: usize,
     mut each: impl FnMut(&mut VerifyReport, Pos, &RecordBatch) -> Result<()>,
 ) -> bool {
-    let file = match File::open(&f.path) {
-        Ok(file) => file,
-        Err(e) => {
-            report.push(&f.rel, "file", Check::Decode, format!("cannot open: {e}"));
-            return false;
-        }
-    };
+    let file = &f.file;
     let options = ArrowReaderOptions::new();
     let arrow = match guard(|| ArrowReaderMetadata::try_new(Arc::clone(&f.meta), options).map_err(|e| e.to_string())) {
         Ok(a) => a,
@@ -747,8 +737,15 @@ impl<'a> Verifier<'a> {
         for (i, entry) in self.m.files.iter().enumerate() {
             let rel = entry.path.as_str();
             let location = format!("manifest files[{i}]");
-            if !is_inside(rel) || rel == MANIFEST {
-                self.report.push(rel, location, Check::Listing, "not a relative path to a data file of the version");
+            if let Some(problem) = path_problem(rel) {
+                let msg = format!(
+                    "path {problem}: not a file inside the version (docs/format.md \"Paths inside a version\")"
+                );
+                self.report.push(rel, location, Check::Listing, msg);
+                continue;
+            }
+            if rel == MANIFEST {
+                self.report.push(rel, location, Check::Listing, "manifest.json lists itself, not a data file");
                 continue;
             }
             self.listed.insert(rel.to_string());
@@ -756,34 +753,37 @@ impl<'a> Verifier<'a> {
             if kind.is_none() {
                 self.report.push(rel, &location, Check::Listing, "not a file of the format (FORMAT-BRIEF §1)");
             }
-            let path = self.dir.join(rel);
-            match std::fs::symlink_metadata(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut file = match open_in(self.dir, rel) {
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                     self.report.push(rel, location, Check::Listing, "listed in manifest.json but missing");
                     continue;
                 }
+                Err(Error::Corrupt { reason, .. }) => {
+                    self.report.push(rel, location, Check::Listing, reason);
+                    continue;
+                }
                 Err(e) => {
-                    self.report.push(rel, location, Check::Listing, format!("cannot stat: {e}"));
+                    self.report.push(rel, location, Check::Listing, format!("cannot open: {}", source_of(&e)));
                     continue;
                 }
-                Ok(md) if !md.is_file() => {
-                    self.report.push(rel, location, Check::Listing, "not a regular file");
-                    continue;
-                }
+                Ok(file) => file,
+            };
+            match file.metadata() {
                 Ok(md) if md.len() != entry.bytes => {
                     let msg = format!("{} bytes on disk, manifest.json says {}", md.len(), entry.bytes);
                     self.report.push(rel, "file", Check::Size, msg);
                 }
                 Ok(_) => {}
+                Err(e) => self.report.push(rel, location, Check::Listing, format!("cannot stat: {e}")),
             }
             let mut h = Sha256::new();
-            match Location::local(&path).stream(&mut |block| h.update(block)).map(|_| hex::encode(h.finalize())) {
+            match std::io::copy(&mut file, &mut h).map(|_| hex::encode(h.finalize())) {
                 Ok(sha) if sha != entry.sha256 => {
                     let msg = format!("sha256 {sha}, manifest.json says {}", entry.sha256);
                     self.report.push(rel, "file", Check::Checksum, msg);
                 }
                 Ok(_) => {}
-                Err(e) => self.report.push(rel, "file", Check::Checksum, format!("unreadable: {}", source_of(&e))),
+                Err(e) => self.report.push(rel, "file", Check::Checksum, format!("unreadable: {e}")),
             }
             self.report.files_checked += 1;
             present.extend(kind.map(|k| (rel.to_string(), k)));
@@ -802,8 +802,13 @@ impl<'a> Verifier<'a> {
         for (dir, e) in errors {
             self.report.push(&dir, "directory", Check::Listing, format!("cannot list: {e}"));
         }
-        for (rel, _) in on_disk.iter().filter(|(r, _)| r.as_str() != MANIFEST && !self.listed.contains(r.as_str())) {
-            self.report.push(rel, "file", Check::Listing, "on disk but not listed in manifest.json");
+        for (rel, _) in on_disk.iter().filter(|(r, _)| !self.listed.contains(r.as_str())) {
+            let link = std::fs::symlink_metadata(self.dir.join(rel)).is_ok_and(|m| m.file_type().is_symlink());
+            match (link, rel.as_str()) {
+                (true, _) => self.report.push(rel, "file", Check::Listing, SYMLINK),
+                (false, MANIFEST) => {}
+                (false, _) => self.report.push(rel, "file", Check::Listing, "on disk but not listed in manifest.json"),
+            }
         }
         present
     }
@@ -823,10 +828,10 @@ impl<'a> Verifier<'a> {
     /// Footer, schema, page index and every page of one Parquet file.
     fn parquet(&mut self, rel: String, kind: Kind) {
         let path = self.dir.join(&rel);
-        let file = match File::open(&path) {
+        let file = match open_in(self.dir, &rel) {
             Ok(f) => f,
             Err(e) => {
-                self.report.push(&rel, "file", Check::Footer, format!("cannot open: {e}"));
+                self.report.push(&rel, "file", Check::Footer, format!("cannot open: {}", source_of(&e)));
                 return;
             }
         };
@@ -890,7 +895,7 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        self.files.push(PqFile { rel, path, kind, meta, schema_ok, bad_row_groups });
+        self.files.push(PqFile { rel, path, file, kind, meta, schema_ok, bad_row_groups });
     }
 
     /// Records that `rel` uses `types` (its schema matches only that form);

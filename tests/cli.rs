@@ -230,7 +230,7 @@ fn damaged_versions_fail_cleanly() {
     let (code, out, err) = cli(&["cat", dir.to_str().unwrap(), "BasicMotions-train-0/0"]);
     assert_eq!((code, out.as_str()), (2, ""));
     assert_eq!(err, format!("timef: error: corrupt version: {}: shard has no values column\n", shard.display()));
-    // a manifest that is a device, not a file: refused at once instead of read forever
+    // a manifest that is a link to a device: refused at once (never followed) instead of read forever
     let manifest = dir.join("manifest.json");
     std::fs::remove_file(&manifest).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &manifest).unwrap();
@@ -239,7 +239,11 @@ fn damaged_versions_fail_cleanly() {
         assert_eq!(code, 2, "{args:?}");
         assert_eq!(
             err,
-            format!("timef: error: not a TimeF version: {}: manifest.json is not a regular file\n", dir.display())
+            format!(
+                "timef: error: not a TimeF version: {}: manifest.json is a symbolic link (a version's files are never \
+                 followed: docs/format.md \"Paths inside a version\")\n",
+                dir.display()
+            )
         );
     }
 }

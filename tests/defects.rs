@@ -58,3 +58,46 @@ fn signed_zeros_give_statistics_independent_of_order() {
     let stats = &manifest["statistics"]["unknown"]["0"];
     assert_eq!((stats["min"].to_string(), stats["max"].to_string()), ("-0.0".to_string(), "1.0".to_string()));
 }
+
+/// `timef ingest arrow FILE`: exit code, stdout, stderr; and that no version was written.
+fn ingest_arrow(file: &str) -> (i32, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = defect(file);
+    let root = tmp.path().join("root");
+    let out = cli(&[
+        "--quiet",
+        "ingest",
+        "arrow",
+        "--root",
+        root.to_str().unwrap(),
+        "--name",
+        "d",
+        "--version",
+        "v1",
+        input.to_str().unwrap(),
+    ]);
+    assert!(!root.join("d/v1").exists());
+    out
+}
+
+/// An IPC file whose record-batch block is empty: refused with one line
+/// (arrow-ipc would slice past it and panic).
+#[test]
+fn ipc_zero_block_is_refused_with_one_line() {
+    let want = format!(
+        "timef: error: {}: not a readable Arrow IPC file or stream: block 224..+0+0 lies outside the file's data\n",
+        defect("ipc_zero_block.arrow").display()
+    );
+    assert_eq!(ingest_arrow("ipc_zero_block.arrow"), (2, String::new(), want));
+}
+
+/// A Parquet input whose row group claims 2^45 rows: refused with one line,
+/// nothing allocated from the claim.
+#[test]
+fn parquet_input_claiming_2_pow_45_rows_is_refused_with_one_line() {
+    let want = format!(
+        "timef: error: {}: not a readable Parquet file: the footer claims 35184372088832 rows, the pages hold 2\n",
+        defect("gluon_hugerows.parquet").display()
+    );
+    assert_eq!(ingest_arrow("gluon_hugerows.parquet"), (2, String::new(), want));
+}

@@ -696,3 +696,56 @@ fn urls_with_credentials_are_refused_without_showing_them() {
         assert!(!format!("{out}{stderr}").contains("hunter2"), "{url}: {stderr}");
     }
 }
+
+/// A version on S3 rewritten so that its index points out of its prefix (at
+/// a copy of its shard under another version's prefix, the sentinel) and its
+/// manifest lists a path leaving it: `cat` refuses (exit 2) before any GET of
+/// the sentinel (its bytes never show), `verify` reports (exit 1).
+#[test]
+fn s3_crafted_paths_never_leave_the_version_prefix() {
+    let Some(ep) = s3_endpoint("s3_crafted_paths") else { return };
+    let b = bucket(&ep, "crafted");
+    let root_url = format!("s3://{b}/data");
+    let ucr = real("ucr/BasicMotions_TRAIN.ts");
+    let args =
+        ["--quiet", "ingest", "ucr", "--root", &root_url, "--name", "bm", "--version", "v1", ucr.to_str().unwrap()];
+    let (code, _, err) = timef_s3(&ep, &args);
+    assert_eq!(code, 0, "{err}");
+    let store = raw_store(&ep, &b);
+    let rt = rt();
+    let shard = "time_series/shard-00000.parquet";
+    let bytes = rt.block_on(async { store.get(&ObjPath::from(format!("data/bm/v1/{shard}"))).await?.bytes().await });
+    rt.block_on(store.put(&ObjPath::from(format!("data/bm/other/{shard}")), bytes.unwrap().into())).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    download(&store, "data/bm/v1", tmp.path());
+    let bad = format!("../other/{shard}");
+    rewrite_shard_paths(tmp.path(), |_, _| bad.clone());
+    for rel in ["time_series_index.parquet", MANIFEST] {
+        let body = std::fs::read(tmp.path().join(rel)).unwrap();
+        rt.block_on(store.put(&ObjPath::from(format!("data/bm/v1/{rel}")), body.into())).unwrap();
+    }
+    let version = format!("{root_url}/bm/v1");
+    let want = format!(
+        "timef: error: corrupt version: {version}: time_series_index.parquet row 0 (bm-train-0/0 chunk 0): \
+         path {bad:?} has a '..' component (leaves the version)\n"
+    );
+    assert_eq!(timef_s3(&ep, &["cat", &version, "bm-train-0/0"]), (2, String::new(), want));
+    let (code, stdout, _) = timef_s3(&ep, &["verify", &version]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("FAIL [pointer] time_series_index.parquet") && l.contains(&bad)),
+        "{stdout}"
+    );
+    // a manifest entry leaving the prefix: every verb refuses the version at open
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join(MANIFEST)).unwrap()).unwrap();
+    m["files"][0]["path"] = format!("../other/{shard}").into();
+    rt.block_on(store.put(&ObjPath::from(format!("data/bm/v1/{MANIFEST}")), serde_json::to_vec(&m).unwrap().into()))
+        .unwrap();
+    let want = format!(
+        "timef: error: corrupt version: {version}/manifest.json: files[0]: path {bad:?} has a '..' component (leaves \
+         the version)\n"
+    );
+    for args in [vec!["cat", &version, "bm-train-0/0"], vec!["info", &version]] {
+        assert_eq!(timef_s3(&ep, &args), (2, String::new(), want.clone()), "{args:?}");
+    }
+}

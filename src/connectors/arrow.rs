@@ -31,6 +31,7 @@ use crate::connectors::typings::{self, ValueError};
 use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
+use crate::footer::{contain, read_metadata, DEFAULT_BATCH_ROWS};
 
 /// Options of [`read_arrow`].
 #[derive(Debug, Clone, PartialEq)]
@@ -150,10 +151,20 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
     }
     let mut read = Read::new(path, opts, false)?;
     let ipc_map = if &magic == b"PAR1" {
-        let (batches, int96_starts) = open_parquet(path)?;
-        for batch in batches {
-            let batch = batch.map_err(|e| Error::input(path, None, format!("not a readable Parquet file: {e}")))?;
+        let bad = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
+        let (mut batches, int96_starts, claimed) = open_parquet(path)?;
+        let mut rows = 0u64;
+        // a row group's claimed row count is checked against the rows its pages hold
+        while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
+            let batch = batch.map_err(|e| bad(e.to_string()))?;
+            rows += batch.num_rows() as u64;
+            if rows > claimed {
+                break;
+            }
             read.batch(&batch, int96_starts.as_deref(), None)?;
+        }
+        if rows != claimed {
+            return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
         }
         None
     } else {
@@ -265,26 +276,34 @@ impl<'a> Read<'a> {
 const PARQUET_BATCH_VALUES: usize = 1 << 20;
 
 /// A Parquet file as record batches of every row group in order (footer parsed
-/// once), plus the `start` column decoded from INT96 when it is stored so.
+/// once, its sizes checked against the file), plus the `start` column decoded
+/// from INT96 when it is stored so, and the rows the footer claims.
 #[allow(clippy::type_complexity)]
 fn open_parquet(
     path: &Path,
 ) -> Result<(
     Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>>,
     Option<Vec<Option<f64>>>,
+    u64,
 )> {
     use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
     use parquet::arrow::ProjectionMask;
+    use parquet::file::metadata::PageIndexPolicy;
     let file = File::open(path).map_err(|e| unreadable(path, e))?;
     let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(bad)?;
+    let panicked = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
+    let footer = contain(|| read_metadata(&file, PageIndexPolicy::Skip, PageIndexPolicy::Skip))
+        .map_err(panicked)?
+        .map_err(bad)?;
+    let claimed = u64::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
+    let meta = ArrowReaderMetadata::try_new(Arc::new(footer), ArrowReaderOptions::new()).map_err(bad)?;
     let schema = meta.metadata().file_metadata().schema_descr_ptr();
     let int96 = (0..schema.num_columns()).find(|&i| {
         let c = schema.column(i);
         c.path().parts() == ["start"] && c.physical_type() == parquet::basic::Type::INT96
     });
     let starts = match int96 {
-        Some(leaf) => Some(int96_column(path, &file, meta.metadata(), leaf)?),
+        Some(leaf) => Some(contain(|| int96_column(path, &file, meta.metadata(), leaf)).map_err(panicked)??),
         None => None,
     };
     // the wrapping nanosecond decoding of an INT96 `start` is never used
@@ -310,7 +329,7 @@ fn open_parquet(
         .with_batch_size(batch_rows)
         .build()
         .map_err(bad)?;
-    Ok((Box::new(reader), starts))
+    Ok((Box::new(reader), starts, claimed))
 }
 
 /// Every row's INT96 `start` (leaf column `leaf`) in epoch seconds, decoded from
@@ -340,27 +359,33 @@ fn int96_column(
             return Err(Error::input(path, None, "start: INT96 column without an INT96 reader"));
         };
         let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-        let (mut defs, mut values) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         let max_def = rg.column(leaf).column_descr().max_def_level();
-        let (records, _, _) = col.read_records(rows, Some(&mut defs), None, &mut values).map_err(bad)?;
-        if records != rows {
-            return Err(Error::input(path, None, format!("start: row group {g} holds {records} of {rows} rows")));
-        }
-        let mut vals = values.iter();
-        for r in 0..rows {
-            let present = max_def == 0 || defs.get(r) == Some(&max_def);
-            let v = if present { vals.next() } else { None };
-            out.push(match v {
-                None => None,
-                Some(x) => {
-                    let row = out.len();
-                    let d = x.data();
-                    Some(
-                        typings::int96_seconds([d[0], d[1], d[2]])
-                            .map_err(|why| Error::input(path, None, format!("row {row}: start: {why}")))?,
-                    )
-                }
-            });
+        // in bounded batches: the footer's row count is only a claim
+        let mut done = 0;
+        while done < rows {
+            let want = (rows - done).min(DEFAULT_BATCH_ROWS);
+            let (mut defs, mut values) = (Vec::with_capacity(want), Vec::with_capacity(want));
+            let (records, _, _) = col.read_records(want, Some(&mut defs), None, &mut values).map_err(bad)?;
+            if records == 0 {
+                return Err(Error::input(path, None, format!("start: row group {g} holds {done} of {rows} rows")));
+            }
+            let mut vals = values.iter();
+            for r in 0..records {
+                let present = max_def == 0 || defs.get(r) == Some(&max_def);
+                let v = if present { vals.next() } else { None };
+                out.push(match v {
+                    None => None,
+                    Some(x) => {
+                        let row = out.len();
+                        let d = x.data();
+                        Some(
+                            typings::int96_seconds([d[0], d[1], d[2]])
+                                .map_err(|why| Error::input(path, None, format!("row {row}: start: {why}")))?,
+                        )
+                    }
+                });
+            }
+            done += records;
         }
     }
     Ok(out)
@@ -590,7 +615,81 @@ fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValu
     }
 }
 
-/// Maps the file and decodes every record batch zero-copy (IPC file or stream).
+/// Largest size in bytes a compressed IPC buffer may claim to decompress to
+/// (1 GiB): the claim is read from the file and would be allocated at once.
+pub const MAX_IPC_BUFFER_BYTES: i64 = 1 << 30;
+
+/// Why the IPC message `message` with body `body` cannot be decoded safely, or
+/// `None`: every buffer lies inside the body, no array claims more rows than
+/// 8 per body byte (a validity bit each) plus 64, and no compressed buffer
+/// claims to decompress past [`MAX_IPC_BUFFER_BYTES`]. Checked before
+/// arrow-ipc sees the message, which slices and allocates from these numbers
+/// unchecked.
+fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<String> {
+    let batch = match message.header_type() {
+        arrow::ipc::MessageHeader::Schema => return None,
+        arrow::ipc::MessageHeader::RecordBatch => message.header_as_record_batch()?,
+        arrow::ipc::MessageHeader::DictionaryBatch => match message.header_as_dictionary_batch()?.data() {
+            Some(b) => b,
+            None => return Some("dictionary batch without data".into()),
+        },
+        other => return Some(format!("unexpected message {other:?}")),
+    };
+    let body_len = body.len() as i64;
+    let max_rows = body_len.saturating_mul(8).saturating_add(64);
+    if !(0..=max_rows).contains(&batch.length()) {
+        return Some(format!("record batch claims {} rows in a {body_len}-byte body", batch.length()));
+    }
+    for node in batch.nodes().iter().flatten() {
+        if !(0..=max_rows).contains(&node.length()) || !(0..=node.length()).contains(&node.null_count()) {
+            return Some(format!(
+                "array claims {} rows ({} null) in a {body_len}-byte body",
+                node.length(),
+                node.null_count()
+            ));
+        }
+    }
+    for buffer in batch.buffers().iter().flatten() {
+        let (offset, len) = (buffer.offset(), buffer.length());
+        if offset < 0 || len < 0 || offset.checked_add(len).is_none_or(|end| end > body_len) {
+            return Some(format!("buffer {offset}..+{len} lies beyond the {body_len}-byte body"));
+        }
+        if batch.compression().is_some() && len >= 8 {
+            let at = offset as usize;
+            let claimed = body[at..at + 8].try_into().map(i64::from_le_bytes).unwrap_or(-1);
+            if claimed > MAX_IPC_BUFFER_BYTES {
+                return Some(format!("a compressed buffer claims {claimed} bytes (at most {MAX_IPC_BUFFER_BYTES})"));
+            }
+        }
+    }
+    None
+}
+
+/// The message at the start of `bytes` (a continuation marker and length, or
+/// the legacy bare length, then the flatbuffer): the message and the bytes its
+/// metadata takes, checked to lie inside `bytes`. `Ok(None)` at an end-of-stream marker.
+fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow::ipc::Message<'_>, usize)>, String> {
+    let word = |at: usize| bytes.get(at..at + 4).map(|w| i32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+    let (prefix, len) = match word(0) {
+        Some(-1) => (8, word(4)),
+        other => (4, other),
+    };
+    let len = len.ok_or("truncated message prefix")?;
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(len).map_err(|_| format!("negative message length {len}"))?;
+    let end = prefix + len;
+    let flatbuffer =
+        bytes.get(prefix..end).ok_or_else(|| format!("message of {len} bytes beyond the end of the file"))?;
+    let message = arrow::ipc::root_as_message(flatbuffer).map_err(|e| format!("bad message: {e}"))?;
+    Ok(Some((message, end)))
+}
+
+/// Maps the file and decodes every record batch zero-copy (IPC file or stream)
+/// with arrow-ipc's decoders, after checking every block and message against
+/// the file's size ([`ipc_message_problem`]); what arrow-ipc may still panic
+/// on is contained.
 fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
     let file = File::open(path).map_err(|e| unreadable(path, e))?;
     // SAFETY: the mapping is read-only; like every mmap-based reader, a file
@@ -601,51 +700,83 @@ fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
     let buffer = unsafe {
         Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
     };
-    let bad =
-        |e: arrow::error::ArrowError| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
-    if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
-        use arrow::ipc::reader::{read_footer_length, FileDecoder};
-        let trailer = buffer.len() - 10;
-        let tail: [u8; 10] =
-            buffer[trailer..].try_into().map_err(|_| Error::input(path, None, "truncated IPC file"))?;
-        let footer_len = read_footer_length(tail).map_err(bad)?;
-        let footer_start =
-            trailer.checked_sub(footer_len).ok_or_else(|| Error::input(path, None, "truncated IPC footer"))?;
-        let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer])
-            .map_err(|e| Error::input(path, None, format!("bad IPC footer: {e}")))?;
-        let schema = footer.schema().ok_or_else(|| Error::input(path, None, "IPC footer without schema"))?;
-        let schema = Arc::new(arrow::ipc::convert::try_fb_to_schema(schema).map_err(bad)?);
-        let mut decoder = FileDecoder::new(schema, footer.version());
-        let block_data = |block: &arrow::ipc::Block| -> Result<Buffer> {
-            let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-            let start = block.offset() as usize;
-            if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
-                return Err(Error::input(path, None, "IPC block beyond end of file"));
-            }
-            Ok(buffer.slice_with_length(start, len))
-        };
-        for block in footer.dictionaries().iter().flatten() {
-            decoder.read_dictionary(block, &block_data(block)?).map_err(bad)?;
+    let bad = |e: String| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
+    let batches = contain(|| {
+        if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
+            decode_ipc_file(&buffer)
+        } else {
+            decode_ipc_stream(&buffer)
         }
-        let mut out = Vec::new();
-        for block in footer.recordBatches().iter().flatten() {
-            if let Some(batch) = decoder.read_record_batch(block, &block_data(block)?).map_err(bad)? {
-                out.push(batch);
-            }
+    })
+    .map_err(bad)?
+    .map_err(bad)?;
+    Ok((batches, map))
+}
+
+/// The record batches of an IPC file (`ARROW1` magic, footer with blocks).
+fn decode_ipc_file(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, String> {
+    use arrow::ipc::reader::{read_footer_length, FileDecoder};
+    let trailer = buffer.len() - 10;
+    let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| "truncated IPC file")?;
+    let footer_len = read_footer_length(tail).map_err(|e| e.to_string())?;
+    let footer_start =
+        trailer.checked_sub(footer_len).filter(|&s| s >= 8).ok_or("footer beyond the start of the file")?;
+    let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer]).map_err(|e| format!("bad footer: {e}"))?;
+    let schema = footer.schema().ok_or("footer without schema")?;
+    let schema = Arc::new(arrow::ipc::convert::try_fb_to_schema(schema).map_err(|e| e.to_string())?);
+    let mut decoder = FileDecoder::new(schema, footer.version());
+    let block_data = |block: &arrow::ipc::Block| -> std::result::Result<Buffer, String> {
+        let (offset, meta_len, body_len) = (block.offset(), i64::from(block.metaDataLength()), block.bodyLength());
+        let end = offset.checked_add(meta_len).and_then(|e| e.checked_add(body_len));
+        if offset < 8 || meta_len < 8 || body_len < 0 || end.is_none_or(|end| end > footer_start as i64) {
+            return Err(format!("block {offset}..+{meta_len}+{body_len} lies outside the file's data"));
         }
-        Ok((out, map))
-    } else {
-        let mut decoder = arrow::ipc::reader::StreamDecoder::new();
-        let mut rest = buffer;
-        let mut out = Vec::new();
-        while !rest.is_empty() {
-            match decoder.decode(&mut rest).map_err(bad)? {
-                Some(batch) => out.push(batch),
-                None if rest.is_empty() => break,
-                None => continue,
-            }
+        let (start, meta_len) = (offset as usize, meta_len as usize);
+        let bytes = &buffer[start..start + meta_len + body_len as usize];
+        let (message, _) = ipc_message(&bytes[..meta_len])?.ok_or("a block holds an end-of-stream marker")?;
+        if let Some(problem) = ipc_message_problem(&message, &bytes[meta_len..]) {
+            return Err(problem);
         }
-        decoder.finish().map_err(bad)?;
-        Ok((out, map))
+        Ok(buffer.slice_with_length(start, bytes.len()))
+    };
+    for block in footer.dictionaries().iter().flatten() {
+        decoder.read_dictionary(block, &block_data(block)?).map_err(|e| e.to_string())?;
     }
+    let mut out = Vec::new();
+    for block in footer.recordBatches().iter().flatten() {
+        if let Some(batch) = decoder.read_record_batch(block, &block_data(block)?).map_err(|e| e.to_string())? {
+            out.push(batch);
+        }
+    }
+    Ok(out)
+}
+
+/// The record batches of an IPC stream; each message's framing is checked
+/// to lie inside the file before the decoder sees it (it would otherwise
+/// wait, allocating, for a body the file does not hold).
+fn decode_ipc_stream(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, String> {
+    let mut at = 0;
+    while at < buffer.len() {
+        let Some((message, meta_end)) = ipc_message(&buffer[at..])? else { break };
+        let body_len = usize::try_from(message.bodyLength()).map_err(|_| "negative body length")?;
+        let body = buffer[at + meta_end..]
+            .get(..body_len)
+            .ok_or_else(|| format!("message body of {body_len} bytes beyond the end of the file"))?;
+        if let Some(problem) = ipc_message_problem(&message, body) {
+            return Err(problem);
+        }
+        at += meta_end + body_len;
+    }
+    let mut decoder = arrow::ipc::reader::StreamDecoder::new();
+    let mut rest = buffer.clone();
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        match decoder.decode(&mut rest).map_err(|e| e.to_string())? {
+            Some(batch) => out.push(batch),
+            None if rest.is_empty() => break,
+            None => continue,
+        }
+    }
+    decoder.finish().map_err(|e| e.to_string())?;
+    Ok(out)
 }

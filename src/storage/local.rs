@@ -226,28 +226,52 @@ fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
-/// The bytes of the regular file `path` if it is at most `max_bytes` long, so a
-/// FIFO or `/dev/zero` in its place cannot hang or exhaust memory.
-pub(crate) fn read_small(path: &Path, max_bytes: u64) -> Result<Small> {
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    if !meta.is_file() {
-        return Ok(Small::Refused("not a regular file".into()));
+/// `path`, a file of the version directory `version_dir` when that is given
+/// (then opened by [`open_in`]), else opened as is.
+pub(crate) fn open(path: &Path, version_dir: Option<&Path>) -> Result<File> {
+    match version_dir.and_then(|dir| Some((dir, path.strip_prefix(dir).ok()?))) {
+        Some((dir, rel)) => {
+            let rel: Vec<_> = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect();
+            open_in(dir, &rel.join("/"))
+        }
+        None => File::open(path).map_err(|e| Error::io(path, e)),
     }
+}
+
+/// The bytes of the regular file `path` (see [`open`]) if it is at most
+/// `max_bytes` long, so a FIFO or `/dev/zero` in its place cannot hang or
+/// exhaust memory.
+pub(crate) fn read_small(path: &Path, version_dir: Option<&Path>, max_bytes: u64) -> Result<Small> {
+    let file = match version_dir {
+        Some(_) => match open(path, version_dir) {
+            Ok(f) => f,
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+            Err(Error::Corrupt { reason, .. }) => return Ok(Small::Refused(reason)),
+            Err(e) => return Err(e),
+        },
+        None => {
+            let meta = match fs::metadata(path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+                Err(e) => return Err(Error::io(path, e)),
+            };
+            if !meta.is_file() {
+                return Ok(Small::Refused("not a regular file".into()));
+            }
+            File::open(path).map_err(|e| Error::io(path, e))?
+        }
+    };
     let mut bytes = Vec::new();
-    File::open(path).and_then(|f| f.take(max_bytes + 1).read_to_end(&mut bytes)).map_err(|e| Error::io(path, e))?;
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > max_bytes {
         return Ok(Small::Refused(format!("larger than {max_bytes} bytes")));
     }
     Ok(Small::Bytes(bytes))
 }
 
-/// Streams the file at `path` through `f` in 1 MiB blocks; returns its size.
-pub(crate) fn stream(path: &Path, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+/// Streams the file at `path` (see [`open`]) through `f` in 1 MiB blocks; returns its size.
+pub(crate) fn stream(path: &Path, version_dir: Option<&Path>, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+    let mut file = open(path, version_dir)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
     loop {
@@ -338,6 +362,51 @@ pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
         }
     }
     Ok(report)
+}
+
+/// How a symbolic link inside a version is reported.
+pub(crate) const SYMLINK: &str =
+    "a symbolic link (a version's files are never followed: docs/format.md \"Paths inside a version\")";
+
+/// Opens the file `rel` (relative, `/`-separated, checked by
+/// [`super::version_path::path_problem`]) of the version directory `dir`
+/// without following a symbolic link below `dir`: each directory is opened
+/// with `O_NOFOLLOW | O_DIRECTORY` relative to the one before, the file itself
+/// with `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open) and must be a
+/// regular file (docs/format.md "Paths inside a version").
+///
+/// # Errors
+/// [`Error::Corrupt`] for a symbolic link or anything but a regular file;
+/// [`Error::Io`] otherwise (`NotFound` included).
+pub(crate) fn open_in(dir: &Path, rel: &str) -> Result<File> {
+    use rustix::fs::{openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
+    let path = dir.join(rel);
+    let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
+    let mut fd = openat(CWD, dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io(dir, e.into()))?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let kind = if last { OFlags::NONBLOCK } else { OFlags::DIRECTORY };
+        match openat(&fd, *part, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | kind, Mode::empty()) {
+            Ok(next) => fd = next,
+            Err(e) => {
+                let link = statat(&fd, *part, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+                if link {
+                    let what = if last { String::new() } else { format!("directory {} is ", parts[..=i].join("/")) };
+                    return Err(corrupt(format!("{what}{SYMLINK}")));
+                }
+                return Err(Error::io(&path, e.into()));
+            }
+        }
+    }
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
+    if !meta.is_file() {
+        return Err(corrupt("not a regular file".into()));
+    }
+    Ok(file)
 }
 
 #[cfg(test)]

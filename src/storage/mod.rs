@@ -21,6 +21,7 @@
 
 pub mod local;
 pub mod object;
+pub mod version_path;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +29,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -66,14 +68,16 @@ pub struct Location(Inner);
 
 #[derive(Clone)]
 enum Inner {
-    Local(PathBuf),
+    /// A local path, and the version directory it is a file of (opened
+    /// without following a symbolic link below that directory).
+    Local(PathBuf, Option<PathBuf>),
     Object(object::ObjectLocation),
 }
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Inner::Local(p) => write!(f, "{}", p.display()),
+            Inner::Local(p, _) => write!(f, "{}", p.display()),
             Inner::Object(o) => write!(f, "{o}"),
         }
     }
@@ -95,7 +99,7 @@ pub fn is_url(text: &str) -> bool {
 impl Location {
     /// A local path.
     pub fn local(path: impl Into<PathBuf>) -> Location {
-        Location(Inner::Local(path.into()))
+        Location(Inner::Local(path.into(), None))
     }
 
     /// A local path, or a URL when `text` starts with `<scheme>://`. URLs take
@@ -136,7 +140,7 @@ impl Location {
     /// The local path, when this is one.
     pub fn as_local(&self) -> Option<&Path> {
         match &self.0 {
-            Inner::Local(p) => Some(p),
+            Inner::Local(p, _) => Some(p),
             Inner::Object(_) => None,
         }
     }
@@ -144,7 +148,19 @@ impl Location {
     /// `self/rel` (`rel` is `/`-separated).
     pub fn join(&self, rel: &str) -> Location {
         match &self.0 {
-            Inner::Local(p) => Location::local(p.join(rel)),
+            Inner::Local(p, _) => Location::local(p.join(rel)),
+            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+        }
+    }
+
+    /// The file `rel` of the version at `self`, for reading: a local one is
+    /// opened without following a symbolic link below `self` and must be a
+    /// regular file; on an object store it is the object under the version
+    /// prefix. `rel` must already satisfy [`version_path::path_problem`]
+    /// (docs/format.md "Paths inside a version").
+    pub(crate) fn version_file(&self, rel: &str) -> Location {
+        match &self.0 {
+            Inner::Local(p, _) => Location(Inner::Local(p.join(rel), Some(p.clone()))),
             Inner::Object(o) => Location(Inner::Object(o.join(rel))),
         }
     }
@@ -152,7 +168,7 @@ impl Location {
     /// The last path segment.
     pub fn file_name(&self) -> Option<String> {
         match &self.0 {
-            Inner::Local(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+            Inner::Local(p, _) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
             Inner::Object(o) => o.file_name(),
         }
     }
@@ -160,7 +176,7 @@ impl Location {
     /// The location as errors and messages name it (a URL stays a URL).
     pub fn to_path_buf(&self) -> PathBuf {
         match &self.0 {
-            Inner::Local(p) => p.clone(),
+            Inner::Local(p, _) => p.clone(),
             Inner::Object(o) => PathBuf::from(o.to_string()),
         }
     }
@@ -168,7 +184,7 @@ impl Location {
     /// The bytes of a small file (at most `max_bytes`).
     pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
         match &self.0 {
-            Inner::Local(p) => local::read_small(p, max_bytes),
+            Inner::Local(p, v) => local::read_small(p, v.as_deref(), max_bytes),
             Inner::Object(o) => o.read_small(max_bytes),
         }
     }
@@ -180,12 +196,12 @@ impl Location {
     /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
     pub fn open(&self) -> Result<Source> {
         match &self.0 {
-            Inner::Local(p) => {
-                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+            Inner::Local(p, v) => {
+                let file = local::open(p, v.as_deref())?;
                 let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
-                Ok(Source(SourceInner::File(file, len)))
+                Ok(Source(SourceInner::File(file, len), ReadFailure::default()))
             }
-            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?))),
+            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?), ReadFailure::default())),
         }
     }
 
@@ -193,8 +209,8 @@ impl Location {
     /// mapped (local), for callers that touch most of its bytes.
     pub(crate) fn read_whole(&self) -> Result<Whole> {
         match &self.0 {
-            Inner::Local(p) => {
-                let file = File::open(p).map_err(|e| Error::io(p, e))?;
+            Inner::Local(p, v) => {
+                let file = local::open(p, v.as_deref())?;
                 // SAFETY: read-only mapping of a file of a committed (immutable) version.
                 let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(p, e))?;
                 Ok(Whole::Map(map))
@@ -208,7 +224,7 @@ impl Location {
     /// (local only). Symbolic links are not followed.
     pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String)>)> {
         match &self.0 {
-            Inner::Local(p) => Ok(local::walk(p)),
+            Inner::Local(p, _) => Ok(local::walk(p)),
             Inner::Object(o) => Ok((o.list_files()?, Vec::new())),
         }
     }
@@ -216,7 +232,7 @@ impl Location {
     /// The names of the directories (common prefixes) directly under this location, sorted.
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
         match &self.0 {
-            Inner::Local(p) => local::list_dirs(p),
+            Inner::Local(p, _) => local::list_dirs(p),
             Inner::Object(o) => o.list_dirs(),
         }
     }
@@ -224,7 +240,7 @@ impl Location {
     /// Streams the file once through `f`, block by block; returns its size.
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
         match &self.0 {
-            Inner::Local(p) => local::stream(p, f),
+            Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
             Inner::Object(o) => o.stream(f),
         }
     }
@@ -234,7 +250,7 @@ impl Location {
     /// in the way. Only looks; writes nothing.
     pub fn ensure_absent(&self) -> Result<()> {
         match &self.0 {
-            Inner::Local(p) => local::ensure_absent(p),
+            Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
         }
     }
@@ -267,7 +283,46 @@ impl std::ops::Deref for Whole {
 /// A file opened for ranged reads: parquet's [`ChunkReader`](parquet::file::reader::ChunkReader)
 /// over a local file or over ranged GETs of an object (footer, page index and
 /// the column chunks asked for; never the whole object).
-pub struct Source(SourceInner);
+pub struct Source(SourceInner, ReadFailure);
+
+/// The first failure to read a [`Source`]'s bytes (I/O, object store), kept
+/// because a decoder's error only carries its text: with it, a failed read is
+/// told from corrupt bytes (docs/format.md "Exit codes").
+#[derive(Clone, Default)]
+pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>);
+
+impl ReadFailure {
+    fn record(&self, e: &dyn std::error::Error) {
+        if let Ok(mut first) = self.0.lock() {
+            first.get_or_insert_with(|| io::Error::other(e.to_string()));
+        }
+    }
+
+    /// The failure, if a read failed.
+    pub(crate) fn take(&self) -> Option<io::Error> {
+        self.0.lock().ok().and_then(|mut first| first.take())
+    }
+}
+
+impl Source {
+    /// The handle through which a failed read of this source is seen after
+    /// the source moved into a decoder.
+    pub(crate) fn read_failure(&self) -> ReadFailure {
+        self.1.clone()
+    }
+}
+
+/// A reader that records its first failure in a [`ReadFailure`].
+struct Recording<R> {
+    inner: R,
+    failure: ReadFailure,
+}
+
+impl<R: Read> Read for Recording<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| self.failure.record(e))
+    }
+}
 
 enum SourceInner {
     File(File, u64),
@@ -287,17 +342,23 @@ impl parquet::file::reader::ChunkReader for Source {
     type T = Box<dyn Read + Send>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let failure = self.1.clone();
         match &self.0 {
-            SourceInner::File(f, _) => Ok(Box::new(f.get_read(start)?)),
-            SourceInner::Object(o) => Ok(Box::new(o.read_from(start))),
+            SourceInner::File(f, _) => Ok(Box::new(Recording { inner: f.get_read(start)?, failure })),
+            SourceInner::Object(o) => Ok(Box::new(Recording { inner: o.read_from(start), failure })),
         }
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        match &self.0 {
+        let got = match &self.0 {
             SourceInner::File(f, _) => f.get_bytes(start, length),
             SourceInner::Object(o) => o.get_bytes(start, length),
+        };
+        // a range beyond the end is the footer's fault (corrupt), not a failed read
+        if let Err(parquet::errors::ParquetError::External(e)) = &got {
+            self.1.record(e.as_ref());
         }
+        got
     }
 }
 
@@ -321,7 +382,7 @@ impl Staging {
     /// stores) claimed by another writer; I/O and store errors.
     pub fn create(target: &Location) -> Result<Staging> {
         match &target.0 {
-            Inner::Local(p) => Ok(Staging(StagingInner::Local(local::Staging::create(p)?))),
+            Inner::Local(p, _) => Ok(Staging(StagingInner::Local(local::Staging::create(p)?))),
             Inner::Object(o) => Ok(Staging(StagingInner::Object(object::Staging::create(o)?))),
         }
     }
@@ -545,7 +606,7 @@ pub struct GcReport {
 /// I/O and store errors.
 pub fn gc(root: &Location, older_than_s: u64) -> Result<GcReport> {
     match &root.0 {
-        Inner::Local(p) => local::gc(p, older_than_s),
+        Inner::Local(p, _) => local::gc(p, older_than_s),
         Inner::Object(o) => o.gc(older_than_s),
     }
 }

@@ -415,6 +415,10 @@ impl ObjectReader {
     }
 
     pub(crate) fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        // some stores refuse an empty range; nothing needs fetching
+        if length == 0 {
+            return Ok(Bytes::new());
+        }
         let end = start.saturating_add(length as u64);
         if end > self.len {
             return Err(parquet::errors::ParquetError::EOF(format!(

@@ -624,3 +624,39 @@ pub fn primitives<T: arrow::datatypes::ArrowPrimitiveType>(col: &dyn arrow::arra
     use arrow::array::AsArray;
     col.as_primitive::<T>().iter().collect()
 }
+
+/// Sets size and sha256 of `rel` in the manifest to the file's (so only what
+/// the test crafted is wrong).
+pub fn reseal(dir: &Path, rel: &str) {
+    use sha2::Digest;
+    let bytes = std::fs::read(dir.join(rel)).unwrap();
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["path"] == rel {
+            f["bytes"] = bytes.len().into();
+            f["sha256"] = hex::encode(sha2::Sha256::digest(&bytes)).into();
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+/// Rewrites the index's `shard_path` column (`f(row, old) -> new`) and reseals it.
+pub fn rewrite_shard_paths(dir: &Path, f: impl Fn(usize, &str) -> String) {
+    use arrow::array::Array;
+    let path = dir.join("time_series_index.parquet");
+    let batch = read_parquet(&path);
+    let i = batch.schema().index_of("shard_path").unwrap();
+    let old = arrow::compute::cast(batch.column(i), &arrow::datatypes::DataType::Utf8).unwrap();
+    let old = old.as_any().downcast_ref::<arrow::array::StringArray>().unwrap();
+    let new: arrow::array::StringArray = (0..old.len()).map(|r| Some(f(r, old.value(r)))).collect();
+    let new = arrow::compute::cast(&new, batch.column(i).data_type()).unwrap();
+    let mut columns: Vec<arrow::array::ArrayRef> = batch.columns().to_vec();
+    columns[i] = new;
+    let batch = arrow::record_batch::RecordBatch::try_new(batch.schema(), columns).unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    reseal(dir, "time_series_index.parquet");
+}
