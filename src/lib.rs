@@ -19,6 +19,7 @@ pub use storage as commit;
 pub mod dedup;
 pub mod edit;
 pub mod encoding;
+mod footer;
 pub mod layout;
 pub mod manifest;
 pub mod reader;

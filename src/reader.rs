@@ -20,7 +20,7 @@ use crate::dataset::{
     Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
 };
 use crate::error::{Error, Result};
-use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION};
+use crate::manifest::Manifest;
 use crate::storage::{hex, Location, Small, MANIFEST};
 
 /// One row of `time_series_index.parquet`: one chunk of one series.
@@ -149,6 +149,20 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
     arrow::compute::concat_batches(&schema, &batches).map_err(|source| Error::Arrow { path: path.into(), source })
 }
 
+/// The bytes of the `manifest.json` of the version at `loc`.
+///
+/// # Errors
+/// [`Error::NotAVersion`] when it is missing, or not a regular file of sane
+/// size (so a FIFO or /dev/zero in its place cannot hang or exhaust memory).
+pub(crate) fn manifest_bytes(loc: &Location) -> Result<Vec<u8>> {
+    let dir = loc.to_path_buf();
+    match loc.join(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
+        Small::Bytes(b) => Ok(b),
+        Small::Missing => Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
+        Small::Refused(why) => Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") }),
+    }
+}
+
 impl Version {
     /// Opens the version at `dir`, a local directory or (when its text is one)
     /// an object-store URL with options from the environment.
@@ -165,33 +179,23 @@ impl Version {
     /// # Errors
     /// As [`Version::open`]; [`Error::ObjectStore`] when the store fails.
     pub fn open_at(loc: Location) -> Result<Version> {
-        let dir = loc.to_path_buf();
-        // refuses anything but a regular file of sane size, so a FIFO or
-        // /dev/zero in its place cannot hang or exhaust memory
-        let bytes = match loc.join(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
-            Small::Bytes(b) => b,
-            Small::Missing => return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
-            Small::Refused(why) => {
-                return Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") })
-            }
-        };
-        let value: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json is not JSON: {e}") })?;
-        if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT)
-            || value.get("format_version").and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION))
-        {
-            return Err(Error::NotAVersion {
-                path: dir,
-                reason: format!("format {} version {} is not timef 1", value["format"], value["format_version"]),
-            });
-        }
-        let manifest: Manifest = serde_json::from_value(value)
-            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json: {e}") })?;
+        let bytes = manifest_bytes(&loc)?;
+        let manifest = Manifest::parse(&bytes).map_err(|p| Error::NotAVersion {
+            path: loc.to_path_buf(),
+            reason: format!("manifest.json {}: {}", p.location, p.reason),
+        })?;
         let manifest_sha256 = {
             use sha2::Digest;
             hex(&sha2::Sha256::digest(&bytes))
         };
-        Ok(Version { dir, loc, manifest, manifest_sha256, index: OnceLock::new(), series_rows: OnceLock::new() })
+        Ok(Version {
+            dir: loc.to_path_buf(),
+            loc,
+            manifest,
+            manifest_sha256,
+            index: OnceLock::new(),
+            series_rows: OnceLock::new(),
+        })
     }
 
     /// The version directory (a URL stays a URL).
