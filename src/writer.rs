@@ -330,11 +330,13 @@ impl TimeFWriter {
         );
 
         let mut staging = Staging::create(&target)?;
+        crate::storage::pause_point("staging-created");
         self.emit(WriteProgressEvent::Started {
             series: dataset.series.len() as u64,
             samples: dataset.samples.len() as u64,
         })?;
         let mut series = self.write_series(&mut staging, &mut dataset, ids, codec, &created_by)?;
+        crate::storage::pause_point("shards-written");
         let mut files = std::mem::take(&mut series.files);
         files.push(write_index(&mut staging, &series.metas, &series.index, ids, codec, &created_by)?);
         files.push(write_samples(&mut staging, &dataset, ids, codec, &created_by)?);
@@ -349,6 +351,7 @@ impl TimeFWriter {
 
         let manifest = build_manifest(&dataset, &self.options, ids, files, &series, self.derived_from.clone());
         staging.stage_manifest(manifest.to_bytes())?;
+        crate::storage::pause_point("manifest-staged");
         Ok(StagedVersion { staging, manifest })
     }
 
@@ -607,6 +610,7 @@ impl ShardStream<'_> {
                     }
                     if let Some(file) = self.current.as_mut() {
                         file.append_row_group(chunks)?;
+                        crate::storage::pause_point("mid-shard");
                     }
                 }
                 Some(InFlight::CloseShard) => {
