@@ -18,7 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, LogicalType, Repetition, Type as PhysicalType, ZstdLevel};
+use parquet::basic::{
+    ColumnOrder, Compression, Encoding, LogicalType, Repetition, SortOrder, Type as PhysicalType, ZstdLevel,
+};
 use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
@@ -618,6 +620,15 @@ pub(crate) fn self_check(rel: &Path, schema: &FileSchema, meta: &ParquetMetaData
             if rg.num_rows() > 0 && col.statistics().is_none() {
                 return Err(fail(path, format!("row group {g}: statistics missing")));
             }
+        }
+    }
+    // float statistics in the order every reader knows (docs/format.md §3)
+    let orders = meta.file_metadata().column_orders();
+    for (i, col) in schema.descr.columns().iter().enumerate() {
+        let float = matches!(col.physical_type(), PhysicalType::FLOAT | PhysicalType::DOUBLE);
+        let order = orders.and_then(|o| o.get(i)).copied();
+        if float && order != Some(ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED)) {
+            return Err(fail(col.path(), format!("column order {order:?}, want TYPE_DEFINED_ORDER(SIGNED)")));
         }
     }
     Ok(())

@@ -20,6 +20,7 @@ pub use storage as commit;
 pub mod dedup;
 pub mod edit;
 pub mod encoding;
+mod float_order;
 pub mod layout;
 pub mod manifest;
 pub mod reader;

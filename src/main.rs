@@ -56,7 +56,8 @@ enum Command {
         #[arg(long)]
         samples: bool,
     },
-    /// Datasets and committed versions under ROOT (staging directories are not versions).
+    /// Datasets and committed versions under ROOT, and per dataset how many stale staging
+    /// directories (local) or idle claims (object stores) dead writers left for `timef gc`.
     Ls {
         /// The root directory or URL.
         root: PathBuf,
@@ -70,6 +71,9 @@ enum Command {
         /// (longer than any write takes: a live writer's claim looks the same).
         #[arg(long)]
         older_than_s: u64,
+        /// Report what would be removed, removing nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Write a new version with samples removed (copy-on-write; the base is untouched).
     Edit(EditArgs),
@@ -430,25 +434,54 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ls { root } => {
-            let mut last = String::new();
-            for (name, version) in timef::reader::list_versions_at(&loc(&root)?)? {
-                if name != last {
-                    println!("{name}");
-                    last = name;
+            let root = loc(&root)?;
+            // local staging is stale once its owner's flock is gone; an object-store
+            // claim only by age (docs/format.md §1, "Clearing a dead writer's claim")
+            let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
+            let mut stale = timef::storage::gc_dry_run(&root, age_s)?.per_dataset;
+            let mut by_name: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+            for (name, version) in timef::reader::list_versions_at(&root)? {
+                by_name.entry(name).or_default().push(version);
+            }
+            for name in stale.keys() {
+                by_name.entry(name.clone()).or_default();
+            }
+            for (name, versions) in by_name {
+                println!("{name}");
+                for version in versions {
+                    println!("  {version}");
                 }
-                println!("  {version}");
+                match stale.remove(&name) {
+                    Some(n) if age_s == 0 => {
+                        println!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
+                    }
+                    Some(n) => println!(
+                        "  ({n} claim(s) idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
+                    ),
+                    None => {}
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Gc { root, older_than_s } => {
-            let r = timef::storage::gc(&loc(&root)?, older_than_s)?;
+        Command::Gc { root, older_than_s, dry_run } => {
+            let root = loc(&root)?;
+            let r = if dry_run {
+                timef::storage::gc_dry_run(&root, older_than_s)?
+            } else {
+                timef::storage::gc(&root, older_than_s)?
+            };
+            let (removed, cleared, files) = if dry_run {
+                ("would remove", "would be cleared", "would be removed")
+            } else {
+                ("removed", "cleared", "removed")
+            };
             for c in &r.removed_claims {
-                println!("removed {c}");
+                println!("{removed} {c}");
             }
             for c in &r.kept_claims {
-                println!("kept (younger than {older_than_s} s) {c}");
+                println!("kept (younger than {older_than_s} s, or its writer alive) {c}");
             }
-            println!("{} claim(s) cleared, {} file(s) removed", r.removed_claims.len(), r.removed_files);
+            println!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files);
             Ok(ExitCode::SUCCESS)
         }
         Command::Cat { version_dir, series_id, format } => {
@@ -568,6 +601,10 @@ fn on_ctrl_c() {
         });
     });
 }
+
+/// Age in seconds from which `timef ls` counts an object-store claim as stale
+/// (a live writer's claim differs from a dead one's only by age there).
+const LS_CLAIM_IDLE_S: u64 = 3600;
 
 /// The name standard output goes by in errors.
 const STDOUT: &str = "<stdout>";

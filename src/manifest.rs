@@ -45,6 +45,11 @@ pub struct Manifest {
     /// For a version written by a copy-on-write edit: its base and the operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub derived_from: Option<DerivedFrom>,
+    /// The manifest's seal: lowercase hex sha256 of the manifest's bytes as
+    /// [`Manifest::to_bytes`] writes them without this key (`docs/format.md`
+    /// §6, "Integrity"). Absent in versions written before the seal existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_sha256: Option<String>,
 }
 
 /// `dataset` block.
@@ -440,12 +445,136 @@ impl WriterBlock {
 }
 
 impl Manifest {
-    /// Serialized bytes (pretty JSON, one trailing newline).
+    /// Serialized bytes (pretty JSON, two-space indent, one trailing
+    /// newline): the canonical form `timef verify` requires byte for byte.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = serde_json::to_vec_pretty(self).expect("manifest types always serialize");
         out.push(b'\n');
         out
     }
+
+    /// The seal this manifest should carry: lowercase hex sha256 of
+    /// [`Manifest::to_bytes`] with `manifest_sha256` left out.
+    pub fn seal_sha256(&self) -> String {
+        use sha2::Digest;
+        let unsealed = Manifest { manifest_sha256: None, ..self.clone() };
+        hex::encode(sha2::Sha256::digest(unsealed.to_bytes()))
+    }
+
+    /// The manifest with its seal set, as the writer commits it.
+    pub fn sealed(mut self) -> Manifest {
+        self.manifest_sha256 = Some(self.seal_sha256());
+        self
+    }
+
+    /// Parses `manifest.json` bytes of TimeF 1 (keys the types do not know
+    /// are ignored here; `timef verify` refuses them through the canonical
+    /// bytes).
+    ///
+    /// # Errors
+    /// [`ParseProblem`] naming the field (a JSON path) or line and column.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, ParseProblem> {
+        let at = |e: &serde_json::Error| {
+            let offset = offset_of(bytes, e.line(), e.column());
+            let field = field_at(bytes, offset);
+            let line = format!("line {} column {}", e.line(), e.column());
+            if field.is_empty() {
+                line
+            } else {
+                format!("{field} ({line})")
+            }
+        };
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| ParseProblem { location: at(&e), reason: format!("not JSON: {e}") })?;
+        if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT)
+            || value.get("format_version").and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION))
+        {
+            return Err(ParseProblem {
+                location: "format".into(),
+                reason: format!("format {} version {} is not timef 1", value["format"], value["format_version"]),
+            });
+        }
+        // from the bytes, not the value, so a type error carries its position
+        serde_json::from_slice(bytes).map_err(|e| ParseProblem { location: at(&e), reason: e.to_string() })
+    }
+}
+
+/// Why [`Manifest::parse`] refused bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseProblem {
+    /// The field as a JSON path (`counts.samples`, `files[2].sha256`), with
+    /// line and column when the JSON parser gave them.
+    pub location: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Byte offset of 1-based `line` and `column` (0 column: the line's start).
+fn offset_of(text: &[u8], line: usize, column: usize) -> usize {
+    let start: usize = text.split_inclusive(|&b| b == b'\n').take(line.saturating_sub(1)).map(<[u8]>::len).sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}
+
+/// The JSON path (`dataset.citation`, `files[2].sha256`) of the key or value
+/// that byte `offset` of the JSON `text` belongs to, for findings that name a
+/// field; empty outside every key. A tolerant scan: it names a field in text
+/// that is no longer valid JSON too.
+pub fn field_at(text: &[u8], offset: usize) -> String {
+    enum Frame {
+        Object { key: Option<String>, expect_key: bool },
+        Array { index: usize },
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < text.len() && i <= offset {
+        match text[i] {
+            b'{' => stack.push(Frame::Object { key: None, expect_key: true }),
+            b'[' => stack.push(Frame::Array { index: 0 }),
+            b'}' | b']' if i < offset => {
+                stack.pop();
+            }
+            // the closing bracket itself belongs to its container, not its last key
+            b'}' => {
+                if let Some(Frame::Object { key, .. }) = stack.last_mut() {
+                    *key = None;
+                }
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Array { index }) => *index += 1,
+                Some(Frame::Object { expect_key, .. }) => *expect_key = true,
+                None => {}
+            },
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object { key, expect_key }) = stack.last_mut() {
+                    if *expect_key {
+                        *key = Some(String::from_utf8_lossy(&text[start..i.min(text.len())]).into_owned());
+                        *expect_key = false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut path = String::new();
+    for frame in &stack {
+        match frame {
+            Frame::Object { key: Some(k), .. } => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+            }
+            Frame::Object { key: None, .. } => {}
+            Frame::Array { index } => path.push_str(&format!("[{index}]")),
+        }
+    }
+    path
 }
 
 #[cfg(test)]
@@ -484,6 +613,35 @@ mod tests {
         assert_eq!(x, 24.805076599121094);
         let back: f64 = serde_json::from_slice(&serde_json::to_vec(&x).unwrap()).unwrap();
         assert_eq!(back.to_bits(), x.to_bits());
+    }
+
+    #[test]
+    fn field_at_names_keys_values_and_array_items() {
+        let text = br#"{
+  "dataset": {
+    "name": "a\"b",
+    "citation": null
+  },
+  "files": [
+    {
+      "path": "x"
+    },
+    {
+      "path": "y"
+    }
+  ]
+}
+"#;
+        let s = std::str::from_utf8(text).unwrap();
+        let at = |needle: &str| field_at(text, s.find(needle).unwrap());
+        assert_eq!(at("{"), "");
+        assert_eq!(at("\"dataset\""), "dataset");
+        assert_eq!(at("name"), "dataset.name");
+        assert_eq!(at("b\""), "dataset.name");
+        assert_eq!(at("null"), "dataset.citation");
+        assert_eq!(at("\"x\""), "files[0].path");
+        assert_eq!(at("\"y\""), "files[1].path");
+        assert_eq!(field_at(text, text.len() - 1), "");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::dataset::{
 };
 use crate::error::{Error, Result};
 use crate::footer::{contain, read_metadata, version_arrow_error, version_parquet_error, DEFAULT_BATCH_ROWS};
-use crate::manifest::{Manifest, FORMAT, FORMAT_VERSION, MAX_MANIFEST_BYTES};
+use crate::manifest::{Manifest, MAX_MANIFEST_BYTES};
 use crate::storage::version_path::path_problem;
 use crate::storage::{Location, ReadFailure, Small, Source as FileSource, MANIFEST};
 
@@ -194,6 +194,20 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
     contain(read).map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
 }
 
+/// The bytes of the `manifest.json` of the version at `loc`.
+///
+/// # Errors
+/// [`Error::NotAVersion`] when it is missing, or not a regular file of sane
+/// size (so a FIFO or /dev/zero in its place cannot hang or exhaust memory).
+pub(crate) fn manifest_bytes(loc: &Location) -> Result<Vec<u8>> {
+    let dir = loc.to_path_buf();
+    match loc.version_file(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
+        Small::Bytes(b) => Ok(b),
+        Small::Missing => Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
+        Small::Refused(why) => Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") }),
+    }
+}
+
 impl Version {
     /// Opens the version at `dir`, a local directory or (when its text is one)
     /// an object-store URL with options from the environment.
@@ -225,35 +239,18 @@ impl Version {
     /// [`Version::open_at`] without checking the manifest's `files` paths
     /// (`verify` reports each bad one as a finding instead).
     pub(crate) fn open_unchecked(loc: Location) -> Result<Version> {
-        let dir = loc.to_path_buf();
-        // refuses anything but a regular file of sane size, so a FIFO or
-        // /dev/zero in its place cannot hang or exhaust memory
-        let bytes = match loc.version_file(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
-            Small::Bytes(b) => b,
-            Small::Missing => return Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
-            Small::Refused(why) => {
-                return Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") })
-            }
-        };
-        let value: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json is not JSON: {e}") })?;
-        if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT)
-            || value.get("format_version").and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION))
-        {
-            return Err(Error::NotAVersion {
-                path: dir,
-                reason: format!("format {} version {} is not timef 1", value["format"], value["format_version"]),
-            });
-        }
-        let manifest: Manifest = serde_json::from_value(value)
-            .map_err(|e| Error::NotAVersion { path: dir.clone(), reason: format!("manifest.json: {e}") })?;
+        let bytes = manifest_bytes(&loc)?;
+        let manifest = Manifest::parse(&bytes).map_err(|p| Error::NotAVersion {
+            path: loc.to_path_buf(),
+            reason: format!("manifest.json {}: {}", p.location, p.reason),
+        })?;
         let manifest_sha256 = {
             use sha2::Digest;
             hex::encode(sha2::Sha256::digest(&bytes))
         };
         let listed = manifest.files.iter().map(|f| f.path.clone()).collect();
         Ok(Version {
-            dir,
+            dir: loc.to_path_buf(),
             loc,
             manifest,
             manifest_sha256,

@@ -14,19 +14,19 @@ use parquet::basic::{Encoding, PageType};
 use parquet::column::page::{CompressedPage, Page};
 
 /// Thrift compact type ids (Thrift compact protocol spec).
-const T_STOP: u8 = 0;
-const T_TRUE: u8 = 1;
-const T_FALSE: u8 = 2;
-const T_BYTE: u8 = 3;
-const T_I16: u8 = 4;
-const T_I32: u8 = 5;
-const T_I64: u8 = 6;
-const T_DOUBLE: u8 = 7;
-const T_BINARY: u8 = 8;
-const T_LIST: u8 = 9;
-const T_SET: u8 = 10;
-const T_MAP: u8 = 11;
-const T_STRUCT: u8 = 12;
+pub(crate) const T_STOP: u8 = 0;
+pub(crate) const T_TRUE: u8 = 1;
+pub(crate) const T_FALSE: u8 = 2;
+pub(crate) const T_BYTE: u8 = 3;
+pub(crate) const T_I16: u8 = 4;
+pub(crate) const T_I32: u8 = 5;
+pub(crate) const T_I64: u8 = 6;
+pub(crate) const T_DOUBLE: u8 = 7;
+pub(crate) const T_BINARY: u8 = 8;
+pub(crate) const T_LIST: u8 = 9;
+pub(crate) const T_SET: u8 = 10;
+pub(crate) const T_MAP: u8 = 11;
+pub(crate) const T_STRUCT: u8 = 12;
 
 /// parquet.thrift `Encoding` ids of the encodings the parquet crate knows
 /// (the deprecated BIT_PACKED aside: no TimeF file may use it).
@@ -266,9 +266,10 @@ impl PageError {
     }
 }
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// A read position in Thrift compact-protocol bytes (also walked by [`crate::footer`]).
+pub(crate) struct Cursor<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 /// The fields of a `DataPageHeader`, `DataPageHeaderV2` or `DictionaryPageHeader`
@@ -285,17 +286,17 @@ impl SubHeader {
 }
 
 impl Cursor<'_> {
-    fn malformed(&self, reason: impl Into<String>) -> PageError {
+    pub(crate) fn malformed(&self, reason: impl Into<String>) -> PageError {
         PageError::Malformed { offset: self.pos as u64, reason: reason.into() }
     }
 
-    fn byte(&mut self) -> Result<u8, PageError> {
+    pub(crate) fn byte(&mut self) -> Result<u8, PageError> {
         let b = *self.buf.get(self.pos).ok_or(PageError::Truncated { offset: self.pos as u64 })?;
         self.pos += 1;
         Ok(b)
     }
 
-    fn skip_bytes(&mut self, n: u64) -> Result<(), PageError> {
+    pub(crate) fn skip_bytes(&mut self, n: u64) -> Result<(), PageError> {
         let end = (self.pos as u64).saturating_add(n);
         if end > self.buf.len() as u64 {
             return Err(PageError::Truncated { offset: self.buf.len() as u64 });
@@ -304,7 +305,7 @@ impl Cursor<'_> {
         Ok(())
     }
 
-    fn varint(&mut self) -> Result<u64, PageError> {
+    pub(crate) fn varint(&mut self) -> Result<u64, PageError> {
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
             let b = self.byte()?;
@@ -319,14 +320,14 @@ impl Cursor<'_> {
         Err(self.malformed("varint longer than 10 bytes"))
     }
 
-    fn i32(&mut self) -> Result<i32, PageError> {
+    pub(crate) fn i32(&mut self) -> Result<i32, PageError> {
         let raw = self.varint()?;
         let v = (raw >> 1) as i64 ^ -((raw & 1) as i64);
         i32::try_from(v).map_err(|_| self.malformed(format!("{v} does not fit an i32")))
     }
 
     /// Reads a field header; `None` at the struct's stop byte.
-    fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>, PageError> {
+    pub(crate) fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>, PageError> {
         let h = self.byte()?;
         if h == T_STOP {
             return Ok(None);
@@ -345,7 +346,7 @@ impl Cursor<'_> {
 
     /// Skips a value of compact type `ty` (element types in lists and maps are
     /// encoded like field types, booleans there taking one byte).
-    fn skip(&mut self, ty: u8, depth: usize, in_collection: bool) -> Result<(), PageError> {
+    pub(crate) fn skip(&mut self, ty: u8, depth: usize, in_collection: bool) -> Result<(), PageError> {
         if depth > MAX_DEPTH {
             return Err(self.malformed("nested too deep"));
         }
@@ -393,7 +394,7 @@ impl Cursor<'_> {
         }
     }
 
-    fn expect(&self, id: i16, ty: u8, want: u8) -> Result<(), PageError> {
+    pub(crate) fn expect(&self, id: i16, ty: u8, want: u8) -> Result<(), PageError> {
         if ty == want {
             Ok(())
         } else {

@@ -2,7 +2,9 @@
 //! problem it finds, each with its file and location, as a [`VerifyReport`].
 //!
 //! The checks, in the order they run (later ones use what earlier ones read):
-//! 1. `manifest.json`: dataset name and version match the directories, `files`
+//! 1. `manifest.json`: its bytes are the canonical serialization of what they
+//!    parse to and match its seal `manifest_sha256` (docs/format.md §6,
+//!    "Integrity"); dataset name and version match the directories, `files`
 //!    sorted and inside the version, `id_encoding` complete, writer options sane.
 //! 2. Files: every listed file exists with the manifest's size and sha256; no
 //!    file on disk is unlisted; the required tables are listed.
@@ -56,8 +58,8 @@ use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
 use crate::footer::contain;
 use crate::layout::shard_path;
-use crate::manifest::{Manifest, Partial, SchemaBlock};
-use crate::reader::{self, Version};
+use crate::manifest::{self, Manifest, Partial, SchemaBlock};
+use crate::reader;
 use crate::storage::local::{open_in, SYMLINK};
 use crate::storage::version_path::path_problem;
 use crate::storage::{Location, CLAIM, MANIFEST};
@@ -255,8 +257,9 @@ impl VerifyReport {
 ///
 /// # Errors
 /// Only when `version_dir` is not a version: [`Error::NotAVersion`] (no
-/// `manifest.json`, not JSON, another format, fields missing) or
-/// [`Error::Io`] reading the manifest. Every other problem is a [`Finding`].
+/// `manifest.json`, or not a regular file) or [`Error::Io`] reading the
+/// manifest. Every other problem is a [`Finding`], a `manifest.json` that does
+/// not parse included (docs/format.md §6, "Integrity").
 pub fn verify(version_dir: &Path) -> Result<VerifyReport> {
     verify_at(&Location::from_path(version_dir)?)
 }
@@ -273,7 +276,10 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     if let Some(dir) = loc.as_local() {
         return verify_local(dir);
     }
-    let version = Version::open_unchecked(loc.clone())?;
+    // an unparsable manifest is a finding of the local checks, not an error here
+    let listed: BTreeSet<String> = Manifest::parse(&reader::manifest_bytes(loc)?)
+        .map(|m| m.files.into_iter().map(|f| f.path).collect())
+        .unwrap_or_default();
     let shown = loc.to_path_buf();
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
@@ -281,7 +287,6 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let tmp = tempfile::Builder::new().prefix("timef-verify-").tempdir().map_err(|e| Error::io("<TMPDIR>", e))?;
     // named like the original, so the name checks see the version's own names
     let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
-    let listed: BTreeSet<&str> = version.manifest().files.iter().map(|f| f.path.as_str()).collect();
     let (objects, _) = loc.list_files()?;
     // a claim beside a committed version is the commit's last step not yet
     // done (docs/format.md, "Storage backends and the commit"), not a stray file
@@ -291,7 +296,7 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
         let mut out = std::io::BufWriter::new(File::create(&dst).map_err(|e| Error::io(&dst, e))?);
-        if rel == MANIFEST || listed.contains(rel.as_str()) {
+        if rel == MANIFEST || listed.contains(&rel) {
             let mut failed = None;
             loc.join(&rel).stream(&mut |block| {
                 if failed.is_none() {
@@ -308,8 +313,19 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
 }
 
 fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
-    let version = Version::open_unchecked(Location::local(version_dir))?;
-    let mut v = Verifier::new(version_dir, version.manifest());
+    let bytes = reader::manifest_bytes(&Location::local(version_dir))?;
+    let manifest = match Manifest::parse(&bytes) {
+        Ok(m) => m,
+        Err(problem) => {
+            // present but unusable: a finding (exit 1), not "not a version"
+            let mut report = VerifyReport { files_checked: 1, ..VerifyReport::default() };
+            report.push(MANIFEST, problem.location, Check::Manifest, problem.reason);
+            report.skipped.push("every other check: manifest.json does not parse, so the files are unknown".into());
+            return Ok(report);
+        }
+    };
+    let mut v = Verifier::new(version_dir, &manifest);
+    v.manifest_bytes(&bytes);
     v.manifest_fields();
     for (rel, kind) in v.files() {
         v.parquet(rel, kind);
@@ -674,6 +690,51 @@ impl<'a> Verifier<'a> {
         self.report.push(MANIFEST, location, check, message);
     }
 
+    /// The bytes against the canonical serialization of what they parse to
+    /// (catching unknown keys, whitespace, key order, number and escape forms)
+    /// and the seal against those bytes (catching any changed value, hand-written
+    /// fields included): `docs/format.md` §6, "Integrity".
+    fn manifest_bytes(&mut self, bytes: &[u8]) {
+        let canonical = self.m.to_bytes();
+        if canonical != bytes {
+            let at = canonical.iter().zip(bytes).position(|(a, b)| a != b).unwrap_or(canonical.len().min(bytes.len()));
+            // the canonical text names the field as it should be (a misspelled
+            // key by its right name); whitespace belongs to the key it precedes
+            let key_at = canonical[at.min(canonical.len())..]
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .map_or(at, |p| at + p);
+            let field = manifest::field_at(&canonical, key_at);
+            let line_of = |text: &[u8]| {
+                let n = text[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count();
+                let line = text.split(|&b| b == b'\n').nth(n).unwrap_or_default();
+                (n + 1, String::from_utf8_lossy(line).trim().chars().take(80).collect::<String>())
+            };
+            let ((line, found), (_, expected)) = (line_of(bytes), line_of(&canonical));
+            let msg = format!(
+                "byte {at} (line {line}) is not the canonical form of the manifest: {found:?}, canonically {expected:?}"
+            );
+            let location = if field.is_empty() { "document".to_string() } else { field };
+            self.manifest_finding(location, Check::Manifest, msg);
+        }
+        match &self.m.manifest_sha256 {
+            Some(recorded) => {
+                let sealed = self.m.seal_sha256();
+                if *recorded != sealed {
+                    let msg = format!(
+                        "{recorded}, but the manifest without it hashes to {sealed}: a field changed after the commit"
+                    );
+                    self.manifest_finding("manifest_sha256", Check::Checksum, msg);
+                }
+            }
+            None => self.report.skipped.push(
+                "manifest seal: manifest.json has no manifest_sha256 (written before it existed), so its \
+                 hand-written fields are not covered"
+                    .into(),
+            ),
+        }
+    }
+
     fn manifest_fields(&mut self) {
         let m = self.m;
         if let Ok(dir) = std::fs::canonicalize(self.dir) {
@@ -732,7 +793,7 @@ impl<'a> Verifier<'a> {
 
     /// Listing, sizes and checksums; returns the present files of the format.
     fn files(&mut self) -> Vec<(String, Kind)> {
-        self.report.files_checked += 1; // manifest.json, read by Version::open
+        self.report.files_checked += 1; // manifest.json, read by verify_local
         let mut present = Vec::new();
         for (i, entry) in self.m.files.iter().enumerate() {
             let rel = entry.path.as_str();

@@ -330,11 +330,13 @@ impl TimeFWriter {
         );
 
         let mut staging = Staging::create(&target)?;
+        crate::storage::pause_point("staging-created");
         self.emit(WriteProgressEvent::Started {
             series: dataset.series.len() as u64,
             samples: dataset.samples.len() as u64,
         })?;
         let mut series = self.write_series(&mut staging, &mut dataset, ids, codec, &created_by)?;
+        crate::storage::pause_point("shards-written");
         let mut files = std::mem::take(&mut series.files);
         files.push(write_index(&mut staging, &series.metas, &series.index, ids, codec, &created_by)?);
         files.push(write_samples(&mut staging, &dataset, ids, codec, &created_by)?);
@@ -349,6 +351,7 @@ impl TimeFWriter {
 
         let manifest = build_manifest(&dataset, &self.options, ids, files, &series, self.derived_from.clone());
         staging.stage_manifest(manifest.to_bytes())?;
+        crate::storage::pause_point("manifest-staged");
         Ok(StagedVersion { staging, manifest })
     }
 
@@ -606,6 +609,7 @@ impl ShardStream<'_> {
                     }
                     if let Some(file) = self.current.as_mut() {
                         file.append_row_group(chunks)?;
+                        crate::storage::pause_point("mid-shard");
                     }
                 }
                 Some(InFlight::CloseShard) => {
@@ -677,15 +681,49 @@ fn encode_shard_row_group(
 
 /// A Parquet file being written in staging from encoded column chunks.
 struct ParquetFile {
-    writer: SerializedFileWriter<StagedFile>,
+    writer: SerializedFileWriter<FooterSink>,
     rel: String,
     schema: Arc<FileSchema>,
     rows: u64,
 }
 
+/// The sink of a [`ParquetFile`]: passes bytes on to the staged file until
+/// the footer starts, then keeps them, so the footer is rewritten
+/// ([`crate::footer`]) before it reaches storage.
+struct FooterSink {
+    file: StagedFile,
+    /// Bytes passed on.
+    passed: u64,
+    /// The footer, once it started.
+    footer: Option<Vec<u8>>,
+}
+
+impl std::io::Write for FooterSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.footer {
+            Some(kept) => {
+                kept.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            None => {
+                let n = self.file.write(buf)?;
+                self.passed += n as u64;
+                Ok(n)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.footer {
+            Some(_) => Ok(()),
+            None => self.file.flush(),
+        }
+    }
+}
+
 impl ParquetFile {
     fn create(staging: &mut Staging, rel: &str, schema: Arc<FileSchema>, props: &WriterPropertiesPtr) -> Result<Self> {
-        let file = staging.create_file(rel)?;
+        let file = FooterSink { file: staging.create_file(rel)?, passed: 0, footer: None };
         let writer = SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
             .map_err(|e| Error::parquet(rel, e))?;
         Ok(ParquetFile { writer, rel: rel.to_string(), schema, rows: 0 })
@@ -702,12 +740,26 @@ impl ParquetFile {
         Ok(())
     }
 
-    /// Writes the footer, completes the file, then reads the footer back from
-    /// storage and checks the pins.
-    fn finish(self, staging: &Staging) -> Result<manifest::FileEntry> {
+    /// Writes the footer (float leaves in type-defined order, `docs/format.md`
+    /// §3), completes the file, then reads the footer back from storage and
+    /// checks the pins.
+    fn finish(mut self, staging: &Staging) -> Result<manifest::FileEntry> {
         let rel = self.rel.clone();
+        self.writer.flush().map_err(|e| Error::io(&rel, e))?;
+        self.writer.inner_mut().footer = Some(Vec::new());
         // into_inner writes the footer
-        let file = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        let sink = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        let (mut file, mut footer) = (sink.file, sink.footer.unwrap_or_default());
+        let floats: Vec<bool> = self
+            .schema
+            .descr
+            .columns()
+            .iter()
+            .map(|c| matches!(c.physical_type(), parquet::basic::Type::FLOAT | parquet::basic::Type::DOUBLE))
+            .collect();
+        crate::float_order::type_defined_float_order(&mut footer, sink.passed, &floats)
+            .map_err(|e| Error::parquet(&rel, parquet::errors::ParquetError::General(e)))?;
+        std::io::Write::write_all(&mut file, &footer).map_err(|e| Error::io(&rel, e))?;
         let written = file.finish()?;
         let stored = staging.open_staged(&rel)?;
         let meta = ParquetMetaDataReader::new().parse_and_finish(&stored).map_err(|e| Error::parquet(&rel, e))?;
@@ -935,5 +987,7 @@ fn build_manifest(
             .collect(),
         statistics,
         derived_from,
+        manifest_sha256: None,
     }
+    .sealed()
 }

@@ -91,11 +91,13 @@ fn info_ls_cat_on_real_data() {
     let series: String = (0..6).map(|d| format!(" BasicMotions-train-0/{d}")).collect();
     assert_eq!(listed[0], format!("  BasicMotions-train-0:{series}"));
 
-    // a staging directory and an uncommitted directory are not versions
+    // a staging directory and an uncommitted directory are not versions; a
+    // staging directory no writer holds is counted as stale
     std::fs::create_dir_all(root.path().join("BasicMotions/.tmp-v2-abc")).unwrap();
     std::fs::create_dir_all(root.path().join("BasicMotions/v3")).unwrap();
     let (code, out, _) = cli(&["ls", root.path().to_str().unwrap()]);
-    assert_eq!((code, out.as_str()), (0, "BasicMotions\n  v1\n"));
+    let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
+    assert_eq!((code, out.as_str()), (0, format!("BasicMotions\n  v1\n{stale}").as_str()));
 
     // the first case's first channel, as in the file's first data line
     let text = std::fs::read_to_string(real("ucr/BasicMotions_TRAIN.ts")).unwrap();

@@ -257,11 +257,17 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
     let kept = timef::storage::gc(&root, 3600).unwrap();
     assert_eq!(kept.removed_claims.len(), 0);
     assert_eq!(kept.kept_claims.len(), 2);
+    // a dry run reports the same, per dataset, and removes nothing
+    let before = objects(&store, "root");
+    let dry = timef::storage::gc_dry_run(&root, 0).unwrap();
+    assert_eq!(objects(&store, "root"), before);
+    assert_eq!(dry.per_dataset, [("ecg".to_string(), 2)].into_iter().collect());
     let r = timef::storage::gc(&root, 0).unwrap();
     assert_eq!(
         r.removed_claims,
         vec!["memory://gc/root/ecg/1/_timef_claim.json", "memory://gc/root/ecg/2/_timef_claim.json"]
     );
+    assert_eq!((dry.removed_claims, dry.removed_files), (r.removed_claims.clone(), r.removed_files));
     assert_eq!(r.removed_files, 1, "only the uncommitted version's file");
     assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
     let v1 = Version::open_at(root.join("ecg/1")).unwrap();

@@ -166,8 +166,10 @@ impl Staging {
         for d in &self.dirs {
             self.synced_dirs.push(fsync_dir(d)?);
         }
+        super::pause_point("before-rename");
         rename_noreplace(&self.dir, &self.target)?;
         self.published = true;
+        super::pause_point("after-rename");
         let parent = self.target.parent().unwrap_or(Path::new("."));
         self.synced_dirs.push(fsync_dir(parent)?);
         Ok(Published { dir: self.target.clone(), synced_dirs: std::mem::take(&mut self.synced_dirs) })
@@ -326,7 +328,8 @@ pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
 /// process holds their `flock`) and that were last modified more than
 /// `older_than_s` seconds ago. `flock` is advisory and may be absent on network
 /// filesystems (NFS without lock support): there only the age protects a live writer.
-pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
+/// A `dry_run` removes nothing and reports what it would remove.
+pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
     let mut report = super::GcReport::default();
     let now = std::time::SystemTime::now();
     for name in list_dirs(root)? {
@@ -356,9 +359,12 @@ pub(crate) fn gc(root: &Path, older_than_s: u64) -> Result<super::GcReport> {
                 continue;
             }
             let (files, _) = walk(&dir);
-            fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            if !dry_run {
+                fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            }
             report.removed_files += files.len() as u64;
             report.removed_claims.push(dir.display().to_string());
+            *report.per_dataset.entry(name.clone()).or_default() += 1;
         }
     }
     Ok(report)

@@ -37,6 +37,26 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::manifest::MAX_MANIFEST_BYTES;
 
+/// Environment variable naming a point of a write where the process stops: it
+/// prints `timef: paused at <point>` to stderr and sleeps until it is killed.
+/// The crash tests' hook (docs/format.md §1, "Crash tests"): they kill the
+/// writer there. Points, in write order: `staging-created`, `mid-shard` (a
+/// shard with a row group written, not finished), `shards-written`,
+/// `manifest-staged`, `before-rename`, `after-rename` (local roots only: the
+/// rename done, the parent directory not yet fsynced). Unset in normal use.
+pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
+
+/// Stops here for good when [`PAUSE_AT_ENV`] names `point`.
+pub(crate) fn pause_point(point: &str) {
+    static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    if AT.get_or_init(|| std::env::var(PAUSE_AT_ENV).ok()).as_deref() == Some(point) {
+        eprintln!("timef: paused at {point}");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
+
 /// The manifest's file name; its presence marks a committed version.
 pub const MANIFEST: &str = "manifest.json";
 /// The claim object of a version being written to an object store (a name
@@ -589,6 +609,8 @@ pub struct GcReport {
     pub removed_files: u64,
     /// Claims younger than the age given, left alone (their writers may be alive).
     pub kept_claims: Vec<String>,
+    /// Entries of `removed_claims` per dataset name.
+    pub per_dataset: BTreeMap<String, u64>,
 }
 
 /// Clears what writers that died left under `root` (docs/format.md "Clearing a
@@ -606,7 +628,20 @@ pub struct GcReport {
 /// I/O and store errors.
 pub fn gc(root: &Location, older_than_s: u64) -> Result<GcReport> {
     match &root.0 {
-        Inner::Local(p, _) => local::gc(p, older_than_s),
-        Inner::Object(o) => o.gc(older_than_s),
+        Inner::Local(p, _) => local::gc(p, older_than_s, false),
+        Inner::Object(o) => o.gc(older_than_s, false),
+    }
+}
+
+/// What [`gc`] would remove, removing nothing: its report, with
+/// `removed_claims` and `removed_files` what a [`gc`] with the same age would
+/// clear now. `timef ls` counts stale staging and claims with it.
+///
+/// # Errors
+/// I/O and store errors.
+pub fn gc_dry_run(root: &Location, older_than_s: u64) -> Result<GcReport> {
+    match &root.0 {
+        Inner::Local(p, _) => local::gc(p, older_than_s, true),
+        Inner::Object(o) => o.gc(older_than_s, true),
     }
 }

@@ -347,7 +347,7 @@ impl ObjectLocation {
     }
 
     /// Clears claims older than `older_than_s` under this root (see [`super::gc`]).
-    pub(crate) fn gc(&self, older_than_s: u64) -> Result<super::GcReport> {
+    pub(crate) fn gc(&self, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
         let mut report = super::GcReport::default();
         let now = SystemTime::now();
         let mut claims: Vec<object_store::ObjectMeta> =
@@ -375,12 +375,19 @@ impl ObjectLocation {
             }
             // the claim goes first, so a writer still alive fails its commit
             // (it checks the claim) instead of committing over deleted files
-            claim_loc.delete()?;
+            if !dry_run {
+                claim_loc.delete()?;
+            }
             report.removed_claims.push(claim_loc.to_string());
+            // claims sit at <root>/<name>/<version>/_claim
+            let name = parts.len().checked_sub(3).map_or_else(String::new, |i| parts[i].as_ref().to_string());
+            *report.per_dataset.entry(name).or_default() += 1;
             if version.join(MANIFEST).size()?.is_none() {
                 for m in objects {
                     if m.location != claim.location {
-                        ObjectLocation { backend: Arc::clone(&self.backend), path: m.location }.delete()?;
+                        if !dry_run {
+                            ObjectLocation { backend: Arc::clone(&self.backend), path: m.location }.delete()?;
+                        }
                         report.removed_files += 1;
                     }
                 }

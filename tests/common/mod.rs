@@ -247,11 +247,13 @@ pub fn replace_file(dir: &Path, rel: &str, bytes: &[u8]) {
     use sha2::Digest;
     std::fs::write(dir.join(rel), bytes).unwrap();
     let path = dir.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let entry = m["files"].as_array_mut().unwrap().iter_mut().find(|f| f["path"] == rel).unwrap();
-    entry["bytes"] = bytes.len().into();
-    entry["sha256"] = hex::encode(sha2::Sha256::digest(bytes)).into();
-    std::fs::write(path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let mut m = timef::manifest::Manifest::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let entry = m.files.iter_mut().find(|f| f.path == rel).unwrap();
+    entry.bytes = bytes.len() as u64;
+    entry.sha256 = hex::encode(sha2::Sha256::digest(bytes));
+    // canonical and, when the manifest has a seal, resealed: as a writer would have written it
+    let m = if m.manifest_sha256.is_some() { m.sealed() } else { m };
+    std::fs::write(path, m.to_bytes()).unwrap();
 }
 
 /// XORs the byte at `pos` of the file at `path` with `mask`.
