@@ -27,7 +27,14 @@
 # crate is its own workspace and builds into fuzz/target, never the main target
 # directory (CARGO_TARGET_DIR is ignored here on purpose).
 #
-# Reproduce a finding: fuzz/target/x86_64-unknown-linux-gnu/release/<target> <artifact>
+# FUZZ_QUICK=1 builds without optimizations and without a sanitizer
+# (cargo fuzz build --dev -s none): the instrumented build of arrow and parquet
+# takes minutes instead of an hour on a loaded 2-core machine, the fuzzer runs
+# slower, and the memory limit holds by RSS only (without a sanitizer libFuzzer
+# cannot hook malloc; an allocation the system refuses still aborts and is
+# reported as a crash). Overflow checks and debug assertions are on either way.
+#
+# Reproduce a finding: fuzz/target/x86_64-unknown-linux-gnu/<release|debug>/<target> <artifact>
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -42,13 +49,19 @@ fi
 export RUSTC_BOOTSTRAP=1
 unset CARGO_TARGET_DIR
 FUZZ_TARGET_DIR=$ROOT/fuzz/target
-BIN_DIR=$FUZZ_TARGET_DIR/x86_64-unknown-linux-gnu/release
+if [ "${FUZZ_QUICK:-0}" = 1 ]; then
+    BUILD_ARGS=(--dev -s none)
+    BIN_DIR=$FUZZ_TARGET_DIR/x86_64-unknown-linux-gnu/debug
+else
+    BUILD_ARGS=()
+    BIN_DIR=$FUZZ_TARGET_DIR/x86_64-unknown-linux-gnu/release
+fi
 
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz missing: cargo install cargo-fuzz" >&2; exit 2; }
 
-echo "building fuzz targets (address sanitizer, debug assertions)" >&2
+echo "building fuzz targets ${BUILD_ARGS[*]:-(release, address sanitizer, debug assertions)}" >&2
 for t in "${TARGETS[@]}"; do
-    nice -n 19 cargo fuzz build --target-dir "$FUZZ_TARGET_DIR" "$t" >&2
+    nice -n 19 cargo fuzz build "${BUILD_ARGS[@]}" --target-dir "$FUZZ_TARGET_DIR" "$t" >&2
 done
 
 # seed corpus: the first byte of ts/tsf/page_header/version inputs is a mode
