@@ -256,7 +256,7 @@ pub fn parse_tsf(path: impl AsRef<Path>) -> Result<TsfFile> {
 pub fn parse_tsf_with(path: impl AsRef<Path>, on_missing: OnMissing, encoding: TextEncoding) -> Result<TsfFile> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| crate::connectors::unreadable(path, e))?;
-    parse_bytes(path, &bytes, on_missing, encoding)
+    parse_tsf_bytes(path, &bytes, on_missing, encoding)
 }
 
 /// Builds the dataset from a parsed file.
@@ -362,8 +362,12 @@ impl<T> Once<T> {
     }
 }
 
-/// Parses a `.tsf` file's bytes; `path` is only used in errors.
-fn parse_bytes(path: &Path, bytes: &[u8], on_missing: OnMissing, encoding: TextEncoding) -> Result<TsfFile> {
+/// [`parse_tsf_with`] over bytes already in memory (e.g. received over a
+/// network or produced by a fuzzer); `path` only names the file in errors.
+///
+/// # Errors
+/// As [`parse_tsf`]: [`Error::InvalidInput`] naming `path` and the 1-based line.
+pub fn parse_tsf_bytes(path: &Path, bytes: &[u8], on_missing: OnMissing, encoding: TextEncoding) -> Result<TsfFile> {
     let text = decode(path, bytes, encoding)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
@@ -715,7 +719,7 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<TsfFile> {
-        parse_bytes(p(), text.as_bytes(), OnMissing::Error, TextEncoding::Utf8)
+        parse_tsf_bytes(p(), text.as_bytes(), OnMissing::Error, TextEncoding::Utf8)
     }
 
     fn input_err(r: Result<TsfFile>) -> (Option<usize>, String) {
@@ -966,7 +970,7 @@ mod tests {
     #[test]
     fn invalid_utf8_names_the_line() {
         let (l, r) =
-            input_err(parse_bytes(p(), b"@relation r\n@data\nabc\xff:1\n", OnMissing::Error, TextEncoding::Utf8));
+            input_err(parse_tsf_bytes(p(), b"@relation r\n@data\nabc\xff:1\n", OnMissing::Error, TextEncoding::Utf8));
         assert_eq!(l, Some(3));
         assert!(r.contains("UTF-8"), "{r}");
     }
@@ -996,7 +1000,7 @@ mod tests {
         proptest! {
             #[test]
             fn arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-                let _ = parse_bytes(p(), &bytes, OnMissing::Error, TextEncoding::Utf8);
+                let _ = parse_tsf_bytes(p(), &bytes, OnMissing::Error, TextEncoding::Utf8);
             }
 
             #[test]
