@@ -15,7 +15,7 @@ use arrow::array::{
 };
 use common::{cli, input, small_options};
 use timef::connectors::arrow::{
-    arrow_part_series, arrow_series_ids, read_arrow, read_arrow_batches, ArrowMetaPass, ArrowOptions,
+    arrow_part_series, arrow_row_parts, arrow_series_ids, read_arrow, read_arrow_batches, ArrowMetaPass, ArrowOptions,
 };
 use timef::distributed::{write_part, DistributedWrite, PartRecord, PartTask};
 use timef::error::PartProblem;
@@ -121,10 +121,9 @@ fn rows_for(
 ) -> Vec<RecordBatch> {
     let mut out = Vec::new();
     for b in batches {
-        let ids = arrow_series_ids(b, label(), &opts()).unwrap();
-        let rows: Vec<u32> = (0..b.num_rows() as u32)
-            .filter(|&r| ids[r as usize].iter().any(|id| router.get(id).is_some_and(|p| p.contains(&task.part))))
-            .collect();
+        let parts = arrow_row_parts(b, label(), &opts(), router).unwrap();
+        assert_eq!(arrow_series_ids(b, label(), &opts()).unwrap().len(), b.num_rows());
+        let rows: Vec<u32> = (0..b.num_rows() as u32).filter(|&r| parts[r as usize].contains(&task.part)).collect();
         match how {
             Partitioning::Grouped => out.push(take(b, &rows)),
             Partitioning::ReversedSingleRows => out.extend(rows.iter().map(|&r| take(b, &[r]))),
@@ -457,4 +456,46 @@ fn gc_reclaims_a_dead_coordinators_parts() {
     assert_eq!(report.removed_claims, vec![staging.display().to_string()]);
     assert!(report.removed_files >= 8, "{report:?}");
     assert!(!staging.exists());
+}
+
+/// `n` univariate float32 rows with pseudo-random lengths in 40..600 (every
+/// 5th 2400), as the Python tests generate them.
+fn random_rows(n: usize, seed: u64) -> RecordBatch {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    let ids: Vec<String> = (0..n).map(|i| format!("item-{seed}-{i:04}")).collect();
+    let mut target = ListBuilder::new(Float32Builder::new());
+    for i in 0..n {
+        let len = if i % 5 == 0 { 2400 } else { 40 + next() % 560 };
+        target.values().append_slice(&common::values(i as u32, len));
+        target.append(true);
+    }
+    let cols: Vec<(&str, ArrayRef)> =
+        vec![("item_id", Arc::new(StringArray::from(ids))), ("target", Arc::new(target.finish()))];
+    RecordBatch::try_from_iter(cols).unwrap()
+}
+
+#[test]
+fn random_inputs_and_tight_options_same_bytes() {
+    let options = WriterOptions::builder()
+        .chunk_max_bytes(1024)
+        .row_group_target_bytes(2048)
+        .shard_target_bytes(4096)
+        .try_build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (n, seed) in [(20, 3), (40, 1), (20, 4), (33, 7)] {
+        let batches = vec![random_rows(n, seed)];
+        let reference = files(&single_machine(&dir.path().join(format!("single-{seed}")), &batches, options));
+        for parts in [2u32, 3] {
+            let root = dir.path().join(format!("dist-{seed}-{parts}"));
+            let write = plan(&root, &batches, options, parts);
+            let order: Vec<usize> = (0..write.plan_ref().parts.len()).rev().collect();
+            let records = run_parts(&write, &batches, Partitioning::ReversedSingleRows, &order);
+            assert_eq!(files(&write.commit(&records).unwrap()), reference, "seed {seed}, {parts} parts");
+        }
+    }
 }

@@ -256,6 +256,29 @@ pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) 
         .collect())
 }
 
+/// For each row of `batch`, the parts of a distributed write that need it
+/// (`router` from [`crate::distributed::Plan::router`]); empty for a row whose
+/// series are not in the plan (e.g. dropped under [`OnMissing::DropCase`]).
+///
+/// # Errors
+/// As [`arrow_series_ids`].
+pub fn arrow_row_parts(
+    batch: &RecordBatch,
+    label: &Path,
+    opts: &ArrowOptions,
+    router: &std::collections::HashMap<String, Vec<u32>>,
+) -> Result<Vec<Vec<u32>>> {
+    Ok(arrow_series_ids(batch, label, opts)?
+        .into_iter()
+        .map(|ids| {
+            let mut parts: Vec<u32> = ids.iter().filter_map(|id| router.get(id)).flatten().copied().collect();
+            parts.sort_unstable();
+            parts.dedup();
+            parts
+        })
+        .collect())
+}
+
 /// The series of a distributed write's part, built from the batches holding
 /// its rows (in any order and partitioning; other rows may be present only
 /// if they hold a series of the task): each row is checked and converted as

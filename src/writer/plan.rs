@@ -88,17 +88,18 @@ impl Planner {
         Placed { before, at, after }
     }
 
-    /// Closes the last row group, if it holds any chunk (it closes its shard
-    /// too); the planner then continues at the next shard.
+    /// Closes the last row group, if it holds any chunk, and the shard (which
+    /// may hold only closed row groups: the caller closes it either way); the
+    /// planner then continues at the start of the next shard.
     pub fn finish(&mut self) -> Option<RowGroupEnd> {
-        let end = self.end_row_group()?;
-        if !end.shard_end {
+        let end = self.end_row_group();
+        if end.is_none_or(|e| !e.shard_end) && (end.is_some() || self.row_group > 0) {
             self.shard += 1;
             self.row_group = 0;
         }
         self.cutter = RowGroupCutter::new(self.rules);
         self.shard_cutter = ShardCutter::new(self.rules.shard_target_bytes);
-        Some(RowGroupEnd { shard_end: true, ..end })
+        end.map(|e| RowGroupEnd { shard_end: true, ..e })
     }
 
     fn end_row_group(&mut self) -> Option<RowGroupEnd> {
@@ -240,7 +241,9 @@ impl Layout {
             s.value_bytes += u64::from(n) * VALUE_BYTES;
             close(placed.after, &mut open);
         }
-        close(planner.finish(), &mut open);
+        planner.finish();
+        // the last shard closes with the write, whatever its last cut was
+        shards.extend(open.take());
         Ok(Layout { series, shards })
     }
 

@@ -138,14 +138,17 @@ impl<'a> ShardStream<'a> {
         Ok(placed)
     }
 
-    /// Closes the open row group and its shard (the end of a part's shard, or
-    /// of the write); `None` when nothing was open.
-    pub(crate) fn close_shard(&mut self) -> Result<Option<RowGroupEnd>> {
-        let end = self.planner.finish();
-        if let Some(end) = end {
-            self.flush_row_group(end)?;
+    /// Closes the open row group, if any, and the open shard file (the end of
+    /// a part's shard, or of the write).
+    pub(crate) fn close_shard(&mut self) -> Result<()> {
+        match self.planner.finish() {
+            Some(end) => self.flush_row_group(end),
+            // every row group is closed: only the file is open, if any
+            None => {
+                self.in_flight.push_back(InFlight::CloseShard);
+                self.drain(self.max_in_flight)
+            }
         }
-        Ok(end)
     }
 
     fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
