@@ -159,6 +159,26 @@ pub enum Error {
         source: parquet::errors::ParquetError,
     },
 
+    /// A distributed write's part, part record or task is refused (wrong hash,
+    /// missing or duplicate shard, index rows not matching the plan, a series
+    /// not in the part); `write_id` names the write, `part` and `shard` the
+    /// part and shard when known. Nothing is published.
+    #[error(
+        "distributed write {write_id}{}{}: {problem}",
+        part.map(|p| format!(", part {p}")).unwrap_or_default(),
+        shard.map(|s| format!(", shard {s}")).unwrap_or_default()
+    )]
+    Part {
+        /// The write id (the plan's).
+        write_id: String,
+        /// The part, when known.
+        part: Option<u32>,
+        /// The shard, when known.
+        shard: Option<u32>,
+        /// What is wrong.
+        problem: PartProblem,
+    },
+
     /// The arrow crate failed on `path`.
     #[error("arrow {}: {source}", path.display())]
     Arrow {
@@ -168,6 +188,56 @@ pub enum Error {
         #[source]
         source: arrow::error::ArrowError,
     },
+}
+
+/// What is wrong with a part of a distributed write (see [`Error::Part`];
+/// `docs/format.md` §1 "Distributed writes").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PartProblem {
+    /// A planned shard is in no part record.
+    #[error("shard missing: no part record lists it")]
+    MissingShard,
+    /// A shard is listed by two records, or twice by one.
+    #[error("shard listed twice")]
+    DuplicateShard,
+    /// A record lists a file that is not a planned shard.
+    #[error("not a planned shard: {0}")]
+    UnknownShard(String),
+    /// The staged shard's sha256 is not the record's.
+    #[error("sha256 mismatch: record says {expected}, staged file has {actual}")]
+    HashMismatch {
+        /// The record's sha256.
+        expected: String,
+        /// The staged file's sha256.
+        actual: String,
+    },
+    /// The staged shard's size in bytes is not the record's.
+    #[error("size mismatch: record says {expected} bytes, staged file has {actual}")]
+    SizeMismatch {
+        /// The record's size.
+        expected: u64,
+        /// The staged file's size.
+        actual: u64,
+    },
+    /// The record's index rows do not match the plan's layout.
+    #[error("index rows do not match the plan: {0}")]
+    IndexMismatch(String),
+    /// A part was given a series its shards do not hold.
+    #[error("series {0} is not in this part's shards")]
+    UnplannedSeries(String),
+    /// A part was not given a series its shards hold.
+    #[error("series {0} was not given to this part")]
+    MissingSeries(String),
+    /// The record or task belongs to another write, or names an unknown part.
+    #[error("{0}")]
+    WrongWrite(String),
+    /// The task contradicts the layout its options give (a tampered task).
+    #[error("task does not match its layout: {0}")]
+    PlanMismatch(String),
+    /// A file under the staging is not part of the version.
+    #[error("unexpected file in staging: {0}")]
+    StrayFile(String),
 }
 
 impl Error {
@@ -205,6 +275,7 @@ impl Error {
                 | Error::Loader { .. }
                 | Error::Edit { .. }
                 | Error::InvalidUrl { .. }
+                | Error::Part { .. }
         )
     }
 }

@@ -33,4 +33,5 @@ pub mod writer;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+pub use writer::distributed;
 pub use writer::{StagedVersion, TimeFWriter, WriteProgressEvent, WriterOptions};

@@ -163,7 +163,62 @@ impl Drop for Staging {
     }
 }
 
-fn fsync_dir(dir: &Path) -> Result<()> {
+/// A file a part of a distributed write is writing into a staging directory it
+/// does not own: written at `<staging>/.parts/<uuid>-<name>`, renamed onto
+/// `<staging>/<rel>` by [`PartFile::finish`] (an atomic replace: a retried or
+/// speculative part writes the same bytes), removed when dropped unfinished.
+#[derive(Debug)]
+pub(crate) struct PartFile {
+    pub(crate) file: File,
+    tmp: PathBuf,
+    pub(crate) dest: PathBuf,
+    done: bool,
+}
+
+impl PartFile {
+    /// Creates the temporary file for `rel` under the existing staging `dir`;
+    /// never creates `dir` itself, so a late worker cannot bring back a
+    /// staging directory that was committed, aborted or collected.
+    pub(crate) fn create(dir: &Path, rel: &str) -> Result<PartFile> {
+        let dest = dir.join(rel);
+        let scratch = dir.join(super::PART_SCRATCH);
+        let mut needed: Vec<PathBuf> = vec![scratch.clone()];
+        needed.extend(
+            dest.parent().into_iter().flat_map(Path::ancestors).take_while(|a| *a != dir).map(Path::to_path_buf),
+        );
+        needed.sort_by_key(|d| d.components().count());
+        for d in &needed {
+            match fs::create_dir(d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(d, e)),
+            }
+        }
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = scratch.join(format!("{}-{name}", uuid::Uuid::new_v4().simple()));
+        let file = File::create_new(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Ok(PartFile { file, tmp, dest, done: false })
+    }
+
+    /// fsync, rename into place, fsync the directory.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.file.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+        fs::rename(&self.tmp, &self.dest).map_err(|e| Error::io(&self.dest, e))?;
+        self.done = true;
+        fsync_dir(self.dest.parent().unwrap_or(Path::new(".")))
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.done {
+            // best effort: the commit clears the scratch directory anyway
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+pub(crate) fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
 }
 

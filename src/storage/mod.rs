@@ -372,6 +372,56 @@ impl Staging {
         }
     }
 
+    /// Where the parts of a distributed write put their files: a serializable
+    /// reference a worker opens with [`PartStaging::open`].
+    pub fn part_ref(&self) -> StagingRef {
+        match &self.0 {
+            StagingInner::Local(s) => StagingRef::Local { dir: s.dir().to_path_buf() },
+            StagingInner::Object(s) => StagingRef::Object { url: s.location().to_string() },
+        }
+    }
+
+    /// Makes an abort remove every file under the version, not only the ones
+    /// this staging wrote (parts written by other processes; local staging
+    /// directories are removed whole anyway).
+    pub(crate) fn own_all_files(&mut self) {
+        if let StagingInner::Object(s) = &mut self.0 {
+            s.own_all_files();
+        }
+    }
+
+    /// Size and sha256 of the staged file `rel`, read back from storage.
+    pub(crate) fn hash_staged(&self, rel: &str) -> Result<WrittenFile> {
+        let loc = match &self.0 {
+            StagingInner::Local(s) => Location::local(s.dir().join(rel)),
+            StagingInner::Object(s) => Location(Inner::Object(s.location().join(rel))),
+        };
+        let mut hasher = Sha256::new();
+        let bytes = loc.stream(&mut |b| hasher.update(b))?;
+        Ok(WrittenFile { path: rel.to_string(), bytes, sha256: hex(&hasher.finalize()) })
+    }
+
+    /// Removes the parts' scratch space ([`PART_SCRATCH`]: temporary files a
+    /// killed worker left) and returns every other staged file, sorted.
+    pub(crate) fn clear_scratch(&mut self) -> Result<Vec<String>> {
+        match &mut self.0 {
+            StagingInner::Local(s) => {
+                let scratch = s.dir().join(PART_SCRATCH);
+                if scratch.exists() {
+                    std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+                }
+                let (files, errors) = local::walk(s.dir());
+                if let Some((dir, e)) = errors.into_iter().next() {
+                    return Err(Error::io(s.dir().join(dir), io::Error::other(e)));
+                }
+                Ok(files.into_iter().map(|(f, _)| f).collect())
+            }
+            StagingInner::Object(s) => {
+                Ok(s.location().list_files()?.into_iter().map(|(f, _)| f).filter(|f| f != CLAIM).collect())
+            }
+        }
+    }
+
     /// Commits: the version becomes visible whole, or not at all, and never
     /// replaces a committed version. Returns the version's path or URL.
     ///
@@ -381,6 +431,120 @@ impl Staging {
         match self.0 {
             StagingInner::Local(s) => s.publish(),
             StagingInner::Object(s) => s.publish(),
+        }
+    }
+}
+
+/// The directory, inside a local staging directory, where parts write their
+/// files under temporary names before renaming them into place; removed at
+/// commit (docs/format.md §1 "Distributed writes").
+pub const PART_SCRATCH: &str = ".parts";
+
+/// Where the parts of a distributed write put their files (serde: `{"backend":
+/// "local", "dir": ...}` or `{"backend": "object", "url": ...}`; the URL carries
+/// no credentials: a worker takes them from its environment or options).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "backend", rename_all = "snake_case")]
+pub enum StagingRef {
+    /// A local (or shared) staging directory, `<root>/<name>/.tmp-<version>-<write id>`.
+    Local {
+        /// The staging directory.
+        dir: PathBuf,
+    },
+    /// The version's prefix on an object store, under the coordinator's claim.
+    Object {
+        /// The version's URL.
+        url: String,
+    },
+}
+
+/// A worker's handle on a distributed write's staging: creates files but owns
+/// nothing (no lock, no claim; the coordinator's [`Staging`] does). A file lands
+/// under its final name only when complete (local: temporary name in
+/// [`PART_SCRATCH`], then rename; object store: one PUT or a completed multipart
+/// upload), so a part run twice leaves the same bytes.
+pub struct PartStaging(PartInner);
+
+impl fmt::Debug for PartStaging {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            PartInner::Local(dir) => write!(f, "PartStaging({})", dir.display()),
+            PartInner::Object(o) => write!(f, "PartStaging({o})"),
+        }
+    }
+}
+
+enum PartInner {
+    Local(PathBuf),
+    Object(object::ObjectLocation),
+}
+
+impl PartStaging {
+    /// Opens `staging` for writing parts; `options` as in [`Location::parse`].
+    ///
+    /// # Errors
+    /// [`Error::Io`] (`NotFound`) when the local staging directory is gone (the
+    /// write was committed, aborted or collected); [`Error::InvalidUrl`].
+    pub fn open(staging: &StagingRef, options: &StorageOptions) -> Result<PartStaging> {
+        match staging {
+            StagingRef::Local { dir } => {
+                if !dir.is_dir() {
+                    let gone = "staging directory is gone (the write was committed, aborted or collected by gc)";
+                    return Err(Error::io(dir, io::Error::new(io::ErrorKind::NotFound, gone)));
+                }
+                Ok(PartStaging(PartInner::Local(dir.clone())))
+            }
+            StagingRef::Object { url } => {
+                let loc = object::ObjectLocation::parse(url, options)?;
+                // objects put without the coordinator's claim would be orphans gc cannot find
+                if loc.join(CLAIM).size()?.is_none() {
+                    let gone = "the version is not claimed (the write was committed, aborted or collected by gc)";
+                    return Err(Error::io(url, io::Error::new(io::ErrorKind::NotFound, gone)));
+                }
+                Ok(PartStaging(PartInner::Object(loc)))
+            }
+        }
+    }
+}
+
+/// What the shard writer needs of a staging: the coordinator's [`Staging`]
+/// (single-machine write) or a worker's [`PartStaging`].
+pub(crate) trait FileSink {
+    /// Creates the file `rel` for streaming output.
+    fn create_file(&mut self, rel: &str) -> Result<StagedFile>;
+    /// A finished file, for reading back (the self-check).
+    fn open_staged(&self, rel: &str) -> Result<Source>;
+}
+
+impl FileSink for Staging {
+    fn create_file(&mut self, rel: &str) -> Result<StagedFile> {
+        Staging::create_file(self, rel)
+    }
+    fn open_staged(&self, rel: &str) -> Result<Source> {
+        Staging::open_staged(self, rel)
+    }
+}
+
+impl FileSink for PartStaging {
+    fn create_file(&mut self, rel: &str) -> Result<StagedFile> {
+        let (sink, display) = match &self.0 {
+            PartInner::Local(dir) => {
+                let part = local::PartFile::create(dir, rel)?;
+                let display = part.dest.clone();
+                (Sink::LocalRename(part), display)
+            }
+            PartInner::Object(o) => {
+                let upload = object::Upload::new(o.join(rel));
+                let display = PathBuf::from(upload.to_string());
+                (Sink::Object(Box::new(upload)), display)
+            }
+        };
+        Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+    }
+    fn open_staged(&self, rel: &str) -> Result<Source> {
+        match &self.0 {
+            PartInner::Local(dir) => Location::local(dir.join(rel)).open(),
+            PartInner::Object(o) => Location(Inner::Object(o.join(rel))).open(),
         }
     }
 }
@@ -398,6 +562,8 @@ pub struct StagedFile {
 
 enum Sink {
     Local(File),
+    /// A part's file: written under a temporary name, renamed into place when finished.
+    LocalRename(local::PartFile),
     Object(Box<object::Upload>),
 }
 
@@ -433,6 +599,7 @@ impl StagedFile {
                 file.flush().map_err(|e| Error::io(&display, e))?;
                 file.sync_all().map_err(|e| Error::io(&display, e))?;
             }
+            Sink::LocalRename(mut part) => part.finish()?,
             Sink::Object(upload) => upload.finish()?,
         }
         Ok(WrittenFile { path: rel, bytes, sha256: hex(&hasher.finalize()) })
@@ -446,6 +613,7 @@ impl Write for StagedFile {
         }
         let n = match &mut self.sink {
             Sink::Local(f) => f.write(buf)?,
+            Sink::LocalRename(p) => p.file.write(buf)?,
             Sink::Object(u) => u.write(buf)?,
         };
         self.hasher.update(&buf[..n]);
@@ -455,6 +623,7 @@ impl Write for StagedFile {
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.sink {
             Sink::Local(f) => f.flush(),
+            Sink::LocalRename(p) => p.file.flush(),
             Sink::Object(_) => Ok(()),
         }
     }

@@ -473,7 +473,7 @@ impl fmt::Display for Upload {
 }
 
 impl Upload {
-    fn new(loc: ObjectLocation) -> Upload {
+    pub(crate) fn new(loc: ObjectLocation) -> Upload {
         let writer = BufWriter::with_capacity(Arc::clone(loc.store()), loc.path.clone(), DEFAULT_SINGLE_PUT_BYTES)
             .with_max_concurrency(DEFAULT_UPLOAD_CONCURRENCY);
         Upload { loc, writer: Some(writer), pending: Vec::with_capacity(WRITE_BLOCK_BYTES) }
@@ -538,6 +538,8 @@ pub(crate) struct Staging {
     target: ObjectLocation,
     writer_id: String,
     written: Vec<ObjectLocation>,
+    /// Abort removes every object under the version (parts written by other processes).
+    own_all: bool,
     manifest: Option<Vec<u8>>,
     published: bool,
     _live: LiveGuard,
@@ -572,6 +574,7 @@ impl Staging {
             target: target.clone(),
             writer_id,
             written: Vec::new(),
+            own_all: false,
             manifest: None,
             published: false,
             _live: LiveGuard::new(),
@@ -599,6 +602,10 @@ impl Staging {
         let loc = self.target.join(rel);
         self.written.push(loc.clone());
         Ok(Upload::new(loc))
+    }
+
+    pub(crate) fn own_all_files(&mut self) {
+        self.own_all = true;
     }
 
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
@@ -667,6 +674,19 @@ impl Drop for Staging {
         let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
         if !committed && self.holds_claim().unwrap_or(false) {
             let mut all_deleted = true;
+            if self.own_all {
+                match self.target.list_all() {
+                    Ok(all) => {
+                        for meta in all.into_iter().filter(|m| m.location.filename() != Some(CLAIM)) {
+                            all_deleted &=
+                                ObjectLocation { backend: Arc::clone(&self.target.backend), path: meta.location }
+                                    .delete()
+                                    .is_ok();
+                        }
+                    }
+                    Err(_) => all_deleted = false,
+                }
+            }
             for loc in &self.written {
                 all_deleted &= loc.delete().is_ok();
             }

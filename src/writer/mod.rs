@@ -1,0 +1,441 @@
+//! [`TimeFWriter`]: serializes a [`TimeFDataset`] into a staged version that
+//! [`StagedVersion::commit`] publishes (seed "TimeFWriter"; FORMAT-BRIEF §1, §5).
+//!
+//! Sequence of [`TimeFWriter::write`]:
+//! 1. Validate (names, references, id encodings) and refuse an existing version,
+//!    all before any I/O.
+//! 2. Start the version on its storage ([`crate::storage::Staging`]: a local
+//!    staging directory, or a claim on an object store).
+//! 3. Stream series in `(spec_type, channel, time_series_id)` order: run each
+//!    loader once, validate its values, cut chunks, compute chunk statistics,
+//!    cut row groups and shards ([`crate::layout`]). Each row group is encoded on
+//!    the rayon pool while the next series load; encoded row groups are appended
+//!    to their shard file strictly in order, so bytes never depend on threads.
+//!    At most a few row groups are in flight: memory is bounded by the row-group
+//!    target, not by the dataset.
+//! 4. Write the index, samples, annotations and task files, then the manifest.
+//!
+//! Dropping the [`StagedVersion`] (or an error at any step) removes what was
+//! written; [`StagedVersion::commit`] publishes it atomically.
+
+pub mod distributed;
+mod files;
+pub mod plan;
+mod shards;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
+use crate::encoding::Codec;
+use crate::error::{Error, Result};
+use crate::layout::{self, CutRules, VALUE_BYTES};
+use crate::manifest::{self, Manifest, Partial};
+use crate::storage::{Location, Staging};
+use crate::tables::{self, IdEncodings, IdSpace};
+use files::SeriesOutput;
+use plan::Planner;
+pub use shards::shard_path;
+use shards::ShardStream;
+
+/// Default shard target: a shard closes after the row group that takes its
+/// uncompressed float32 value bytes past this (128 MiB; seed).
+pub const DEFAULT_SHARD_TARGET_BYTES: u64 = 128 << 20;
+/// Default row-group target in uncompressed float32 value bytes (4 MiB; seed).
+pub const DEFAULT_ROW_GROUP_TARGET_BYTES: u64 = 4 << 20;
+/// Default largest chunk in bytes of float32 values (1 MiB = 262144 values; seed).
+pub const DEFAULT_CHUNK_MAX_BYTES: u64 = 1 << 20;
+/// Default pinned zstd level (3; seed).
+pub const DEFAULT_COMPRESSION_LEVEL: i32 = 3;
+/// A row group may exceed its target by at most this many chunks' worth of
+/// bytes: `row_group_max_bytes = row_group_target_bytes + 4 * chunk_max_bytes`.
+pub const ROW_GROUP_SLACK_CHUNKS: u64 = 4;
+
+/// Largest row group in values: `list` offsets are 32-bit (FORMAT-BRIEF §5).
+const MAX_ROW_GROUP_VALUES: u64 = (1 << 31) - 1;
+
+/// Options that shape a version's bytes; immutable, built with
+/// [`WriterOptions::builder`]. All sizes are uncompressed float32 value bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterOptions {
+    shard_target_bytes: u64,
+    row_group_target_bytes: u64,
+    chunk_max_bytes: u64,
+    compression_level: i32,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            shard_target_bytes: DEFAULT_SHARD_TARGET_BYTES,
+            row_group_target_bytes: DEFAULT_ROW_GROUP_TARGET_BYTES,
+            chunk_max_bytes: DEFAULT_CHUNK_MAX_BYTES,
+            compression_level: DEFAULT_COMPRESSION_LEVEL,
+        }
+    }
+}
+
+impl WriterOptions {
+    /// A builder starting from the defaults.
+    pub fn builder() -> WriterOptionsBuilder {
+        WriterOptionsBuilder(WriterOptions::default())
+    }
+    /// Shard target in bytes ([`DEFAULT_SHARD_TARGET_BYTES`]).
+    pub fn shard_target_bytes(&self) -> u64 {
+        self.shard_target_bytes
+    }
+    /// Row-group target in bytes ([`DEFAULT_ROW_GROUP_TARGET_BYTES`]).
+    pub fn row_group_target_bytes(&self) -> u64 {
+        self.row_group_target_bytes
+    }
+    /// Hard cap of a row group in bytes: target + [`ROW_GROUP_SLACK_CHUNKS`] chunks.
+    pub fn row_group_max_bytes(&self) -> u64 {
+        self.row_group_target_bytes + ROW_GROUP_SLACK_CHUNKS * self.chunk_max_bytes
+    }
+    /// Hard cap of a shard in bytes: shard target + one row group's cap.
+    pub fn shard_max_bytes(&self) -> u64 {
+        self.shard_target_bytes + self.row_group_max_bytes()
+    }
+    /// Largest chunk in bytes ([`DEFAULT_CHUNK_MAX_BYTES`]).
+    pub fn chunk_max_bytes(&self) -> u64 {
+        self.chunk_max_bytes
+    }
+    /// Largest chunk in values.
+    pub fn chunk_max_values(&self) -> usize {
+        (self.chunk_max_bytes / VALUE_BYTES) as usize
+    }
+    /// zstd level ([`DEFAULT_COMPRESSION_LEVEL`]).
+    pub fn compression_level(&self) -> i32 {
+        self.compression_level
+    }
+    pub(crate) fn cut_rules(&self) -> CutRules {
+        CutRules {
+            row_group_target_bytes: self.row_group_target_bytes,
+            row_group_max_bytes: self.row_group_max_bytes(),
+            shard_target_bytes: self.shard_target_bytes,
+        }
+    }
+}
+
+/// Consuming builder of [`WriterOptions`]; [`WriterOptionsBuilder::try_build`] validates.
+#[derive(Debug, Clone)]
+pub struct WriterOptionsBuilder(WriterOptions);
+
+impl WriterOptionsBuilder {
+    /// Shard target in uncompressed value bytes (> 0).
+    pub fn shard_target_bytes(mut self, bytes: u64) -> Self {
+        self.0.shard_target_bytes = bytes;
+        self
+    }
+    /// Row-group target in uncompressed value bytes (> 0).
+    pub fn row_group_target_bytes(mut self, bytes: u64) -> Self {
+        self.0.row_group_target_bytes = bytes;
+        self
+    }
+    /// Largest chunk in bytes (a positive multiple of 4).
+    pub fn chunk_max_bytes(mut self, bytes: u64) -> Self {
+        self.0.chunk_max_bytes = bytes;
+        self
+    }
+    /// zstd level (1..=22).
+    pub fn compression_level(mut self, level: i32) -> Self {
+        self.0.compression_level = level;
+        self
+    }
+    /// Validates and returns the options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the option: a zero target, a chunk size
+    /// that is not a positive multiple of 4, a level outside 1..=22, or a row-group
+    /// cap that would allow 2^31 values.
+    pub fn try_build(self) -> Result<WriterOptions> {
+        let o = self.0;
+        let bad = |option: &'static str, reason: String| Err(Error::InvalidOption { option, reason });
+        if o.shard_target_bytes == 0 {
+            return bad("shard_target_bytes", "must be > 0".into());
+        }
+        if o.row_group_target_bytes == 0 {
+            return bad("row_group_target_bytes", "must be > 0".into());
+        }
+        if o.chunk_max_bytes == 0 || !o.chunk_max_bytes.is_multiple_of(VALUE_BYTES) {
+            return bad("chunk_max_bytes", format!("{} is not a positive multiple of 4", o.chunk_max_bytes));
+        }
+        if !(1..=22).contains(&o.compression_level) {
+            return bad("compression_level", format!("{} is outside 1..=22", o.compression_level));
+        }
+        let cap = o.row_group_target_bytes.checked_add(ROW_GROUP_SLACK_CHUNKS.saturating_mul(o.chunk_max_bytes));
+        if cap.is_none_or(|c| c / VALUE_BYTES > MAX_ROW_GROUP_VALUES)
+            || o.shard_target_bytes.checked_add(cap.unwrap_or(0)).is_none()
+        {
+            return bad("row_group_target_bytes", "row groups could reach 2^31 values".into());
+        }
+        Ok(o)
+    }
+}
+
+/// What the writer reports while it works (seed: `WriteProgressEvent`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum WriteProgressEvent {
+    /// Writing began: totals to expect.
+    Started {
+        /// Unique series to write.
+        series: u64,
+        /// Samples.
+        samples: u64,
+    },
+    /// One more series was loaded and chunked.
+    SeriesWritten {
+        /// Series done so far.
+        done: u64,
+        /// Series in all.
+        total: u64,
+        /// Values of this series.
+        values: u64,
+    },
+    /// A file was closed in staging (`path` relative to the version directory).
+    FileWritten {
+        /// The file.
+        path: String,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+}
+
+/// A progress callback.
+pub type ProgressFn = Arc<dyn Fn(&WriteProgressEvent) + Send + Sync>;
+
+/// A progress callback that may stop the write: an `Err` aborts it (nothing is
+/// left on disk) and comes back as [`Error::Aborted`] carrying that error. It runs
+/// on the thread that called [`TimeFWriter::write`], after each series, so a
+/// binding can check for an interrupt (Ctrl-C) there.
+pub type TryProgressFn =
+    Arc<dyn Fn(&WriteProgressEvent) -> std::result::Result<(), crate::dataset::LoaderError> + Send + Sync>;
+
+/// Writes datasets under `root` as `<root>/<name>/<version>/`, on local disk or
+/// on an object store (see [`crate::storage`]).
+#[derive(Clone)]
+pub struct TimeFWriter {
+    root: Location,
+    options: WriterOptions,
+    progress: Option<TryProgressFn>,
+    derived_from: Option<manifest::DerivedFrom>,
+}
+
+impl std::fmt::Debug for TimeFWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeFWriter").field("root", &self.root).field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+/// A fully written version, not yet visible. [`StagedVersion::commit`]
+/// publishes it; dropping it (or [`StagedVersion::abort`]) removes it.
+#[derive(Debug)]
+pub struct StagedVersion {
+    staging: Staging,
+    manifest: Manifest,
+}
+
+impl StagedVersion {
+    /// The manifest that was written.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    /// Where the files were written: the local staging directory, or the
+    /// version's URL on an object store (where they land in place, unlisted
+    /// until the manifest exists).
+    pub fn staging_dir(&self) -> PathBuf {
+        self.staging.dir()
+    }
+    /// Publishes the version and returns its directory or URL: local, fsync,
+    /// no-clobber rename, parent fsync; object store, `manifest.json` created
+    /// with `PutMode::Create`, then the claim removed.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] if another writer published the version first; I/O errors.
+    pub fn commit(self) -> Result<PathBuf> {
+        self.staging.publish()
+    }
+    /// Removes what was written (and, on an object store, aborts open uploads
+    /// and releases the claim).
+    pub fn abort(self) {}
+}
+
+impl TimeFWriter {
+    /// A writer under the local directory `root` with `options`.
+    pub fn new(root: impl Into<PathBuf>, options: WriterOptions) -> Self {
+        Self::at(Location::local(root), options)
+    }
+
+    /// A writer under `root`, a local path or an object-store URL
+    /// ([`Location::parse`]), with `options`.
+    pub fn at(root: Location, options: WriterOptions) -> Self {
+        TimeFWriter { root, options, progress: None, derived_from: None }
+    }
+
+    /// Calls `f` with each [`WriteProgressEvent`].
+    pub fn with_progress(self, f: ProgressFn) -> Self {
+        self.with_try_progress(Arc::new(move |e: &WriteProgressEvent| {
+            f(e);
+            Ok(())
+        }))
+    }
+
+    /// Calls `f` with each [`WriteProgressEvent`]; an `Err` from `f` aborts the
+    /// write with [`Error::Aborted`].
+    pub fn with_try_progress(mut self, f: TryProgressFn) -> Self {
+        self.progress = Some(f);
+        self
+    }
+
+    /// Records a `derived_from` lineage block in the manifest (copy-on-write edits).
+    pub fn with_derived_from(mut self, derived_from: manifest::DerivedFrom) -> Self {
+        self.derived_from = Some(derived_from);
+        self
+    }
+
+    /// The directory (or URL, as a path) `dataset` would be committed to.
+    pub fn version_dir(&self, dataset: &TimeFDataset) -> PathBuf {
+        self.version_location(dataset).to_path_buf()
+    }
+
+    /// Where `dataset` would be committed.
+    pub fn version_location(&self, dataset: &TimeFDataset) -> Location {
+        self.root.join(&dataset.info.name).join(&dataset.info.version)
+    }
+
+    fn emit(&self, event: WriteProgressEvent) -> Result<()> {
+        match &self.progress {
+            Some(f) => f(&event).map_err(|source| Error::Aborted { source }),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `dataset` into a staging directory and returns it, ready to commit.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] (names, references, values), [`Error::AlreadyExists`]
+    /// (before any I/O), [`Error::Loader`], [`Error::Aborted`], [`Error::SelfCheck`], I/O and parquet
+    /// errors, [`Error::ObjectStore`]. On any error nothing is left on disk or
+    /// in the store (a process killed outright leaves what [`crate::storage::gc`] clears).
+    pub fn write(&self, mut dataset: TimeFDataset) -> Result<StagedVersion> {
+        validate_name(&dataset.info.name, "dataset_name")?;
+        validate_name(&dataset.info.version, "dataset_version")?;
+        dataset.validate_references()?;
+        let target = self.version_location(&dataset);
+        target.ensure_absent()?;
+        let ids = decide_ids(&dataset);
+
+        let mut staging = Staging::create(&target)?;
+        self.emit(WriteProgressEvent::Started {
+            series: dataset.series.len() as u64,
+            samples: dataset.samples.len() as u64,
+        })?;
+        let series = self.write_series(&mut staging, &mut dataset, ids)?;
+        let emit = |e| self.emit(e);
+        let manifest =
+            files::finish_version(&mut staging, &dataset, &self.options, series, self.derived_from.clone(), &emit)?;
+        Ok(StagedVersion { staging, manifest })
+    }
+
+    /// Runs each loader once in write order and streams its chunks through the
+    /// shard writer, placed by the [`Planner`] as they come.
+    fn write_series(
+        &self,
+        staging: &mut Staging,
+        dataset: &mut TimeFDataset,
+        ids: IdEncodings,
+    ) -> Result<SeriesOutput> {
+        let mut order: Vec<(SeriesMeta, Loader)> = Vec::with_capacity(dataset.series.len());
+        for entry in dataset.series.values_mut() {
+            let loader = entry
+                .loader
+                .take()
+                .ok_or_else(|| Error::validation(&entry.meta.time_series_id, "loader", "the loader already ran"))?;
+            order.push((entry.meta.clone(), loader));
+        }
+        order.sort_by(|(a, _), (b, _)| {
+            (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
+        });
+        let codec = Codec { zstd_level: self.options.compression_level };
+        let schema = Arc::new(tables::shard_schema(ids)?);
+        let props = schema.properties(codec, &files::created_by())?;
+        let metas: Vec<SeriesMeta> = order.iter().map(|(m, _)| m.clone()).collect();
+        let keys: Arc<Vec<SeriesMeta>> = Arc::new(metas.clone());
+        let planner = Planner::new(&self.options, 0);
+        let mut stream = ShardStream::new(staging, schema, props, keys, ids.get(IdSpace::TimeSeries), planner);
+        let chunk_values = self.options.chunk_max_values();
+        let total = order.len() as u64;
+        for (i, (meta, loader)) in order.into_iter().enumerate() {
+            let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
+            validate_count(&meta, values.len() as u64)?;
+            let n_chunks = layout::chunk_count(values.len(), chunk_values);
+            push_series(&mut stream, i as u32, &meta, &values, chunk_values, 0..n_chunks)?;
+            self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 })?;
+        }
+        let (files, index) = stream.finish()?;
+        Ok(SeriesOutput { files, index, metas })
+    }
+}
+
+/// Cuts chunks `chunks` (a range of chunk indexes) of one series, computes
+/// their statistics (refusing a non-finite value) and pushes them in order.
+pub(crate) fn push_series(
+    stream: &mut ShardStream<'_>,
+    series: u32,
+    meta: &SeriesMeta,
+    values: &SeriesValues,
+    chunk_values: usize,
+    chunks: std::ops::Range<usize>,
+) -> Result<Vec<plan::Placed>> {
+    let mut placed = Vec::new();
+    for k in chunks {
+        let range = k * chunk_values..((k + 1) * chunk_values).min(values.len());
+        let chunk = values.slice(range.start, range.len());
+        let partial = Partial::of(&chunk);
+        if !partial.mean.is_finite() {
+            return Err(non_finite(meta, values));
+        }
+        placed.push(stream.push_chunk(series, k as u32, chunk, range.start as u64, partial)?);
+    }
+    Ok(placed)
+}
+
+/// Per-series checks of the number of values, before any value is read
+/// (FORMAT-BRIEF §5): at least one, and the count `t_end_s` implies.
+pub(crate) fn validate_count(meta: &SeriesMeta, n_values: u64) -> Result<()> {
+    let id = &meta.time_series_id;
+    if n_values == 0 {
+        return Err(Error::validation(id, "values", "a series needs at least one value"));
+    }
+    if let Some(end) = meta.t_end_s {
+        let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even();
+        if expected != n_values as f64 {
+            return Err(Error::validation(
+                id,
+                "t_end_s",
+                format!("{n_values} values, but round((t_end_s - t_start_s) * sampling_rate_hz) = {expected}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The error for a series with a non-finite value (found through its chunk's mean).
+fn non_finite(meta: &SeriesMeta, values: &[f32]) -> Error {
+    let pos = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    Error::validation(&meta.time_series_id, "values", format!("value {pos} is {}, not finite", values[pos]))
+}
+
+/// The uuid16-or-string decision for each space over every value used anywhere.
+pub(crate) fn decide_ids(d: &TimeFDataset) -> IdEncodings {
+    let samples = Box::new(d.samples.keys().map(String::as_str));
+    let series = Box::new(d.series.keys().map(String::as_str));
+    let annotations = Box::new(d.annotations.keys().map(String::as_str));
+    let tasks =
+        Box::new(d.tasks().flat_map(|(_, t)| std::iter::once(t.task_id.as_str()).chain(t.from_task.as_deref())));
+    let sources =
+        Box::new(d.sources.keys().map(String::as_str).chain(d.samples.values().map(|s| s.source_id.as_str())));
+    let subjects = Box::new(d.samples.values().filter_map(|s| s.subject_id.as_deref()));
+    IdEncodings::decide([samples, series, annotations, tasks, sources, subjects])
+}

@@ -1,0 +1,313 @@
+//! The shard writer: encodes chunks into row groups and shard files, in the
+//! order and at the places the [`Planner`] decides (FORMAT-BRIEF §5;
+//! `docs/format.md` §1 "One write pipeline").
+//!
+//! Both the single-machine writer and a part of a distributed write run it:
+//! each row group is encoded on the rayon pool while the next chunks arrive,
+//! and encoded row groups are appended to their shard file strictly in order,
+//! so bytes never depend on threads. At most a few row groups are in flight:
+//! memory is bounded by the row-group target, not by the dataset.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver, RecvError, TryRecvError};
+use std::sync::Arc;
+
+use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::file::writer::SerializedFileWriter;
+
+use super::plan::{Placed, Planner, RowGroupEnd};
+use crate::dataset::{SeriesMeta, SeriesValues};
+use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding};
+use crate::error::{Error, Result};
+use crate::layout::{self, key_hash, VALUE_BYTES};
+use crate::manifest::{self, Partial};
+use crate::storage::{FileSink, StagedFile};
+use crate::tables::Columns;
+
+/// One index row: a chunk, where it landed, and its partial statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IndexRow {
+    /// Position of the chunk's series among the stream's series.
+    pub(crate) series: u32,
+    pub(crate) chunk_idx: u32,
+    pub(crate) value_offset: u64,
+    pub(crate) n_values: u32,
+    pub(crate) shard: u32,
+    pub(crate) row_group: u32,
+    pub(crate) row_offset: u32,
+    pub(crate) partial: Partial,
+}
+
+struct PendingChunk {
+    series: u32,
+    chunk_idx: u32,
+    values: SeriesValues,
+    hash: u64,
+}
+
+enum InFlight {
+    RowGroup { shard: u32, rx: Receiver<Result<Vec<EncodedChunk>>> },
+    CloseShard,
+}
+
+/// `time_series/shard-NNNNN.parquet`.
+pub fn shard_path(n: u32) -> String {
+    format!("time_series/shard-{n:05}.parquet")
+}
+
+/// Cuts row groups and shards (through its [`Planner`]) and keeps the encode
+/// pipeline in order.
+pub(crate) struct ShardStream<'a> {
+    staging: &'a mut dyn FileSink,
+    schema: Arc<FileSchema>,
+    props: WriterPropertiesPtr,
+    keys: Arc<Vec<SeriesMeta>>,
+    ts_enc: IdEncoding,
+    planner: Planner,
+    rg: Vec<PendingChunk>,
+    in_flight: VecDeque<InFlight>,
+    max_in_flight: usize,
+    current: Option<ParquetFile>,
+    files: Vec<manifest::FileEntry>,
+    index: Vec<IndexRow>,
+}
+
+impl<'a> ShardStream<'a> {
+    /// A stream writing shards of `keys` (the series chunks will name by
+    /// position) through `staging`, placed by `planner`.
+    pub(crate) fn new(
+        staging: &'a mut dyn FileSink,
+        schema: Arc<FileSchema>,
+        props: WriterPropertiesPtr,
+        keys: Arc<Vec<SeriesMeta>>,
+        ts_enc: IdEncoding,
+        planner: Planner,
+    ) -> Self {
+        ShardStream {
+            staging,
+            schema,
+            props,
+            keys,
+            ts_enc,
+            planner,
+            rg: Vec::new(),
+            in_flight: VecDeque::new(),
+            max_in_flight: 2 * rayon::current_num_threads() + 1,
+            current: None,
+            files: Vec::new(),
+            index: Vec::new(),
+        }
+    }
+
+    /// Continues with `planner` (a part starting its next shard); the
+    /// previous shard must be closed ([`ShardStream::close_shard`]).
+    pub(crate) fn restart(&mut self, planner: Planner) {
+        self.planner = planner;
+    }
+
+    /// Adds the next chunk in write order; returns where it landed.
+    pub(crate) fn push_chunk(
+        &mut self,
+        series: u32,
+        chunk_idx: u32,
+        values: SeriesValues,
+        value_offset: u64,
+        partial: Partial,
+    ) -> Result<Placed> {
+        let hash = key_hash(&self.keys[series as usize].time_series_id, chunk_idx);
+        let placed = self.planner.place(values.len() as u32, hash);
+        if let Some(end) = placed.before {
+            self.flush_row_group(end)?;
+        }
+        self.index.push(IndexRow {
+            series,
+            chunk_idx,
+            value_offset,
+            n_values: values.len() as u32,
+            shard: placed.at.shard,
+            row_group: placed.at.row_group,
+            row_offset: placed.at.row_offset,
+            partial,
+        });
+        self.rg.push(PendingChunk { series, chunk_idx, values, hash });
+        if let Some(end) = placed.after {
+            self.flush_row_group(end)?;
+        }
+        Ok(placed)
+    }
+
+    /// Closes the open row group and its shard (the end of a part's shard, or
+    /// of the write); `None` when nothing was open.
+    pub(crate) fn close_shard(&mut self) -> Result<Option<RowGroupEnd>> {
+        let end = self.planner.finish();
+        if let Some(end) = end {
+            self.flush_row_group(end)?;
+        }
+        Ok(end)
+    }
+
+    fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
+        let rows = std::mem::take(&mut self.rg);
+        let (tx, rx) = sync_channel(1);
+        let (schema, props, keys, enc) =
+            (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
+        rayon::spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                encode_shard_row_group(&rows, &schema, &props, &keys, enc)
+            }))
+            .unwrap_or_else(|_| {
+                Err(Error::SelfCheck {
+                    path: "time_series".into(),
+                    column: "values".into(),
+                    reason: "row-group encoder panicked".into(),
+                })
+            });
+            // the receiver is gone only if the write already failed
+            let _ = tx.send(result);
+        });
+        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, rx });
+        if end.shard_end {
+            self.in_flight.push_back(InFlight::CloseShard);
+        }
+        self.drain(self.max_in_flight)
+    }
+
+    /// Appends finished row groups, oldest first, until at most `limit` are in flight.
+    fn drain(&mut self, limit: usize) -> Result<()> {
+        while self.in_flight.len() > limit {
+            match self.in_flight.pop_front() {
+                Some(InFlight::RowGroup { shard, rx }) => {
+                    let chunks = receive_helping(&rx).map_err(|_| Error::SelfCheck {
+                        path: shard_path(shard).into(),
+                        column: "values".into(),
+                        reason: "row-group encoder vanished".into(),
+                    })??;
+                    if self.current.is_none() {
+                        let file = ParquetFile::create(
+                            &mut *self.staging,
+                            &shard_path(shard),
+                            Arc::clone(&self.schema),
+                            &self.props,
+                        )?;
+                        self.current = Some(file);
+                    }
+                    if let Some(file) = self.current.as_mut() {
+                        file.append_row_group(chunks)?;
+                    }
+                }
+                Some(InFlight::CloseShard) => {
+                    if let Some(file) = self.current.take() {
+                        self.files.push(file.finish(&*self.staging)?);
+                    }
+                }
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the last shard, waits for every row group and returns the shard
+    /// files (in shard order) and the index rows (in chunk order).
+    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, Vec<IndexRow>)> {
+        self.close_shard()?;
+        self.drain(0)?;
+        if let Some(file) = self.current.take() {
+            self.files.push(file.finish(&*self.staging)?);
+        }
+        Ok((self.files, self.index))
+    }
+}
+
+/// Waits for a row group spawned on the rayon pool. On a pool thread (the writer
+/// runs inside `ThreadPool::install`), blocking at once could deadlock: the
+/// encode job may be queued behind this very thread, e.g. in a one-thread pool.
+/// So the thread runs queued pool work until the result arrives, and blocks only
+/// when nothing is left that it could run (the job is then running elsewhere).
+pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, RecvError> {
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(RecvError),
+            Err(TryRecvError::Empty) => match rayon::yield_now() {
+                Some(rayon::Yield::Executed) => {}
+                None | Some(rayon::Yield::Idle) => return rx.recv(),
+            },
+        }
+    }
+}
+
+/// Encodes one shard row group's five column chunks.
+fn encode_shard_row_group(
+    rows: &[PendingChunk],
+    schema: &FileSchema,
+    props: &WriterPropertiesPtr,
+    keys: &[SeriesMeta],
+    enc: crate::encoding::IdEncoding,
+) -> Result<Vec<EncodedChunk>> {
+    let meta = |r: &PendingChunk| &keys[r.series as usize];
+    let mut cols = Columns::default();
+    cols.ids(rows.iter().map(|r| meta(r).time_series_id.as_str()), enc)?;
+    cols.i32s(rows.iter().map(|r| r.chunk_idx as i32).collect());
+    cols.strs(rows.iter().map(|r| meta(r).spec_type.as_str()));
+    cols.strs(rows.iter().map(|r| meta(r).channel.as_str()));
+    let one_page = [rows.len()];
+    let err = |e| Error::parquet("time_series", e);
+    let mut chunks = cols
+        .leaves
+        .iter()
+        .enumerate()
+        .map(|(i, leaf)| encode_chunk(schema.descr.column(i), props, leaf, &one_page).map_err(err))
+        .collect::<Result<Vec<_>>>()?;
+    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
+    let values: Vec<&[f32]> = rows.iter().map(|r| &r.values[..]).collect();
+    chunks.push(encode_values(schema.descr.column(4), props, &values, &value_pages).map_err(err)?);
+    Ok(chunks)
+}
+
+/// A Parquet file being written in staging from encoded column chunks.
+pub(crate) struct ParquetFile {
+    writer: SerializedFileWriter<StagedFile>,
+    rel: String,
+    schema: Arc<FileSchema>,
+    rows: u64,
+}
+
+impl ParquetFile {
+    pub(crate) fn create(
+        staging: &mut dyn FileSink,
+        rel: &str,
+        schema: Arc<FileSchema>,
+        props: &WriterPropertiesPtr,
+    ) -> Result<Self> {
+        let file = staging.create_file(rel)?;
+        let writer = SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
+            .map_err(|e| Error::parquet(rel, e))?;
+        Ok(ParquetFile { writer, rel: rel.to_string(), schema, rows: 0 })
+    }
+
+    pub(crate) fn append_row_group(&mut self, chunks: Vec<EncodedChunk>) -> Result<()> {
+        let rel = self.rel.as_str();
+        let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(rel, e))?;
+        for c in chunks {
+            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(rel, e))?;
+        }
+        let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
+        self.rows += meta.num_rows() as u64;
+        Ok(())
+    }
+
+    /// Writes the footer, completes the file, then reads the footer back from
+    /// storage and checks the pins.
+    pub(crate) fn finish(self, staging: &dyn FileSink) -> Result<manifest::FileEntry> {
+        let rel = self.rel.clone();
+        // into_inner writes the footer
+        let file = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        let written = file.finish()?;
+        let stored = staging.open_staged(&rel)?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&stored).map_err(|e| Error::parquet(&rel, e))?;
+        self_check(Path::new(&rel), &self.schema, &meta)?;
+        Ok(manifest::FileEntry { path: written.path, bytes: written.bytes, rows: self.rows, sha256: written.sha256 })
+    }
+}
