@@ -1,8 +1,8 @@
 //! The three steps of a distributed write for any framework (Ray, Dask, Spark,
-//! a job queue): `arrow_metadata` and `split_parts` on workers, `plan` on the
-//! coordinator (a `DistributedWrite` that owns the staging), `write_part` on
-//! workers, `DistributedWrite.commit` on the coordinator (`docs/format.md` §1,
-//! "Distributed writes").
+//! a job queue): `plan` on the coordinator (one pass over the rows, no value
+//! kept; a `DistributedWrite` that owns the staging), `split_parts` and
+//! `write_part` on workers, `DistributedWrite.commit` on the coordinator
+//! (`docs/format.md` §1, "Distributed writes").
 //!
 //! Only Arrow tables and small JSON records cross the boundary: every connector
 //! rule (typings, missing values, ids) and every byte is the core's. `PartTask`,
@@ -383,34 +383,11 @@ fn arrow_options(
     })
 }
 
-/// The metadata of a block of GluonTS-style rows, checked as `timef ingest
-/// arrow` checks them: a small table without values that `plan` takes.
+/// Plans a distributed write of the GluonTS-style rows of `tables` (an
+/// iterable of Arrow tables, read one at a time; no value is kept) as the
+/// version `<root>/<dataset_name>/<dataset_version>`, and claims the version.
 #[pyfunction]
-#[pyo3(signature = (source, *, label = None, spec_type = None, sampling_rate_hz = None, on_missing = "error"))]
-pub fn arrow_metadata(
-    py: Python<'_>,
-    source: &Bound<'_, PyAny>,
-    label: Option<String>,
-    spec_type: Option<String>,
-    sampling_rate_hz: Option<f64>,
-    on_missing: &str,
-) -> PyResult<Py<PyAny>> {
-    let opts = arrow_options("metadata".into(), "v".into(), spec_type, sampling_rate_hz, "string", on_missing)?;
-    let label = PathBuf::from(label.unwrap_or_else(|| format!("<{}>", source.get_type().name().map(|n| n.to_string()).unwrap_or_default())));
-    let input = batches(source)?;
-    let (out, schema) = py
-        .detach(|| -> timef::Result<_> {
-            let out = input.iter().map(|b| connector::arrow_block_meta(b, &label, &opts)).collect::<timef::Result<Vec<_>>>()?;
-            Ok((out, connector::arrow_block_meta_schema()))
-        })
-        .map_err(to_py)?;
-    to_table(py, out, schema)
-}
-
-/// Plans a distributed write of the rows whose `arrow_metadata` tables are
-/// `metadata`, as the version `<root>/<dataset_name>/<dataset_version>`.
-#[pyfunction]
-#[pyo3(signature = (root, metadata, *, dataset_name, dataset_version, parts, spec_type = None,
+#[pyo3(signature = (root, tables, *, label = None, dataset_name, dataset_version, parts, spec_type = None,
                     sampling_rate_hz = None, ids = "string", on_missing = "error",
                     shard_target_bytes = timef::writer::DEFAULT_SHARD_TARGET_BYTES,
                     row_group_target_bytes = timef::writer::DEFAULT_ROW_GROUP_TARGET_BYTES,
@@ -422,7 +399,8 @@ pub fn arrow_metadata(
 pub fn plan(
     py: Python<'_>,
     root: &Bound<'_, PyAny>,
-    metadata: &Bound<'_, PyAny>,
+    tables: &Bound<'_, PyAny>,
+    label: Option<String>,
     dataset_name: String,
     dataset_version: String,
     parts: u32,
@@ -442,15 +420,17 @@ pub fn plan(
         writer_options(shard_target_bytes, row_group_target_bytes, chunk_max_bytes, compression, compression_level)?;
     let connector = arrow_options(dataset_name, dataset_version, spec_type, sampling_rate_hz, ids, on_missing)?;
     let version_dir = root.join(&connector.name).join(&connector.version).to_string();
-    let metadata = all_batches(metadata)?;
+    let label = PathBuf::from(label.unwrap_or_else(|| "<tables>".to_string()));
+    let mut pass = connector::ArrowMetaPass::new(&label, &connector).map_err(to_py)?;
+    // one table at a time: its values are checked and counted, then dropped
+    for table in tables.try_iter()? {
+        let input = batches(&table?)?;
+        py.detach(|| input.iter().try_for_each(|b| pass.batch(b))).map_err(to_py)?;
+    }
     let write = py
         .detach(|| -> timef::Result<DistributedWrite> {
-            let label = Path::new("<metadata>");
-            let mut pass = connector::ArrowMetaPass::new(label, &connector)?;
-            for b in &metadata {
-                pass.meta_batch(b)?;
-            }
-            DistributedWrite::plan(&root, pass.finish()?, options, parts)
+            let (input, _dropped) = pass.finish()?;
+            DistributedWrite::plan(&root, input, options, parts)
         })
         .map_err(to_py)?;
     let write_id = write.write_id().to_string();
@@ -467,11 +447,17 @@ pub fn split_parts(py: Python<'_>, source: &Bound<'_, PyAny>, router: PyRef<'_, 
         .detach(|| -> timef::Result<BTreeMap<u32, Vec<RecordBatch>>> {
             let mut out: BTreeMap<u32, Vec<RecordBatch>> = BTreeMap::new();
             for b in &input {
-                let rows = connector::arrow_row_parts(b, opts, routes)?;
+                let ids = connector::arrow_series_ids(b, Path::new("<split_parts>"), opts)?;
+                let rows = ids.iter().map(|series| {
+                    let mut parts: Vec<u32> = series.iter().flat_map(|id| routes.get(id).into_iter().flatten().copied()).collect();
+                    parts.sort_unstable();
+                    parts.dedup();
+                    parts
+                });
                 let mut by_part: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-                for (row, parts) in rows.iter().enumerate() {
+                for (row, parts) in rows.enumerate() {
                     for p in parts {
-                        by_part.entry(*p).or_default().push(row as u32);
+                        by_part.entry(p).or_default().push(row as u32);
                     }
                 }
                 for (p, rows) in by_part {

@@ -203,7 +203,6 @@ fn _timef(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<distributed::PyPartTask>()?;
     m.add_class::<distributed::PyPartRouter>()?;
     m.add_class::<distributed::PyPartRecord>()?;
-    m.add_function(wrap_pyfunction!(distributed::arrow_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::plan, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::split_parts, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::write_part, m)?)?;

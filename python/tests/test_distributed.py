@@ -37,8 +37,7 @@ def slices(table: pa.Table, cuts: list[int]) -> list[pa.Table]:
 
 
 def plan(root: Path | str, blocks: list[pa.Table], parts: int, **kw) -> timef.DistributedWrite:
-    metadata = [timef.arrow_metadata(b, label=f"<block {i}>") for i, b in enumerate(blocks)]
-    return timef.plan(root, metadata, dataset_name="d", dataset_version="v1", parts=parts, **SMALL, **kw)
+    return timef.plan(root, blocks, dataset_name="d", dataset_version="v1", parts=parts, **SMALL, **kw)
 
 
 def rows_by_part(blocks: list[pa.Table], router: timef.PartRouter) -> dict[int, list[pa.Table]]:
@@ -95,8 +94,7 @@ def test_matches_the_cli_on_the_same_rows(tmp_path: Path, cli: Path) -> None:
     cli_dir = run_cli(cli, "ingest", "arrow", "--root", str(tmp_path / "cli"), "--name", "d", "--version", "v1",
                       str(write_ipc(table, tmp_path / "rows.arrow")))
     blocks = slices(table, [5])
-    metadata = [timef.arrow_metadata(b) for b in blocks]
-    with timef.plan(tmp_path / "dist", metadata, dataset_name="d", dataset_version="v1", parts=2) as w:
+    with timef.plan(tmp_path / "dist", iter(blocks), dataset_name="d", dataset_version="v1", parts=2) as w:
         pieces = rows_by_part(blocks, w.router)
         vdir = timef.commit(w, [timef.write_part(t, pieces.get(t.part, [])) for t in w.tasks()])
     assert tree_sha256(vdir) == tree_sha256(cli_dir)
@@ -145,9 +143,10 @@ def test_commit_refuses_tampered_records_and_removes_every_part(tmp_path: Path) 
     # a whole part missing
     w = plan(root, [table], parts=2)
     records = write_parts(w, [table])
+    first_shard = w.tasks()[1].shards[0]
     with pytest.raises(timef.PartRecordError) as e:
         timef.commit(w, records[:1])
-    assert (e.value.problem, e.value.shard) == ("missing_shard", w.tasks()[1].shards[0])
+    assert (e.value.problem, e.value.shard) == ("missing_shard", first_shard)
     assert listing(root / "d") == []
     # a record of another write
     other = plan(tmp_path / "other", [table], parts=2)
@@ -161,19 +160,19 @@ def test_commit_refuses_tampered_records_and_removes_every_part(tmp_path: Path) 
     assert listing(root / "d") == []
 
 
-def test_bad_rows_are_refused_naming_block_row_and_item(tmp_path: Path) -> None:
+def test_bad_rows_are_refused_naming_the_row_and_item(tmp_path: Path) -> None:
     table = gluonts_rows(4, seed=5)
-    values = table.column("target").to_pylist()
+    other = gluonts_rows(4, seed=6)
+    values = other.column("target").to_pylist()
     values[2][7] = float("nan")
-    bad = table.set_column(2, "target", pa.array(values, pa.list_(pa.float32())))
+    bad = other.set_column(2, "target", pa.array(values, pa.list_(pa.float32())))
     with pytest.raises(timef.TimeFInputError) as e:
-        timef.arrow_metadata(bad, label="<block 9>")
-    assert e.value.path == "<block 9>"
-    assert "row 2" in e.value.reason and "item-5-0002" in e.value.reason, e.value.reason
+        timef.plan(tmp_path, [table, bad], label="<blocks>", dataset_name="d", dataset_version="v1", parts=2)
+    assert e.value.path == "<blocks>"
+    assert "row 6" in e.value.reason and "item-6-0002" in e.value.reason, e.value.reason
     # an item in two blocks
-    metadata = [timef.arrow_metadata(table), timef.arrow_metadata(table.slice(1, 1))]
     with pytest.raises(timef.TimeFInputError, match="item-5-0001"):
-        timef.plan(tmp_path, metadata, dataset_name="d", dataset_version="v1", parts=2)
+        timef.plan(tmp_path, [table, table.slice(1, 1)], dataset_name="d", dataset_version="v1", parts=2)
     assert listing(tmp_path) == []
     # rows without item_id cannot be routed to parts (their ids would be global row numbers)
     w = plan(tmp_path, [table], parts=2)
@@ -198,7 +197,7 @@ import timef
 sys.path.insert(0, {tests!r})
 from conftest import gluonts_rows
 table = gluonts_rows(20, seed=7)
-w = timef.plan({root!r}, [timef.arrow_metadata(table)], dataset_name="d", dataset_version="v1", parts=2,
+w = timef.plan({root!r}, [table], dataset_name="d", dataset_version="v1", parts=2,
                chunk_max_bytes=1024, row_group_target_bytes=2048, shard_target_bytes=4096)
 by_part = timef.split_parts(table, w.router)
 records = [timef.write_part(t, [by_part[t.part]]) for t in w.tasks()]

@@ -22,9 +22,9 @@ I/O. An exception raised by a loader or ``progress_cb`` aborts the write (nothin
 is left) and reaches the caller unchanged.
 
 Distributed writes (Dask, Spark, a job queue; ``timef.ray.write`` for Ray) run
-three steps: workers check their blocks (:func:`arrow_metadata`), the
-coordinator plans (:func:`plan`, which claims the version), workers split rows by
-part (:func:`split_parts`) and write parts (:func:`write_part`), the coordinator
+three steps: the coordinator plans (:func:`plan`: one pass over the rows, no
+value kept; it claims the version), workers split rows by part
+(:func:`split_parts`) and write parts (:func:`write_part`), the coordinator
 commits (:func:`commit`). Tasks, routers and records pickle; the committed bytes
 equal ``timef ingest arrow`` of the same rows on one machine.
 """
@@ -59,7 +59,6 @@ from ._timef import (
     Version,
     WriteProgressEvent,
     __version__,
-    arrow_metadata,
     edit_version,
     new_id,
     open,
@@ -96,7 +95,6 @@ __all__ = [
     "Version",
     "WriteProgressEvent",
     "__version__",
-    "arrow_metadata",
     "commit",
     "edit_version",
     "ingest_arrow",

@@ -448,23 +448,11 @@ class DistributedWrite:
         traceback: TracebackType | None,
     ) -> bool: ...
 
-def arrow_metadata(
-    source: Any,
-    *,
-    label: str | None = None,
-    spec_type: str | None = None,
-    sampling_rate_hz: float | None = None,
-    on_missing: Literal["error", "drop_case"] = "error",
-) -> pa.Table:
-    """The metadata of a block of GluonTS-style rows (an object with
-    ``__arrow_c_stream__``), every value checked as ``timef ingest arrow`` checks
-    it (``TimeFInputError`` naming ``label``, the row within the block, the item
-    and channel): a small table without values, for ``plan``."""
-
 def plan(
     root: StrPath,
-    metadata: Iterable[Any],
+    tables: Iterable[Any],
     *,
+    label: str | None = None,
     dataset_name: str,
     dataset_version: str,
     parts: int,
@@ -479,10 +467,13 @@ def plan(
     compression_level: int = ...,
     storage_options: dict[str, str] | None = None,
 ) -> DistributedWrite:
-    """Plans the write of the rows whose ``arrow_metadata`` tables are
-    ``metadata`` (any order and blocking) in at most ``parts`` parts of whole
-    shards, and claims the version. Raises ``FileExistsError``,
-    ``TimeFInputError`` (an item in two blocks), ``TimeFValidationError``, ``OSError``."""
+    """Plans the write of the GluonTS-style rows of ``tables`` (Arrow tables,
+    any order and blocking, read one at a time: every value checked as ``timef
+    ingest arrow`` checks it, none kept) in at most ``parts`` parts of whole
+    shards, and claims the version. Errors name ``label`` (default
+    ``"<tables>"``) and the row counted across all tables: ``TimeFInputError``
+    (a bad value, a duplicate item), ``FileExistsError``, ``TimeFValidationError``,
+    ``OSError``."""
 
 def split_parts(source: Any, router: PartRouter) -> dict[int, pa.Table]:
     """The rows of ``source`` by the parts that need them (a row whose series span

@@ -3,14 +3,14 @@
 ``write(ds, root, name, version)`` runs the core's three steps (``docs/format.md``,
 "One write pipeline: plan, parts, commit") over the blocks of ``ds``:
 
-1. metadata: one Ray task per block checks its rows as ``timef ingest arrow``
-   does and returns a small table without values (:func:`timef.arrow_metadata`);
-2. plan, on the driver: the sorted series and the full layout, split into parts
-   of whole shards; the staging location is created and owned by the driver;
-3. parts: each block is split by part (:func:`timef.split_parts`, one Ray task per
+1. plan, on the driver: one pass over the blocks, fetched one at a time from
+   the object store, checks every row as ``timef ingest arrow`` does and counts
+   the values (none is kept); then the sorted series and the full layout, split
+   into parts of whole shards; the staging is created and owned by the driver;
+2. parts: each block is split by part (:func:`timef.split_parts`, one Ray task per
    block) and one Ray task per part encodes its shards from the rows it is given
    (:func:`timef.write_part`), returning a small :class:`timef.PartRecord`;
-4. commit, on the driver: every planned shard checked against its record, the
+3. commit, on the driver: every planned shard checked against its record, the
    tables and manifest written, the version published atomically.
 
 The layout is a function of the sorted series and their sizes only, so the
@@ -39,16 +39,11 @@ import timef
 __all__ = ["DEFAULT_MAX_RETRIES", "write"]
 
 DEFAULT_MAX_RETRIES = 3
-"""Times Ray reruns a metadata, split or part task whose worker process died (a
+"""Times Ray reruns a split or part task whose worker process died (a
 count of reruns, not seconds). Exceptions raised by the core are never retried:
 bad input stays bad."""
 
 StrPath = Union[str, "os.PathLike[str]"]
-
-
-@ray.remote
-def _block_metadata(block: pa.Table, index: int, connector: Mapping[str, Any]) -> pa.Table:
-    return timef.arrow_metadata(block, label=f"<ray block {index}>", **connector)
 
 
 @ray.remote
@@ -124,18 +119,17 @@ def write(
     the write runs).
 
     Raises ``FileExistsError`` (the version exists, or another writer committed
-    it first), ``TimeFInputError`` (file label ``<ray block N>``, row within that
-    block, item), ``TimeFValidationError``, ``PartRecordError``, ``OSError``;
+    it first), ``TimeFInputError`` (file label ``<ray dataset>``, the row counted
+    over the blocks in dataset order, the item), ``TimeFValidationError``, ``PartRecordError``, ``OSError``;
     after any of them no version is visible and every part is removed."""
     if parts is None:
         parts = max(1, int(ray.cluster_resources().get("CPU", 1)))
     blocks = ds.to_arrow_refs()
-    connector = dict(spec_type=spec_type, sampling_rate_hz=sampling_rate_hz, on_missing=on_missing)
     retry = dict(max_retries=max_retries, retry_exceptions=False)
-    metadata = _gather([_block_metadata.options(**retry).remote(b, i, connector) for i, b in enumerate(blocks)])
     with timef.plan(
         root,
-        metadata,
+        (ray.get(b) for b in blocks),
+        label="<ray dataset>",
         dataset_name=name,
         dataset_version=version,
         parts=parts,
@@ -146,7 +140,9 @@ def write(
         compression=compression,
         compression_level=compression_level,
         storage_options=storage_options,
-        **connector,
+        spec_type=spec_type,
+        sampling_rate_hz=sampling_rate_hz,
+        on_missing=on_missing,
     ) as plan:
         tasks = plan.tasks()
         numbers = [t.part for t in tasks]
