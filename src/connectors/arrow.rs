@@ -71,6 +71,8 @@ enum Held {
     Mapped(SeriesValues),
     /// `len` values at value offset `at` of the spill file.
     Spilled { at: usize, len: usize },
+    /// Checked and counted, not kept (the metadata pass of a distributed write).
+    Counted(usize),
 }
 
 /// The unnamed temporary file converted values are appended to (little-endian float32).
@@ -163,7 +165,7 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
         }
         Some(map)
     };
-    read.finish(ipc_map)
+    read.finish(ipc_map).map(|(d, dropped, _)| (d, dropped))
 }
 
 /// Like [`read_arrow`], over record batches already in memory (e.g. a table
@@ -178,7 +180,130 @@ pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowO
     for batch in &batches {
         read.batch(batch, None, None)?;
     }
-    read.finish(None).map(|(d, _)| d)
+    read.finish(None).map(|(d, _, _)| d)
+}
+
+/// The metadata pass of a distributed write over GluonTS rows
+/// ([`crate::distributed`]): every row is checked exactly as [`read_arrow_batches`]
+/// checks it (same errors, same [`OnMissing`] rule, same ids), but no value is
+/// kept, only each series' number of values. Feed every batch of the input in
+/// order, then [`ArrowMetaPass::finish`].
+pub struct ArrowMetaPass<'a> {
+    read: Read<'a>,
+}
+
+impl<'a> ArrowMetaPass<'a> {
+    /// A pass whose errors name `label` as the file.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for a bad dataset name or version.
+    pub fn new(label: &'a Path, opts: &'a ArrowOptions) -> Result<Self> {
+        let mut read = Read::new(label, opts, true)?;
+        read.pass.count_only = true;
+        Ok(ArrowMetaPass { read })
+    }
+
+    /// Checks and counts the rows of the next batch.
+    ///
+    /// # Errors
+    /// As [`read_arrow`].
+    pub fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.read.batch(batch, None, None)
+    }
+
+    /// The plan input: the dataset's metadata (its loaders refuse to run: the
+    /// values are the parts') and each series' number of values; plus the rows
+    /// left out under [`OnMissing::DropCase`].
+    ///
+    /// # Errors
+    /// As [`read_arrow`] (no rows, every row dropped).
+    pub fn finish(self) -> Result<(crate::distributed::PlanInput, Dropped)> {
+        let (dataset, dropped, n_values) = self.read.finish(None)?;
+        Ok((crate::distributed::PlanInput::new(dataset, n_values), dropped))
+    }
+}
+
+/// The series ids of each row of `batch`, as the connector names them
+/// (`item_id`, or `"{item_id}/{dim}"` for multivariate targets); a row with a
+/// null `item_id` or target gives none. Used to route rows to the parts of a
+/// distributed write ([`crate::distributed::Plan::router`]).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `batch` has no `item_id` column (ids would be
+/// row numbers of the whole input, which a worker cannot know) or a refused typing.
+pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) -> Result<Vec<Vec<String>>> {
+    let typing = |why: String| Error::input(label, None, why);
+    let ids =
+        batch.column_by_name("item_id").ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
+    let ids = typings::item_ids(ids).map_err(typing)?;
+    let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
+    let element = typings::list_element(target.data_type())
+        .ok_or_else(|| typing(format!("target has type {}", target.data_type())))?;
+    let multivariate = typings::list_element(element).is_some();
+    Ok((0..batch.num_rows())
+        .map(|r| match (&ids[r], multivariate) {
+            (None, _) => Vec::new(),
+            (Some(item), false) => vec![opts.ids.id(item)],
+            (Some(item), true) => {
+                let dims = if target.is_null(r) {
+                    0
+                } else {
+                    typings::list_value(target.as_ref(), r).map_or(0, |outer| outer.len())
+                };
+                (0..dims).map(|d| opts.ids.id(&format!("{item}/{d}"))).collect()
+            }
+        })
+        .collect())
+}
+
+/// The series of a distributed write's part, built from the batches holding
+/// its rows (in any order and partitioning; other rows may be present only
+/// if they hold a series of the task): each row is checked and converted as
+/// [`read_arrow_batches`] does, and the task's series are returned with their
+/// values, for [`crate::distributed::write_part`].
+///
+/// # Errors
+/// As [`read_arrow`]; [`Error::InvalidInput`] for batches without `item_id`;
+/// [`Error::Part`] with [`crate::error::PartProblem::UnplannedSeries`] for a
+/// row none of whose series is in the task.
+pub fn arrow_part_series(
+    batches: &[RecordBatch],
+    label: &Path,
+    opts: &ArrowOptions,
+    task: &crate::distributed::PartTask,
+) -> Result<Vec<(String, SeriesValues)>> {
+    let mut read = Read::new(label, opts, true)?;
+    for batch in batches {
+        if batch.column_by_name("item_id").is_none() {
+            return Err(Error::input(label, None, "a distributed write needs an item_id column"));
+        }
+        read.batch(batch, None, None)?;
+    }
+    let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.time_series_id.as_str()).collect();
+    let (mut dataset, _, _) = read.finish(None)?;
+    let mut out = Vec::new();
+    let samples: Vec<crate::dataset::Sample> = dataset.samples().cloned().collect();
+    for sample in samples {
+        let mine: Vec<&str> =
+            sample.series.iter().map(|r| r.time_series_id.as_str()).filter(|id| wanted.contains(id)).collect();
+        let Some(first) = sample.series.first() else { continue };
+        if mine.is_empty() {
+            return Err(Error::Part {
+                write_id: task.write_id.clone(),
+                part: Some(task.part),
+                shard: None,
+                problem: crate::error::PartProblem::UnplannedSeries(first.time_series_id.clone()),
+            });
+        }
+        for id in mine {
+            let loader = dataset
+                .take_loader(id)
+                .ok_or_else(|| Error::input(label, None, format!("internal: no values for {id}")))?;
+            let values = loader().map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
+            out.push((id.to_string(), values));
+        }
+    }
+    Ok(out)
 }
 
 /// One read of an input: the pass over its rows, then the dataset they make.
@@ -194,7 +319,14 @@ impl<'a> Read<'a> {
     fn new(path: &'a Path, opts: &'a ArrowOptions, in_memory: bool) -> Result<Self> {
         Ok(Read {
             dataset: TimeFDataset::new(&opts.name, &opts.version)?,
-            pass: Pass { path, opts, seen: std::collections::HashSet::new(), row_base: 0, in_memory },
+            pass: Pass {
+                path,
+                opts,
+                seen: std::collections::HashSet::new(),
+                row_base: 0,
+                in_memory,
+                count_only: false,
+            },
             spill: Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?,
             rows: Vec::new(),
             dropped: Dropped::default(),
@@ -210,8 +342,14 @@ impl<'a> Read<'a> {
         self.pass.batch(batch, int96_starts, map, &mut self.spill, &mut self.rows, &mut self.dropped)
     }
 
-    /// The dataset of the rows kept, whose loaders hand out their values.
-    fn finish(self, ipc_map: Option<Arc<memmap2::Mmap>>) -> Result<(TimeFDataset, Dropped)> {
+    /// The dataset of the rows kept, whose loaders hand out their values, and
+    /// the number of values of each series counted but not kept.
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        self,
+        ipc_map: Option<Arc<memmap2::Mmap>>,
+    ) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
+        let mut counted = std::collections::BTreeMap::new();
         let Read { mut dataset, pass, spill, rows, dropped } = self;
         let (path, opts) = (pass.path, pass.opts);
         if pass.row_base == 0 {
@@ -235,6 +373,19 @@ impl<'a> Read<'a> {
                 let time_series_id = opts.ids.id(&series_readable);
                 let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, row.rate_hz);
                 meta.t_start_s = row.t_start_s;
+                if let Held::Counted(len) = held {
+                    counted.insert(time_series_id.clone(), len as u64);
+                    let refuse = time_series_id.clone();
+                    dataset.add_series(
+                        meta,
+                        Box::new(move || {
+                            Err(format!("series {refuse}: the metadata pass keeps no values (a part writes them)")
+                                .into())
+                        }),
+                    )?;
+                    refs.push(SeriesRef { time_series_id, view: "main".into() });
+                    continue;
+                }
                 let values = match (held, &spilled, &ipc_map) {
                     (Held::Mapped(v), _, Some(map)) => release_on_drop(v, map),
                     (Held::Mapped(v), _, None) => v,
@@ -245,6 +396,8 @@ impl<'a> Read<'a> {
                     (Held::Spilled { .. }, None, _) => {
                         return Err(Error::input(path, None, "internal: spilled values without a spill file"))
                     }
+                    // handled above
+                    (Held::Counted(_), _, _) => continue,
                 };
                 dataset.add_series(meta, Box::new(move || Ok(values)))?;
                 refs.push(SeriesRef { time_series_id, view: "main".into() });
@@ -256,7 +409,7 @@ impl<'a> Read<'a> {
                 ..Default::default()
             })?;
         }
-        Ok((dataset, dropped))
+        Ok((dataset, dropped, counted))
     }
 }
 
@@ -376,6 +529,8 @@ struct Pass<'a> {
     /// The batches live in memory for the whole write (not a mapped file), so
     /// their values are held as they are instead of spilled.
     in_memory: bool,
+    /// Values are checked and counted, not kept ([`ArrowMetaPass`]).
+    count_only: bool,
 }
 
 impl Pass<'_> {
@@ -480,6 +635,7 @@ impl Pass<'_> {
             let channels = held
                 .into_iter()
                 .map(|v| match map {
+                    _ if self.count_only => Ok(Held::Counted(v.len())),
                     Some(map) if is_in(&v, map) => {
                         // checked: give the pages back until the loader reads them again
                         release_pages(map, &v);

@@ -222,8 +222,8 @@ impl Layout {
         let mut planner = Planner::new(options, 0);
         let mut open: Option<PlannedShard> = None;
         let mut close = |end: Option<RowGroupEnd>, open: &mut Option<PlannedShard>| {
-            if let (Some(RowGroupEnd { shard_end: true, .. }), Some(s)) = (end, open.take()) {
-                shards.push(s);
+            if end.is_some_and(|e| e.shard_end) {
+                shards.extend(open.take());
             }
         };
         for (i, k, _, n) in chunks(&series, options.chunk_max_values()) {

@@ -1,0 +1,460 @@
+//! Distributed writes (plan -> parts -> commit): the committed version is
+//! byte-identical to the single-machine write of the same GluonTS rows, for
+//! any number of parts, partitioning of the rows and order parts finish;
+//! tampered records are refused with the exact error; abort and gc leave
+//! nothing; one of two coordinators wins.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, Float32Builder, Float64Builder, ListBuilder, RecordBatch, StringArray, TimestampSecondArray, UInt32Array,
+};
+use common::{cli, input, small_options};
+use timef::connectors::arrow::{
+    arrow_part_series, arrow_series_ids, read_arrow, read_arrow_batches, ArrowMetaPass, ArrowOptions,
+};
+use timef::distributed::{write_part, DistributedWrite, PartRecord, PartTask};
+use timef::error::PartProblem;
+use timef::storage::{gc, Location, StorageOptions};
+use timef::{Error, TimeFWriter, WriterOptions};
+
+/// Every file under `dir` with its bytes, by relative path.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn go(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                go(base, &p, out);
+            } else {
+                out.insert(p.strip_prefix(base).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    go(dir, dir, &mut out);
+    out
+}
+
+/// `n` GluonTS rows: item ids `item-007`, ..., lengths from 40 to ~3000 values
+/// (so series span chunks, row groups and shards under [`small_options`]),
+/// float32 targets, a `start` per row.
+fn generated(n: usize) -> RecordBatch {
+    let ids: Vec<String> = (0..n).map(|i| format!("item-{:03}", (i * 37) % n)).collect();
+    let mut target = ListBuilder::new(Float32Builder::new());
+    for i in 0..n {
+        let len = 40 + (i * 7919) % 3000;
+        let v = common::values(i as u32, len);
+        target.values().append_slice(&v);
+        target.append(true);
+    }
+    let starts: Vec<i64> = (0..n as i64).map(|i| 1_600_000_000 + 3600 * i).collect();
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        ("item_id", Arc::new(StringArray::from(ids))),
+        ("start", Arc::new(TimestampSecondArray::from(starts))),
+        ("target", Arc::new(target.finish())),
+    ];
+    RecordBatch::try_from_iter(cols).unwrap()
+}
+
+/// A multivariate batch: items with 2 or 3 channels (float64).
+fn multivariate(n: usize) -> RecordBatch {
+    let ids: Vec<String> = (0..n).map(|i| format!("mv-{i:02}")).collect();
+    let mut target = ListBuilder::new(ListBuilder::new(Float64Builder::new()));
+    for i in 0..n {
+        for d in 0..(2 + i % 2) {
+            let v = common::values((i * 3 + d) as u32, 100 + (i * 131 + d * 17) % 900);
+            target.values().values().append_slice(&v.iter().map(|x| f64::from(*x)).collect::<Vec<_>>());
+            target.values().append(true);
+        }
+        target.append(true);
+    }
+    let cols: Vec<(&str, ArrayRef)> =
+        vec![("item_id", Arc::new(StringArray::from(ids))), ("target", Arc::new(target.finish()))];
+    RecordBatch::try_from_iter(cols).unwrap()
+}
+
+fn opts() -> ArrowOptions {
+    ArrowOptions::new("dist", "v1")
+}
+
+fn label() -> &'static Path {
+    Path::new("rows")
+}
+
+/// The single-machine write of `batches` under `root`.
+fn single_machine(root: &Path, batches: &[RecordBatch], options: WriterOptions) -> PathBuf {
+    let d = read_arrow_batches(batches.to_vec(), label(), &opts()).unwrap();
+    TimeFWriter::new(root, options).write(d).unwrap().commit().unwrap()
+}
+
+/// The coordinator's plan over `batches` in `parts` parts.
+fn plan(root: &Path, batches: &[RecordBatch], options: WriterOptions, parts: u32) -> DistributedWrite {
+    let o = opts();
+    let mut pass = ArrowMetaPass::new(label(), &o).unwrap();
+    for b in batches {
+        pass.batch(b).unwrap();
+    }
+    let (input, dropped) = pass.finish().unwrap();
+    assert!(dropped.cases.is_empty());
+    DistributedWrite::plan(&Location::local(root), input, options, parts).unwrap()
+}
+
+/// How the rows reach the workers.
+#[derive(Clone, Copy, Debug)]
+enum Partitioning {
+    /// One batch per part, rows in input order.
+    Grouped,
+    /// One row per batch, rows in reverse input order.
+    ReversedSingleRows,
+}
+
+/// The batches holding the rows of `task`, routed through the plan's router.
+fn rows_for(
+    task: &PartTask,
+    router: &HashMap<String, Vec<u32>>,
+    batches: &[RecordBatch],
+    how: Partitioning,
+) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    for b in batches {
+        let ids = arrow_series_ids(b, label(), &opts()).unwrap();
+        let rows: Vec<u32> = (0..b.num_rows() as u32)
+            .filter(|&r| ids[r as usize].iter().any(|id| router.get(id).is_some_and(|p| p.contains(&task.part))))
+            .collect();
+        match how {
+            Partitioning::Grouped => out.push(take(b, &rows)),
+            Partitioning::ReversedSingleRows => out.extend(rows.iter().map(|&r| take(b, &[r]))),
+        }
+    }
+    if let Partitioning::ReversedSingleRows = how {
+        out.reverse();
+    }
+    out
+}
+
+fn take(b: &RecordBatch, rows: &[u32]) -> RecordBatch {
+    arrow::compute::take_record_batch(b, &UInt32Array::from(rows.to_vec())).unwrap()
+}
+
+/// Runs every part (as a worker would: task and record through JSON) in
+/// `order`, and returns the records in that order.
+fn run_parts(write: &DistributedWrite, batches: &[RecordBatch], how: Partitioning, order: &[usize]) -> Vec<PartRecord> {
+    let router = write.plan_ref().router();
+    let tasks = write.part_tasks();
+    order
+        .iter()
+        .map(|&p| {
+            let task = PartTask::from_json(&tasks[p].to_json()).unwrap();
+            let series = arrow_part_series(&rows_for(&task, &router, batches, how), label(), &opts(), &task).unwrap();
+            let record = write_part(&task, series, &StorageOptions::new()).unwrap();
+            PartRecord::from_json(&record.to_json()).unwrap()
+        })
+        .collect()
+}
+
+fn generated_input() -> Vec<RecordBatch> {
+    let all = generated(90);
+    // two input batches, as a connector or Ray block would hand them over
+    vec![all.slice(0, 50), all.slice(50, 40), multivariate(12)]
+}
+
+#[test]
+fn any_parts_any_partitioning_same_bytes_as_single_machine() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = files(&single_machine(&dir.path().join("single"), &batches, small_options()));
+    assert!(reference.keys().filter(|k| k.starts_with("time_series/shard-")).count() >= 8, "{:?}", reference.keys());
+    for parts in [1u32, 2, 4] {
+        for how in [Partitioning::Grouped, Partitioning::ReversedSingleRows] {
+            let root = dir.path().join(format!("dist-{parts}-{how:?}"));
+            let write = plan(&root, &batches, small_options(), parts);
+            assert_eq!(write.plan_ref().parts.len(), parts as usize);
+            // parts finish in reverse order
+            let order: Vec<usize> = (0..parts as usize).rev().collect();
+            let records = run_parts(&write, &batches, how, &order);
+            let version = write.commit(&records).unwrap();
+            assert_eq!(files(&version), reference, "{parts} parts, {how:?}");
+            // nothing else is left beside the version
+            let left: Vec<_> = std::fs::read_dir(root.join("dist")).unwrap().flatten().map(|e| e.file_name()).collect();
+            assert_eq!(left, vec![std::ffi::OsString::from("v1")]);
+        }
+    }
+}
+
+#[test]
+fn parquet_input_same_bytes_as_cli_ingest() {
+    let file = input("dictionary_item_id.parquet");
+    let dir = tempfile::tempdir().unwrap();
+    let cli_root = dir.path().join("cli");
+    let (code, _, err) = cli(&[
+        "ingest",
+        "arrow",
+        "--root",
+        cli_root.to_str().unwrap(),
+        "--name",
+        "dist",
+        "--version",
+        "v1",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let reference = files(&cli_root.join("dist/v1"));
+    // the same dataset as the library's connector reads it
+    assert_eq!(read_arrow(&file, &opts()).unwrap().series().count(), 3);
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&file).unwrap())
+            .unwrap()
+            .with_batch_size(1)
+            .build()
+            .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 3);
+    for parts in [1u32, 2] {
+        let root = dir.path().join(format!("dist-{parts}"));
+        let write = plan(&root, &batches, WriterOptions::default(), parts);
+        let records = run_parts(&write, &batches, Partitioning::ReversedSingleRows, &[0]);
+        assert_eq!(files(&write.commit(&records).unwrap()), reference);
+    }
+}
+
+#[test]
+fn a_part_written_twice_gives_the_same_bytes() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &batches, small_options(), 2);
+    let first = run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    let bytes = files(&write.staging_dir());
+    // a retry (other partitioning of its rows) and a speculative duplicate
+    let again = run_parts(&write, &batches, Partitioning::ReversedSingleRows, &[1, 0]);
+    assert_eq!(again[1], first[0]);
+    assert_eq!(again[0], first[1]);
+    assert_eq!(files(&write.staging_dir()), bytes);
+    assert!(!bytes.keys().any(|k| k.starts_with(".parts/") && !k.ends_with(".parquet")));
+    let version = write.commit(&again).unwrap();
+    assert_eq!(files(&version), files(&single_machine(&dir.path().join("single"), &batches, small_options())));
+}
+
+/// Plans and writes every part, tampers with the records, commits: the error.
+fn commit_tampered(tamper: impl FnOnce(&mut Vec<PartRecord>)) -> (Error, PathBuf, String) {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &batches, small_options(), 2);
+    let id = write.write_id().to_string();
+    let mut records = run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    tamper(&mut records);
+    let err = write.commit(&records).unwrap_err();
+    // nothing published, nothing staged
+    assert_eq!(common::tree(dir.path()), Vec::<String>::new());
+    (err, dir.keep(), id)
+}
+
+fn part_error(err: Error) -> (Option<u32>, Option<u32>, PartProblem) {
+    match err {
+        Error::Part { part, shard, problem, .. } => (part, shard, problem),
+        other => panic!("expected Error::Part, got {other:?}"),
+    }
+}
+
+#[test]
+fn tampered_records_are_refused() {
+    // wrong sha256
+    let (err, _, id) = commit_tampered(|r| r[1].files[0].sha256 = "0".repeat(64));
+    let msg = err.to_string();
+    let (part, shard, problem) = part_error(err);
+    assert_eq!((part, shard), (Some(1), Some(r_first_shard(1))));
+    assert!(matches!(&problem, PartProblem::HashMismatch { expected, .. } if *expected == "0".repeat(64)));
+    assert!(msg.starts_with(&format!("distributed write {id}, part 1, shard ")), "{msg}");
+    // a shard missing (its file dropped from the record)
+    let (err, _, _) = commit_tampered(|r| {
+        r[0].files.pop();
+    });
+    let (part, shard, problem) = part_error(err);
+    assert_eq!(problem, PartProblem::MissingShard);
+    assert_eq!(part, None);
+    assert!(shard.is_some());
+    // a whole part missing
+    let (err, _, _) = commit_tampered(|r| {
+        r.pop();
+    });
+    assert_eq!(part_error(err).2, PartProblem::MissingShard);
+    // a shard listed twice (the same record given twice)
+    let (err, _, _) = commit_tampered(|r| r.push(r[0].clone()));
+    let (part, shard, problem) = part_error(err);
+    assert_eq!((part, shard, problem), (Some(0), Some(0), PartProblem::DuplicateShard));
+    // index rows that do not match the plan
+    let (err, _, _) = commit_tampered(|r| r[0].index[3].row_offset += 1);
+    assert!(matches!(part_error(err), (Some(0), Some(0), PartProblem::IndexMismatch(_))));
+    let (err, _, _) = commit_tampered(|r| {
+        r[1].index.pop();
+    });
+    assert!(matches!(part_error(err), (Some(1), Some(_), PartProblem::IndexMismatch(_))));
+    // a record of another write
+    let (err, _, _) = commit_tampered(|r| r[0].write_id = "another".into());
+    assert!(matches!(part_error(err), (Some(0), None, PartProblem::WrongWrite(_))));
+}
+
+/// The first shard of part `p` of the 2-part plan of [`generated_input`].
+fn r_first_shard(p: usize) -> u32 {
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &generated_input(), small_options(), 2);
+    write.plan_ref().parts[p][0]
+}
+
+#[test]
+fn a_tampered_staged_file_is_refused() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &batches, small_options(), 2);
+    let records = run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    let shard = write.staging_dir().join(&records[0].files[0].path);
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    std::fs::write(&shard, &bytes).unwrap();
+    let (part, shard, problem) = part_error(write.commit(&records).unwrap_err());
+    assert_eq!((part, shard), (Some(0), Some(0)));
+    assert!(matches!(problem, PartProblem::HashMismatch { .. }));
+}
+
+#[test]
+fn a_part_refuses_series_not_in_its_shards_and_reports_missing_ones() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &batches, small_options(), 2);
+    let tasks = write.part_tasks();
+    let all = read_arrow_batches(batches.clone(), label(), &opts()).unwrap();
+    let mut values: BTreeMap<String, timef::dataset::SeriesValues> = BTreeMap::new();
+    let ids: Vec<String> = all.series().map(|m| m.time_series_id.clone()).collect();
+    let mut all = all;
+    for id in &ids {
+        values.insert(id.clone(), all.take_loader(id).unwrap()().unwrap());
+    }
+    let in_task = |t: &PartTask, id: &str| t.series.iter().any(|s| s.time_series_id == id);
+    let outsider = ids.iter().find(|id| !in_task(&tasks[0], id)).unwrap().clone();
+    let mut given: Vec<_> =
+        tasks[0].series.iter().map(|s| (s.time_series_id.clone(), values[&s.time_series_id].clone())).collect();
+    given.push((outsider.clone(), values[&outsider].clone()));
+    let err = write_part(&tasks[0], given.clone(), &StorageOptions::new()).unwrap_err();
+    assert_eq!(part_error(err), (Some(0), None, PartProblem::UnplannedSeries(outsider)));
+    given.pop();
+    let missing = given.remove(2).0;
+    let err = write_part(&tasks[0], given.clone(), &StorageOptions::new()).unwrap_err();
+    assert_eq!(part_error(err), (Some(0), None, PartProblem::MissingSeries(missing.clone())));
+    // the wrong number of values
+    let short = values[&missing].slice(0, values[&missing].len() - 1);
+    given.insert(2, (missing.clone(), short));
+    match write_part(&tasks[0], given, &StorageOptions::new()).unwrap_err() {
+        Error::Validation { id, field, .. } => assert_eq!((id.as_str(), field), (missing.as_str(), "values")),
+        other => panic!("{other:?}"),
+    }
+    // none of the refusals wrote a shard
+    let files = files(&write.staging_dir());
+    assert!(files.keys().all(|k| !k.starts_with("time_series/")), "{:?}", files.keys());
+}
+
+#[test]
+fn two_coordinators_one_wins() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let a = plan(dir.path(), &batches, small_options(), 2);
+    let b = plan(dir.path(), &batches, small_options(), 3);
+    assert_ne!(a.write_id(), b.write_id());
+    let ra = run_parts(&a, &batches, Partitioning::Grouped, &[1, 0]);
+    let rb = run_parts(&b, &batches, Partitioning::Grouped, &[0, 1, 2]);
+    let version = b.commit(&rb).unwrap();
+    match a.commit(&ra).unwrap_err() {
+        Error::AlreadyExists { path } => assert_eq!(path, version),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(files(&version), files(&single_machine(&dir.path().join("single"), &batches, small_options())));
+    // and once committed, planning it again is refused before any I/O
+    let o = opts();
+    let mut pass = ArrowMetaPass::new(label(), &o).unwrap();
+    pass.batch(&batches[0]).unwrap();
+    let (input, _) = pass.finish().unwrap();
+    match DistributedWrite::plan(&Location::local(dir.path()), input, small_options(), 2).unwrap_err() {
+        Error::AlreadyExists { path } => assert_eq!(path, version),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read_dir(dir.path().join("dist")).unwrap().count(), 1);
+}
+
+#[test]
+fn abort_leaves_nothing() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let write = plan(dir.path(), &batches, small_options(), 2);
+    let tasks = write.part_tasks();
+    run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    assert!(files(&write.staging_dir()).keys().any(|k| k.starts_with("time_series/shard-")));
+    write.abort();
+    assert_eq!(common::tree(dir.path()), Vec::<String>::new());
+    // a late worker cannot bring the staging back
+    let series: Vec<_> = {
+        let mut all = read_arrow_batches(batches.clone(), label(), &opts()).unwrap();
+        tasks[0]
+            .series
+            .iter()
+            .map(|s| (s.time_series_id.clone(), all.take_loader(&s.time_series_id).unwrap()().unwrap()))
+            .collect()
+    };
+    match write_part(&tasks[0], series, &StorageOptions::new()).unwrap_err() {
+        Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(common::tree(dir.path()), Vec::<String>::new());
+}
+
+/// The coordinator of [`gc_reclaims_a_dead_coordinators_parts`], run as a
+/// child process: plans, writes every part, notes the staging directory in
+/// `<root>/staging.txt` and waits to be killed.
+#[test]
+fn coordinator_child() {
+    let Some(root) = std::env::var_os("TIMEF_TEST_COORDINATOR_ROOT") else { return };
+    let batches = generated_input();
+    let write = plan(Path::new(&root), &batches, small_options(), 2);
+    run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    let note = Path::new(&root).join("staging.txt");
+    std::fs::write(note.with_extension("tmp"), write.staging_dir().display().to_string()).unwrap();
+    std::fs::rename(note.with_extension("tmp"), note).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+
+#[test]
+fn gc_reclaims_a_dead_coordinators_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "coordinator_child", "--test-threads=1"])
+        .env("TIMEF_TEST_COORDINATOR_ROOT", dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let note = dir.path().join("staging.txt");
+    let started = std::time::Instant::now();
+    while !note.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the coordinator exited early: {status}");
+        }
+        assert!(started.elapsed().as_secs() < 300, "the coordinator did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let staging = PathBuf::from(std::fs::read_to_string(&note).unwrap());
+    assert!(staging.join("time_series/shard-00000.parquet").is_file());
+    // alive: kept, even at age 0
+    let report = gc(&Location::local(dir.path()), 0).unwrap();
+    assert_eq!(report.kept_claims, vec![staging.display().to_string()]);
+    assert!(report.removed_claims.is_empty());
+    assert!(staging.is_dir());
+    // killed before commit: no visible version, gc reclaims every part
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!dir.path().join("dist/v1").exists());
+    let report = gc(&Location::local(dir.path()), 0).unwrap();
+    assert_eq!(report.removed_claims, vec![staging.display().to_string()]);
+    assert!(report.removed_files >= 8, "{report:?}");
+    assert!(!staging.exists());
+}
