@@ -106,9 +106,10 @@ fn connector_from_json(v: &Value, what: &str) -> PyResult<ArrowOptions> {
 fn parse_wrapped(text: &str, key: &str, what: &str) -> PyResult<(Value, ArrowOptions)> {
     let mut doc: Value =
         serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("not a valid {what}: {e}")))?;
-    let inner = doc.get_mut(key).map(Value::take).ok_or_else(|| {
-        PyValueError::new_err(format!("not a valid {what}: no {key:?} member"))
-    })?;
+    let inner = doc
+        .get_mut(key)
+        .map(Value::take)
+        .ok_or_else(|| PyValueError::new_err(format!("not a valid {what}: no {key:?} member")))?;
     let connector = connector_from_json(doc.get("connector").unwrap_or(&Value::Null), what)?;
     Ok((inner, connector))
 }
@@ -449,7 +450,8 @@ pub fn split_parts(py: Python<'_>, source: &Bound<'_, PyAny>, router: PyRef<'_, 
             for b in &input {
                 let ids = connector::arrow_series_ids(b, Path::new("<split_parts>"), opts)?;
                 let rows = ids.iter().map(|series| {
-                    let mut parts: Vec<u32> = series.iter().flat_map(|id| routes.get(id).into_iter().flatten().copied()).collect();
+                    let mut parts: Vec<u32> =
+                        series.iter().flat_map(|id| routes.get(id).into_iter().flatten().copied()).collect();
                     parts.sort_unstable();
                     parts.dedup();
                     parts
