@@ -9,6 +9,7 @@
 use pyo3::exceptions::{PyFileExistsError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use timef::error::PartProblem;
 use timef::Error;
 
 pyo3::create_exception!(
@@ -45,6 +46,35 @@ pyo3::create_exception!(
     PyValueError,
     "Stored bytes do not match what the manifest or the format promises. Attributes: `path`, `reason`."
 );
+
+pyo3::create_exception!(
+    timef,
+    PartRecordError,
+    PyValueError,
+    "A distributed write's part, part record or task was refused (commit or write_part); nothing \
+     was published. Attributes: `write_id`, `part` (int or None), `shard` (int or None), `problem` \
+     (\"missing_shard\", \"duplicate_shard\", \"unknown_shard\", \"hash_mismatch\", \"size_mismatch\", \
+     \"index_mismatch\", \"unplanned_series\", \"missing_series\", \"wrong_write\", \"plan_mismatch\", \
+     \"stray_file\"), `reason`."
+);
+
+/// The `problem` attribute of a `PartRecordError`.
+fn problem_name(p: &PartProblem) -> &'static str {
+    match p {
+        PartProblem::MissingShard => "missing_shard",
+        PartProblem::DuplicateShard => "duplicate_shard",
+        PartProblem::UnknownShard(_) => "unknown_shard",
+        PartProblem::HashMismatch { .. } => "hash_mismatch",
+        PartProblem::SizeMismatch { .. } => "size_mismatch",
+        PartProblem::IndexMismatch(_) => "index_mismatch",
+        PartProblem::UnplannedSeries(_) => "unplanned_series",
+        PartProblem::MissingSeries(_) => "missing_series",
+        PartProblem::WrongWrite(_) => "wrong_write",
+        PartProblem::PlanMismatch(_) => "plan_mismatch",
+        PartProblem::StrayFile(_) => "stray_file",
+        _ => "other",
+    }
+}
 
 /// Sets `attrs` on the exception instance of `err`.
 fn with_attrs<'py>(py: Python<'py>, err: PyErr, attrs: &[(&str, Bound<'py, PyAny>)]) -> PyErr {
@@ -141,6 +171,23 @@ pub fn to_py(e: Error) -> PyErr {
             ),
             // the store failed (missing bucket, denied, network, timeout): an OSError naming the URL
             Error::ObjectStore { url, .. } => PyOSError::new_err((0, message, url)),
+            Error::Part { write_id, part, shard, problem } => {
+                let int = |v: Option<u32>| match v {
+                    Some(v) => v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py)),
+                    None => py.None().into_bound(py),
+                };
+                with_attrs(
+                    py,
+                    PartRecordError::new_err(message),
+                    &[
+                        ("write_id", s(&write_id)),
+                        ("part", int(part)),
+                        ("shard", int(shard)),
+                        ("problem", s(problem_name(&problem))),
+                        ("reason", s(&problem.to_string())),
+                    ],
+                )
+            }
             other => PyRuntimeError::new_err(other.to_string()),
         }
     })
@@ -154,5 +201,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TimeFInputError", py.get_type::<TimeFInputError>())?;
     m.add("NotAVersionError", py.get_type::<NotAVersionError>())?;
     m.add("CorruptVersionError", py.get_type::<CorruptVersionError>())?;
+    m.add("PartRecordError", py.get_type::<PartRecordError>())?;
     Ok(())
 }

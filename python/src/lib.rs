@@ -13,6 +13,7 @@ use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, I
 use timef::storage::{Location, StorageOptions};
 
 mod dataset;
+mod distributed;
 mod errors;
 mod reader;
 mod values;
@@ -52,7 +53,7 @@ pub(crate) fn json_to_py(py: Python<'_>, json: &str) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
 }
 
-fn id_mode(ids: &str) -> PyResult<IdMode> {
+pub(crate) fn id_mode(ids: &str) -> PyResult<IdMode> {
     match ids {
         "string" => Ok(IdMode::String),
         "uuid" => Ok(IdMode::Uuid),
@@ -69,7 +70,7 @@ fn new_id() -> String {
     timef::new_id()
 }
 
-fn on_missing(value: &str) -> PyResult<OnMissing> {
+pub(crate) fn on_missing(value: &str) -> PyResult<OnMissing> {
     match value {
         "error" => Ok(OnMissing::Error),
         "drop_case" => Ok(OnMissing::DropCase),
@@ -198,6 +199,13 @@ fn _timef(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::edit_version, m)?)?;
     m.add_function(wrap_pyfunction!(reader::open, m)?)?;
     m.add_function(wrap_pyfunction!(reader::verify, m)?)?;
+    m.add_class::<distributed::PyDistributedWrite>()?;
+    m.add_class::<distributed::PyPartTask>()?;
+    m.add_class::<distributed::PyPartRouter>()?;
+    m.add_class::<distributed::PyPartRecord>()?;
+    m.add_function(wrap_pyfunction!(distributed::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::split_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::write_part, m)?)?;
     m.add("DEFAULT_SHARD_TARGET_BYTES", timef::writer::DEFAULT_SHARD_TARGET_BYTES)?;
     m.add("DEFAULT_ROW_GROUP_TARGET_BYTES", timef::writer::DEFAULT_ROW_GROUP_TARGET_BYTES)?;
     m.add("DEFAULT_CHUNK_MAX_BYTES", timef::writer::DEFAULT_CHUNK_MAX_BYTES)?;

@@ -92,7 +92,7 @@ impl From<&WriteProgressEvent> for PyProgressEvent {
 }
 
 /// The writer options, validated by the core (`TimeFValidationError` naming the option).
-fn writer_options(
+pub(crate) fn writer_options(
     shard_target_bytes: u64,
     row_group_target_bytes: u64,
     chunk_max_bytes: u64,

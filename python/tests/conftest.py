@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,3 +78,65 @@ def wave(seed: int, n: int) -> np.ndarray:
     """Deterministic float32 values with a fractional part (quantized sine plus a ramp)."""
     k = np.arange(n, dtype=np.float64)
     return (np.round(np.sin(k * 0.05 + seed) * 100.0) / 100.0 + seed + k * 1e-3).astype(np.float32)
+
+
+def tree_sha256(root: str | Path) -> dict[str, str]:
+    """sha256 (hex) of every file under `root` (manifest.json included), by relative path."""
+    return {rel: hashlib.sha256(data).hexdigest() for rel, data in tree_bytes(root).items()}
+
+
+def gluonts_rows(n_items: int, seed: int = 0, *, dims: int | None = None, freq: str | None = None) -> pa.Table:
+    """GluonTS-style rows (`item_id`, `start`, `target`, optional `freq`) of `n_items`
+    items with lengths 40..2400 (a few long ones span several 4 KiB shards):
+    univariate `list<float32>`, or `dims` channels as `list<list<float32>>`."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(40, 600, n_items)
+    lengths[:: max(1, n_items // 4)] = 2400
+    targets = []
+    for i, n in enumerate(lengths):
+        if dims is None:
+            targets.append(wave(seed + i, int(n)))
+        else:
+            targets.append([wave(seed + i * dims + d, int(n)) for d in range(dims)])
+    value_type = pa.list_(pa.float32()) if dims is None else pa.list_(pa.list_(pa.float32()))
+    columns = {
+        "item_id": pa.array([f"item-{seed}-{i:04d}" for i in range(n_items)]),
+        "start": pa.array([1_600_000_000 + 3600 * i for i in range(n_items)], pa.timestamp("s")),
+        "target": pa.array(targets, value_type),
+    }
+    if freq is not None:
+        columns["freq"] = pa.array([freq] * n_items)
+    return pa.table(columns)
+
+
+def write_ipc(table: pa.Table, path: Path) -> Path:
+    """`table` as an Arrow IPC file (what `timef ingest arrow` reads)."""
+    with pa.ipc.new_file(path, table.schema) as w:
+        w.write_table(table)
+    return path
+
+
+def s3_endpoint() -> str:
+    """The local S3 server `.ci/run` starts (127.0.0.1 only); skipped visibly without it, a failure under CI."""
+    endpoint = os.environ.get("TIMEF_TEST_S3_ENDPOINT", "")
+    if not endpoint:
+        _skip_or_fail("no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)")
+    assert endpoint.startswith("http://127.0.0.1:"), endpoint
+    return endpoint
+
+
+def s3_bucket(endpoint: str) -> str:
+    """A bucket of the test's own, made with a plain HTTP PUT (the server does not check signatures)."""
+    import urllib.request
+
+    import timef
+
+    name = "timef-py-" + timef.new_id().replace("-", "")[:24]
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{name}", method="PUT")).read()
+    return name
+
+
+def s3_options(endpoint: str) -> dict[str, str]:
+    """storage_options for the local S3 server."""
+    return {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing", "aws_region": "us-east-1"}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import timef
-from conftest import check_conforming, listing, tree_bytes, wave
+from conftest import check_conforming, listing, s3_bucket, s3_endpoint, s3_options, tree_bytes, wave
 
 SMALL = dict(chunk_max_bytes=1024, row_group_target_bytes=2048, shard_target_bytes=4096)
 
@@ -291,29 +289,10 @@ def test_default_ids_are_uuid7_and_stored_as_uuid16(tmp_path: Path) -> None:
     assert v.verify()["findings"] == []
 
 
-def _s3_endpoint() -> str:
-    """The local S3 server `.ci/run` starts (127.0.0.1 only); skipped visibly without it, a failure under CI."""
-    endpoint = os.environ.get("TIMEF_TEST_S3_ENDPOINT", "")
-    if not endpoint:
-        if os.environ.get("CI"):
-            pytest.fail("CI must start the S3 server (.ci/run)")
-        pytest.skip("no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)")
-    assert endpoint.startswith("http://127.0.0.1:"), endpoint
-    return endpoint
-
-
-def _s3_bucket(endpoint: str) -> str:
-    """A bucket of the test's own, made with a plain HTTP PUT (the server does not check signatures)."""
-    name = "timef-py-" + timef.new_id().replace("-", "")[:24]
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{name}", method="PUT")).read()
-    return name
-
-
 def test_object_store_roots_write_read_edit_and_refuse_an_existing_version(tmp_path: Path) -> None:
-    endpoint = _s3_endpoint()
-    bucket = _s3_bucket(endpoint)
-    options = {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
-               "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    options = s3_options(endpoint)
 
     def dataset(root_kind: str) -> timef.TimeFDataset:
         ds = timef.TimeFDataset("d", "v1")

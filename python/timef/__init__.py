@@ -20,6 +20,13 @@ Exceptions: ``FileExistsError`` (the version exists), ``TimeFValidationError``,
 ``CorruptVersionError`` (all ``ValueError``), ``OSError`` with ``filename`` for
 I/O. An exception raised by a loader or ``progress_cb`` aborts the write (nothing
 is left) and reaches the caller unchanged.
+
+Distributed writes (Dask, Spark, a job queue; ``timef.ray.write`` for Ray) run
+three steps: the coordinator plans (:func:`plan`: one pass over the rows, no
+value kept; it claims the version), workers split rows by part
+(:func:`split_parts`) and write parts (:func:`write_part`), the coordinator
+commits (:func:`commit`). Tasks, routers and records pickle; the committed bytes
+equal ``timef ingest arrow`` of the same rows on one machine.
 """
 
 from __future__ import annotations
@@ -38,7 +45,12 @@ from ._timef import (
     DEFAULT_SPEC_TYPE,
     FORMAT_VERSION,
     CorruptVersionError,
+    DistributedWrite,
     NotAVersionError,
+    PartRecord,
+    PartRecordError,
+    PartRouter,
+    PartTask,
     TimeFDataset,
     TimeFEditError,
     TimeFInputError,
@@ -50,10 +62,13 @@ from ._timef import (
     edit_version,
     new_id,
     open,
+    plan,
     read_arrow,
     read_tsf,
     read_ucr,
+    split_parts,
     verify,
+    write_part,
 )
 
 __all__ = [
@@ -66,7 +81,12 @@ __all__ = [
     "DEFAULT_SPEC_TYPE",
     "FORMAT_VERSION",
     "CorruptVersionError",
+    "DistributedWrite",
     "NotAVersionError",
+    "PartRecord",
+    "PartRecordError",
+    "PartRouter",
+    "PartTask",
     "TimeFDataset",
     "TimeFEditError",
     "TimeFInputError",
@@ -75,16 +95,20 @@ __all__ = [
     "Version",
     "WriteProgressEvent",
     "__version__",
+    "commit",
     "edit_version",
     "ingest_arrow",
     "ingest_tsf",
     "ingest_ucr",
     "new_id",
     "open",
+    "plan",
     "read_arrow",
     "read_tsf",
     "read_ucr",
+    "split_parts",
     "verify",
+    "write_part",
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
@@ -214,3 +238,13 @@ def ingest_arrow(
                     sampling_rate_hz=sampling_rate_hz, ids=ids, on_missing=on_missing)
     return _write(ds, root, shard_target_bytes, row_group_target_bytes, chunk_max_bytes, compression,
                   compression_level, progress_cb, storage_options)
+
+
+def commit(write: DistributedWrite, records: Iterable[PartRecord]) -> str:
+    """Commits a distributed write from its parts' records (any order) and
+    returns the version's directory or URL: every planned shard must be in
+    exactly one record with the staged file's sha256 and size, its index rows as
+    planned. Raises ``PartRecordError`` (``problem`` says what), ``FileExistsError``
+    when another writer committed the version first, ``OSError``; on any error
+    the staging and every part are removed and no version is visible."""
+    return write.commit(list(records))

@@ -72,6 +72,22 @@ class CorruptVersionError(ValueError):
     path: str
     reason: str
 
+class PartRecordError(ValueError):
+    """A distributed write's part, part record or task was refused by ``commit``
+    or ``write_part``; nothing was published (after ``commit``, every part was removed)."""
+
+    write_id: str
+    part: int | None
+    """The part, when known."""
+    shard: int | None
+    """The shard number, when known."""
+    problem: Literal[
+        "missing_shard", "duplicate_shard", "unknown_shard", "hash_mismatch", "size_mismatch", "index_mismatch",
+        "unplanned_series", "missing_series", "wrong_write", "plan_mismatch", "stray_file", "other",
+    ]
+    reason: str
+    """What is wrong, in words (expected and actual sha256 or size, the series, ...)."""
+
 class TimeFDataset:
     """A dataset version before it is written (seed ``TimeFDataset``).
 
@@ -355,3 +371,119 @@ def read_arrow(
     dataset. Every common typing of ``item_id``, ``start``, ``target`` and ``freq``
     is accepted (``docs/format.md``, "Connector inputs"); ``on_missing``
     ``"drop_case"`` leaves out rows whose target holds NaN or null."""
+
+class PartTask:
+    """One part of a distributed write as a worker needs it: its whole shards,
+    the series they hold, where to write, the byte-shaping and connector options.
+    Picklable (as ``json``); ``PartTask(json)`` rebuilds it."""
+
+    def __init__(self, json: str) -> None:
+        """Raises ``ValueError`` for text that is not a task's ``json``."""
+    @property
+    def json(self) -> str: ...
+    @property
+    def part(self) -> int:
+        """The part number (0-based)."""
+    @property
+    def write_id(self) -> str: ...
+    @property
+    def shards(self) -> list[int]:
+        """The shard numbers it writes (consecutive)."""
+    @property
+    def time_series_ids(self) -> list[str]:
+        """The series its shards hold, in write order."""
+
+class PartRouter:
+    """Which parts need each series of a write: what ``split_parts`` splits rows
+    by. Picklable (as ``json``, one entry per series)."""
+
+    def __init__(self, json: str) -> None: ...
+    @property
+    def json(self) -> str: ...
+
+class PartRecord:
+    """What a worker reports of a written part: its shard files and index rows
+    with partial statistics (a few hundred bytes per shard, ~200 bytes per
+    chunk). Picklable (as ``json``)."""
+
+    def __init__(self, json: str) -> None:
+        """Raises ``TimeFInputError`` for text that is not a record's ``json``."""
+    @property
+    def json(self) -> str: ...
+    @property
+    def part(self) -> int: ...
+    @property
+    def write_id(self) -> str: ...
+    @property
+    def files(self) -> list[dict[str, Any]]:
+        """The shard files, in shard order: ``path``, ``bytes``, ``rows``, ``sha256``."""
+
+class DistributedWrite:
+    """A distributed write on its coordinator, from ``plan`` to ``commit``: owns
+    the version's staging (local lock or object-store claim). ``abort()``,
+    leaving its ``with`` block uncommitted, or dropping it removes the staging and
+    every part. Not picklable (``TypeError``): ship ``tasks()`` and ``router``."""
+
+    @property
+    def write_id(self) -> str: ...
+    @property
+    def version_dir(self) -> str:
+        """Where the version is committed (path or URL)."""
+    @property
+    def router(self) -> PartRouter: ...
+    def tasks(self) -> list[PartTask]:
+        """One task per part holding shards, in part order."""
+    def commit(self, records: Sequence[PartRecord]) -> str:
+        """Checks every planned shard against ``records`` (present once, sha256
+        and size of the staged file, index rows), merges the partial statistics,
+        writes the tables and manifest, publishes, returns the version's path or
+        URL. Raises ``PartRecordError``, ``FileExistsError`` (committed first by
+        another writer), ``OSError``; on any error the staging is removed."""
+    def abort(self) -> None: ...
+    def __enter__(self) -> DistributedWrite: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool: ...
+
+def plan(
+    root: StrPath,
+    tables: Iterable[Any],
+    *,
+    label: str | None = None,
+    dataset_name: str,
+    dataset_version: str,
+    parts: int,
+    spec_type: str | None = None,
+    sampling_rate_hz: float | None = None,
+    ids: Literal["string", "uuid"] = "string",
+    on_missing: Literal["error", "drop_case"] = "error",
+    shard_target_bytes: int = ...,
+    row_group_target_bytes: int = ...,
+    chunk_max_bytes: int = ...,
+    compression: str = "zstd",
+    compression_level: int = ...,
+    storage_options: dict[str, str] | None = None,
+) -> DistributedWrite:
+    """Plans the write of the GluonTS-style rows of ``tables`` (Arrow tables,
+    any order and blocking, read one at a time: every value checked as ``timef
+    ingest arrow`` checks it, none kept) in at most ``parts`` parts of whole
+    shards, and claims the version. Errors name ``label`` (default
+    ``"<tables>"``) and the row counted across all tables: ``TimeFInputError``
+    (a bad value, a duplicate item), ``FileExistsError``, ``TimeFValidationError``,
+    ``OSError``."""
+
+def split_parts(source: Any, router: PartRouter) -> dict[int, pa.Table]:
+    """The rows of ``source`` by the parts that need them (a row whose series span
+    two parts goes to both). Rows need ``item_id`` (``TimeFInputError`` otherwise)."""
+
+def write_part(
+    task: PartTask, sources: Iterable[Any], *, storage_options: dict[str, str] | None = None
+) -> PartRecord:
+    """Encodes the shards of ``task`` from the rows in ``sources`` (Arrow tables
+    from ``split_parts``) into the write's staging; returns the record for
+    ``commit``. The same task written again gives the same bytes. Raises
+    ``PartRecordError`` (a series missing or not in the part), ``TimeFInputError``,
+    ``TimeFValidationError``, ``OSError``."""
