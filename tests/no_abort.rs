@@ -323,3 +323,34 @@ fn crafted_index_rows_exit_2_with_one_line() {
         assert!(err.starts_with("timef: error: corrupt version: "), "{column} = {value}: {err}");
     }
 }
+
+/// The size checks do not refuse a valid compressed IPC file whose body is far
+/// smaller than its arrays (one series of 2^20 zeros, zstd).
+#[test]
+fn a_highly_compressed_ipc_file_is_read() {
+    let mut target = ListBuilder::new(Float32Builder::new());
+    target.values().append_slice(&vec![0.0; 1 << 20]);
+    target.append(true);
+    let batch = RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["z"])) as ArrayRef),
+        ("start", Arc::new(TimestampSecondArray::from(vec![1_600_000_000])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    let options = arrow::ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("zeros.arrow");
+    let mut w =
+        arrow::ipc::writer::FileWriter::try_new_with_options(File::create(&path).unwrap(), &batch.schema(), options)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < 16 << 10);
+    let d = read_arrow(&path, &ArrowOptions::new("z", "v1")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dir = commit(root.path(), d, timef::WriterOptions::default());
+    let values = Version::open(&dir).unwrap().read_series("z").unwrap();
+    assert_eq!((values.len(), values.iter().all(|&x| x == 0.0)), (1 << 20, true));
+}

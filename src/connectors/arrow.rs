@@ -799,11 +799,11 @@ fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValu
 pub const MAX_IPC_BUFFER_BYTES: i64 = 1 << 30;
 
 /// Why the IPC message `message` with body `body` cannot be decoded safely, or
-/// `None`: every buffer lies inside the body, no array claims more rows than
-/// 8 per body byte (a validity bit each) plus 64, and no compressed buffer
-/// claims to decompress past [`MAX_IPC_BUFFER_BYTES`]. Checked before
-/// arrow-ipc sees the message, which slices and allocates from these numbers
-/// unchecked.
+/// `None`: every buffer lies inside the body, no compressed buffer claims to
+/// decompress past [`MAX_IPC_BUFFER_BYTES`], and no array claims more rows
+/// than 8 per byte of its buffers (a validity bit each) plus 64. Checked
+/// before arrow-ipc sees the message, which slices and allocates from these
+/// numbers unchecked.
 fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<String> {
     let batch = match message.header_type() {
         arrow::ipc::MessageHeader::Schema => return None,
@@ -815,30 +815,32 @@ fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<Str
         other => return Some(format!("unexpected message {other:?}")),
     };
     let body_len = body.len() as i64;
-    let max_rows = body_len.saturating_mul(8).saturating_add(64);
-    if !(0..=max_rows).contains(&batch.length()) {
-        return Some(format!("record batch claims {} rows in a {body_len}-byte body", batch.length()));
-    }
-    for node in batch.nodes().iter().flatten() {
-        if !(0..=max_rows).contains(&node.length()) || !(0..=node.length()).contains(&node.null_count()) {
-            return Some(format!(
-                "array claims {} rows ({} null) in a {body_len}-byte body",
-                node.length(),
-                node.null_count()
-            ));
-        }
-    }
+    // bytes the buffers hold once decompressed
+    let mut decoded: i64 = 0;
     for buffer in batch.buffers().iter().flatten() {
         let (offset, len) = (buffer.offset(), buffer.length());
         if offset < 0 || len < 0 || offset.checked_add(len).is_none_or(|end| end > body_len) {
             return Some(format!("buffer {offset}..+{len} lies beyond the {body_len}-byte body"));
         }
+        let mut bytes = len;
         if batch.compression().is_some() && len >= 8 {
             let at = offset as usize;
             let claimed = body[at..at + 8].try_into().map(i64::from_le_bytes).unwrap_or(-1);
             if claimed > MAX_IPC_BUFFER_BYTES {
                 return Some(format!("a compressed buffer claims {claimed} bytes (at most {MAX_IPC_BUFFER_BYTES})"));
             }
+            bytes = bytes.max(claimed);
+        }
+        decoded = decoded.saturating_add(bytes);
+    }
+    let max_rows = decoded.saturating_mul(8).saturating_add(64);
+    if !(0..=max_rows).contains(&batch.length()) {
+        return Some(format!("record batch claims {} rows in {decoded} bytes of buffers", batch.length()));
+    }
+    for node in batch.nodes().iter().flatten() {
+        if !(0..=max_rows).contains(&node.length()) || !(0..=node.length()).contains(&node.null_count()) {
+            let (rows, nulls) = (node.length(), node.null_count());
+            return Some(format!("array claims {rows} rows ({nulls} null) in {decoded} bytes of buffers"));
         }
     }
     None
