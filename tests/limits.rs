@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use timef::edit::{edit_version, plan, RemoveSamples};
-use timef::manifest::MAX_MANIFEST_BYTES;
+use timef::manifest::{Manifest, MAX_MANIFEST_BYTES};
 use timef::reader::Version;
 use timef::storage::{Location, Staging};
 use timef::verify::verify;
@@ -31,8 +31,13 @@ fn remove_s000() -> RemoveSamples {
 fn reader_and_verify_open_a_manifest_of_exactly_the_limit_and_refuse_one_byte_more() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = version(tmp.path());
-    let mut bytes = std::fs::read(dir.join("manifest.json")).unwrap();
-    bytes.resize(MAX_MANIFEST_BYTES as usize, b' ');
+    // a canonical, sealed manifest grown to exactly the limit through its description
+    let mut m = Manifest::parse(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    m.dataset.description = Some(String::new());
+    let base = m.clone().sealed().to_bytes().len();
+    m.dataset.description = Some("x".repeat(MAX_MANIFEST_BYTES as usize - base));
+    let mut bytes = m.sealed().to_bytes();
+    assert_eq!(bytes.len() as u64, MAX_MANIFEST_BYTES);
     std::fs::write(dir.join("manifest.json"), &bytes).unwrap();
     assert_eq!(Version::open(&dir).unwrap().manifest().dataset.version, "v1");
     let report = verify(&dir).unwrap();
