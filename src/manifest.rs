@@ -418,12 +418,34 @@ impl Partial {
 }
 
 impl WriterBlock {
+    /// The block the writer records for options `o`: the one place it is built,
+    /// so what [`WriterBlock::options`] accepts is exactly what a writer commits.
+    pub fn from_options(o: &WriterOptions) -> WriterBlock {
+        WriterBlock {
+            shard_target_bytes: o.shard_target_bytes(),
+            shard_max_bytes: o.shard_max_bytes(),
+            row_group_target_bytes: o.row_group_target_bytes(),
+            row_group_max_bytes: o.row_group_max_bytes(),
+            chunk_max_bytes: o.chunk_max_bytes(),
+            compression: "zstd".to_string(),
+            compression_level: o.compression_level(),
+            content_defined_chunking: CdcBlock {
+                method: "row-key-v1".to_string(),
+                min_chunk_size: crate::layout::PAGE_MIN_BYTES,
+                max_chunk_size: crate::layout::PAGE_MAX_BYTES,
+            },
+        }
+    }
+
     /// The writer options this block records, validated as options a user
-    /// gives ([`crate::writer::WriterOptionsBuilder::try_build`]), with the
-    /// derived caps checked against the ones the options give.
+    /// gives ([`crate::writer::WriterOptionsBuilder::try_build`]), with every
+    /// other field (derived caps, compression, content-defined chunking)
+    /// checked against the block those options give
+    /// ([`WriterBlock::from_options`]): a block no writer can produce is refused.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] naming the option at fault.
+    /// [`Error::InvalidOption`] naming the option (field) at fault, the first
+    /// in the block's order.
     pub fn options(&self) -> Result<WriterOptions> {
         let o = WriterOptions::builder()
             .shard_target_bytes(self.shard_target_bytes)
@@ -431,9 +453,19 @@ impl WriterBlock {
             .chunk_max_bytes(self.chunk_max_bytes)
             .compression_level(self.compression_level)
             .try_build()?;
+        let want = WriterBlock::from_options(&o);
+        let (cdc, want_cdc) = (&self.content_defined_chunking, &want.content_defined_chunking);
+        // JSON text, as the manifest shows the field
+        fn json<T: Serialize>(v: &T) -> String {
+            serde_json::to_string(v).unwrap_or_default()
+        }
         for (option, recorded, derived) in [
-            ("row_group_max_bytes", self.row_group_max_bytes, o.row_group_max_bytes()),
-            ("shard_max_bytes", self.shard_max_bytes, o.shard_max_bytes()),
+            ("row_group_max_bytes", json(&self.row_group_max_bytes), json(&want.row_group_max_bytes)),
+            ("shard_max_bytes", json(&self.shard_max_bytes), json(&want.shard_max_bytes)),
+            ("compression", json(&self.compression), json(&want.compression)),
+            ("content_defined_chunking.method", json(&cdc.method), json(&want_cdc.method)),
+            ("content_defined_chunking.min_chunk_size", json(&cdc.min_chunk_size), json(&want_cdc.min_chunk_size)),
+            ("content_defined_chunking.max_chunk_size", json(&cdc.max_chunk_size), json(&want_cdc.max_chunk_size)),
         ] {
             if recorded != derived {
                 let reason = format!("{recorded}, but the other options give {derived}");

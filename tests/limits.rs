@@ -104,6 +104,20 @@ fn a_writer_block_is_held_to_the_rules_of_user_options_at_and_past_each_bound() 
             Some(("row_group_max_bytes", "8193, but the other options give 8192")),
         ),
         (json!({"shard_max_bytes": 1}), Some(("shard_max_bytes", "1, but the other options give 24576"))),
+        // fields no option sets: only the writer's own values are accepted
+        (json!({"compression": "gzip"}), Some(("compression", r#""gzip", but the other options give "zstd""#))),
+        (
+            json!({"content_defined_chunking": {"method": "none", "min_chunk_size": 0, "max_chunk_size": 1}}),
+            Some(("content_defined_chunking.method", r#""none", but the other options give "row-key-v1""#)),
+        ),
+        (
+            json!({"content_defined_chunking": {"method": "row-key-v1", "min_chunk_size": 0, "max_chunk_size": 1048576}}),
+            Some(("content_defined_chunking.min_chunk_size", "0, but the other options give 262144")),
+        ),
+        (
+            json!({"content_defined_chunking": {"method": "row-key-v1", "min_chunk_size": 262144, "max_chunk_size": 1}}),
+            Some(("content_defined_chunking.max_chunk_size", "1, but the other options give 1048576")),
+        ),
     ];
     for (i, (change, want)) in cases.into_iter().enumerate() {
         let mut m = original.clone();

@@ -61,9 +61,9 @@ pub struct Staging {
     dir: PathBuf,
     target: PathBuf,
     dirs: Vec<PathBuf>,
-    /// Directories above staging that this staging created, deepest first
-    /// (removed again on abort while empty).
-    created_parents: Vec<PathBuf>,
+    /// Directories above staging that this staging created (removed again on
+    /// abort while empty; emptied on publish).
+    created_parents: CreatedDirs,
     /// Every directory fsynced so far, in order (see [`Published::synced_dirs`]).
     synced_dirs: Vec<PathBuf>,
     published: bool,
@@ -81,43 +81,37 @@ impl Staging {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let prefix = format!(".tmp-{version}-");
-        let mut created_parents = Vec::new();
-        let mut synced_dirs = Vec::new();
+        // armed before the first mkdir: any error below removes what was made
+        let mut created_parents = CreatedDirs::default();
         // another writer's abort may remove an empty parent between the two
         // calls; creating it again is all that is needed
         let mut attempt = 0;
         let dir = loop {
             if !parent.exists() {
-                created_parents = parent
-                    .ancestors()
-                    .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
-                    .map(Path::to_path_buf)
-                    .collect();
+                created_parents.extend(
+                    parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf),
+                );
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-                // now, not at publish, so that a second writer that finds these
-                // directories and commits first finds them durable
-                for created in &created_parents {
-                    synced_dirs.push(fsync_dir(
-                        created.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")),
-                    )?);
-                }
             }
             // the default mode (0o777 less the umask), as `fs::create_dir`: a
             // committed version is as readable as any directory the user makes
             match tempfile::Builder::new().prefix(&prefix).rand_bytes(STAGING_RANDOM_CHARS).tempdir_in(parent) {
-                Ok(d) => break d.keep(),
+                Ok(d) => break d,
                 Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 => attempt += 1,
                 Err(e) => return Err(Error::io(parent, e)),
             }
         };
-        let owner = File::open(&dir).map_err(|e| Error::io(&dir, e))?;
-        rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive).map_err(|e| Error::io(&dir, e.into()))?;
+        // until `keep`, an error removes the staging directory (`TempDir`'s drop)
+        let owner = File::open(dir.path()).map_err(|e| Error::io(dir.path(), e))?;
+        rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| Error::io(dir.path(), e.into()))?;
+        let dir = dir.keep();
         Ok(Staging {
             dirs: vec![dir.clone()],
             dir,
             target: target.to_path_buf(),
             created_parents,
-            synced_dirs,
+            synced_dirs: Vec::new(),
             published: false,
             _owner: owner,
             _live: LiveGuard::new(),
@@ -159,7 +153,8 @@ impl Staging {
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target
-    /// without replacing anything, fsyncs the parent.
+    /// without replacing anything, then fsyncs the version's parent and every
+    /// directory above it.
     pub fn publish(mut self) -> Result<Published> {
         // deepest first, so each directory entry is durable before its parent's
         self.dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
@@ -169,10 +164,48 @@ impl Staging {
         super::pause_point("before-rename");
         rename_noreplace(&self.dir, &self.target)?;
         self.published = true;
+        self.created_parents.0.clear();
         super::pause_point("after-rename");
-        let parent = self.target.parent().unwrap_or(Path::new("."));
-        self.synced_dirs.push(fsync_dir(parent)?);
+        // every ancestor, whoever created it: a directory another writer made
+        // (and has not fsynced yet) would otherwise take this version with it
+        // in a power loss (docs/format.md, "Commit protocol")
+        let parent = self.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let parent = fs::canonicalize(parent).map_err(|e| Error::io(parent, e))?;
+        for d in parent.ancestors() {
+            self.synced_dirs.push(fsync_dir(d)?);
+        }
         Ok(Published { dir: self.target.clone(), synced_dirs: std::mem::take(&mut self.synced_dirs) })
+    }
+}
+
+/// Directories a [`Staging::create`] made above staging; removed (deepest
+/// first, only while empty, so another writer's staging or version is never
+/// touched) when dropped non-empty.
+#[derive(Debug, Default)]
+struct CreatedDirs(Vec<PathBuf>);
+
+impl CreatedDirs {
+    /// Adds `dirs` not already listed (a retry after another writer removed them).
+    fn extend(&mut self, dirs: impl Iterator<Item = PathBuf>) {
+        for d in dirs {
+            if !self.0.contains(&d) {
+                self.0.push(d);
+            }
+        }
+        self.0.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    }
+}
+
+impl Drop for CreatedDirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            match fs::remove_dir(d) {
+                Ok(()) => {}
+                // never made (create_dir_all failed part way) or already gone
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -181,26 +214,19 @@ impl Staging {
 pub struct Published {
     /// The version directory.
     pub dir: PathBuf,
-    /// Every directory fsynced, in order: on a first write, when the missing
-    /// directories were made, the parent of each (deepest first: `<root>` for
-    /// `<name>/`, ..., up to the first directory that existed); then staging's
-    /// subdirectories deepest first, staging itself, and after the rename the
-    /// version's parent `<name>/`.
+    /// Every directory fsynced, in order: staging's subdirectories deepest
+    /// first, staging itself, then after the rename the version's parent
+    /// `<name>/` (canonical: symbolic links resolved), `<root>` and every
+    /// directory above it up to `/`.
     pub synced_dirs: Vec<PathBuf>,
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
         if !self.published {
-            // best effort: the error that caused the abort is what the caller sees
+            // best effort: the error that caused the abort is what the caller
+            // sees; `created_parents` is dropped (and removed) after this
             let _ = fs::remove_dir_all(&self.dir);
-            // remove_dir only succeeds on an empty directory, so another
-            // writer's staging or version is never touched
-            for d in &self.created_parents {
-                if fs::remove_dir(d).is_err() {
-                    break;
-                }
-            }
         }
     }
 }
@@ -476,36 +502,57 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn a_first_write_fsyncs_each_directory_it_created_and_the_first_that_existed() {
+    fn a_first_write_fsyncs_staging_then_the_version_parent_and_every_ancestor() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("a/b/root");
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("a/b/root");
         let target = root.join("ds/v1");
         let mut staging = Staging::create(&target).unwrap();
         let dir = staging.dir().to_path_buf();
         staging.create_file("time_series/shard-00000.parquet").unwrap();
         let published = staging.publish().unwrap();
         assert_eq!(published.dir, target);
-        let want = [
-            root.clone(),
-            tmp.path().join("a/b"),
-            tmp.path().join("a"),
-            tmp.path().to_path_buf(),
-            dir.join("time_series"),
-            dir,
-            root.join("ds"),
-        ];
+        let mut want = vec![dir.join("time_series"), dir];
+        want.extend(root.join("ds").ancestors().map(Path::to_path_buf));
+        assert_eq!(want[2..6], [root.join("ds"), root.clone(), base.join("a/b"), base.join("a")]);
+        assert_eq!(want.last().unwrap(), Path::new("/"));
         assert_eq!(published.synced_dirs, want);
         assert!(target.join("time_series/shard-00000.parquet").is_file());
     }
 
     #[test]
-    fn a_write_into_an_existing_dataset_fsyncs_staging_and_the_dataset_directory() {
+    fn a_write_whose_directories_another_writer_created_still_fsyncs_every_ancestor() {
         let tmp = tempfile::tempdir().unwrap();
-        fs::create_dir_all(tmp.path().join("ds")).unwrap();
-        let staging = Staging::create(&tmp.path().join("ds/v2")).unwrap();
+        let base = fs::canonicalize(tmp.path()).unwrap();
+        // made by "another writer" that has fsynced nothing
+        fs::create_dir_all(base.join("r/ds")).unwrap();
+        let staging = Staging::create(&base.join("r/ds/v2")).unwrap();
         let dir = staging.dir().to_path_buf();
         let published = staging.publish().unwrap();
-        assert_eq!(published.synced_dirs, [dir, tmp.path().join("ds")]);
+        let mut want = vec![dir];
+        want.extend(base.join("r/ds").ancestors().map(Path::to_path_buf));
+        assert_eq!(want[1..4], [base.join("r/ds"), base.join("r"), base.clone()]);
+        assert_eq!(published.synced_dirs, want);
+    }
+
+    #[test]
+    fn a_failed_first_write_removes_every_directory_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        // the staging name `.tmp-<version>-<32 chars>` exceeds NAME_MAX (255)
+        // although the version name itself does not: mkdir of `a/b/ds` succeeds,
+        // creating staging in it fails
+        let version = "v".repeat(230);
+        let err = Staging::create(&tmp.path().join("a/b/ds").join(&version)).unwrap_err();
+        match &err {
+            Error::Io { path, source } => {
+                assert_eq!(path, &tmp.path().join("a/b/ds"));
+                // tempfile wraps the OS error with the path it tried
+                assert!(source.to_string().starts_with("File name too long (os error 36)"), "{err}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]
@@ -516,11 +563,13 @@ mod tests {
         let random = name.strip_prefix(".tmp-v3-").unwrap();
         assert_eq!(random.len(), STAGING_RANDOM_CHARS, "{name}");
         assert!(random.bytes().all(|b| b.is_ascii_alphanumeric()), "{name}");
-        // the mode `fs::create_dir` gives (0o777 less the umask), not tempfile's 0o700
-        let plain = tmp.path().join("plain");
-        fs::create_dir(&plain).unwrap();
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(staging.dir()), mode(&plain));
+        // the mode `fs::create_dir` gives (0o777 less the umask), not tempfile's
+        // 0o700 (reading the umask without setting it: /proc/self/status)
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).unwrap().trim();
+        let umask = u32::from_str_radix(umask, 8).unwrap();
+        let mode = fs::metadata(staging.dir()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o777 & !umask, "umask {umask:o}");
         // a second writer of the same version can take no lock while this one lives
         let other = File::open(staging.dir()).unwrap();
         assert!(rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err());

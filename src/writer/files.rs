@@ -269,20 +269,7 @@ fn build_manifest(
         counts,
         id_encoding: IdSpace::ALL.iter().map(|s| (s.name().to_string(), ids.get(*s).as_str().to_string())).collect(),
         files,
-        writer: WriterBlock {
-            shard_target_bytes: o.shard_target_bytes,
-            shard_max_bytes: o.shard_max_bytes(),
-            row_group_target_bytes: o.row_group_target_bytes,
-            row_group_max_bytes: o.row_group_max_bytes(),
-            chunk_max_bytes: o.chunk_max_bytes,
-            compression: "zstd".to_string(),
-            compression_level: o.compression_level,
-            content_defined_chunking: CdcBlock {
-                method: "row-key-v1".to_string(),
-                min_chunk_size: layout::PAGE_MIN_BYTES,
-                max_chunk_size: layout::PAGE_MAX_BYTES,
-            },
-        },
+        writer: WriterBlock::from_options(o),
         sources: d
             .sources()
             .map(|s| SourceEntry {
