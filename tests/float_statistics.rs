@@ -14,20 +14,7 @@ fn pyarrow_sees_min_max_of_every_float_column_chunk() {
     let tmp = tempfile::tempdir().unwrap();
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/golden/1.0.0");
     let root = tmp.path().join("root");
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    let (code, _, err) = cli(&[
-        "--quiet",
-        "ingest",
-        "ucr",
-        "--root",
-        root.to_str().unwrap(),
-        "--name",
-        "BasicMotions",
-        "--version",
-        "1",
-        train.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ucr(&root, "BasicMotions", "1", &real("ucr/BasicMotions_TRAIN.ts"));
     let small = commit(tmp.path(), golden_fixture().dataset(), small_options());
     let dirs = [golden, root.join("BasicMotions/1"), small];
     let args: Vec<&str> = dirs.iter().map(|d| d.to_str().unwrap()).collect();

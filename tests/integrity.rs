@@ -64,20 +64,7 @@ fn every_byte_of_the_golden_manifest_is_found() {
 fn every_byte_of_a_real_versions_manifest_is_found() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    let (code, _, err) = cli(&[
-        "--quiet",
-        "ingest",
-        "ucr",
-        "--root",
-        root.to_str().unwrap(),
-        "--name",
-        "BasicMotions",
-        "--version",
-        "1",
-        train.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ucr(&root, "BasicMotions", "1", &real("ucr/BasicMotions_TRAIN.ts"));
     let (tried, missed) = manifest_changes_missed(&root.join("BasicMotions/1"));
     println!("BasicMotions manifest.json: {} of {tried} single-byte changes found", tried - missed.len());
     assert!(missed.is_empty(), "{} missed, first: {}", missed.len(), missed[0]);

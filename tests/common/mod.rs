@@ -662,3 +662,14 @@ pub fn rewrite_shard_paths(dir: &Path, f: impl Fn(usize, &str) -> String) {
     w.close().unwrap();
     reseal(dir, "time_series_index.parquet");
 }
+
+/// `timef --quiet ingest ucr --root ROOT --name NAME --version VERSION FILE`
+/// through the CLI; panics with its stderr unless it exits 0. Returns the version directory.
+pub fn ingest_ucr(root: &Path, name: &str, version: &str, file: &Path) -> PathBuf {
+    let args = ["--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", name, "--version", version];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(file.to_str().unwrap());
+    let (code, _, err) = cli(&args);
+    assert_eq!(code, 0, "{err}");
+    root.join(name).join(version)
+}
