@@ -347,6 +347,21 @@ fn location(path: &std::path::Path, options: &StorageOptions) -> Result<Location
     }
 }
 
+/// `print!`/`println!` to stdout that return a failed write as an error of
+/// [`STDOUT`] (a reader that stopped reading ends the command quietly, see `main`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*).map_err(|source| Error::Io { path: STDOUT.into(), source })?
+    }};
+}
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*).map_err(|source| Error::Io { path: STDOUT.into(), source })?
+    }};
+}
+
 fn run(cli: Cli) -> Result<ExitCode, Error> {
     let opts = storage_options(&cli.storage_option)?;
     let loc = |p: &std::path::Path| location(p, &opts);
@@ -398,7 +413,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 eprintln!("timef: {summary}");
             }
             let dir = write(loc(&root)?, dataset, cli.quiet)?;
-            println!("{}", dir.display());
+            outln!("{}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Info { version_dir, json, samples } => {
@@ -408,11 +423,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 if samples {
                     doc["samples"] = timef::info::samples_json(&v)?;
                 }
-                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+                outln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             } else {
                 // everything read before anything is printed: an error leaves no partial summary
                 let samples = if samples { timef::info::render_samples(&v)? } else { String::new() };
-                print!("{}{samples}", timef::info::render(&v)?);
+                out!("{}{samples}", timef::info::render(&v)?);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -420,9 +435,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Dedup { base_dir, new_dir, json } => {
             let r = timef::dedup::measure_at(&loc(&base_dir)?, &loc(&new_dir)?)?;
             if json {
-                println!("{}", serde_json::json!({"report": r, "shared_ratio": r.shared_ratio()}));
+                outln!("{}", serde_json::json!({"report": r, "shared_ratio": r.shared_ratio()}));
             } else {
-                println!(
+                outln!(
                     "{} of {} pages shared; {} of {} shard bytes in shared pages ({:.4})",
                     r.shared_pages,
                     r.new_pages,
@@ -447,15 +462,15 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 by_name.entry(name.clone()).or_default();
             }
             for (name, versions) in by_name {
-                println!("{name}");
+                outln!("{name}");
                 for version in versions {
-                    println!("  {version}");
+                    outln!("  {version}");
                 }
                 match stale.remove(&name) {
                     Some(n) if age_s == 0 => {
-                        println!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
+                        outln!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
                     }
-                    Some(n) => println!(
+                    Some(n) => outln!(
                         "  ({n} claim(s) idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
                     ),
                     None => {}
@@ -476,12 +491,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 ("removed", "cleared", "removed")
             };
             for c in &r.removed_claims {
-                println!("{removed} {c}");
+                outln!("{removed} {c}");
             }
             for c in &r.kept_claims {
-                println!("kept (younger than {older_than_s} s, or its writer alive) {c}");
+                outln!("kept (younger than {older_than_s} s, or its writer alive) {c}");
             }
-            println!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files);
+            outln!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files);
             Ok(ExitCode::SUCCESS)
         }
         Command::Cat { version_dir, series_id, format } => {
@@ -515,9 +530,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Verify { version_dir, json } => {
             let report = timef::verify::verify_at(&loc(&version_dir)?)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+                outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             } else {
-                print!("{}", report.render());
+                out!("{}", report.render());
             }
             Ok(if report.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
