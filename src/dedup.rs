@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::reader::{ChunkReader, Length};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
@@ -42,24 +43,18 @@ impl DedupReport {
     }
 }
 
-/// Calls `f(page bytes)` for every page of the Parquet file at `loc` (read
-/// whole: mapped locally, one GET on an object store; every page is used).
-/// The footer's sizes and every page location are checked against the file.
+/// Calls `f(page bytes)` for every page of the Parquet file at `loc`, read
+/// one column chunk at a time (one ranged read each; never a mapping, which a
+/// file truncated meanwhile would turn into a crash); returns the file's size.
+/// The footer's sizes and every page location are checked against the file
+/// and the column chunk before anything is read.
 fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
     let path = &loc.to_path_buf();
     let source = loc.open()?;
+    let failure = source.read_failure();
     let meta = contain(|| read_metadata(&source, PageIndexPolicy::Required, PageIndexPolicy::Skip))
         .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
         .map_err(|e| version_parquet_error(path, e))?;
-    let map = loc.read_whole()?;
-    let slice = |start: i64, len: i64| -> Result<&[u8]> {
-        let range =
-            usize::try_from(start).ok().zip(usize::try_from(len).ok()).and_then(|(s, l)| Some(s..s.checked_add(l)?));
-        range.and_then(|r| map.get(r)).ok_or_else(|| Error::Corrupt {
-            path: path.into(),
-            reason: format!("page at {start}..+{len} lies beyond the file's {} bytes", map.len()),
-        })
-    };
     for (g, rg) in meta.row_groups().iter().enumerate() {
         let pages = meta.page_index_for_row_group(g);
         for (c, chunk) in rg.columns().iter().enumerate() {
@@ -70,15 +65,32 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
                     reason: format!("row group {g} column {c}: no offset index"),
                 })?
                 .page_locations();
+            // read_metadata checked: the chunk lies in the file, its pages in the chunk, in order
+            let (start, len) = chunk.byte_range();
+            let bytes =
+                source.get_bytes(start, usize::try_from(len).unwrap_or(usize::MAX)).map_err(|e| {
+                    match failure.take() {
+                        Some(io) => Error::io(path, io),
+                        None => version_parquet_error(path, e),
+                    }
+                })?;
+            let slice = |offset: i64, len: i64| {
+                let from = u64::try_from(offset).ok().and_then(|o| o.checked_sub(start));
+                let range = from.zip(u64::try_from(len).ok()).and_then(|(s, l)| Some(s as usize..(s + l) as usize));
+                range.and_then(|r| bytes.get(r)).ok_or_else(|| Error::Corrupt {
+                    path: path.into(),
+                    reason: format!("row group {g} column {c}: page at {offset}..+{len} lies outside its column chunk"),
+                })
+            };
             if let (Some(dict), Some(first)) = (chunk.dictionary_page_offset(), locations.first()) {
                 f(slice(dict, first.offset.saturating_sub(dict))?);
             }
-            for loc in locations {
-                f(slice(loc.offset, i64::from(loc.compressed_page_size))?);
+            for page in locations {
+                f(slice(page.offset, i64::from(page.compressed_page_size))?);
             }
         }
     }
-    Ok(map.len() as u64)
+    Ok(source.len())
 }
 
 /// The shard files of `v`, each checked by the path rules (docs/format.md

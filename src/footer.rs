@@ -6,15 +6,19 @@
 //! becomes an error.
 
 use std::cell::Cell;
+use std::collections::HashSet;
+use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Once;
 
+use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::reader::ChunkReader;
 
 use crate::error::Error;
+use crate::thrift::{PageError, PageHeader, MAX_PAGE_HEADER_BYTES};
 
 /// Rows of one record batch when a whole table is read: memory follows the
 /// batch, never a row count a footer claims.
@@ -72,9 +76,60 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
     (claimed != rows).then(|| format!("the footer claims {claimed} rows, its row groups {rows}"))
 }
 
+/// Bytes a page may claim to decompress to per byte it is stored in (65536):
+/// above what zstd, the densest codec a TimeF writer or common Parquet writer
+/// uses, reaches on constant data (about 32768x). A claim is allocated at once
+/// by the decoder, so it is checked before the page is decoded.
+pub const MAX_PAGE_EXPANSION: u64 = 1 << 16;
+
+/// Largest uncompressed page a reader decodes (1 GiB); TimeF pages are at most
+/// a chunk (`chunk_max_bytes`) plus levels.
+pub const MAX_PAGE_BYTES: u64 = 1 << 30;
+
+/// Why a page whose header is `header` cannot be decoded safely, or `None`:
+/// sizes are not negative, and the uncompressed size is at most
+/// [`MAX_PAGE_EXPANSION`] times the stored size (at least one byte) and at
+/// most [`MAX_PAGE_BYTES`].
+pub fn page_problem(header: &PageHeader) -> Option<String> {
+    let (stored, plain) = (header.compressed_page_size, header.uncompressed_page_size);
+    let (Ok(stored), Ok(plain)) = (u64::try_from(stored), u64::try_from(plain)) else {
+        return Some(format!("page claims negative sizes (stored {stored}, uncompressed {plain})"));
+    };
+    let cap = stored.max(1).saturating_mul(MAX_PAGE_EXPANSION).min(MAX_PAGE_BYTES);
+    (plain > cap).then(|| format!("a page of {stored} bytes claims to decompress to {plain} (at most {cap})"))
+}
+
+/// Why the page locations of the offset indexes of `meta` cannot hold, or
+/// `None`: each page lies inside its column chunk, in order, with a size that
+/// is not negative.
+fn page_location_problem(meta: &ParquetMetaData) -> Option<String> {
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        let index = meta.page_index_for_row_group(g);
+        for (c, col) in rg.columns().iter().enumerate() {
+            let Some(pages) = index.offset_index(c) else { continue };
+            let (start, len) = col.byte_range();
+            let end = start.saturating_add(len);
+            let mut at = start;
+            for (p, page) in pages.page_locations().iter().enumerate() {
+                let offset = u64::try_from(page.offset).unwrap_or(u64::MAX);
+                let size = u64::try_from(page.compressed_page_size).unwrap_or(u64::MAX);
+                if offset < at || offset.checked_add(size).is_none_or(|e| e > end) {
+                    return Some(format!(
+                        "row group {g} column chunk {c}: page {p} at {}..+{} lies outside the chunk {start}..{end}",
+                        page.offset, page.compressed_page_size
+                    ));
+                }
+                at = offset + size;
+            }
+        }
+    }
+    None
+}
+
 /// The footer of `reader`, its sizes checked by [`size_problem`] before the
 /// offset and column indexes (as `offset_index` and `column_index` ask) are
-/// read from them.
+/// read from them, and every page location of the offset index checked to lie
+/// inside its column chunk.
 ///
 /// # Errors
 /// The parquet crate's error, or [`ParquetError::General`] with the size problem.
@@ -94,7 +149,160 @@ pub fn read_metadata<R: ChunkReader>(
         .with_offset_index_policy(offset_index)
         .with_column_index_policy(column_index);
     with_index.read_page_indexes(reader)?;
-    with_index.finish()
+    let meta = with_index.finish()?;
+    match page_location_problem(&meta) {
+        Some(problem) => Err(ParquetError::General(problem)),
+        None => Ok(meta),
+    }
+}
+
+/// A [`ChunkReader`] that checks every page header the parquet crate is about
+/// to decode with [`page_problem`] (the decoder allocates a page's claimed
+/// uncompressed size at once), and every range it asks for against the file's
+/// size (the crate allocates a range's length before reading it).
+///
+/// The parquet crate (60.1) reads a page header either from
+/// [`ChunkReader::get_read`] at the header's offset (a column chunk walked
+/// page by page) or from [`ChunkReader::get_bytes`] of a whole page at a page
+/// location of the offset index; both are checked, the first when the header
+/// is read, so a reader it opens and never reads costs nothing.
+pub struct CheckedPages<R> {
+    inner: R,
+    /// Offsets where the offset index says a page (or the dictionary page
+    /// before the first located page) starts.
+    page_starts: HashSet<u64>,
+}
+
+impl<R: ChunkReader> CheckedPages<R> {
+    /// Checks the pages of `inner`, whose footer (and offset index, if read) is `meta`.
+    pub fn new(inner: R, meta: &ParquetMetaData) -> CheckedPages<R> {
+        let mut page_starts = HashSet::new();
+        for (g, rg) in meta.row_groups().iter().enumerate() {
+            let index = meta.page_index_for_row_group(g);
+            for (c, col) in rg.columns().iter().enumerate() {
+                if let Some(pages) = index.offset_index(c) {
+                    page_starts.insert(col.byte_range().0);
+                    page_starts.extend(pages.page_locations().iter().filter_map(|p| u64::try_from(p.offset).ok()));
+                }
+            }
+        }
+        CheckedPages { inner, page_starts }
+    }
+
+    /// The reader checked.
+    pub fn inner(&self) -> &R {
+        &self.inner
+    }
+}
+
+impl<R: ChunkReader> parquet::file::reader::Length for CheckedPages<R> {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
+    type T = HeaderChecked<R::T>;
+
+    fn get_read(&self, start: u64) -> std::result::Result<Self::T, ParquetError> {
+        Ok(HeaderChecked { inner: self.inner.get_read(start)?, head: Vec::new(), pos: 0, checked: false })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> std::result::Result<Bytes, ParquetError> {
+        let len = self.inner.len();
+        if start.checked_add(length as u64).is_none_or(|end| end > len) {
+            return Err(ParquetError::General(format!("bytes {start}..+{length} lie beyond the file's {len} bytes")));
+        }
+        let bytes = self.inner.get_bytes(start, length)?;
+        if self.page_starts.contains(&start) {
+            if let Ok((header, _)) = PageHeader::decode(&bytes) {
+                if let Some(problem) = page_problem(&header) {
+                    return Err(ParquetError::General(format!("page at byte {start}: {problem}")));
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+/// A reader positioned at a page header: on the first read, the header is
+/// read ahead (at most [`MAX_PAGE_HEADER_BYTES`]) and checked with
+/// [`page_problem`] before any byte is handed out.
+pub struct HeaderChecked<T> {
+    inner: T,
+    head: Vec<u8>,
+    pos: usize,
+    checked: bool,
+}
+
+impl<T: Read> HeaderChecked<T> {
+    fn check(&mut self) -> std::io::Result<()> {
+        self.checked = true;
+        let mut want = 256;
+        loop {
+            let at = self.head.len();
+            self.head.resize(want, 0);
+            let n = read_up_to(&mut self.inner, &mut self.head[at..])?;
+            self.head.truncate(at + n);
+            match PageHeader::decode(&self.head) {
+                Ok((header, _)) => {
+                    return match page_problem(&header) {
+                        Some(problem) => Err(PageRefused(problem).into()),
+                        None => Ok(()),
+                    };
+                }
+                // the decoder in the parquet crate reports what is wrong
+                Err(PageError::Truncated { .. }) if self.head.len() == want && want < MAX_PAGE_HEADER_BYTES => {
+                    want = (want * 4).min(MAX_PAGE_HEADER_BYTES);
+                }
+                Err(PageError::Truncated { .. }) if self.head.len() == want => {
+                    return Err(PageRefused(format!("page header longer than {MAX_PAGE_HEADER_BYTES} bytes")).into());
+                }
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+/// A page [`HeaderChecked`] refused: corrupt bytes, not a failed read, though
+/// it travels through the parquet crate as an I/O error.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct PageRefused(String);
+
+impl From<PageRefused> for std::io::Error {
+    fn from(refused: PageRefused) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, refused)
+    }
+}
+
+/// Reads until `buf` is full or the reader ends; returns the bytes read.
+fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl<T: Read> Read for HeaderChecked<T> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.checked {
+            self.check()?;
+        }
+        if self.pos < self.head.len() {
+            let n = buf.len().min(self.head.len() - self.pos);
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        self.inner.read(buf)
+    }
 }
 
 thread_local! {
@@ -130,6 +338,9 @@ pub fn version_parquet_error(path: &Path, e: ParquetError) -> Error {
         ParquetError::External(inner) => match inner.downcast::<Error>() {
             Ok(e) => *e,
             Err(inner) => match inner.downcast::<std::io::Error>() {
+                Ok(io) if io.get_ref().is_some_and(|e| e.is::<PageRefused>()) => {
+                    corrupt(path, format!("parquet: {io}"))
+                }
                 Ok(io) => Error::io(path, *io),
                 Err(inner) => corrupt(path, format!("parquet: {inner}")),
             },

@@ -22,7 +22,9 @@ use crate::dataset::{
     Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
 };
 use crate::error::{Error, Result};
-use crate::footer::{contain, read_metadata, version_arrow_error, version_parquet_error, DEFAULT_BATCH_ROWS};
+use crate::footer::{
+    contain, read_metadata, version_arrow_error, version_parquet_error, CheckedPages, DEFAULT_BATCH_ROWS,
+};
 use crate::manifest::{Manifest, MAX_MANIFEST_BYTES};
 use crate::storage::version_path::path_problem;
 use crate::storage::{Location, ReadFailure, Small, Source as FileSource, MANIFEST};
@@ -140,13 +142,16 @@ pub(crate) fn lists(
 /// Opens a Parquet file of a version: the footer's sizes checked against the
 /// file (docs/format.md "Limits a reader checks"), the page index read when
 /// `page_index` asks for it; every failure of the bytes is [`Error::Corrupt`].
-pub(crate) fn open_parquet(loc: &Location, page_index: PageIndexPolicy) -> Result<(FileSource, Arc<ParquetMetaData>)> {
+pub(crate) fn open_parquet(
+    loc: &Location,
+    page_index: PageIndexPolicy,
+) -> Result<(CheckedPages<FileSource>, Arc<ParquetMetaData>)> {
     let path = &loc.to_path_buf();
     let file = loc.open()?;
     let meta = contain(|| read_metadata(&file, page_index, page_index))
         .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
         .map_err(|e| version_parquet_error(path, e))?;
-    Ok((file, Arc::new(meta)))
+    Ok((CheckedPages::new(file, &meta), Arc::new(meta)))
 }
 
 /// A decoder's error on a file of a version: the failed read behind it when
@@ -164,7 +169,7 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
     let path = &loc.to_path_buf();
     let (file, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
     let claimed = meta.file_metadata().num_rows();
-    let failure = file.read_failure();
+    let failure = file.inner().read_failure();
     let read = || -> Result<RecordBatch> {
         let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
             .map_err(|e| version_parquet_error(path, e))?;
@@ -194,6 +199,19 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
     contain(read).map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
 }
 
+/// `loc` opened as a version ([`Location::open_version`]); a missing
+/// directory, or a file, is not a version.
+pub(crate) fn open_version(loc: &Location) -> Result<Location> {
+    match loc.open_version() {
+        Err(Error::Io { source, .. })
+            if matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
+        {
+            Err(Error::NotAVersion { path: loc.to_path_buf(), reason: "no manifest.json".into() })
+        }
+        other => other,
+    }
+}
+
 /// The bytes of the `manifest.json` of the version at `loc`.
 ///
 /// # Errors
@@ -201,7 +219,7 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
 /// size (so a FIFO or /dev/zero in its place cannot hang or exhaust memory).
 pub(crate) fn manifest_bytes(loc: &Location) -> Result<Vec<u8>> {
     let dir = loc.to_path_buf();
-    match loc.version_file(MANIFEST).read_small(MAX_MANIFEST_BYTES)? {
+    match open_version(loc)?.version_file(MANIFEST)?.read_small(MAX_MANIFEST_BYTES)? {
         Small::Bytes(b) => Ok(b),
         Small::Missing => Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
         Small::Refused(why) => Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") }),
@@ -228,7 +246,7 @@ impl Version {
         for (i, f) in v.manifest.files.iter().enumerate() {
             if let Some(problem) = path_problem(&f.path) {
                 return Err(Error::Corrupt {
-                    path: v.loc.version_file(MANIFEST).to_path_buf(),
+                    path: v.dir.join(MANIFEST),
                     reason: format!("files[{i}]: path {:?} {problem}", f.path),
                 });
             }
@@ -239,6 +257,8 @@ impl Version {
     /// [`Version::open_at`] without checking the manifest's `files` paths
     /// (`verify` reports each bad one as a finding instead).
     pub(crate) fn open_unchecked(loc: Location) -> Result<Version> {
+        // opened once: every file of the version is read through this handle
+        let loc = open_version(&loc)?;
         let bytes = manifest_bytes(&loc)?;
         let manifest = Manifest::parse(&bytes).map_err(|p| Error::NotAVersion {
             path: loc.to_path_buf(),
@@ -282,7 +302,7 @@ impl Version {
         let problem =
             path_problem(rel).or_else(|| (!self.listed.contains(rel)).then_some("is not listed in manifest.json"));
         match problem {
-            None => Ok(self.loc.version_file(rel)),
+            None => self.loc.version_file(rel),
             Some(problem) => {
                 Err(Error::Corrupt { path: self.dir.clone(), reason: format!("{}: path {rel:?} {problem}", origin()) })
             }
@@ -388,7 +408,7 @@ impl Version {
             let loc = &shards[shard];
             let path = loc.to_path_buf();
             let (file, meta) = open_parquet(loc, PageIndexPolicy::Optional)?;
-            let failure = file.read_failure();
+            let failure = file.inner().read_failure();
             let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
                 .map_err(|e| version_parquet_error(&path, e))?;
             let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow);

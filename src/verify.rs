@@ -56,11 +56,11 @@ use sha2::{Digest, Sha256};
 use crate::dataset::{is_canonical_uuid, validate_name, SeriesMeta, TaskType};
 use crate::encoding::{FileSchema, IdEncoding, Pin};
 use crate::error::{Error, Result};
-use crate::footer::contain;
+use crate::footer::{contain, CheckedPages};
 use crate::layout::shard_path;
 use crate::manifest::{self, Manifest, Partial, SchemaBlock};
 use crate::reader;
-use crate::storage::local::{open_in, SYMLINK};
+use crate::storage::local::{open_in, walk_in, Entry, VersionDir, SYMLINK};
 use crate::storage::version_path::path_problem;
 use crate::storage::{Location, CLAIM, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
@@ -313,7 +313,9 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
 }
 
 fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
-    let bytes = reader::manifest_bytes(&Location::local(version_dir))?;
+    let version = reader::open_version(&Location::local(version_dir))?;
+    let handle = version.local_version_dir()?;
+    let bytes = reader::manifest_bytes(&version)?;
     let manifest = match Manifest::parse(&bytes) {
         Ok(m) => m,
         Err(problem) => {
@@ -324,7 +326,7 @@ fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
             return Ok(report);
         }
     };
-    let mut v = Verifier::new(version_dir, &manifest);
+    let mut v = Verifier::new(&handle, &manifest);
     v.manifest_bytes(&bytes);
     v.manifest_fields();
     for (rel, kind) in v.files() {
@@ -541,6 +543,7 @@ fn scan(
         }
         let outcome = guard(|| {
             let handle = file.try_clone().map_err(|e| e.to_string())?;
+            let handle = CheckedPages::new(handle, &f.meta);
             let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, arrow.clone())
                 .with_row_groups(vec![rg])
                 .with_batch_size(batch_rows.max(1))
@@ -635,6 +638,8 @@ struct TaskState {
 
 struct Verifier<'a> {
     dir: &'a Path,
+    /// The version directory, opened once: every file is opened through it.
+    handle: &'a VersionDir,
     m: &'a Manifest,
     report: VerifyReport,
     /// The manifest's id encodings, when all six are valid.
@@ -671,9 +676,10 @@ impl ColumnTypes {
 }
 
 impl<'a> Verifier<'a> {
-    fn new(dir: &'a Path, m: &'a Manifest) -> Self {
+    fn new(handle: &'a VersionDir, m: &'a Manifest) -> Self {
         Verifier {
-            dir,
+            dir: handle.path(),
+            handle,
             m,
             report: VerifyReport::default(),
             ids: None,
@@ -814,7 +820,7 @@ impl<'a> Verifier<'a> {
             if kind.is_none() {
                 self.report.push(rel, &location, Check::Listing, "not a file of the format (FORMAT-BRIEF §1)");
             }
-            let mut file = match open_in(self.dir, rel) {
+            let mut file = match open_in(self.handle, rel) {
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                     self.report.push(rel, location, Check::Listing, "listed in manifest.json but missing");
                     continue;
@@ -859,13 +865,12 @@ impl<'a> Verifier<'a> {
                 );
             }
         }
-        let (on_disk, errors) = Location::local(self.dir).list_files().unwrap_or_default();
+        let (on_disk, errors) = walk_in(self.handle);
         for (dir, e) in errors {
             self.report.push(&dir, "directory", Check::Listing, format!("cannot list: {e}"));
         }
-        for (rel, _) in on_disk.iter().filter(|(r, _)| !self.listed.contains(r.as_str())) {
-            let link = std::fs::symlink_metadata(self.dir.join(rel)).is_ok_and(|m| m.file_type().is_symlink());
-            match (link, rel.as_str()) {
+        for Entry { rel, symlink, .. } in on_disk.iter().filter(|e| !self.listed.contains(e.rel.as_str())) {
+            match (*symlink, rel.as_str()) {
                 (true, _) => self.report.push(rel, "file", Check::Listing, SYMLINK),
                 (false, MANIFEST) => {}
                 (false, _) => self.report.push(rel, "file", Check::Listing, "on disk but not listed in manifest.json"),
@@ -889,7 +894,7 @@ impl<'a> Verifier<'a> {
     /// Footer, schema, page index and every page of one Parquet file.
     fn parquet(&mut self, rel: String, kind: Kind) {
         let path = self.dir.join(&rel);
-        let file = match open_in(self.dir, &rel) {
+        let file = match open_in(self.handle, &rel) {
             Ok(f) => f,
             Err(e) => {
                 self.report.push(&rel, "file", Check::Footer, format!("cannot open: {}", source_of(&e)));

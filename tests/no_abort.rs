@@ -303,6 +303,86 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
     }
 }
 
+/// Makes the page header at byte `at` of the file at `path` claim `plain`
+/// uncompressed bytes, keeping the header's length: its first four fields are
+/// short-form i32 fields (type, uncompressed size, stored size, crc), and the
+/// crc varint gives up the bytes the larger size needs (the crc is then wrong,
+/// which only `verify` checks). Returns the stored page size.
+fn claim_uncompressed(path: &Path, at: usize, plain: i32) -> i32 {
+    fn varint(b: &[u8]) -> (u64, usize) {
+        let (mut v, mut n) = (0u64, 0);
+        loop {
+            v |= u64::from(b[n] & 0x7f) << (7 * n);
+            n += 1;
+            if b[n - 1] & 0x80 == 0 {
+                return (v, n);
+            }
+        }
+    }
+    fn encode(mut v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    }
+    let zigzag = |v: i32| ((v << 1) ^ (v >> 31)) as u32 as u64;
+    let mut bytes = std::fs::read(path).unwrap();
+    let (before, len) = timef::thrift::PageHeader::decode(&bytes[at..]).unwrap();
+    let mut fields = Vec::new();
+    let mut p = at;
+    for _ in 0..4 {
+        assert_eq!(bytes[p], 0x15, "field header at {p}");
+        let (_, n) = varint(&bytes[p + 1..]);
+        fields.push(bytes[p + 1..p + 1 + n].to_vec());
+        p += 1 + n;
+    }
+    let new_size = encode(zigzag(plain));
+    let crc_len = fields[3].len() - (new_size.len() - fields[1].len());
+    fields[1] = new_size;
+    fields[3] = encode(1 << (7 * (crc_len - 1)));
+    let patch: Vec<u8> = fields.iter().flat_map(|f| [vec![0x15], f.clone()].concat()).collect();
+    bytes.splice(at..p, patch);
+    let (after, after_len) = timef::thrift::PageHeader::decode(&bytes[at..]).unwrap();
+    assert_eq!(
+        (after.uncompressed_page_size, after.compressed_page_size, after_len),
+        (plain, before.compressed_page_size, len)
+    );
+    std::fs::write(path, bytes).unwrap();
+    before.compressed_page_size
+}
+
+/// A page header claiming 2^31 - 1 uncompressed bytes (a tiny file would make
+/// the decoder reserve 2 GiB): refused, exit 2, before it is decoded, both
+/// where the page is found through the offset index (`cat`) and where the
+/// column chunk is walked header by header (`info --samples`).
+#[test]
+fn a_page_claiming_2_gib_uncompressed_is_refused_before_it_is_decoded() {
+    for (rel, column) in [("time_series/shard-00000.parquet", "values"), ("samples.parquet", "sample_id")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = commit(&tmp.path().join("root"), ecg_dataset("ecg", "1", 2), small_options());
+        let path = dir.join(rel);
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&Bytes::from(std::fs::read(&path).unwrap())).unwrap();
+        let rg = meta.row_group(0);
+        let c = (0..rg.num_columns()).find(|&c| rg.column(c).column_path().parts()[0] == column).unwrap();
+        let at = rg.column(c).byte_range().0;
+        let stored = claim_uncompressed(&path, at as usize, i32::MAX);
+        let cap = (stored as u64 * timef::footer::MAX_PAGE_EXPANSION).min(timef::footer::MAX_PAGE_BYTES);
+        let d = dir.to_str().unwrap();
+        let args = if column == "values" { vec!["cat", d, "s000/I"] } else { vec!["info", d, "--samples"] };
+        let (code, stdout, err) = cli(&args);
+        let problem = format!("a page of {stored} bytes claims to decompress to 2147483647 (at most {cap})");
+        assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{rel}: {err}");
+        let prefix = format!("timef: error: corrupt version: {}: ", path.display());
+        assert!(
+            err.starts_with(&prefix) && err.trim_end().ends_with(&problem),
+            "{rel}:\n{err}\nwant {prefix}...{problem}"
+        );
+    }
+}
+
 /// Index rows pointing nowhere: every verb exits 2 with one line.
 #[test]
 fn crafted_index_rows_exit_2_with_one_line() {

@@ -311,3 +311,30 @@ fn help_documents_the_exit_codes() {
         "{stdout}"
     );
 }
+
+/// The version directory replaced while a reader holds the version open: the
+/// directory is renamed away and a link to a directory outside (holding a
+/// garbage shard at the same path) put in its place. The reader opened the
+/// version directory once and keeps reading the version it was given; the
+/// garbage outside is never read.
+#[test]
+fn a_version_directory_swapped_for_a_link_after_open_is_not_followed() {
+    let c = Crafted::new();
+    let v = Version::open(&c.dir).unwrap();
+    let ids = ["s000/I", "s001/I"];
+    let before: Vec<Vec<f32>> = ids.iter().map(|id| v.read_series(id).unwrap().to_vec()).collect();
+    let outside = c.tmp.path().join("outside-version");
+    std::fs::create_dir_all(outside.join("time_series")).unwrap();
+    for rel in ["manifest.json", "time_series_index.parquet", "samples.parquet"] {
+        std::fs::copy(c.dir.join(rel), outside.join(rel)).unwrap();
+    }
+    std::fs::write(outside.join("time_series/shard-00000.parquet"), b"OUTSIDE, never to be read").unwrap();
+    std::fs::rename(&c.dir, c.tmp.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, &c.dir).unwrap();
+    let after: Vec<Vec<f32>> = ids.iter().map(|id| v.read_series(id).unwrap().to_vec()).collect();
+    assert_eq!(after, before);
+    // a version opened now follows the link the user names: it is that version
+    let err = Version::open(&c.dir).unwrap().read_series("s000/I").unwrap_err().to_string();
+    let shard = c.dir.join("time_series/shard-00000.parquet");
+    assert!(err.starts_with(&format!("corrupt version: {}: ", shard.display())), "{err}");
+}

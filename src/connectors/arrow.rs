@@ -31,7 +31,7 @@ use crate::connectors::typings::{self, ValueError};
 use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
-use crate::footer::{contain, read_metadata, DEFAULT_BATCH_ROWS};
+use crate::footer::{contain, read_metadata, CheckedPages, DEFAULT_BATCH_ROWS};
 
 /// Options of [`read_arrow`].
 #[derive(Debug, Clone, PartialEq)]
@@ -170,10 +170,8 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
         }
         None
     } else {
-        let (batches, map) = decode_ipc(path)?;
-        for batch in &batches {
-            read.batch(batch, None, Some(&map))?;
-        }
+        let map = map_ipc(path)?;
+        decode_ipc(path, &map, &mut |batch| read.batch(&batch, None, Some(&map)))?;
         Some(map)
     };
     read.finish(ipc_map).map(|(d, dropped, _)| (d, dropped))
@@ -472,6 +470,7 @@ fn open_parquet(
         .map_err(panicked)?
         .map_err(bad)?;
     let claimed = u64::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
+    let file = CheckedPages::new(file, &footer);
     let meta = ArrowReaderMetadata::try_new(Arc::new(footer), ArrowReaderOptions::new()).map_err(bad)?;
     let schema = meta.metadata().file_metadata().schema_descr_ptr();
     let int96 = (0..schema.num_columns()).find(|&i| {
@@ -512,14 +511,14 @@ fn open_parquet(
 /// the raw Julian day and nanoseconds ([`typings::int96_seconds`]).
 fn int96_column(
     path: &Path,
-    file: &File,
+    file: &CheckedPages<File>,
     meta: &parquet::file::metadata::ParquetMetaData,
     leaf: usize,
 ) -> Result<Vec<Option<f64>>> {
     use parquet::column::reader::ColumnReader;
     use parquet::file::reader::RowGroupReader;
     let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-    let chunk = Arc::new(file.try_clone().map_err(|e| unreadable(path, e))?);
+    let chunk = Arc::new(CheckedPages::new(file.inner().try_clone().map_err(|e| unreadable(path, e))?, meta));
     let props = Arc::new(parquet::file::properties::ReaderProperties::builder().build());
     let mut out = Vec::new();
     for (g, rg) in meta.row_groups().iter().enumerate() {
@@ -867,75 +866,112 @@ fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow::ipc::Message<
     Ok(Some((message, end)))
 }
 
-/// Maps the file and decodes every record batch zero-copy (IPC file or stream)
-/// with arrow-ipc's decoders, after checking every block and message against
-/// the file's size ([`ipc_message_problem`]); what arrow-ipc may still panic
-/// on is contained.
-fn decode_ipc(path: &Path) -> Result<(Vec<RecordBatch>, Arc<memmap2::Mmap>)> {
+/// The file mapped read-only, for zero-copy decoding.
+fn map_ipc(path: &Path) -> Result<Arc<memmap2::Mmap>> {
     let file = File::open(path).map_err(|e| unreadable(path, e))?;
     // SAFETY: the mapping is read-only; like every mmap-based reader, a file
-    // truncated by another process while it is read is outside the contract.
-    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?);
+    // truncated by another process while it is read is outside the contract
+    // (docs/format.md "Limits a reader checks").
+    Ok(Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?))
+}
+
+/// Why an IPC input stops: its bytes, or what the caller did with a batch.
+enum IpcStop {
+    Bad(String),
+    Batch(Error),
+}
+
+impl From<String> for IpcStop {
+    fn from(why: String) -> IpcStop {
+        IpcStop::Bad(why)
+    }
+}
+
+impl From<&str> for IpcStop {
+    fn from(why: &str) -> IpcStop {
+        IpcStop::Bad(why.to_string())
+    }
+}
+
+/// Runs an arrow-ipc decoder call, its panics on crafted bytes contained.
+fn ipc_call<T>(
+    f: impl FnOnce() -> std::result::Result<T, arrow::error::ArrowError>,
+) -> std::result::Result<T, IpcStop> {
+    contain(f).map_err(IpcStop::Bad)?.map_err(|e| IpcStop::Bad(e.to_string()))
+}
+
+/// Decodes the record batches of the mapped IPC file or stream `map` one at a
+/// time, zero-copy, with arrow-ipc's decoders, after checking every block and
+/// message against the file's size ([`ipc_message_problem`]), and hands each
+/// to `each` before the next is decoded: memory holds one decoded batch (a
+/// compressed input's batches are decompressed one by one).
+fn decode_ipc(path: &Path, map: &Arc<memmap2::Mmap>, each: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
+    let bad = |e: String| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
     let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8).ok_or_else(|| Error::input(path, None, "empty file"))?;
     // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
-    let buffer = unsafe {
-        Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
+    let buffer =
+        unsafe { Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(map) as Arc<dyn arrow::alloc::Allocation>) };
+    let result = if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
+        decode_ipc_file(&buffer, each)
+    } else {
+        decode_ipc_stream(&buffer, each)
     };
-    let bad = |e: String| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
-    let batches = contain(|| {
-        if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
-            decode_ipc_file(&buffer)
-        } else {
-            decode_ipc_stream(&buffer)
-        }
-    })
-    .map_err(bad)?
-    .map_err(bad)?;
-    Ok((batches, map))
+    match result {
+        Ok(()) => Ok(()),
+        Err(IpcStop::Bad(why)) => Err(bad(why)),
+        Err(IpcStop::Batch(e)) => Err(e),
+    }
 }
 
 /// The record batches of an IPC file (`ARROW1` magic, footer with blocks).
-fn decode_ipc_file(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, String> {
+fn decode_ipc_file(
+    buffer: &Buffer,
+    each: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> std::result::Result<(), IpcStop> {
     use arrow::ipc::reader::{read_footer_length, FileDecoder};
     let trailer = buffer.len() - 10;
     let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| "truncated IPC file")?;
-    let footer_len = read_footer_length(tail).map_err(|e| e.to_string())?;
+    let footer_len = ipc_call(|| read_footer_length(tail))?;
     let footer_start =
         trailer.checked_sub(footer_len).filter(|&s| s >= 8).ok_or("footer beyond the start of the file")?;
     let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer]).map_err(|e| format!("bad footer: {e}"))?;
     let schema = footer.schema().ok_or("footer without schema")?;
-    let schema = Arc::new(arrow::ipc::convert::try_fb_to_schema(schema).map_err(|e| e.to_string())?);
+    let schema = Arc::new(ipc_call(|| arrow::ipc::convert::try_fb_to_schema(schema))?);
     let mut decoder = FileDecoder::new(schema, footer.version());
-    let block_data = |block: &arrow::ipc::Block| -> std::result::Result<Buffer, String> {
+    let block_data = |block: &arrow::ipc::Block| -> std::result::Result<Buffer, IpcStop> {
         let (offset, meta_len, body_len) = (block.offset(), i64::from(block.metaDataLength()), block.bodyLength());
         let end = offset.checked_add(meta_len).and_then(|e| e.checked_add(body_len));
         if offset < 8 || meta_len < 8 || body_len < 0 || end.is_none_or(|end| end > footer_start as i64) {
-            return Err(format!("block {offset}..+{meta_len}+{body_len} lies outside the file's data"));
+            return Err(format!("block {offset}..+{meta_len}+{body_len} lies outside the file's data").into());
         }
         let (start, meta_len) = (offset as usize, meta_len as usize);
         let bytes = &buffer[start..start + meta_len + body_len as usize];
         let (message, _) = ipc_message(&bytes[..meta_len])?.ok_or("a block holds an end-of-stream marker")?;
         if let Some(problem) = ipc_message_problem(&message, &bytes[meta_len..]) {
-            return Err(problem);
+            return Err(problem.into());
         }
         Ok(buffer.slice_with_length(start, bytes.len()))
     };
     for block in footer.dictionaries().iter().flatten() {
-        decoder.read_dictionary(block, &block_data(block)?).map_err(|e| e.to_string())?;
+        let data = block_data(block)?;
+        ipc_call(|| decoder.read_dictionary(block, &data))?;
     }
-    let mut out = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
-        if let Some(batch) = decoder.read_record_batch(block, &block_data(block)?).map_err(|e| e.to_string())? {
-            out.push(batch);
+        let data = block_data(block)?;
+        if let Some(batch) = ipc_call(|| decoder.read_record_batch(block, &data))? {
+            each(batch).map_err(IpcStop::Batch)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The record batches of an IPC stream; each message's framing is checked
 /// to lie inside the file before the decoder sees it (it would otherwise
 /// wait, allocating, for a body the file does not hold).
-fn decode_ipc_stream(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, String> {
+fn decode_ipc_stream(
+    buffer: &Buffer,
+    each: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> std::result::Result<(), IpcStop> {
     let mut at = 0;
     while at < buffer.len() {
         let Some((message, meta_end)) = ipc_message(&buffer[at..])? else { break };
@@ -944,20 +980,19 @@ fn decode_ipc_stream(buffer: &Buffer) -> std::result::Result<Vec<RecordBatch>, S
             .get(..body_len)
             .ok_or_else(|| format!("message body of {body_len} bytes beyond the end of the file"))?;
         if let Some(problem) = ipc_message_problem(&message, body) {
-            return Err(problem);
+            return Err(problem.into());
         }
         at += meta_end + body_len;
     }
     let mut decoder = arrow::ipc::reader::StreamDecoder::new();
     let mut rest = buffer.clone();
-    let mut out = Vec::new();
     while !rest.is_empty() {
-        match decoder.decode(&mut rest).map_err(|e| e.to_string())? {
-            Some(batch) => out.push(batch),
+        match ipc_call(|| decoder.decode(&mut rest))? {
+            Some(batch) => each(batch).map_err(IpcStop::Batch)?,
             None if rest.is_empty() => break,
             None => continue,
         }
     }
-    decoder.finish().map_err(|e| e.to_string())?;
-    Ok(out)
+    ipc_call(|| decoder.finish())?;
+    Ok(())
 }

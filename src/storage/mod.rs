@@ -88,9 +88,10 @@ pub struct Location(Inner);
 
 #[derive(Clone)]
 enum Inner {
-    /// A local path, and the version directory it is a file of (opened
-    /// without following a symbolic link below that directory).
-    Local(PathBuf, Option<PathBuf>),
+    /// A local path, and the version directory (opened once) it is a file
+    /// of, or is: opened relative to that handle without following a
+    /// symbolic link below it.
+    Local(PathBuf, Option<Arc<local::VersionDir>>),
     Object(object::ObjectLocation),
 }
 
@@ -173,15 +174,46 @@ impl Location {
         }
     }
 
-    /// The file `rel` of the version at `self`, for reading: a local one is
-    /// opened without following a symbolic link below `self` and must be a
-    /// regular file; on an object store it is the object under the version
-    /// prefix. `rel` must already satisfy [`version_path::path_problem`]
-    /// (docs/format.md "Paths inside a version").
-    pub(crate) fn version_file(&self, rel: &str) -> Location {
+    /// This location as a version to read files of with
+    /// [`Location::version_file`]: a local directory is opened here, once, and
+    /// every file of the version is then opened relative to that handle
+    /// (docs/format.md "Paths inside a version"); an object-store prefix is
+    /// returned as is.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the local directory cannot be opened (`NotFound`,
+    /// `NotADirectory` included).
+    pub(crate) fn open_version(&self) -> Result<Location> {
         match &self.0 {
-            Inner::Local(p, _) => Location(Inner::Local(p.join(rel), Some(p.clone()))),
-            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+            Inner::Local(p, Some(dir)) if dir.path() == p => Ok(self.clone()),
+            Inner::Local(p, _) => Ok(Location(Inner::Local(p.clone(), Some(Arc::new(local::VersionDir::open(p)?))))),
+            Inner::Object(_) => Ok(self.clone()),
+        }
+    }
+
+    /// The local version directory's handle ([`Location::open_version`]).
+    ///
+    /// # Errors
+    /// As [`Location::open_version`]; [`Error::InvalidUrl`] on an object store.
+    pub(crate) fn local_version_dir(&self) -> Result<Arc<local::VersionDir>> {
+        match self.open_version()?.0 {
+            Inner::Local(_, Some(dir)) => Ok(dir),
+            _ => Err(Error::InvalidUrl { url: self.to_string(), reason: "not a local directory".into() }),
+        }
+    }
+
+    /// The file `rel` of the version at `self` (see [`Location::open_version`]),
+    /// for reading: a local one is opened relative to the version's handle
+    /// without following a symbolic link and must be a regular file; on an
+    /// object store it is the object under the version prefix. `rel` must
+    /// already satisfy [`version_path::path_problem`].
+    ///
+    /// # Errors
+    /// As [`Location::open_version`], when `self` was not opened by it.
+    pub(crate) fn version_file(&self, rel: &str) -> Result<Location> {
+        match &self.open_version()?.0 {
+            Inner::Local(p, dir) => Ok(Location(Inner::Local(p.join(rel), dir.clone()))),
+            Inner::Object(o) => Ok(Location(Inner::Object(o.join(rel)))),
         }
     }
 
@@ -222,20 +254,6 @@ impl Location {
                 Ok(Source(SourceInner::File(file, len), ReadFailure::default()))
             }
             Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?), ReadFailure::default())),
-        }
-    }
-
-    /// A file read whole into memory (object stores: one streamed GET) or
-    /// mapped (local), for callers that touch most of its bytes.
-    pub(crate) fn read_whole(&self) -> Result<Whole> {
-        match &self.0 {
-            Inner::Local(p, v) => {
-                let file = local::open(p, v.as_deref())?;
-                // SAFETY: read-only mapping of a file of a committed (immutable) version.
-                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(p, e))?;
-                Ok(Whole::Map(map))
-            }
-            Inner::Object(o) => Ok(Whole::Bytes(o.read_all()?)),
         }
     }
 
@@ -282,22 +300,6 @@ pub(crate) enum Small {
     Missing,
     /// Not a regular file, or larger than allowed (the reason).
     Refused(String),
-}
-
-/// A file read whole.
-pub(crate) enum Whole {
-    Map(memmap2::Mmap),
-    Bytes(Bytes),
-}
-
-impl std::ops::Deref for Whole {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Whole::Map(m) => m,
-            Whole::Bytes(b) => b,
-        }
-    }
 }
 
 /// A file opened for ranged reads: parquet's [`ChunkReader`](parquet::file::reader::ChunkReader)

@@ -271,10 +271,6 @@ impl ObjectLocation {
         }
     }
 
-    pub(crate) fn read_all(&self) -> Result<Bytes> {
-        block_on(async { self.store().get(&self.path).await?.bytes().await })?.map_err(|e| self.err(e))
-    }
-
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
         block_on(async {
             let mut s = self.store().get(&self.path).await?.into_stream();
