@@ -251,6 +251,15 @@ impl Version {
                 });
             }
         }
+        // task names become folder names (tasks/task=<name>/): checked like a user's
+        for name in v.manifest.counts.tasks.keys() {
+            if let Err(Error::Validation { reason, .. }) = crate::dataset::validate_name(name, "task_name") {
+                return Err(Error::Corrupt {
+                    path: v.dir.join(MANIFEST),
+                    reason: format!("counts.tasks: task name {name:?} {reason}"),
+                });
+            }
+        }
         Ok(v)
     }
 

@@ -290,12 +290,44 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let (objects, _) = loc.list_files()?;
     // a claim beside a committed version is the commit's last step not yet
     // done (docs/format.md, "Storage backends and the commit"), not a stray file
-    for (rel, _) in objects.into_iter().filter(|(rel, _)| rel != CLAIM) {
-        let dst = copy.join(&rel);
-        if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    // objects a local copy cannot hold (a key that is also a "directory" of
+    // other keys, a segment too long): findings, not a failed verify
+    let mut uncopied: Vec<(String, String)> = Vec::new();
+    // the files the manifest names first: an object in their way is the finding
+    let (mut objects, others): (Vec<_>, Vec<_>) = objects
+        .into_iter()
+        .filter(|(rel, _)| rel != CLAIM)
+        .partition(|(rel, _)| rel == MANIFEST || listed.contains(rel));
+    objects.extend(others);
+    for (rel, _) in objects {
+        if let Some(problem) = path_problem(&rel) {
+            uncopied.push((rel, format!("object key {problem}: not checked")));
+            continue;
         }
-        let mut out = std::io::BufWriter::new(File::create(&dst).map_err(|e| Error::io(&dst, e))?);
+        let dst = copy.join(&rel);
+        let created = match dst.parent() {
+            Some(parent) => std::fs::create_dir_all(parent).and_then(|()| File::create(&dst)),
+            None => File::create(&dst),
+        };
+        let conflict = |e: &std::io::Error| {
+            use rustix::io::Errno;
+            Errno::from_io_error(e)
+                .is_some_and(|n| [Errno::NOTDIR, Errno::ISDIR, Errno::EXIST, Errno::NAMETOOLONG].contains(&n))
+        };
+        let created = match created {
+            Ok(f) => f,
+            Err(e) if conflict(&e) => {
+                uncopied.push((
+                    rel,
+                    format!(
+                        "an object under the version that no file system can hold beside the others ({e}): not checked"
+                    ),
+                ));
+                continue;
+            }
+            Err(e) => return Err(Error::io(&dst, e)),
+        };
+        let mut out = std::io::BufWriter::new(created);
         if rel == MANIFEST || listed.contains(&rel) {
             let mut failed = None;
             loc.join(&rel).stream(&mut |block| {
@@ -309,7 +341,11 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         }
         std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
     }
-    verify_local(&copy)
+    let mut report = verify_local(&copy)?;
+    for (rel, why) in uncopied {
+        report.push(&rel, "object", Check::Listing, why);
+    }
+    Ok(report)
 }
 
 fn verify_local(version_dir: &Path) -> Result<VerifyReport> {

@@ -2,7 +2,9 @@
 //! (docs/format.md "Limits"): whatever the writer commits, the reader and
 //! `verify` accept, and a `writer` block read from a manifest is held to the
 //! rules of options a user gives. Crafted from one small real version; no huge
-//! writes (the shard-count limit has its unit test in `layout`).
+//! writes: the writer's shard, row-group and chunk limits are met by the
+//! planner (series metadata and value counts only), which refuses before
+//! anything is written.
 
 mod common;
 
@@ -165,4 +167,70 @@ fn an_edit_with_options_at_a_bound_commits_what_verify_accepts() {
     assert_eq!(manifest(&edited)["writer"]["compression_level"], 22);
     let report = verify(&edited).unwrap();
     assert!(report.is_ok(), "{}", report.render());
+}
+
+/// A dataset of `series` series (one sample each) whose loaders refuse to
+/// run, and `n_values` values claimed for each: the planner's input.
+fn counted(series: usize, n_values: u64) -> timef::distributed::PlanInput {
+    let mut d = common::dataset_with_source("many", "v1");
+    let mut n = std::collections::BTreeMap::new();
+    for i in 0..series {
+        let id = format!("x{i:06}");
+        let meta = timef::SeriesMeta::new(&id, "eeg", "C3", 1.0);
+        d.add_series(meta, Box::new(|| Err("the plan reads no values".into()))).unwrap();
+        let sample = timef::Sample {
+            sample_id: format!("s{i:06}"),
+            source_id: "src".into(),
+            series: common::main_refs(&[&id]),
+            ..Default::default()
+        };
+        d.add_sample(sample).unwrap();
+        n.insert(id, n_values);
+    }
+    timef::distributed::PlanInput::new(d, n)
+}
+
+/// Options cutting every one-value series into its own row group and shard.
+fn one_chunk_per_shard() -> timef::WriterOptions {
+    timef::WriterOptions::builder()
+        .shard_target_bytes(1)
+        .row_group_target_bytes(1)
+        .chunk_max_bytes(4)
+        .try_build()
+        .unwrap()
+}
+
+/// Shards close at content-defined cuts (docs/format.md §4), about one per
+/// 2.7 one-value series here: 250 000 series fit, 300 000 do not.
+#[test]
+fn the_writer_refuses_a_plan_past_100000_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = Location::local(tmp.path());
+    let plan = |series| timef::distributed::DistributedWrite::plan(&root, counted(series, 1), one_chunk_per_shard(), 1);
+    let write = plan(250_000).unwrap();
+    let shards = write.plan_ref().layout.shards.len();
+    assert!((90_000..=100_000).contains(&shards), "{shards}");
+    write.abort();
+    let err = plan(300_000).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "invalid option shard_target_bytes: the data needs more than 100000 shards, the most a version holds \
+         (five-digit shard names); raise shard_target_bytes"
+    );
+    assert_eq!(common::tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn the_writer_refuses_a_series_of_more_than_2_pow_31_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = Location::local(tmp.path());
+    let err = timef::distributed::DistributedWrite::plan(&root, counted(1, (1 << 31) + 1), one_chunk_per_shard(), 1)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "invalid values of x000000: 2147483649 chunks, over the 2147483648 a series has at most (int32 chunk_idx); \
+         raise chunk_max_bytes"
+    );
+    assert_eq!(common::tree(tmp.path()), Vec::<String>::new());
 }

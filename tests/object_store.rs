@@ -755,3 +755,25 @@ fn s3_crafted_paths_never_leave_the_version_prefix() {
         assert_eq!(timef_s3(&ep, &args), (2, String::new(), want.clone()), "{args:?}");
     }
 }
+
+/// Objects a local copy cannot hold (an object `time_series` beside the
+/// objects `time_series/...`; a segment too long for a file name) are
+/// findings of `verify` on an object store, each named; everything else is
+/// still checked.
+#[test]
+fn memory_verify_reports_objects_no_file_system_can_hold() {
+    let (store, root) = memory("conflict");
+    let rt = rt();
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
+    let long = "x".repeat(300);
+    for key in ["root/ecg/1/time_series".to_string(), format!("root/ecg/1/{long}")] {
+        rt.block_on(store.put(&ObjPath::from(key.as_str()), vec![7u8].into())).unwrap();
+    }
+    let report = timef::verify::verify_at(&root.join("ecg/1")).unwrap();
+    let fails: Vec<String> = report.render().lines().filter(|l| l.starts_with("FAIL [")).map(str::to_string).collect();
+    let holds = "an object under the version that no file system can hold beside the others";
+    assert_eq!(fails.len(), 2, "{fails:?}");
+    assert!(fails[0].starts_with(&format!("FAIL [listing] time_series object: {holds} (")), "{fails:?}");
+    assert!(fails[1].starts_with(&format!("FAIL [listing] {long} object: {holds} (")), "{fails:?}");
+    assert!(fails.iter().all(|l| l.ends_with("): not checked")), "{fails:?}");
+}

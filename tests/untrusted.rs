@@ -206,6 +206,29 @@ fn manifest_files_entry_with_dot_dot_is_refused_by_every_verb() {
     assert!(stdout.lines().any(|l| l == line), "{stdout}");
 }
 
+/// A task name from the manifest becomes a folder name (`tasks/task=<name>/`):
+/// `..` there is a corrupt version for every verb, before any task file is opened.
+#[test]
+fn manifest_task_name_with_dot_dot_is_a_corrupt_version() {
+    let c = Crafted::new();
+    let path = c.dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["counts"]["tasks"] = serde_json::json!({"..": 1});
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let want = format!(
+        "timef: error: corrupt version: {}: counts.tasks: task name \"..\" must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'\n",
+        path.display()
+    );
+    let out = c.out_root();
+    for args in [
+        vec!["cat", c.dir(), "s000/I"],
+        vec!["info", c.dir()],
+        vec!["edit", c.dir(), "--out-root", &out, "--version", "2", "--remove-sample", "s002"],
+    ] {
+        assert_eq!(cli(&args), (2, String::new(), want.clone()), "{args:?}");
+    }
+}
+
 /// The same rules on an object store: the version prefix is the boundary.
 #[test]
 fn object_store_version_refuses_paths_leaving_its_prefix() {
