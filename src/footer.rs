@@ -18,7 +18,7 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 use parquet::file::reader::ChunkReader;
 
 use crate::error::Error;
-use crate::thrift::{PageError, PageHeader, MAX_PAGE_HEADER_BYTES};
+use crate::thrift::{PageError, PageSizes, MAX_PAGE_HEADER_BYTES};
 
 /// Rows of one record batch when a whole table is read: memory follows the
 /// batch, never a row count a footer claims.
@@ -82,21 +82,41 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
 /// by the decoder, so it is checked before the page is decoded.
 pub const MAX_PAGE_EXPANSION: u64 = 1 << 16;
 
-/// Largest uncompressed page a reader decodes (1 GiB); TimeF pages are at most
-/// a chunk (`chunk_max_bytes`) plus levels.
-pub const MAX_PAGE_BYTES: u64 = 1 << 30;
+/// Largest uncompressed page a reader decodes (256 MiB). TimeF pages hold at
+/// most a chunk (`chunk_max_bytes`) plus levels; a page of another writer holds
+/// at least one row, and a row of 64 Mi float32 values is past anything a
+/// GluonTS-style input holds.
+pub const MAX_PAGE_BYTES: u64 = 256 << 20;
 
-/// Why a page whose header is `header` cannot be decoded safely, or `None`:
+/// Claims from which [`claim_problem`] asks the allocator first (16 MiB).
+const PROBED_CLAIM_BYTES: u64 = 16 << 20;
+
+/// Why `bytes` claimed by a file cannot be allocated, or `None`: a claim of
+/// at least 16 MiB is reserved and released first, so an allocation the
+/// process cannot make (an address-space limit, `ulimit -v`) is refused here
+/// instead of aborting the decoder that would make it.
+pub fn claim_problem(bytes: u64) -> Option<String> {
+    if bytes < PROBED_CLAIM_BYTES {
+        return None;
+    }
+    let fits = usize::try_from(bytes).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    (!fits).then(|| format!("{bytes} bytes are more than this process can allocate"))
+}
+
+/// Why a page with these header sizes cannot be decoded safely, or `None`:
 /// sizes are not negative, and the uncompressed size is at most
-/// [`MAX_PAGE_EXPANSION`] times the stored size (at least one byte) and at
-/// most [`MAX_PAGE_BYTES`].
-pub fn page_problem(header: &PageHeader) -> Option<String> {
-    let (stored, plain) = (header.compressed_page_size, header.uncompressed_page_size);
+/// [`MAX_PAGE_EXPANSION`] times the stored size (at least one byte), at most
+/// [`MAX_PAGE_BYTES`], and allocatable ([`claim_problem`]).
+pub fn page_problem(sizes: &PageSizes) -> Option<String> {
+    let (stored, plain) = (sizes.compressed_page_size, sizes.uncompressed_page_size);
     let (Ok(stored), Ok(plain)) = (u64::try_from(stored), u64::try_from(plain)) else {
         return Some(format!("page claims negative sizes (stored {stored}, uncompressed {plain})"));
     };
     let cap = stored.max(1).saturating_mul(MAX_PAGE_EXPANSION).min(MAX_PAGE_BYTES);
-    (plain > cap).then(|| format!("a page of {stored} bytes claims to decompress to {plain} (at most {cap})"))
+    if plain > cap {
+        return Some(format!("a page of {stored} bytes claims to decompress to {plain} (at most {cap})"));
+    }
+    claim_problem(plain).map(|why| format!("a page of {stored} bytes claims to decompress to {plain}: {why}"))
 }
 
 /// Why the page locations of the offset indexes of `meta` cannot hold, or
@@ -215,10 +235,13 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
         }
         let bytes = self.inner.get_bytes(start, length)?;
         if self.page_starts.contains(&start) {
-            if let Ok((header, _)) = PageHeader::decode(&bytes) {
-                if let Some(problem) = page_problem(&header) {
-                    return Err(ParquetError::General(format!("page at byte {start}: {problem}")));
-                }
+            // fail closed: a header whose sizes cannot be read is refused too
+            let problem = match PageSizes::decode(&bytes) {
+                Ok((sizes, _)) => page_problem(&sizes),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(problem) = problem {
+                return Err(ParquetError::General(format!("page at byte {start}: {problem}")));
             }
         }
         Ok(bytes)
@@ -244,21 +267,22 @@ impl<T: Read> HeaderChecked<T> {
             self.head.resize(want, 0);
             let n = read_up_to(&mut self.inner, &mut self.head[at..])?;
             self.head.truncate(at + n);
-            match PageHeader::decode(&self.head) {
-                Ok((header, _)) => {
-                    return match page_problem(&header) {
+            // fail closed: a header whose sizes cannot be read is refused,
+            // whatever the parquet crate would accept of it
+            match PageSizes::decode(&self.head) {
+                Ok((sizes, _)) => {
+                    return match page_problem(&sizes) {
                         Some(problem) => Err(PageRefused(problem).into()),
                         None => Ok(()),
                     };
                 }
-                // the decoder in the parquet crate reports what is wrong
                 Err(PageError::Truncated { .. }) if self.head.len() == want && want < MAX_PAGE_HEADER_BYTES => {
                     want = (want * 4).min(MAX_PAGE_HEADER_BYTES);
                 }
                 Err(PageError::Truncated { .. }) if self.head.len() == want => {
                     return Err(PageRefused(format!("page header longer than {MAX_PAGE_HEADER_BYTES} bytes")).into());
                 }
-                Err(_) => return Ok(()),
+                Err(e) => return Err(PageRefused(e.to_string()).into()),
             }
         }
     }
@@ -368,4 +392,76 @@ pub fn version_arrow_error(path: &Path, e: arrow::error::ArrowError) -> Error {
 
 fn corrupt(path: &Path, reason: String) -> Error {
     Error::Corrupt { path: path.to_path_buf(), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A v1 data page header by hand: type 0, the two sizes, then a
+    /// `DataPageHeader` with one value, PLAIN values and levels encoded as
+    /// `level_encoding` (4 is BIT_PACKED, which TimeF's own decoder refuses and
+    /// the parquet crate accepts).
+    fn header(uncompressed: i32, compressed: i32, level_encoding: u8) -> Vec<u8> {
+        let zigzag = |v: i32| ((v << 1) ^ (v >> 31)) as u32;
+        let varint = |mut v: u32| {
+            let mut out = Vec::new();
+            while v >= 0x80 {
+                out.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+            out
+        };
+        let mut h = vec![0x15, 0x00, 0x15];
+        h.extend(varint(zigzag(uncompressed)));
+        h.push(0x15);
+        h.extend(varint(zigzag(compressed)));
+        h.extend([0x2c, 0x15, 0x02, 0x15, 0x00, 0x15, level_encoding * 2, 0x15, level_encoding * 2, 0x00, 0x00]);
+        h
+    }
+
+    fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        let checked = CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new() };
+        let mut out = Vec::new();
+        checked.get_read(0).map_err(std::io::Error::other)?.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn a_header_whose_encodings_timef_does_not_know_is_still_size_checked() {
+        let h = header(i32::MAX, 10, 4);
+        assert!(crate::thrift::PageHeader::decode(&h).is_err(), "BIT_PACKED levels are unknown to the full decoder");
+        let err = read_checked(&h).unwrap_err();
+        assert_eq!(err.to_string(), "a page of 10 bytes claims to decompress to 2147483647 (at most 655360)");
+        // the same header with a claim inside the limits reads through, byte for byte
+        let mut page = header(100, 10, 4);
+        page.extend([7u8; 10]);
+        assert_eq!(read_checked(&page).unwrap(), page);
+    }
+
+    #[test]
+    fn a_header_without_readable_sizes_is_refused_not_passed_on() {
+        let err = read_checked(&[0x15, 0x00, 0x00, 0xff, 0xff]).unwrap_err();
+        assert_eq!(err.to_string(), "malformed page header at byte 3: page header without both sizes");
+        let err = read_checked(&[0x1f; 64]).unwrap_err();
+        assert_eq!(err.to_string(), "malformed page header at byte 1: unknown compact type 15");
+    }
+
+    #[test]
+    fn a_range_beyond_the_file_is_refused_before_it_is_read() {
+        let checked = CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new() };
+        let err = checked.get_bytes(4, 1 << 40).unwrap_err().to_string();
+        assert_eq!(err, "Parquet error: bytes 4..+1099511627776 lie beyond the file's 9 bytes");
+    }
+
+    #[test]
+    fn claims_the_process_cannot_allocate_are_refused() {
+        assert_eq!(claim_problem(1 << 20), None);
+        assert_eq!(claim_problem(64 << 20), None);
+        assert_eq!(
+            claim_problem(u64::MAX),
+            Some(format!("{} bytes are more than this process can allocate", u64::MAX))
+        );
+    }
 }

@@ -215,6 +215,52 @@ impl PageHeader {
     }
 }
 
+/// The two sizes of a page header (`PageHeader` fields 2 and 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSizes {
+    /// Page size before compression, without the header.
+    pub uncompressed_page_size: i32,
+    /// Page size as stored, without the header.
+    pub compressed_page_size: i32,
+}
+
+impl PageSizes {
+    /// The sizes of the page header at the start of `buf`, read without
+    /// judging the header's other fields (type, sub-headers, encodings), so a
+    /// size check holds whatever else a decoder accepts; returns them with the
+    /// header's length.
+    ///
+    /// # Errors
+    /// [`PageError::Truncated`] when `buf` ends inside the header,
+    /// [`PageError::Malformed`] for bytes that are no Thrift struct or a
+    /// header without both sizes.
+    pub fn decode(buf: &[u8]) -> Result<(PageSizes, usize), PageError> {
+        let mut c = Cursor { buf, pos: 0 };
+        let (mut uncompressed, mut compressed) = (None, None);
+        let mut last = 0;
+        while let Some((id, ty)) = c.field(&mut last)? {
+            match id {
+                2 | 3 => {
+                    c.expect(id, ty, T_I32)?;
+                    let v = Some(c.i32()?);
+                    if id == 2 {
+                        uncompressed = v;
+                    } else {
+                        compressed = v;
+                    }
+                }
+                _ => c.skip(ty, 0, false)?,
+            }
+        }
+        match (uncompressed, compressed) {
+            (Some(uncompressed_page_size), Some(compressed_page_size)) => {
+                Ok((PageSizes { uncompressed_page_size, compressed_page_size }, c.pos))
+            }
+            _ => Err(c.malformed("page header without both sizes")),
+        }
+    }
+}
+
 /// Why a page header or a page walk failed. Offsets are absolute file offsets
 /// in errors of [`ChunkPages`], and relative to the decoded slice in errors of
 /// [`PageHeader::decode`].

@@ -318,8 +318,10 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
 /// uncompressed bytes, keeping the header's length: its first four fields are
 /// short-form i32 fields (type, uncompressed size, stored size, crc), and the
 /// crc varint gives up the bytes the larger size needs (the crc is then wrong,
-/// which only `verify` checks). Returns the stored page size.
-fn claim_uncompressed(path: &Path, at: usize, plain: i32) -> i32 {
+/// which only `verify` checks). With `bit_packed_levels`, the data page's
+/// definition levels are also declared BIT_PACKED (id 4): a header TimeF's own
+/// page decoder refuses and the parquet crate accepts. Returns the stored page size.
+fn claim_uncompressed(path: &Path, at: usize, plain: i32, bit_packed_levels: bool) -> i32 {
     fn varint(b: &[u8]) -> (u64, usize) {
         let (mut v, mut n) = (0u64, 0);
         loop {
@@ -368,10 +370,16 @@ fn claim_uncompressed(path: &Path, at: usize, plain: i32) -> i32 {
 /// A page header claiming 2^31 - 1 uncompressed bytes (a tiny file would make
 /// the decoder reserve 2 GiB): refused, exit 2, before it is decoded, both
 /// where the page is found through the offset index (`cat`) and where the
-/// column chunk is walked header by header (`info --samples`).
+/// column chunk is walked header by header (`info --samples`), and whatever
+/// else of the header TimeF's own decoder would refuse.
 #[test]
 fn a_page_claiming_2_gib_uncompressed_is_refused_before_it_is_decoded() {
-    for (rel, column) in [("time_series/shard-00000.parquet", "values"), ("samples.parquet", "sample_id")] {
+    let cases = [
+        ("time_series/shard-00000.parquet", "values", false),
+        ("time_series/shard-00000.parquet", "values", true),
+        ("samples.parquet", "sample_id", false),
+    ];
+    for (rel, column, bit_packed_levels) in cases {
         let tmp = tempfile::tempdir().unwrap();
         let dir = commit(&tmp.path().join("root"), ecg_dataset("ecg", "1", 2), small_options());
         let path = dir.join(rel);
@@ -379,7 +387,7 @@ fn a_page_claiming_2_gib_uncompressed_is_refused_before_it_is_decoded() {
         let rg = meta.row_group(0);
         let c = (0..rg.num_columns()).find(|&c| rg.column(c).column_path().parts()[0] == column).unwrap();
         let at = rg.column(c).byte_range().0;
-        let stored = claim_uncompressed(&path, at as usize, i32::MAX);
+        let stored = claim_uncompressed(&path, at as usize, i32::MAX, bit_packed_levels);
         let cap = (stored as u64 * timef::footer::MAX_PAGE_EXPANSION).min(timef::footer::MAX_PAGE_BYTES);
         let d = dir.to_str().unwrap();
         let args = if column == "values" { vec!["cat", d, "s000/I"] } else { vec!["info", d, "--samples"] };
@@ -444,4 +452,57 @@ fn a_highly_compressed_ipc_file_is_read() {
     let dir = commit(root.path(), d, timef::WriterOptions::default());
     let values = Version::open(&dir).unwrap().read_series("z").unwrap();
     assert_eq!((values.len(), values.iter().all(|&x| x == 0.0)), (1 << 20, true));
+}
+
+/// Dictionaries stay in memory for the whole input: a small compressed IPC
+/// stream whose dictionary (of an otherwise unused column) decodes to more
+/// than 256 MiB is refused before it is decoded, in both IPC forms.
+#[test]
+fn ipc_dictionaries_past_256_mib_are_refused_before_they_are_decoded() {
+    use arrow::array::DictionaryArray;
+    use arrow::datatypes::Int32Type;
+    let words: Vec<String> = (0..3).map(|i| format!("{i}").repeat(100 << 20)).collect();
+    let junk: DictionaryArray<Int32Type> = words.iter().map(String::as_str).take(1).collect();
+    let junk = DictionaryArray::<Int32Type>::try_new(
+        junk.keys().clone(),
+        Arc::new(StringArray::from(words.iter().map(String::as_str).collect::<Vec<_>>())),
+    )
+    .unwrap();
+    let mut target = ListBuilder::new(Float32Builder::new());
+    target.values().append_slice(&[1.0, 2.0]);
+    target.append(true);
+    let batch = RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["a"])) as ArrayRef),
+        ("start", Arc::new(TimestampSecondArray::from(vec![1_600_000_000])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+        ("junk", Arc::new(junk) as ArrayRef),
+    ])
+    .unwrap();
+    let options = arrow::ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for stream in [true, false] {
+        let path = tmp.path().join(if stream { "dict.arrows" } else { "dict.arrow" });
+        let file = File::create(&path).unwrap();
+        if stream {
+            let mut w =
+                arrow::ipc::writer::StreamWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+        } else {
+            let mut w =
+                arrow::ipc::writer::FileWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+        }
+        assert!(std::fs::metadata(&path).unwrap().len() < 1 << 20);
+        let err = read_arrow(&path, &ArrowOptions::new("d", "v1")).unwrap_err().to_string();
+        let want = format!(
+            "{}: not a readable Arrow IPC file or stream: dictionary batches decode to more than \
+             268435456 bytes together (314572824 so far)",
+            path.display()
+        );
+        assert_eq!(err, want);
+    }
 }

@@ -797,13 +797,20 @@ fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValu
 /// (1 GiB): the claim is read from the file and would be allocated at once.
 pub const MAX_IPC_BUFFER_BYTES: i64 = 1 << 30;
 
+/// Bytes all dictionary batches of one input may decode to together (256 MiB):
+/// arrow-ipc keeps every dictionary (and each delta appended to it) for the
+/// whole input, so they are held at once.
+pub const MAX_IPC_DICTIONARY_BYTES: i64 = 256 << 20;
+
 /// Why the IPC message `message` with body `body` cannot be decoded safely, or
 /// `None`: every buffer lies inside the body, no compressed buffer claims to
-/// decompress past [`MAX_IPC_BUFFER_BYTES`], and no array claims more rows
-/// than 8 per byte of its buffers (a validity bit each) plus 64. Checked
+/// decompress past [`MAX_IPC_BUFFER_BYTES`] or past what the process can
+/// allocate, no array claims more rows than 8 per byte of its buffers (a
+/// validity bit each) plus 64, and the dictionary batches so far (counted in
+/// `dictionary_bytes`) decode to at most [`MAX_IPC_DICTIONARY_BYTES`]. Checked
 /// before arrow-ipc sees the message, which slices and allocates from these
 /// numbers unchecked.
-fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<String> {
+fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8], dictionary_bytes: &mut i64) -> Option<String> {
     let batch = match message.header_type() {
         arrow::ipc::MessageHeader::Schema => return None,
         arrow::ipc::MessageHeader::RecordBatch => message.header_as_record_batch()?,
@@ -828,9 +835,21 @@ fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8]) -> Option<Str
             if claimed > MAX_IPC_BUFFER_BYTES {
                 return Some(format!("a compressed buffer claims {claimed} bytes (at most {MAX_IPC_BUFFER_BYTES})"));
             }
+            if let Some(why) = crate::footer::claim_problem(u64::try_from(claimed).unwrap_or(0)) {
+                return Some(format!("a compressed buffer claims {claimed} bytes: {why}"));
+            }
             bytes = bytes.max(claimed);
         }
         decoded = decoded.saturating_add(bytes);
+    }
+    if message.header_type() == arrow::ipc::MessageHeader::DictionaryBatch {
+        *dictionary_bytes = dictionary_bytes.saturating_add(decoded);
+        if *dictionary_bytes > MAX_IPC_DICTIONARY_BYTES {
+            return Some(format!(
+                "dictionary batches decode to more than {MAX_IPC_DICTIONARY_BYTES} bytes together ({} so far)",
+                *dictionary_bytes
+            ));
+        }
     }
     let max_rows = decoded.saturating_mul(8).saturating_add(64);
     if !(0..=max_rows).contains(&batch.length()) {
@@ -938,7 +957,8 @@ fn decode_ipc_file(
     let schema = footer.schema().ok_or("footer without schema")?;
     let schema = Arc::new(ipc_call(|| arrow::ipc::convert::try_fb_to_schema(schema))?);
     let mut decoder = FileDecoder::new(schema, footer.version());
-    let block_data = |block: &arrow::ipc::Block| -> std::result::Result<Buffer, IpcStop> {
+    let mut dictionary_bytes = 0i64;
+    let block_data = |block: &arrow::ipc::Block, dictionary_bytes: &mut i64| -> std::result::Result<Buffer, IpcStop> {
         let (offset, meta_len, body_len) = (block.offset(), i64::from(block.metaDataLength()), block.bodyLength());
         let end = offset.checked_add(meta_len).and_then(|e| e.checked_add(body_len));
         if offset < 8 || meta_len < 8 || body_len < 0 || end.is_none_or(|end| end > footer_start as i64) {
@@ -947,17 +967,17 @@ fn decode_ipc_file(
         let (start, meta_len) = (offset as usize, meta_len as usize);
         let bytes = &buffer[start..start + meta_len + body_len as usize];
         let (message, _) = ipc_message(&bytes[..meta_len])?.ok_or("a block holds an end-of-stream marker")?;
-        if let Some(problem) = ipc_message_problem(&message, &bytes[meta_len..]) {
+        if let Some(problem) = ipc_message_problem(&message, &bytes[meta_len..], dictionary_bytes) {
             return Err(problem.into());
         }
         Ok(buffer.slice_with_length(start, bytes.len()))
     };
     for block in footer.dictionaries().iter().flatten() {
-        let data = block_data(block)?;
+        let data = block_data(block, &mut dictionary_bytes)?;
         ipc_call(|| decoder.read_dictionary(block, &data))?;
     }
     for block in footer.recordBatches().iter().flatten() {
-        let data = block_data(block)?;
+        let data = block_data(block, &mut dictionary_bytes)?;
         if let Some(batch) = ipc_call(|| decoder.read_record_batch(block, &data))? {
             each(batch).map_err(IpcStop::Batch)?;
         }
@@ -972,14 +992,14 @@ fn decode_ipc_stream(
     buffer: &Buffer,
     each: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> std::result::Result<(), IpcStop> {
-    let mut at = 0;
+    let (mut at, mut dictionary_bytes) = (0, 0i64);
     while at < buffer.len() {
         let Some((message, meta_end)) = ipc_message(&buffer[at..])? else { break };
         let body_len = usize::try_from(message.bodyLength()).map_err(|_| "negative body length")?;
         let body = buffer[at + meta_end..]
             .get(..body_len)
             .ok_or_else(|| format!("message body of {body_len} bytes beyond the end of the file"))?;
-        if let Some(problem) = ipc_message_problem(&message, body) {
+        if let Some(problem) = ipc_message_problem(&message, body, &mut dictionary_bytes) {
             return Err(problem.into());
         }
         at += meta_end + body_len;
