@@ -839,3 +839,20 @@ pub fn gc_dry_run(root: &Location, older_than_s: u64) -> Result<GcReport> {
         Inner::Object(o) => o.gc(older_than_s, true),
     }
 }
+
+/// Per dataset name under `root`, how many staging directories or claims dead
+/// writers left that [`gc`] with `older_than_s` would clear: what `timef ls`
+/// prints. Local: [`gc_dry_run`]'s count. Object store: the claims at
+/// `<root>/<name>/<version>/`, found by listing datasets and versions with a
+/// delimiter and looking each version's claim up, never listing the data files
+/// of a version unless its claim is at least `older_than_s` old
+/// (docs/format.md §1, "Clearing a dead writer's claim").
+///
+/// # Errors
+/// I/O and store errors.
+pub fn stale_per_dataset(root: &Location, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
+    match &root.0 {
+        Inner::Local(p, _) => Ok(local::gc(p, older_than_s, true)?.per_dataset),
+        Inner::Object(o) => o.stale_claims(older_than_s),
+    }
+}
