@@ -453,7 +453,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // local staging is stale once its owner's flock is gone; an object-store
             // claim only by age (docs/format.md §1, "Clearing a dead writer's claim")
             let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
-            let mut stale = timef::storage::gc_dry_run(&root, age_s)?.per_dataset;
+            let mut stale = timef::storage::stale_per_dataset(&root, age_s)?;
             let mut by_name: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
             for (name, version) in timef::reader::list_versions_at(&root)? {
                 by_name.entry(name).or_default().push(version);

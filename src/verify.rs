@@ -191,6 +191,13 @@ impl fmt::Display for Finding {
     }
 }
 
+/// The warning of a version whose `manifest.json` has no seal
+/// (`manifest_sha256`): a change of its hand-written fields cannot be found
+/// (`docs/format.md` §6, "Integrity").
+pub const UNSEALED: &str = "manifest.json is unsealed (no manifest_sha256): a change of its description, license, \
+     citation, sources, created_by or writer options cannot be found; written before the seal existed, by a writer \
+     that does not seal, or its seal was removed";
+
 /// Everything [`verify`] found, with what it covered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct VerifyReport {
@@ -207,6 +214,9 @@ pub struct VerifyReport {
     /// Checks that could not run because a file they need is unusable (its
     /// findings say why), one line each.
     pub skipped: Vec<String>,
+    /// What a reader of the report must know that is not a finding, one line
+    /// each: a manifest without its seal (`docs/format.md` §6, "Integrity").
+    pub warnings: Vec<String>,
 }
 
 impl VerifyReport {
@@ -221,10 +231,13 @@ impl VerifyReport {
             "{} files, {} pages, {} rows, {} values",
             self.files_checked, self.pages_checked, self.rows_checked, self.values_checked
         );
-        let skipped = match self.skipped.len() {
+        let mut skipped = match self.skipped.len() {
             0 => String::new(),
             n => format!("; {n} check(s) skipped"),
         };
+        if !self.warnings.is_empty() {
+            skipped.push_str(&format!("; {} warning(s)", self.warnings.len()));
+        }
         if self.is_ok() {
             format!("ok: {covered} verified{skipped}")
         } else {
@@ -232,13 +245,17 @@ impl VerifyReport {
         }
     }
 
-    /// The CLI's text: one line per finding, then [`VerifyReport::summary`]
-    /// (skipped checks are counted there and listed in the JSON form).
+    /// The CLI's text: one line per finding, one `warning: ` line per warning,
+    /// then [`VerifyReport::summary`] (skipped checks are counted there and
+    /// listed in the JSON form).
     pub fn render(&self) -> String {
         let mut out = String::new();
         for f in &self.findings {
             out.push_str(&f.to_string());
             out.push('\n');
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
         }
         out.push_str(&self.summary());
         out.push('\n');
@@ -769,11 +786,9 @@ impl<'a> Verifier<'a> {
                     self.manifest_finding("manifest_sha256", Check::Checksum, msg);
                 }
             }
-            None => self.report.skipped.push(
-                "manifest seal: manifest.json has no manifest_sha256 (written before it existed), so its \
-                 hand-written fields are not covered"
-                    .into(),
-            ),
+            // nothing tells an earlier writer's manifest (or another
+            // writer's) from one whose seal was removed: said, not failed
+            None => self.report.warnings.push(UNSEALED.into()),
         }
     }
 

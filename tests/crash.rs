@@ -2,7 +2,8 @@
 //! (`TIMEF_TEST_PAUSE_AT`, docs/format.md §1 "Crash tests"), then `ls` and
 //! `gc`: what a dead writer left is counted and removed, nothing committed is
 //! touched, and the version can be written again. A live writer's staging
-//! survives `gc` run beside it.
+//! survives `gc` run beside it, and so does one paused before it locks its
+//! staging; `gc` skips a staging directory its writer commits while gc runs.
 
 mod common;
 
@@ -12,48 +13,126 @@ use std::process::{Child, Command, Stdio};
 
 use common::*;
 
-const POINTS: [&str; 6] =
-    ["staging-created", "mid-shard", "shards-written", "manifest-staged", "before-rename", "after-rename"];
+const POINTS: [&str; 7] = [
+    "staging-made",
+    "staging-created",
+    "mid-shard",
+    "shards-written",
+    "manifest-staged",
+    "before-rename",
+    "after-rename",
+];
 
-/// `timef ingest ucr` of BasicMotions_TRAIN.ts as `BasicMotions/<version>`,
-/// paused at `point`; returns once the writer says it paused there.
-fn paused_writer(root: &Path, version: &str, point: &str) -> Child {
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_timef"))
-        .args(["--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", "BasicMotions"])
-        .args(["--version", version, train.to_str().unwrap()])
-        .env(timef::storage::PAUSE_AT_ENV, point)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run timef");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let want = format!("timef: paused at {point}");
-    loop {
-        match lines.next() {
-            Some(Ok(line)) if line == want => break,
-            Some(Ok(_)) => {}
-            other => panic!("{point}: the writer ended before pausing: {other:?}, {:?}", child.wait()),
+/// Every entry of a complete BasicMotions version, relative, sorted.
+const VERSION_ENTRIES: [&str; 9] = [
+    "annotations.parquet",
+    "manifest.json",
+    "samples.parquet",
+    "tasks",
+    "tasks/task=train",
+    "tasks/task=train/part-0.parquet",
+    "time_series",
+    "time_series/shard-00000.parquet",
+    "time_series_index.parquet",
+];
+
+const SHARD: &str = "time_series/shard-00000.parquet";
+
+/// A `timef` process stopped at a pause point; what it writes to stderr after
+/// the pause is collected (a closed pipe would fail its later messages).
+struct Paused {
+    child: Child,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl Paused {
+    /// `timef args`, paused at `point`; returns once it says it paused there.
+    /// With `resume_on`, it goes on once that file exists.
+    fn start(args: &[&str], point: &str, resume_on: Option<&Path>) -> Paused {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+        cmd.args(args).env(timef::storage::PAUSE_AT_ENV, point).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if let Some(file) = resume_on {
+            cmd.env(timef::storage::RESUME_ON_ENV, file);
         }
+        let mut child = cmd.spawn().expect("run timef");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let want = format!("timef: paused at {point}");
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line == want => break,
+                Some(Ok(_)) => {}
+                other => panic!("{point}: timef {args:?} ended before pausing: {other:?}, {:?}", child.wait()),
+            }
+        }
+        let stderr = std::thread::spawn(move || lines.map_while(|l| l.ok()).collect::<Vec<_>>().join("\n"));
+        Paused { child, stderr }
     }
-    child
+
+    fn kill(mut self) {
+        self.child.kill().unwrap(); // SIGKILL
+        self.child.wait().unwrap();
+    }
+
+    /// Lets a process paused with `resume_on` go on (creates the file) and
+    /// waits for it: exit code, stdout, stderr.
+    fn resume(mut self, resume_on: &Path) -> (i32, String, String) {
+        std::fs::write(resume_on, b"").unwrap();
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut self.child.stdout.take().unwrap(), &mut stdout).unwrap();
+        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        (code, stdout, self.stderr.join().unwrap())
+    }
 }
 
-fn kill(mut child: Child) {
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+/// `timef ingest ucr` of BasicMotions_TRAIN.ts as `BasicMotions/<version>`
+/// under `root`, as arguments.
+fn ingest_args(root: &Path, version: &str) -> Vec<String> {
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    ["--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", "BasicMotions", "--version", version]
+        .iter()
+        .map(ToString::to_string)
+        .chain([train.to_str().unwrap().to_string()])
+        .collect()
 }
 
-fn staging_dirs(root: &Path) -> Vec<PathBuf> {
-    let ds = root.join("BasicMotions");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&ds)
-        .map(|rd| rd.map(|e| e.unwrap().path()).collect::<Vec<PathBuf>>())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p: &PathBuf| p.file_name().unwrap().to_string_lossy().starts_with(".tmp-"))
-        .collect();
+/// The ingest of `version` paused at `point` (see [`Paused::start`]).
+fn paused_writer(root: &Path, version: &str, point: &str, resume_on: Option<&Path>) -> Paused {
+    let args = ingest_args(root, version);
+    Paused::start(&args.iter().map(String::as_str).collect::<Vec<_>>(), point, resume_on)
+}
+
+fn ingest(root: &Path, version: &str) {
+    let args = ingest_args(root, version);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The names in the dataset directory `BasicMotions/`, sorted.
+fn dataset_entries(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root.join("BasicMotions"))
+        .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
     out.sort();
     out
+}
+
+/// Staging directories (`.tmp-*`, and `.new-*` before their writer's lock) of `BasicMotions/`.
+fn staging_dirs(root: &Path) -> Vec<PathBuf> {
+    dataset_entries(root)
+        .into_iter()
+        .filter(|n| n.starts_with(".tmp-") || n.starts_with(".new-"))
+        .map(|n| root.join("BasicMotions").join(n))
+        .collect()
+}
+
+/// What a writer killed at `point` leaves in its staging directory: the name
+/// prefix and every entry (relative, sorted).
+fn left_at(point: &str) -> (&'static str, Vec<&'static str>) {
+    match point {
+        "staging-made" => (".new-", vec![]),
+        "staging-created" => (".tmp-", vec![]),
+        "mid-shard" | "shards-written" => (".tmp-", vec!["time_series", SHARD]),
+        _ => (".tmp-", VERSION_ENTRIES.to_vec()),
+    }
 }
 
 fn run(args: &[&str]) -> String {
@@ -63,39 +142,40 @@ fn run(args: &[&str]) -> String {
 }
 
 #[test]
-fn writers_killed_at_every_point_leave_only_what_gc_clears() {
+fn writers_killed_at_every_point_leave_exactly_their_staging_and_gc_clears_it() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let r = root.to_str().unwrap();
     // a committed version beside the killed writers must never change
     let committed = root.join("BasicMotions/base");
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    run(&[
-        "--quiet",
-        "ingest",
-        "ucr",
-        "--root",
-        r,
-        "--name",
-        "BasicMotions",
-        "--version",
-        "base",
-        train.to_str().unwrap(),
-    ]);
+    ingest(root, "base");
     let committed_bytes = file_bytes(&committed);
+    let mut versions = vec!["base".to_string()];
     for (i, point) in POINTS.iter().enumerate() {
         let version = format!("v{i}");
-        kill(paused_writer(root, &version, point));
+        paused_writer(root, &version, point, None).kill();
         let dir = root.join("BasicMotions").join(&version);
         let stale = staging_dirs(root);
         let ls = run(&["ls", r]);
+        let mut left = None;
         if *point == "after-rename" {
             // renamed: committed and complete, nothing stale
             assert!(stale.is_empty(), "{point}: {stale:?}");
+            assert_eq!(tree(&dir), VERSION_ENTRIES, "{point}");
             assert!(!ls.contains("stale"), "{point}: {ls}");
             assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0, "{point}: the renamed version verifies");
         } else {
+            // exactly one staging directory beside the committed versions, holding exactly this
             assert_eq!(stale.len(), 1, "{point}: one staging directory left: {stale:?}");
+            let name = stale[0].file_name().unwrap().to_string_lossy().into_owned();
+            let mut want = vec![name.clone()];
+            want.extend(versions.iter().cloned());
+            assert_eq!(dataset_entries(root), want, "{point}");
+            let (prefix, entries) = left_at(point);
+            let random = name.strip_prefix(&format!("{prefix}{version}-")).unwrap_or_else(|| panic!("{point}: {name}"));
+            assert_eq!(random.len(), 32, "{point}: {name}");
+            assert_eq!(tree(&stale[0]), entries, "{point}");
+            left = Some(file_bytes(&stale[0]));
             assert!(!dir.exists(), "{point}: the version is not visible");
             assert!(
                 ls.contains("  (1 stale staging director(ies) of dead writers: `timef gc` removes them)"),
@@ -112,25 +192,33 @@ fn writers_killed_at_every_point_leave_only_what_gc_clears() {
         assert!(!run(&["ls", r]).contains("stale"), "{point}");
         assert_eq!(file_bytes(&committed), committed_bytes, "{point}: the committed version is untouched");
         if *point != "after-rename" {
-            run(&[
-                "--quiet",
-                "ingest",
-                "ucr",
-                "--root",
-                r,
-                "--name",
-                "BasicMotions",
-                "--version",
-                &version,
-                train.to_str().unwrap(),
-            ]);
+            ingest(root, &version);
         }
+        versions.push(version.clone());
         assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0, "{point}: the version written again verifies");
         // the same data files as an undisturbed write (the manifest names the version)
-        let (mut again, mut base) = (file_bytes(&dir), committed_bytes.clone());
+        let written = file_bytes(&dir);
+        let (mut again, mut base) = (written.clone(), committed_bytes.clone());
         again.remove("manifest.json");
         base.remove("manifest.json");
         assert!(again == base, "{point}: the data files differ from an undisturbed write's");
+        // what the killed writer had staged: the final bytes of each file it
+        // finished (its manifest included), the first bytes of the shard it was writing
+        for (rel, bytes) in left.unwrap_or_default() {
+            if *point == "mid-shard" {
+                assert_eq!(rel, SHARD);
+                let whole = &written[SHARD];
+                assert!(
+                    bytes.len() > 4 && bytes.len() < whole.len(),
+                    "{point}: {} of {} bytes",
+                    bytes.len(),
+                    whole.len()
+                );
+                assert!(whole.starts_with(&bytes), "{point}: the unfinished shard is a prefix of the finished one");
+            } else {
+                assert!(written[&rel] == bytes, "{point}: {rel} differs from the one committed");
+            }
+        }
     }
 }
 
@@ -139,7 +227,7 @@ fn a_live_writers_staging_survives_gc_beside_it() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let r = root.to_str().unwrap();
-    let writer = paused_writer(root, "live", "mid-shard");
+    let writer = paused_writer(root, "live", "mid-shard", None);
     let staging = staging_dirs(root);
     assert_eq!(staging.len(), 1);
     let ls = run(&["ls", r]);
@@ -149,8 +237,69 @@ fn a_live_writers_staging_survives_gc_beside_it() {
     assert!(gc.contains(&format!("kept (younger than 0 s, or its writer alive) {}", staging[0].display())), "{gc}");
     assert_eq!(staging_dirs(root), staging, "gc left the live writer's staging");
     assert!(staging[0].join("time_series").is_dir(), "with its files");
-    kill(writer);
+    writer.kill();
     assert!(run(&["ls", r]).contains("(1 stale staging director(ies)"));
     assert!(run(&["gc", r, "--older-than-s", "0"]).contains("1 claim(s) cleared"));
     assert!(staging_dirs(root).is_empty());
+}
+
+/// A writer between making its staging directory and locking it: `gc` keeps
+/// the directory while it is younger than the age given; removing it (age 0)
+/// makes the writer start again under a new name; either way the write
+/// commits and verifies.
+#[test]
+fn a_writer_paused_before_its_lock_survives_gc_and_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let r = root.to_str().unwrap();
+    let resume = tmp.path().join("resume");
+    let writer = paused_writer(&root, "v1", "staging-made", Some(&resume));
+    let staging = staging_dirs(&root);
+    assert_eq!(staging.len(), 1, "{staging:?}");
+    let name = staging[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(".new-v1-"), "{name}");
+    let gc = run(&["gc", r, "--older-than-s", "3600"]);
+    assert_eq!(
+        gc,
+        format!(
+            "kept (younger than 3600 s, or its writer alive) {}\n0 claim(s) cleared, 0 file(s) removed\n",
+            staging[0].display()
+        )
+    );
+    assert_eq!(staging_dirs(&root), staging);
+    let gc = run(&["gc", r, "--older-than-s", "0"]);
+    assert_eq!(gc, format!("removed {}\n1 claim(s) cleared, 0 file(s) removed\n", staging[0].display()));
+    assert!(staging_dirs(&root).is_empty());
+    let (code, _, err) = writer.resume(&resume);
+    assert_eq!(code, 0, "the writer starts again and commits: {err}");
+    assert_eq!(dataset_entries(&root), ["v1"]);
+    let dir = root.join("BasicMotions/v1");
+    assert_eq!(tree(&dir), VERSION_ENTRIES);
+    assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0);
+}
+
+/// `gc` examining a staging directory whose writer commits meanwhile (the
+/// rename onto the version between gc's listing and its open, or between its
+/// open and its lock): the directory is skipped, gc succeeds, and the version
+/// is untouched.
+#[test]
+fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
+    for point in ["gc-listed", "gc-opened"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let r = root.to_str().unwrap();
+        let (resume_writer, resume_gc) = (tmp.path().join("resume-writer"), tmp.path().join("resume-gc"));
+        let writer = paused_writer(&root, "v1", "before-rename", Some(&resume_writer));
+        let staging = staging_dirs(&root);
+        assert_eq!(staging.len(), 1, "{point}: {staging:?}");
+        let gc = Paused::start(&["gc", r, "--older-than-s", "0"], point, Some(&resume_gc));
+        let (code, _, err) = writer.resume(&resume_writer);
+        assert_eq!(code, 0, "{point}: {err}");
+        assert_eq!(dataset_entries(&root), ["v1"], "{point}: committed");
+        let (code, out, err) = gc.resume(&resume_gc);
+        assert_eq!((code, out.as_str()), (0, "0 claim(s) cleared, 0 file(s) removed\n"), "{point}: {err}");
+        let dir = root.join("BasicMotions/v1");
+        assert_eq!(tree(&dir), VERSION_ENTRIES, "{point}");
+        assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0, "{point}");
+    }
 }

@@ -120,3 +120,31 @@ fn cli_names_manifest_json_and_the_field() {
     std::fs::write(&path, &original).unwrap();
     assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0);
 }
+
+/// The seal removed whole (the key and its comma: not a single-byte change)
+/// leaves a canonical manifest like one written before the seal existed:
+/// `verify` passes it (every other check as for the sealed copy) but says in
+/// its report that it is unsealed.
+#[test]
+fn a_stripped_seal_is_reported_as_unsealed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/golden/1.0.0");
+    let dir = copy_version(&golden, tmp.path());
+    let path = dir.join("manifest.json");
+    let sealed = verify(&dir).unwrap().summary();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find(",\n  \"manifest_sha256\": \"").unwrap();
+    let stripped = format!("{}\n}}\n", &text[..at]);
+    assert_eq!(text.len() - stripped.len(), ",\n  \"manifest_sha256\": \"\"".len() + 64);
+    std::fs::write(&path, &stripped).unwrap();
+    let r = verify(&dir).unwrap();
+    assert!(r.findings.is_empty(), "{}", r.render());
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(r.warnings, [timef::verify::UNSEALED]);
+    let (code, stdout, _) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let warning = "warning: manifest.json is unsealed (no manifest_sha256): a change of its description, license, \
+                   citation, sources, created_by or writer options cannot be found; written before the seal existed, \
+                   by a writer that does not seal, or its seal was removed";
+    assert_eq!(stdout, format!("{warning}\n{sealed}; 1 warning(s)\n"));
+}

@@ -306,11 +306,15 @@ fn memory_files_equal_the_local_writers_bytes() {
     assert_eq!(file_bytes(&copy), file_bytes(&local));
 }
 
-/// An in-memory store that counts the bytes its GETs return.
-#[derive(Debug)]
+/// An in-memory store that counts the bytes its GETs return, its list
+/// requests (`list` and `list_with_delimiter`), and the entries they return
+/// (objects and common prefixes).
+#[derive(Debug, Default)]
 struct Counting {
     inner: object_store::memory::InMemory,
     bytes: AtomicU64,
+    lists: Arc<AtomicU64>,
+    listed: Arc<AtomicU64>,
 }
 
 impl std::fmt::Display for Counting {
@@ -358,10 +362,20 @@ impl ObjectStore for Counting {
         &self,
         p: Option<&ObjPath>,
     ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.inner.list(p)
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let listed = Arc::clone(&self.listed);
+        self.inner
+            .list(p)
+            .inspect(move |_| {
+                listed.fetch_add(1, Ordering::SeqCst);
+            })
+            .boxed()
     }
     async fn list_with_delimiter(&self, p: Option<&ObjPath>) -> object_store::Result<object_store::ListResult> {
-        self.inner.list_with_delimiter(p).await
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let r = self.inner.list_with_delimiter(p).await?;
+        self.listed.fetch_add((r.objects.len() + r.common_prefixes.len()) as u64, Ordering::SeqCst);
+        Ok(r)
     }
     async fn copy_opts(&self, f: &ObjPath, t: &ObjPath, o: object_store::CopyOptions) -> object_store::Result<()> {
         self.inner.copy_opts(f, t, o).await
@@ -370,7 +384,7 @@ impl ObjectStore for Counting {
 
 #[test]
 fn read_series_fetches_only_the_byte_ranges_it_needs() {
-    let counting = Arc::new(Counting { inner: object_store::memory::InMemory::new(), bytes: AtomicU64::new(0) });
+    let counting = Arc::new(Counting::default());
     let root = Location::from_object_store(counting.clone(), "memory://counting", "root").unwrap();
     let options = WriterOptions::builder().row_group_target_bytes(64 << 10).try_build().unwrap();
     TimeFWriter::at(root.clone(), options).write(noise_dataset("n", "1", 40, 20_000)).unwrap().commit().unwrap();
@@ -383,6 +397,69 @@ fn read_series_fetches_only_the_byte_ranges_it_needs() {
     assert_eq!(&values[..], &noise(18, 20_000)[..]);
     assert!(shard > 2_000_000, "a shard of {shard} bytes");
     assert!(fetched < shard / 8, "read_series fetched {fetched} of a {shard}-byte shard");
+}
+
+/// What `timef ls` lists on an object store for a root whose dataset `a` has
+/// `series` series (of 2,000 values, a few shards each) and whose dataset `b`
+/// has a committed version and a dead writer's claim beside a partial shard:
+/// the committed versions, per dataset the claims `gc` would clear (and what
+/// `gc --dry-run`, which lists every object, counts), the list requests made
+/// and the entries they returned (and `gc --dry-run`'s entries), and the
+/// number of shards of `a/1`.
+struct LsListing {
+    versions: Vec<(String, String)>,
+    stale: BTreeMap<String, u64>,
+    gc: BTreeMap<String, u64>,
+    gc_listed: u64,
+    lists: u64,
+    listed: u64,
+    shards: usize,
+}
+
+fn ls_listing(series: usize) -> LsListing {
+    let counting = Arc::new(Counting::default());
+    let root = Location::from_object_store(counting.clone(), "memory://ls", "root").unwrap();
+    let options = WriterOptions::builder()
+        .chunk_max_bytes(1024)
+        .row_group_target_bytes(4096)
+        .shard_target_bytes(1)
+        .try_build()
+        .unwrap();
+    TimeFWriter::at(root.clone(), options).write(noise_dataset("a", "1", series, 2_000)).unwrap().commit().unwrap();
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("b", "1", 2)).unwrap().commit().unwrap();
+    let rt = rt();
+    rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), vec![1u8].into())).unwrap();
+    rt.block_on(counting.put(&ObjPath::from("root/b/2/time_series/shard-00000.parquet"), vec![2u8].into())).unwrap();
+    let shards = rt.block_on(counting.list(Some(&ObjPath::from("root/a/1/time_series"))).collect::<Vec<_>>()).len();
+    let (lists, listed) = (counting.lists.load(Ordering::SeqCst), counting.listed.load(Ordering::SeqCst));
+    let versions = timef::reader::list_versions_at(&root).unwrap();
+    let stale = timef::storage::stale_per_dataset(&root, 0).unwrap();
+    let lists = counting.lists.load(Ordering::SeqCst) - lists;
+    let listed = counting.listed.load(Ordering::SeqCst) - listed;
+    let before = counting.listed.load(Ordering::SeqCst);
+    let gc = timef::storage::gc_dry_run(&root, 0).unwrap().per_dataset;
+    let gc_listed = counting.listed.load(Ordering::SeqCst) - before;
+    LsListing { versions, stale, gc, gc_listed, lists, listed, shards }
+}
+
+#[test]
+fn ls_on_an_object_store_lists_with_a_delimiter_never_every_shard() {
+    let (few, many) = (ls_listing(2), ls_listing(40));
+    assert_eq!((few.shards, many.shards), (3, 50), "shards of a/1");
+    let versions = [("a".to_string(), "1".to_string()), ("b".to_string(), "1".to_string())];
+    let stale = BTreeMap::from([("b".to_string(), 1u64)]);
+    for l in [&few, &many] {
+        assert_eq!(l.versions[..], versions);
+        assert_eq!(l.stale, stale);
+        assert_eq!(l.gc, stale, "what gc --dry-run counts");
+    }
+    // the root and 2 datasets listed with a delimiter twice (versions, then
+    // claims), plus the dead writer's version listed whole
+    assert_eq!((few.lists, many.lists), (7, 7), "list requests");
+    // root: a/ b/; a: 1/; b: 1/ 2/ (twice), and b/2's 2 objects
+    assert_eq!((few.listed, many.listed), (12, 12), "entries listed");
+    // listing every object (what ls did before, through gc --dry-run) grows with them
+    assert!(many.gc_listed >= few.gc_listed + 47, "{} and {} objects", few.gc_listed, many.gc_listed);
 }
 
 // ---------------------------------------------------------------- S3 (moto on 127.0.0.1)

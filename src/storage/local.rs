@@ -29,6 +29,15 @@ use crate::error::{Error, Result};
 
 /// Random characters in a staging directory's name (`[A-Za-z0-9]`, ~190 bits).
 const STAGING_RANDOM_CHARS: usize = 32;
+/// Name prefix of a staging directory: `.tmp-<version>-<random>`, locked by its writer.
+const TMP_PREFIX: &str = ".tmp-";
+/// Name prefix of a staging directory being made, before its writer holds the
+/// lock: `.new-<version>-<random>` (see [`Staging::create`]).
+const NEW_PREFIX: &str = ".new-";
+/// How many times [`Staging::create`] starts again when something it just
+/// made vanished (an empty parent removed by another writer's abort, a
+/// `.new-*` directory by `gc`).
+const CREATE_ATTEMPTS: u32 = 3;
 
 /// Checks that a version can be published at `version_dir`: fails with
 /// [`Error::AlreadyExists`] when it holds a committed version, and with
@@ -76,17 +85,32 @@ pub struct Staging {
 
 impl Staging {
     /// Creates `<parent of target>/.tmp-<version>-<random>/` (and the parent,
-    /// with every missing directory above it).
+    /// with every missing directory above it), locked by this process.
+    ///
+    /// The directory is made as `.new-<version>-<random>`, opened and `flock`ed,
+    /// and only then renamed to its `.tmp-*` name (the lock is on the open
+    /// directory, so it survives the rename): a `.tmp-*` directory is locked
+    /// from the moment it has that name, and [`gc`] never sees a live writer's
+    /// staging unlocked. `gc` removes a `.new-*` directory only when it is older
+    /// than its age threshold and unlocked; should it remove this writer's
+    /// before the lock is taken, the open or the rename fails with `NotFound`
+    /// and this starts again under a new name (docs/format.md §1, "Clearing a
+    /// dead writer's claim").
     pub fn create(target: &Path) -> Result<Staging> {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let prefix = format!(".tmp-{version}-");
+        let new_prefix = format!("{NEW_PREFIX}{version}-");
         // armed before the first mkdir: any error below removes what was made
         let mut created_parents = CreatedDirs::default();
-        // another writer's abort may remove an empty parent between the two
-        // calls; creating it again is all that is needed
+        // another writer's abort may remove an empty parent, and gc a `.new-*`
+        // directory, between two calls; making them again is all that is needed
         let mut attempt = 0;
-        let dir = loop {
+        let (dir, owner) = loop {
+            let retry = |e: &io::Error, attempt: &mut u32| {
+                let again = e.kind() == io::ErrorKind::NotFound && *attempt < CREATE_ATTEMPTS;
+                *attempt += u32::from(again);
+                again
+            };
             if !parent.exists() {
                 created_parents.extend(
                     parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf),
@@ -94,18 +118,38 @@ impl Staging {
                 fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
             }
             // the default mode (0o777 less the umask), as `fs::create_dir`: a
-            // committed version is as readable as any directory the user makes
-            match tempfile::Builder::new().prefix(&prefix).rand_bytes(STAGING_RANDOM_CHARS).tempdir_in(parent) {
-                Ok(d) => break d,
-                Err(e) if e.kind() == io::ErrorKind::NotFound && attempt < 3 => attempt += 1,
+            // committed version is as readable as any directory the user makes;
+            // until `keep`, an error removes it (`TempDir`'s drop)
+            let new = match tempfile::Builder::new()
+                .prefix(&new_prefix)
+                .rand_bytes(STAGING_RANDOM_CHARS)
+                .tempdir_in(parent)
+            {
+                Ok(d) => d,
+                Err(e) if retry(&e, &mut attempt) => continue,
                 Err(e) => return Err(Error::io(parent, e)),
+            };
+            super::pause_point("staging-made");
+            let owner = match File::open(new.path()) {
+                Ok(f) => f,
+                Err(e) if retry(&e, &mut attempt) => continue,
+                Err(e) => return Err(Error::io(new.path(), e)),
+            };
+            // blocking: only a gc examining it holds this lock, briefly
+            rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive)
+                .map_err(|e| Error::io(new.path(), e.into()))?;
+            let random = new.path().file_name().map(|n| n.to_string_lossy()[new_prefix.len()..].to_string());
+            let dir = parent.join(format!("{TMP_PREFIX}{version}-{}", random.unwrap_or_default()));
+            match rename_noreplace(new.path(), &dir) {
+                Ok(()) => {
+                    // renamed: nothing left at the `.new-*` path for `TempDir` to remove
+                    let _ = new.keep();
+                    break (dir, owner);
+                }
+                Err(Error::Io { source, .. }) if retry(&source, &mut attempt) => continue,
+                Err(e) => return Err(e),
             }
         };
-        // until `keep`, an error removes the staging directory (`TempDir`'s drop)
-        let owner = File::open(dir.path()).map_err(|e| Error::io(dir.path(), e))?;
-        rustix::fs::flock(&owner, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| Error::io(dir.path(), e.into()))?;
-        let dir = dir.keep();
         Ok(Staging {
             dirs: vec![dir.clone()],
             dir,
@@ -405,43 +449,68 @@ pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Removes `<root>/<name>/.tmp-*` staging directories whose writer is gone (no
+/// Removes `<root>/<name>/.tmp-*` staging directories (and `.new-*` ones a
+/// writer died making, see [`Staging::create`]) whose writer is gone (no
 /// process holds their `flock`) and that were last modified more than
 /// `older_than_s` seconds ago. `flock` is advisory and may be absent on network
 /// filesystems (NFS without lock support): there only the age protects a live writer.
 /// A `dry_run` removes nothing and reports what it would remove.
+///
+/// A directory that vanishes while `gc` looks at it (its writer committed it,
+/// renaming it onto the version, or aborted) is not stale: it is skipped, and
+/// so is one whose name no longer leads to the directory `gc` opened and
+/// locked. A dataset directory that vanishes (a failed first write removing
+/// what it made) is skipped likewise.
 pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
+    use std::os::unix::fs::MetadataExt;
     let mut report = super::GcReport::default();
     let now = std::time::SystemTime::now();
     for name in list_dirs(root)? {
         let ds = root.join(&name);
+        let entries = match fs::read_dir(&ds) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&ds, e)),
+        };
         let mut found: Vec<PathBuf> = Vec::new();
-        for entry in fs::read_dir(&ds).map_err(|e| Error::io(&ds, e))? {
+        for entry in entries {
             let entry = entry.map_err(|e| Error::io(&ds, e))?;
-            if entry.file_name().to_string_lossy().starts_with(".tmp-") && entry.path().is_dir() {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_string_lossy();
+            if (file_name.starts_with(TMP_PREFIX) || file_name.starts_with(NEW_PREFIX)) && entry.path().is_dir() {
                 found.push(entry.path());
             }
         }
         found.sort();
         for dir in found {
-            // a live writer holds its staging directory's lock: never touched
+            super::pause_point("gc-listed");
+            // gone since the listing (committed or aborted): not stale
             let Ok(owner) = File::open(&dir) else { continue };
+            super::pause_point("gc-opened");
+            // a live writer holds its staging directory's lock: never touched
             if rustix::fs::flock(&owner, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
                 report.kept_claims.push(dir.display().to_string());
                 continue;
             }
-            let age_s = fs::metadata(&dir)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| now.duration_since(t).ok())
-                .map_or(0, |d| d.as_secs());
+            let Ok(meta) = owner.metadata() else { continue };
+            // the lock is ours, but a writer that committed after the open and
+            // then ended released it: the name must still lead to this directory
+            let same = fs::symlink_metadata(&dir).is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()));
+            if !same {
+                continue;
+            }
+            let age_s = meta.modified().ok().and_then(|t| now.duration_since(t).ok()).map_or(0, |d| d.as_secs());
             if age_s < older_than_s {
                 report.kept_claims.push(dir.display().to_string());
                 continue;
             }
             let (files, _) = walk(&dir);
             if !dry_run {
-                fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                match fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(&dir, e)),
+                }
             }
             report.removed_files += files.len() as u64;
             report.removed_claims.push(dir.display().to_string());

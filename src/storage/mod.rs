@@ -38,21 +38,46 @@ use crate::error::{Error, Result};
 use crate::manifest::MAX_MANIFEST_BYTES;
 
 /// Environment variable naming a point of a write where the process stops: it
-/// prints `timef: paused at <point>` to stderr and sleeps until it is killed.
-/// The crash tests' hook (docs/format.md §1, "Crash tests"): they kill the
-/// writer there. Points, in write order: `staging-created`, `mid-shard` (a
-/// shard with a row group written, not finished), `shards-written`,
-/// `manifest-staged`, `before-rename`, `after-rename` (local roots only: the
-/// rename done, the parent directory not yet fsynced). Unset in normal use.
+/// prints `timef: paused at <point>` to stderr and sleeps until it is killed
+/// (or, with [`RESUME_ON_ENV`], until it is told to go on). The crash tests'
+/// hook (docs/format.md §1, "Crash tests"): they kill the writer there, or run
+/// `gc` beside it. Points of a write, in order: `staging-made` (local roots
+/// only: the staging directory made under its `.new-*` name, not yet locked),
+/// `staging-created`, `mid-shard` (a shard with a row group written, not
+/// finished), `shards-written`, `manifest-staged`, `before-rename`,
+/// `after-rename` (local roots only: the rename done, the parent directory not
+/// yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
+/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried).
+/// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 
-/// Stops here for good when [`PAUSE_AT_ENV`] names `point`.
+/// Environment variable naming a file: a process paused at a point
+/// ([`PAUSE_AT_ENV`]) goes on once that file exists (polled every 10 ms), and
+/// passes every later point at once. Unset: the pause lasts until the process is killed.
+pub const RESUME_ON_ENV: &str = "TIMEF_TEST_RESUME_ON";
+
+/// Stops here when [`PAUSE_AT_ENV`] names `point`: for good, or until the file
+/// [`RESUME_ON_ENV`] names exists.
 pub(crate) fn pause_point(point: &str) {
-    static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    if AT.get_or_init(|| std::env::var(PAUSE_AT_ENV).ok()).as_deref() == Some(point) {
-        eprintln!("timef: paused at {point}");
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
+    static AT: std::sync::OnceLock<(Option<String>, Option<PathBuf>)> = std::sync::OnceLock::new();
+    let (at, resume_on) =
+        AT.get_or_init(|| (std::env::var(PAUSE_AT_ENV).ok(), std::env::var_os(RESUME_ON_ENV).map(PathBuf::from)));
+    if at.as_deref() != Some(point) {
+        return;
+    }
+    match resume_on {
+        Some(file) if file.exists() => {}
+        Some(file) => {
+            eprintln!("timef: paused at {point}");
+            while !file.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        None => {
+            eprintln!("timef: paused at {point}");
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
         }
     }
 }
@@ -814,5 +839,22 @@ pub fn gc_dry_run(root: &Location, older_than_s: u64) -> Result<GcReport> {
     match &root.0 {
         Inner::Local(p, _) => local::gc(p, older_than_s, true),
         Inner::Object(o) => o.gc(older_than_s, true),
+    }
+}
+
+/// Per dataset name under `root`, how many staging directories or claims dead
+/// writers left that [`gc`] with `older_than_s` would clear: what `timef ls`
+/// prints. Local: [`gc_dry_run`]'s count. Object store: the claims at
+/// `<root>/<name>/<version>/`, found by listing datasets and versions with a
+/// delimiter and looking each version's claim up, never listing the data files
+/// of a version unless its claim is at least `older_than_s` old
+/// (docs/format.md §1, "Clearing a dead writer's claim").
+///
+/// # Errors
+/// I/O and store errors.
+pub fn stale_per_dataset(root: &Location, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
+    match &root.0 {
+        Inner::Local(p, _) => Ok(local::gc(p, older_than_s, true)?.per_dataset),
+        Inner::Object(o) => o.stale_claims(older_than_s),
     }
 }

@@ -19,6 +19,7 @@
 //! claim, but only while the claim is still this writer's. A writer killed
 //! outright leaves its claim and objects: [`super::gc`] clears them.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::Range;
@@ -340,6 +341,40 @@ impl ObjectLocation {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.err(e)),
         }
+    }
+
+    /// Per dataset name, how many claims at `<root>/<name>/<version>/` the
+    /// [`Self::gc`] with `older_than_s` would clear, found without listing every
+    /// object of the root: datasets and versions are listed with a delimiter
+    /// (one request each, never descending into `time_series/`), each version's
+    /// claim is looked up with a HEAD, and only a version whose claim is at
+    /// least `older_than_s` old is listed whole (its newest object tells a
+    /// writer still uploading from a dead one). `timef ls` counts with it.
+    pub(crate) fn stale_claims(&self, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
+        let now = SystemTime::now();
+        let age_s = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs());
+        let mut out = BTreeMap::new();
+        for name in self.list_dirs()? {
+            let ds = self.join(&name);
+            for version in ds.list_dirs()? {
+                let version = ds.join(&version);
+                let claim = version.join(CLAIM);
+                let created: SystemTime = match block_on(self.store().head(&claim.path))? {
+                    Ok(meta) => meta.last_modified.into(),
+                    Err(object_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(claim.err(e)),
+                };
+                if age_s(created) < older_than_s {
+                    continue;
+                }
+                let objects = version.list_all()?;
+                let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max().unwrap_or(created);
+                if age_s(newest) >= older_than_s {
+                    *out.entry(name.clone()).or_default() += 1;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Clears claims older than `older_than_s` under this root (see [`super::gc`]).
