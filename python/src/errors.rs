@@ -72,6 +72,7 @@ fn problem_name(p: &PartProblem) -> &'static str {
         PartProblem::WrongWrite(_) => "wrong_write",
         PartProblem::PlanMismatch(_) => "plan_mismatch",
         PartProblem::StrayFile(_) => "stray_file",
+        PartProblem::WrongStaging(_) => "wrong_staging",
         _ => "other",
     }
 }

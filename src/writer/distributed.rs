@@ -242,6 +242,8 @@ pub struct DistributedWrite {
     plan: Plan,
     dataset: TimeFDataset,
     options: WriterOptions,
+    /// [`Location::max_part_file_bytes`] of the version.
+    max_file_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for DistributedWrite {
@@ -278,24 +280,28 @@ impl DistributedWrite {
                 "a number of values for a series the dataset does not hold",
             ));
         }
+        let target = root.join(&dataset.info.name).join(&dataset.info.version);
+        let max_file_bytes = target.max_part_file_bytes();
+        if let Some(max) = max_file_bytes {
+            // values only: keys, statistics and metadata fit in the rest
+            let max_values = max / 5 * 4;
+            if options.shard_max_bytes() > max_values {
+                return Err(Error::InvalidOption {
+                    option: "shard_target_bytes",
+                    reason: format!(
+                        "shards of up to {} bytes of values, over the {max_values} a distributed write to an object store stages: the commit copies each shard in one request, at most {max} bytes (S3 CopyObject)",
+                        options.shard_max_bytes()
+                    ),
+                });
+            }
+        }
         let layout = Layout::new(series, &options)?;
         let parts = layout.assign(parts);
-        let target = root.join(&dataset.info.name).join(&dataset.info.version);
         target.ensure_absent()?;
         let ids = decide_ids(&dataset);
-        let mut staging = Staging::create(&target)?;
-        staging.own_all_files();
-        let write_id = match staging.part_ref() {
-            StagingRef::Local { dir } => dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.rsplit('-').next())
-                .map(str::to_string)
-                .unwrap_or_default(),
-            StagingRef::Object { .. } => uuid::Uuid::new_v4().simple().to_string(),
-        };
+        let staging = Staging::create_for_parts(&target)?;
         let plan = Plan {
-            write_id,
+            write_id: staging.write_id(),
             name: dataset.info.name.clone(),
             version: dataset.info.version.clone(),
             options: TaskOptions::of(&options),
@@ -303,7 +309,7 @@ impl DistributedWrite {
             layout,
             parts,
         };
-        Ok(DistributedWrite { staging, plan, dataset, options })
+        Ok(DistributedWrite { staging, plan, dataset, options, max_file_bytes })
     }
 
     /// The plan.
@@ -316,9 +322,14 @@ impl DistributedWrite {
         &self.plan.write_id
     }
 
-    /// Where parts write (the local staging directory, or the version's URL).
+    /// Where parts write: the local staging directory, or the URL of the
+    /// parts' prefix on an object store; `<dataset>/.tmp-<version>-<write id>`
+    /// either way.
     pub fn staging_dir(&self) -> PathBuf {
-        self.staging.dir()
+        match self.staging.part_ref() {
+            StagingRef::Local { dir } => dir,
+            StagingRef::Object { url } => PathBuf::from(url),
+        }
     }
 
     /// One task per part, in part order.
@@ -461,11 +472,25 @@ impl DistributedWrite {
                 return Err(err(part, Some(s as u32), PartProblem::IndexMismatch(why)));
             }
         }
-        // the staged bytes are the recorded ones, and nothing else is staged
+        // no part writes from here on, and nothing else is staged
+        let staged = self.staging.seal_parts()?;
+        if let Some(stray) = staged.iter().find(|f| !entries.iter().any(|(_, e)| &e.path == *f)) {
+            return Err(err(None, None, PartProblem::StrayFile(stray.clone())));
+        }
+        // the version's bytes are the recorded ones
         let mut files = Vec::with_capacity(entries.len());
         for (s, (part, entry)) in entries.iter().enumerate() {
             let (part, shard) = (Some(*part), Some(s as u32));
-            let staged = self.staging.hash_staged(&entry.path)?;
+            if let Some(max) = self.max_file_bytes.filter(|max| entry.bytes > *max) {
+                return Err(Error::InvalidOption {
+                    option: "shard_target_bytes",
+                    reason: format!(
+                        "shard {s} of write {id} is {} bytes, over the {max} an object store copies in one request (S3 CopyObject); write with a smaller shard_target_bytes",
+                        entry.bytes
+                    ),
+                });
+            }
+            let staged = self.staging.take_part_file(&entry.path)?;
             if staged.bytes != entry.bytes {
                 return Err(err(
                     part,
@@ -482,10 +507,6 @@ impl DistributedWrite {
                 return Err(err(part, shard, PartProblem::IndexMismatch(why)));
             }
             files.push((*entry).clone());
-        }
-        let staged = self.staging.clear_scratch()?;
-        if let Some(stray) = staged.iter().find(|f| !files.iter().any(|e| &e.path == *f)) {
-            return Err(err(None, None, PartProblem::StrayFile(stray.clone())));
         }
         let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
         Ok(SeriesOutput { files, index, metas })
@@ -534,7 +555,7 @@ pub fn write_part(
     }
     let options = task.options.to_options()?;
     let enc = id_encoding(id, &task.time_series_id_encoding)?;
-    let mut staging = PartStaging::open(&task.staging, storage_options)?;
+    let mut staging = PartStaging::open(&task.staging, id, task.part, storage_options)?;
     let codec = Codec { zstd_level: options.compression_level() };
     let schema = Arc::new(tables::shard_schema(tables::IdEncodings([enc; 6]))?);
     let props = schema.properties(codec, &files::created_by())?;
