@@ -739,3 +739,37 @@ fn object_store_gc_keeps_a_live_distributed_write_however_old_its_claim() {
     assert_eq!(files(&root_dir.join("dist/v1")), reference);
     assert_eq!(files(&root_dir.join("dist")).len(), reference.len());
 }
+
+#[test]
+fn a_duplicate_part_racing_the_commit_leaves_no_scratch_in_the_version() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = files(&single_machine(&dir.path().join("single"), &batches, small_options()));
+    let mut mid_write = 0;
+    for round in 0..6 {
+        let root = dir.path().join(format!("race-{round}"));
+        let write = plan(&root, &batches, small_options(), 2);
+        let records = run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+        let task = write.part_tasks()[1].clone();
+        let series = series_of(&task, &batches);
+        let staging = write.staging_dir();
+        // a speculative copy of part 1 runs again and again until the write is
+        // over: refused at its start, or stopped mid-write by the commit
+        let (version, stopped_at) = std::thread::scope(|s| {
+            let duplicate = s.spawn(|| loop {
+                match write_part(&task, series.clone(), &StorageOptions::new()) {
+                    Ok(record) => assert_eq!(record, records[1]),
+                    Err(Error::Io { path, source }) if source.kind() == std::io::ErrorKind::NotFound => return path,
+                    Err(other) => panic!("{other:?}"),
+                }
+            });
+            (write.commit(&records).unwrap(), duplicate.join().unwrap())
+        });
+        mid_write += usize::from(stopped_at != staging);
+        assert_eq!(files(&version), reference, "round {round}");
+        assert!(common::tree(&version).iter().all(|p| !p.starts_with(".parts")), "round {round}");
+        let left: Vec<_> = std::fs::read_dir(root.join("dist")).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("v1")], "round {round}");
+    }
+    println!("{mid_write} of 6 rounds stopped the duplicate part mid-write");
+}

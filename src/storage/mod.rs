@@ -14,7 +14,10 @@
 //! path, size and sha256 on [`StagedFile::finish`]), [`Staging::stage_manifest`] and
 //! [`Staging::publish`] commit without ever replacing a version, and dropping an
 //! unpublished [`Staging`] aborts (removes what this writer put, aborts its
-//! multipart uploads, releases the claim).
+//! multipart uploads, releases the claim). A distributed write's coordinator
+//! starts with [`Staging::create_for_parts`]; its workers write through
+//! [`PartStaging`], only into `<dataset>/.tmp-<version>-<write id>`
+//! (docs/format.md §1 "Distributed writes").
 //!
 //! Everything stays synchronous for callers: the object-store backend runs its
 //! requests on an internal tokio runtime of [`IO_THREADS`] threads.

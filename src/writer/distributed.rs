@@ -5,17 +5,22 @@
 //!    metadata and each series' number of values ([`PlanInput`]): the sorted
 //!    order, the id encodings, the whole layout ([`Layout`]) and the assignment
 //!    of whole shards to parts. It claims the version (local: creates the
-//!    staging directory and holds its `flock` until commit or abort; object
-//!    store: the claim object) and hands out one [`PartTask`] per part.
+//!    staging directory `<dataset>/.tmp-<version>-<write id>` and holds its
+//!    `flock` until commit or abort; object store: the claim object, holding
+//!    the write id, and the parts' prefix `<dataset>/.tmp-<version>-<write id>/`
+//!    beside the version) and hands out one [`PartTask`] per part.
 //! 2. Each worker runs [`write_part`] with the values of its series: it encodes
-//!    its shards with the single-machine writer's code, writes them into the
-//!    staging through [`PartStaging`] (complete files only, under their final
-//!    names), and returns a [`PartRecord`]. Workers take no lock; a part run
-//!    twice writes the same bytes.
+//!    its shards with the single-machine writer's code, writes them into its
+//!    write's staging only through [`PartStaging`] (complete files only), and
+//!    returns a [`PartRecord`]. Workers take no lock; a part run twice writes
+//!    the same bytes; a task whose staging is not its write's, or whose write
+//!    is over, is refused.
 //! 3. The coordinator commits ([`DistributedWrite::commit`]): every planned
-//!    shard exactly once, each staged file re-hashed against its record, index
-//!    rows checked against the plan; then the index, samples, annotations,
-//!    tasks and manifest, and the publish of the single-machine writer.
+//!    shard exactly once, index rows checked against the plan, the staging
+//!    closed to parts, each shard made a file of the version (object store: a
+//!    server-side copy under the claim) and re-hashed against its record; then
+//!    the index, samples, annotations, tasks and manifest, and the publish of
+//!    the single-machine writer.
 //!
 //! The committed bytes equal a single-machine write of the same dataset,
 //! whatever the number of parts and the order they finish: the layout is a
@@ -235,8 +240,9 @@ fn id_encoding(write_id: &str, text: &str) -> Result<IdEncoding> {
 }
 
 /// A distributed write in progress on the coordinator: owns the version's
-/// staging (local `flock` or object-store claim) from plan to commit. Dropping
-/// it, or [`DistributedWrite::abort`], removes the staging and every part.
+/// staging (local `flock`, or object-store claim and parts' prefix) from plan
+/// to commit. Dropping it, or [`DistributedWrite::abort`], removes the staging
+/// and every part.
 pub struct DistributedWrite {
     staging: Staging,
     plan: Plan,
@@ -260,7 +266,9 @@ impl DistributedWrite {
     /// # Errors
     /// [`Error::Validation`] (names, references, a series without a count or
     /// with a count its `t_end_s` contradicts), [`Error::AlreadyExists`] (before
-    /// any I/O), I/O and store errors.
+    /// any I/O), [`Error::InvalidOption`] (`shard_target_bytes`: on an object
+    /// store, shards of more than 4/5 of [`crate::storage::MAX_OBJECT_COPY_BYTES`]
+    /// of values), I/O and store errors.
     pub fn plan(root: &Location, input: PlanInput, options: WriterOptions, parts: u32) -> Result<DistributedWrite> {
         let PlanInput { dataset, n_values } = input;
         validate_name(&dataset.info.name, "dataset_name")?;
@@ -371,8 +379,9 @@ impl DistributedWrite {
     /// [`Error::Part`] for a record of another write, a missing, duplicate or
     /// unplanned shard, a staged file whose size or sha256 is not the record's,
     /// index rows that do not match the plan, or a stray file in staging;
-    /// [`Error::AlreadyExists`] when another writer committed the version first.
-    /// Nothing is published on error, and the staging is removed.
+    /// [`Error::InvalidOption`] for a shard an object store cannot copy in one
+    /// request; [`Error::AlreadyExists`] when another writer committed the
+    /// version first. Nothing is published on error, and the staging is removed.
     pub fn commit(mut self, records: &[PartRecord]) -> Result<PathBuf> {
         let series = self.check(records)?;
         let noop = |_| Ok(());
@@ -525,8 +534,11 @@ impl DistributedWrite {
 /// ([`PartProblem::UnplannedSeries`], also for one given twice), one missing
 /// ([`PartProblem::MissingSeries`]), a task contradicting its layout;
 /// [`Error::Validation`]: a series whose number of values is not the planned
-/// one, or a non-finite value; [`Error::Io`] when the staging is gone; I/O,
-/// parquet and store errors. A file is under its final name only once complete.
+/// one, or a non-finite value; [`Error::Part`] with
+/// [`PartProblem::WrongStaging`] for a task whose staging is not its write's
+/// (see [`PartStaging::open`]); [`Error::Io`] (`NotFound`) when the write is
+/// over (committed, aborted, its coordinator dead); I/O, parquet and store
+/// errors. A file is under its final name only once complete.
 pub fn write_part(
     task: &PartTask,
     series: impl IntoIterator<Item = (String, SeriesValues)>,
