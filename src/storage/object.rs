@@ -28,6 +28,7 @@
 //! deleted after the commit or abort; what a late worker uploads after that,
 //! [`super::gc`] removes (docs/format.md §1 "Distributed writes").
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::Range;
@@ -428,24 +429,26 @@ impl ObjectLocation {
                 }
             }
         }
-        // parts' prefixes `<dataset>/.tmp-<version>-<write id>/`, by prefix
-        let mut prefixes: Vec<(ObjPath, ObjPath, String, Vec<&object_store::ObjectMeta>)> = Vec::new();
+        // parts' prefixes `<dataset>/.tmp-<version>-<write id>/` (a directory
+        // segment, never an object's own name): (version, write id, objects) by prefix
+        type Found<'a> = (ObjPath, String, Vec<&'a object_store::ObjectMeta>);
+        let mut prefixes: BTreeMap<ObjPath, Found<'_>> = BTreeMap::new();
         for m in &all {
             let Some(rel) = m.location.prefix_match(&self.path) else { continue };
+            let rel: Vec<_> = rel.collect();
             let mut above = self.path.clone();
-            for part in rel {
+            for part in &rel[..rel.len().saturating_sub(1)] {
                 if let Some((version, id)) = super::parse_staged(part.as_ref()).filter(|(_, id)| is_writer_id(id)) {
-                    let prefix = above.clone().join(part.as_ref());
-                    match prefixes.last_mut() {
-                        Some(last) if last.0 == prefix => last.3.push(m),
-                        _ => prefixes.push((prefix, above.clone().join(version), id.to_string(), vec![m])),
-                    }
+                    let entry = prefixes
+                        .entry(above.clone().join(part.as_ref()))
+                        .or_insert_with(|| (above.clone().join(version), id.to_string(), Vec::new()));
+                    entry.2.push(m);
                     break;
                 }
                 above = above.join(part.as_ref());
             }
         }
-        for (prefix, version, id, objects) in prefixes {
+        for (prefix, (version, id, objects)) in prefixes {
             let loc = self.at(prefix.clone());
             let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max();
             if live.iter().any(|(v, w)| *v == version && *w == id) || !newest.is_none_or(idle) {
