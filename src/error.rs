@@ -238,6 +238,11 @@ pub enum PartProblem {
     /// A file under the staging is not part of the version.
     #[error("unexpected file in staging: {0}")]
     StrayFile(String),
+    /// A task's staging is not its write's `<dataset>/.tmp-<version>-<write id>`
+    /// (a tampered task: it could point at a committed version or another
+    /// write's staging).
+    #[error("{0}")]
+    WrongStaging(String),
 }
 
 impl Error {

@@ -57,7 +57,7 @@ enum Command {
         samples: bool,
     },
     /// Datasets and committed versions under ROOT, and per dataset how many stale staging
-    /// directories (local) or idle claims (object stores) dead writers left for `timef gc`.
+    /// directories (local) or idle claims and parts' prefixes (object stores) dead writers left for `timef gc`.
     Ls {
         /// The root directory or URL.
         root: PathBuf,
@@ -471,7 +471,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         outln!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
                     }
                     Some(n) => outln!(
-                        "  ({n} claim(s) idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
+                        "  ({n} claim(s) or parts' prefixes idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
                     ),
                     None => {}
                 }

@@ -72,6 +72,7 @@ fn problem_name(p: &PartProblem) -> &'static str {
         PartProblem::WrongWrite(_) => "wrong_write",
         PartProblem::PlanMismatch(_) => "plan_mismatch",
         PartProblem::StrayFile(_) => "stray_file",
+        PartProblem::WrongStaging(_) => "wrong_staging",
         _ => "other",
     }
 }
@@ -86,12 +87,14 @@ fn with_attrs<'py>(py: Python<'py>, err: PyErr, attrs: &[(&str, Bound<'py, PyAny
     err
 }
 
+/// POSIX `ENOENT`: the errno of an error of kind `NotFound` that carries none
+/// (a distributed write that is over), so Python raises `FileNotFoundError`.
+const ENOENT: i32 = 2;
+
 /// An `OSError` (the subclass Python picks for `errno`) with `filename` set.
 fn os_error(path: &std::path::Path, source: &std::io::Error, message: String) -> PyErr {
-    match source.raw_os_error() {
-        Some(errno) => PyOSError::new_err((errno, message, path.display().to_string())),
-        None => PyOSError::new_err((0, message, path.display().to_string())),
-    }
+    let errno = source.raw_os_error().or((source.kind() == std::io::ErrorKind::NotFound).then_some(ENOENT));
+    PyOSError::new_err((errno.unwrap_or(0), message, path.display().to_string()))
 }
 
 /// The Python exception for `e`. Boxed Python exceptions (from a loader or a

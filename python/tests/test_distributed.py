@@ -1,9 +1,11 @@
 """The three steps of a distributed write without Ray (as Dask, Spark or a job
 queue would run them): plan, parts in any order, commit; records that travel
-(pickle); tampered records; a killed coordinator; two coordinators racing."""
+(pickle); tampered records; a killed coordinator; two coordinators racing; on
+S3, workers still uploading after an abort."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -11,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import timef
-from conftest import REPO, gluonts_rows, listing, run_cli, tree_sha256, write_ipc
+from conftest import REPO, gluonts_rows, listing, run_cli, s3_bucket, s3_endpoint, s3_options, tree_sha256, write_ipc
 
 SMALL = dict(chunk_max_bytes=1024, row_group_target_bytes=2048, shard_target_bytes=4096)
 
@@ -258,3 +261,120 @@ def test_two_coordinators_committing_the_same_version_one_wins(tmp_path: Path) -
     assert won[0] == str(root / "d" / "v1")
     assert tree_sha256(won[0]) == single_machine(tmp_path, table)
     assert [p for p in listing(root / "d") if not p.startswith("v1")] == [], "the loser's parts are removed"
+
+
+def s3_keys(client, bucket: str) -> list[str]:
+    """Every key of `bucket`, sorted."""
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+def uploading(client, bucket: str, prefix: str) -> str:
+    """The key of a multipart upload in progress under `prefix` (waits up to 120 s for one)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=prefix).get("Uploads", [])
+        if uploads:
+            return uploads[0]["Key"]
+        time.sleep(0.02)
+    raise AssertionError(f"no upload started under {prefix}")
+
+
+def in_thread(f, *args, **kwargs) -> tuple[threading.Thread, list[object]]:
+    """`f(*args, **kwargs)` running in a thread; its result or exception lands in the list."""
+    out: list[object] = []
+
+    def run() -> None:
+        try:
+            out.append(f(*args, **kwargs))
+        except Exception as e:  # asserted by the caller
+            out.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+def test_s3_a_stale_worker_of_an_aborted_write_never_touches_the_next_one(cli: Path) -> None:
+    """A worker of write A, still uploading after A was aborted, while write B of
+    the same version commits: B's committed objects all keep their manifest's
+    sha256, A's upload lands under A's parts' prefix only, and gc removes it."""
+    import boto3
+
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    options = s3_options(endpoint)
+    url = f"s3://{bucket}/data"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    big = pa.table({"item_id": ["x"], "target": pa.array(
+        [np.random.default_rng(1).standard_normal(8_000_000).astype(np.float32)], pa.list_(pa.float32()))})
+    a = timef.plan(url, [big], dataset_name="d", dataset_version="v1", parts=1, compression_level=12,
+                   shard_target_bytes=256 << 20, storage_options=options)
+    a_prefix = f"data/d/.tmp-v1-{a.write_id}/"
+    (task,) = a.tasks()
+    worker, outcome = in_thread(timef.write_part, task, [timef.split_parts(big, a.router)[0]],
+                                storage_options=options)
+    late_key = uploading(client, bucket, a_prefix)
+    assert late_key == a_prefix + "time_series/shard-00000.parquet"
+    a.abort()
+    small = gluonts_rows(6, seed=9)
+    with timef.plan(url, [small], dataset_name="d", dataset_version="v1", parts=2, **SMALL,
+                    storage_options=options) as b:
+        pieces = rows_by_part([small], b.router)
+        records = [timef.write_part(t, pieces[t.part], storage_options=options) for t in b.tasks()]
+        vdir = timef.commit(b, records)
+    worker.join()
+    assert isinstance(outcome[0], timef.PartRecord), outcome  # its upload started before the abort: it completes
+    assert vdir == f"{url}/d/v1"
+    v = timef.open(vdir, storage_options=options)
+    committed = {f"data/d/v1/{f['path']}": f["sha256"] for f in v.manifest["files"]}
+    for key, sha in committed.items():
+        assert hashlib.sha256(client.get_object(Bucket=bucket, Key=key)["Body"].read()).hexdigest() == sha, key
+    assert v.verify()["findings"] == []
+    version_keys = sorted([*committed, "data/d/v1/manifest.json"])
+    assert s3_keys(client, bucket) == sorted([*version_keys, late_key])
+    run_cli(cli, "gc", url, "--older-than-s", "0")
+    assert s3_keys(client, bucket) == version_keys
+
+
+def test_s3_abort_while_a_worker_uploads_leaves_nothing_in_the_way(cli: Path) -> None:
+    """Abort while a worker uploads a shard: that upload lands under the write's
+    parts' prefix, the worker's next shard is refused, a new write of the same
+    version plans and commits, and gc removes the late object."""
+    import boto3
+
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    options = s3_options(endpoint)
+    url = f"s3://{bucket}/data"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    rng = np.random.default_rng(2)
+    rows = pa.table({"item_id": [f"i{k:02d}" for k in range(12)], "target": pa.array(
+        [rng.standard_normal(1_500_000).astype(np.float32) for _ in range(12)], pa.list_(pa.float32()))})
+    a = timef.plan(url, [rows], dataset_name="d", dataset_version="v1", parts=1, compression_level=12,
+                   shard_target_bytes=24 << 20, storage_options=options)
+    a_prefix = f"data/d/.tmp-v1-{a.write_id}/"
+    (task,) = a.tasks()
+    assert len(task.shards) >= 3
+    worker, outcome = in_thread(timef.write_part, task, [timef.split_parts(rows, a.router)[0]],
+                                storage_options=options)
+    late_key = uploading(client, bucket, a_prefix)
+    a.abort()
+    worker.join()
+    assert isinstance(outcome[0], FileNotFoundError), outcome
+    assert "claim does not hold this write's id" in str(outcome[0])
+    # only the upload in flight at the abort is left, under the prefix; no claim
+    assert s3_keys(client, bucket) == [late_key]
+    assert late_key.startswith(a_prefix + "time_series/shard-")
+    # the version is not blocked
+    small = gluonts_rows(6, seed=10)
+    with timef.plan(url, [small], dataset_name="d", dataset_version="v1", parts=2, **SMALL,
+                    storage_options=options) as b:
+        pieces = rows_by_part([small], b.router)
+        vdir = timef.commit(b, [timef.write_part(t, pieces[t.part], storage_options=options) for t in b.tasks()])
+    assert timef.open(vdir, storage_options=options).verify()["findings"] == []
+    version_keys = [k for k in s3_keys(client, bucket) if k.startswith("data/d/v1/")]
+    assert sorted([*version_keys, late_key]) == s3_keys(client, bucket)
+    assert run_cli(cli, "gc", url, "--older-than-s", "0") == (
+        f"removed s3://{bucket}/{a_prefix.rstrip('/')}\n1 claim(s) cleared, 1 file(s) removed")
+    assert s3_keys(client, bucket) == version_keys

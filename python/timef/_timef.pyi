@@ -83,7 +83,7 @@ class PartRecordError(ValueError):
     """The shard number, when known."""
     problem: Literal[
         "missing_shard", "duplicate_shard", "unknown_shard", "hash_mismatch", "size_mismatch", "index_mismatch",
-        "unplanned_series", "missing_series", "wrong_write", "plan_mismatch", "stray_file", "other",
+        "unplanned_series", "missing_series", "wrong_write", "plan_mismatch", "stray_file", "wrong_staging", "other",
     ]
     reason: str
     """What is wrong, in words (expected and actual sha256 or size, the series, ...)."""
@@ -472,8 +472,9 @@ def plan(
     ingest arrow`` checks it, none kept) in at most ``parts`` parts of whole
     shards, and claims the version. Errors name ``label`` (default
     ``"<tables>"``) and the row counted across all tables: ``TimeFInputError``
-    (a bad value, a duplicate item), ``FileExistsError``, ``TimeFValidationError``,
-    ``OSError``."""
+    (a bad value, a duplicate item), ``FileExistsError``, ``TimeFValidationError``
+    (also ``shard_target_bytes`` over 4 GiB of values on an object store, whose
+    commit copies each shard in one request of at most 5 GiB), ``OSError``."""
 
 def split_parts(source: Any, router: PartRouter) -> dict[int, pa.Table]:
     """The rows of ``source`` by the parts that need them (a row whose series span
@@ -483,7 +484,12 @@ def write_part(
     task: PartTask, sources: Iterable[Any], *, storage_options: dict[str, str] | None = None
 ) -> PartRecord:
     """Encodes the shards of ``task`` from the rows in ``sources`` (Arrow tables
-    from ``split_parts``) into the write's staging; returns the record for
+    from ``split_parts``) into the write's staging,
+    ``<dataset>/.tmp-<version>-<write_id>`` (on an object store a prefix beside
+    the version; the commit copies the shards into it); returns the record for
     ``commit``. The same task written again gives the same bytes. Raises
-    ``PartRecordError`` (a series missing or not in the part), ``TimeFInputError``,
-    ``TimeFValidationError``, ``OSError``."""
+    ``PartRecordError`` (a series missing or not in the part; problem
+    ``wrong_staging`` for a task whose staging is not its write's),
+    ``FileNotFoundError`` (the write is over: committed, aborted, its
+    coordinator dead; checked before each shard on an object store),
+    ``TimeFInputError``, ``TimeFValidationError``, ``OSError``."""

@@ -167,6 +167,47 @@ impl Staging {
         &self.dir
     }
 
+    /// The random part of the staging directory's name (`.tmp-<version>-<id>`):
+    /// the id of a distributed write.
+    pub fn write_id(&self) -> String {
+        let name = self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.rsplit_once('-').map(|(_, id)| id.to_string()).unwrap_or_default()
+    }
+
+    /// Makes the parts' scratch directory [`super::PART_SCRATCH`] (workers
+    /// never create it: see [`PartFile::create`]).
+    pub(crate) fn create_part_scratch(&self) -> Result<()> {
+        let scratch = self.dir.join(super::PART_SCRATCH);
+        fs::create_dir(&scratch).map_err(|e| Error::io(&scratch, e))
+    }
+
+    /// Moves the scratch directory out of staging in one rename (into a fresh
+    /// `.tmp-<version>-*` directory beside it, which `gc` would find if this
+    /// process died before removing it), removes it, and lists every other
+    /// staged file, sorted. From the rename on, a part file still being
+    /// written can no longer be renamed into place and no new one can start.
+    pub(crate) fn seal_parts(&self) -> Result<Vec<String>> {
+        let scratch = self.dir.join(super::PART_SCRATCH);
+        if scratch.exists() {
+            let parent = self.dir.parent().unwrap_or(Path::new("."));
+            let version = self.target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let bin = tempfile::Builder::new()
+                .prefix(&format!(".tmp-{version}-"))
+                .rand_bytes(STAGING_RANDOM_CHARS)
+                .tempdir_in(parent)
+                .map_err(|e| Error::io(parent, e))?;
+            let moved = bin.path().join(super::PART_SCRATCH);
+            fs::rename(&scratch, &moved).map_err(|e| Error::io(&scratch, e))?;
+            // best effort from here: what is left is a dead `.tmp-*` directory for gc
+            let _ = bin.close();
+        }
+        let (files, errors) = walk(&self.dir);
+        if let Some((dir, e)) = errors.into_iter().next() {
+            return Err(Error::io(self.dir.join(dir), io::Error::other(e)));
+        }
+        Ok(files.into_iter().map(|(f, _)| f).collect())
+    }
+
     /// The version directory that [`Staging::publish`] creates.
     pub fn target(&self) -> &Path {
         &self.target
@@ -275,6 +316,27 @@ impl Drop for Staging {
     }
 }
 
+/// Checks that the staging directory `dir` of a distributed write is still
+/// its coordinator's: a real directory (not a symbolic link) whose `flock` a
+/// process holds. Where the filesystem has no `flock` (the lock call fails
+/// otherwise than "held"), only the directory's existence is checked.
+///
+/// # Errors
+/// [`Error::Io`] (`NotFound`) when the directory is gone or no process holds it.
+pub(crate) fn open_part_staging(dir: &Path) -> Result<()> {
+    let gone = |why: &str| Error::io(dir, io::Error::new(io::ErrorKind::NotFound, why.to_string()));
+    if !fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Err(gone("staging directory is gone (the write was committed, aborted or collected by gc)"));
+    }
+    let probe = File::open(dir).map_err(|e| Error::io(dir, e))?;
+    match rustix::fs::flock(&probe, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        // nobody holds it: the coordinator is gone (its lock went with it)
+        Ok(()) => Err(gone("no coordinator holds this staging directory (it died; gc removes the staging)")),
+        // held (`EWOULDBLOCK`), or a filesystem without `flock`
+        Err(_) => Ok(()),
+    }
+}
+
 /// A file a part of a distributed write is writing into a staging directory it
 /// does not own: written at `<staging>/.parts/<uuid>-<name>`, renamed onto
 /// `<staging>/<rel>` by [`PartFile::finish`] (an atomic replace: a retried or
@@ -288,27 +350,42 @@ pub(crate) struct PartFile {
 }
 
 impl PartFile {
-    /// Creates the temporary file for `rel` under the existing staging `dir`;
-    /// never creates `dir` itself, so a late worker cannot bring back a
-    /// staging directory that was committed, aborted or collected.
+    /// Creates the temporary file for `rel` in the scratch directory of the
+    /// staging `dir`; never creates the scratch directory or `dir`, so a late
+    /// worker cannot bring back a staging that was committed, aborted or
+    /// collected, nor leave a scratch directory in a committed version.
     pub(crate) fn create(dir: &Path, rel: &str) -> Result<PartFile> {
         let dest = dir.join(rel);
-        let scratch = dir.join(super::PART_SCRATCH);
-        let mut needed: Vec<PathBuf> = vec![scratch.clone()];
-        needed.extend(
-            dest.parent().into_iter().flat_map(Path::ancestors).take_while(|a| *a != dir).map(Path::to_path_buf),
-        );
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(super::PART_SCRATCH).join(format!("{}-{name}", uuid::Uuid::new_v4().simple()));
+        let file = File::create_new(&tmp).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => Error::io(
+                &tmp,
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the write was committed or aborted (its part scratch is gone)",
+                ),
+            ),
+            _ => Error::io(&tmp, e),
+        })?;
+        let mut needed: Vec<PathBuf> = dest
+            .parent()
+            .into_iter()
+            .flat_map(Path::ancestors)
+            .take_while(|a| *a != dir)
+            .map(Path::to_path_buf)
+            .collect();
         needed.sort_by_key(|d| d.components().count());
         for d in &needed {
             match fs::create_dir(d) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(Error::io(d, e)),
+                Err(e) => {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(Error::io(d, e));
+                }
             }
         }
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = scratch.join(format!("{}-{name}", uuid::Uuid::new_v4().simple()));
-        let file = File::create_new(&tmp).map_err(|e| Error::io(&tmp, e))?;
         Ok(PartFile { file, tmp, dest, done: false })
     }
 
@@ -324,7 +401,7 @@ impl PartFile {
 impl Drop for PartFile {
     fn drop(&mut self) {
         if !self.done {
-            // best effort: the commit clears the scratch directory anyway
+            // best effort: the commit removes the scratch directory anyway
             let _ = fs::remove_file(&self.tmp);
         }
     }

@@ -14,7 +14,10 @@
 //! path, size and sha256 on [`StagedFile::finish`]), [`Staging::stage_manifest`] and
 //! [`Staging::publish`] commit without ever replacing a version, and dropping an
 //! unpublished [`Staging`] aborts (removes what this writer put, aborts its
-//! multipart uploads, releases the claim).
+//! multipart uploads, releases the claim). A distributed write's coordinator
+//! starts with [`Staging::create_for_parts`]; its workers write through
+//! [`PartStaging`], only into `<dataset>/.tmp-<version>-<write id>`
+//! (docs/format.md §1 "Distributed writes").
 //!
 //! Everything stays synchronous for callers: the object-store backend runs its
 //! requests on an internal tokio runtime of [`IO_THREADS`] threads.
@@ -27,14 +30,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, PartProblem, Result};
 use crate::manifest::MAX_MANIFEST_BYTES;
 
 /// Environment variable naming a point of a write where the process stops: it
@@ -308,6 +311,16 @@ impl Location {
         }
     }
 
+    /// The largest file a part of a distributed write may stage here (see
+    /// [`MAX_OBJECT_COPY_BYTES`]); `None` on a local path (parts are renamed,
+    /// never copied).
+    pub fn max_part_file_bytes(&self) -> Option<u64> {
+        match &self.0 {
+            Inner::Local(..) => None,
+            Inner::Object(_) => Some(MAX_OBJECT_COPY_BYTES),
+        }
+    }
+
     /// Checks that a version can be committed here: [`Error::AlreadyExists`] when
     /// it holds a committed version, [`Error::NotAVersion`] when something else is
     /// in the way. Only looks; writes nothing.
@@ -434,6 +447,38 @@ impl Staging {
         }
     }
 
+    /// Starts a distributed write of the version at `target` (docs/format.md §1
+    /// "Distributed writes"): [`Staging::create`], plus where the parts write.
+    /// Local: the staging directory, with its scratch [`PART_SCRATCH`] made now
+    /// (workers never create it, so once the commit or abort removed it a late
+    /// worker fails instead of bringing it back). Object store: the prefix
+    /// `<dataset>/.tmp-<version>-<write id>/` beside the version, the write id
+    /// being the claim's writer id; workers upload only there and the commit
+    /// copies each part file into the version ([`Staging::take_part_file`]).
+    ///
+    /// # Errors
+    /// As [`Staging::create`].
+    pub fn create_for_parts(target: &Location) -> Result<Staging> {
+        match &target.0 {
+            Inner::Local(p, _) => {
+                let staging = local::Staging::create(p)?;
+                staging.create_part_scratch()?;
+                Ok(Staging(StagingInner::Local(staging)))
+            }
+            Inner::Object(o) => Ok(Staging(StagingInner::Object(object::Staging::create_for_parts(o)?))),
+        }
+    }
+
+    /// The id of this write: the random part of the local staging directory's
+    /// name (`.tmp-<version>-<id>`), or the object-store claim's writer id (the
+    /// name of the parts' prefix, `.tmp-<version>-<id>`). ASCII letters and digits.
+    pub fn write_id(&self) -> String {
+        match &self.0 {
+            StagingInner::Local(s) => s.write_id(),
+            StagingInner::Object(s) => s.writer_id().to_string(),
+        }
+    }
+
     /// Where the files are being written (local: the staging directory; object
     /// store: the version's URL, where they land in place).
     pub fn dir(&self) -> PathBuf {
@@ -501,53 +546,46 @@ impl Staging {
     }
 
     /// Where the parts of a distributed write put their files: a serializable
-    /// reference a worker opens with [`PartStaging::open`].
+    /// reference a worker opens with [`PartStaging::open`] (a staging made by
+    /// [`Staging::create_for_parts`]).
     pub fn part_ref(&self) -> StagingRef {
         match &self.0 {
             StagingInner::Local(s) => StagingRef::Local { dir: s.dir().to_path_buf() },
-            StagingInner::Object(s) => StagingRef::Object { url: s.location().to_string() },
+            StagingInner::Object(s) => StagingRef::Object { url: s.parts_location().to_string() },
         }
     }
 
-    /// Makes an abort remove every file under the version, not only the ones
-    /// this staging wrote (parts written by other processes; local staging
-    /// directories are removed whole anyway).
-    pub(crate) fn own_all_files(&mut self) {
-        if let StagingInner::Object(s) = &mut self.0 {
-            s.own_all_files();
+    /// Closes the staging to parts and returns every file they staged, sorted.
+    /// Local: the scratch directory [`PART_SCRATCH`] is moved out of staging
+    /// (a part file still being written can no longer be renamed into place,
+    /// and no new one can start) and removed. Object store: the listing of the
+    /// parts' prefix; a worker still running uploads only there (it checks the
+    /// claim before each file, and the claim goes at commit or abort).
+    pub(crate) fn seal_parts(&mut self) -> Result<Vec<String>> {
+        match &mut self.0 {
+            StagingInner::Local(s) => s.seal_parts(),
+            StagingInner::Object(s) => Ok(s.parts_location().list_files()?.into_iter().map(|(f, _)| f).collect()),
         }
     }
 
-    /// Size and sha256 of the staged file `rel`, read back from storage.
-    pub(crate) fn hash_staged(&self, rel: &str) -> Result<WrittenFile> {
-        let loc = match &self.0 {
+    /// Makes the part file `rel` a file of the version and returns its size
+    /// and sha256 read back from where the version will have it. Local: it is
+    /// already in the staging directory. Object store: while the claim is this
+    /// writer's, a server-side copy from the parts' prefix onto the version's
+    /// key (only the claim holder writes under the version); the copy is what
+    /// gets hashed, so the committed bytes are the ones checked.
+    ///
+    /// # Errors
+    /// I/O and store errors (a missing file: `NotFound`); an object-store
+    /// claim that is no longer this writer's.
+    pub(crate) fn take_part_file(&mut self, rel: &str) -> Result<WrittenFile> {
+        let loc = match &mut self.0 {
             StagingInner::Local(s) => Location::local(s.dir().join(rel)),
-            StagingInner::Object(s) => Location(Inner::Object(s.location().join(rel))),
+            StagingInner::Object(s) => Location(Inner::Object(s.copy_part_file(rel)?)),
         };
         let mut hasher = Sha256::new();
         let bytes = loc.stream(&mut |b| hasher.update(b))?;
         Ok(WrittenFile { path: rel.to_string(), bytes, sha256: hex::encode(hasher.finalize()) })
-    }
-
-    /// Removes the parts' scratch space ([`PART_SCRATCH`]: temporary files a
-    /// killed worker left) and returns every other staged file, sorted.
-    pub(crate) fn clear_scratch(&mut self) -> Result<Vec<String>> {
-        match &mut self.0 {
-            StagingInner::Local(s) => {
-                let scratch = s.dir().join(PART_SCRATCH);
-                if scratch.exists() {
-                    std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
-                }
-                let (files, errors) = local::walk(s.dir());
-                if let Some((dir, e)) = errors.into_iter().next() {
-                    return Err(Error::io(s.dir().join(dir), io::Error::other(e)));
-                }
-                Ok(files.into_iter().map(|(f, _)| f).collect())
-            }
-            StagingInner::Object(s) => {
-                Ok(s.location().list_files()?.into_iter().map(|(f, _)| f).filter(|f| f != CLAIM).collect())
-            }
-        }
     }
 
     /// Commits: the version becomes visible whole, or not at all, and never
@@ -564,13 +602,19 @@ impl Staging {
 }
 
 /// The directory, inside a local staging directory, where parts write their
-/// files under temporary names before renaming them into place; removed at
-/// commit (docs/format.md §1 "Distributed writes").
+/// files under temporary names before renaming them into place; made by the
+/// coordinator, removed by the commit or abort (docs/format.md §1 "Distributed writes").
 pub const PART_SCRATCH: &str = ".parts";
 
-/// Where the parts of a distributed write put their files (serde: `{"backend":
-/// "local", "dir": ...}` or `{"backend": "object", "url": ...}`; the URL carries
-/// no credentials: a worker takes them from its environment or options).
+/// Largest file a part of a distributed write may stage on an object store:
+/// the commit copies each into the version with one server-side copy, and S3's
+/// CopyObject copies at most 5 GiB (5 368 709 120 bytes) in one request.
+pub const MAX_OBJECT_COPY_BYTES: u64 = 5 << 30;
+
+/// Where the parts of a distributed write put their files: always
+/// `<dataset>/.tmp-<version>-<write id>` (serde: `{"backend": "local", "dir":
+/// ...}` or `{"backend": "object", "url": ...}`; the URL carries no
+/// credentials: a worker takes them from its environment or options).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "backend", rename_all = "snake_case")]
 pub enum StagingRef {
@@ -579,57 +623,91 @@ pub enum StagingRef {
         /// The staging directory.
         dir: PathBuf,
     },
-    /// The version's prefix on an object store, under the coordinator's claim.
+    /// The parts' prefix on an object store, `<root>/<name>/.tmp-<version>-<write id>`,
+    /// beside the version (whose claim holds the write id).
     Object {
-        /// The version's URL.
+        /// The prefix's URL.
         url: String,
     },
+}
+
+/// `(version, write id)` of a staging named `.tmp-<version>-<write id>` (a
+/// version never starts with `.`, and a write id holds no `-`).
+pub(crate) fn parse_staged(name: &str) -> Option<(&str, &str)> {
+    let (head, id) = name.rsplit_once('-')?;
+    let version = head.strip_prefix(".tmp-")?;
+    (!version.is_empty() && !id.is_empty()).then_some((version, id))
+}
+
+/// The version a staging named `name` belongs to, when `name` is
+/// `.tmp-<version>-<write_id>`.
+fn staged_version<'a>(name: &'a str, write_id: &str) -> Option<&'a str> {
+    parse_staged(name).filter(|(_, id)| *id == write_id).map(|(version, _)| version)
 }
 
 /// A worker's handle on a distributed write's staging: creates files but owns
 /// nothing (no lock, no claim; the coordinator's [`Staging`] does). A file lands
 /// under its final name only when complete (local: temporary name in
 /// [`PART_SCRATCH`], then rename; object store: one PUT or a completed multipart
-/// upload), so a part run twice leaves the same bytes.
+/// upload under the parts' prefix), so a part run twice leaves the same bytes.
 pub struct PartStaging(PartInner);
 
 impl fmt::Debug for PartStaging {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             PartInner::Local(dir) => write!(f, "PartStaging({})", dir.display()),
-            PartInner::Object(o) => write!(f, "PartStaging({o})"),
+            PartInner::Object(o) => write!(f, "PartStaging({})", o.location()),
         }
     }
 }
 
 enum PartInner {
     Local(PathBuf),
-    Object(object::ObjectLocation),
+    Object(object::PartPrefix),
 }
 
 impl PartStaging {
-    /// Opens `staging` for writing parts; `options` as in [`Location::parse`].
+    /// Opens `staging` for part `part` of the write `write_id`; `options` as in
+    /// [`Location::parse`]. The staging must be that write's: named
+    /// `.tmp-<version>-<write_id>` (so never a committed version, nor another
+    /// write's staging), and still owned by its coordinator (local: a process
+    /// holds its `flock`, where the filesystem has `flock`; object store: the
+    /// version's claim holds `write_id`, checked again before each file).
     ///
     /// # Errors
-    /// [`Error::Io`] (`NotFound`) when the local staging directory is gone (the
-    /// write was committed, aborted or collected); [`Error::InvalidUrl`].
-    pub fn open(staging: &StagingRef, options: &StorageOptions) -> Result<PartStaging> {
+    /// [`Error::Part`] with [`PartProblem::WrongStaging`] when `staging` is not
+    /// named after `write_id` (a tampered task); [`Error::Io`] (`NotFound`)
+    /// when the write is over (committed, aborted, its coordinator dead, or
+    /// collected by gc); [`Error::InvalidUrl`]; store errors.
+    pub fn open(staging: &StagingRef, write_id: &str, part: u32, options: &StorageOptions) -> Result<PartStaging> {
+        let wrong = |at: &dyn fmt::Display| Error::Part {
+            write_id: write_id.to_string(),
+            part: Some(part),
+            shard: None,
+            problem: PartProblem::WrongStaging(format!("{at} is not this write's staging .tmp-<version>-{write_id}")),
+        };
+        let id_ok = (1..=64).contains(&write_id.len()) && write_id.bytes().all(|b| b.is_ascii_alphanumeric());
         match staging {
             StagingRef::Local { dir } => {
-                if !dir.is_dir() {
-                    let gone = "staging directory is gone (the write was committed, aborted or collected by gc)";
-                    return Err(Error::io(dir, io::Error::new(io::ErrorKind::NotFound, gone)));
+                let plain = dir
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::RootDir | Component::CurDir));
+                let named = dir.file_name().and_then(|n| n.to_str()).and_then(|n| staged_version(n, write_id));
+                if !id_ok || !plain || named.is_none() {
+                    return Err(wrong(&dir.display()));
                 }
+                local::open_part_staging(dir)?;
                 Ok(PartStaging(PartInner::Local(dir.clone())))
             }
             StagingRef::Object { url } => {
                 let loc = object::ObjectLocation::parse(url, options)?;
-                // objects put without the coordinator's claim would be orphans gc cannot find
-                if loc.join(CLAIM).size()?.is_none() {
-                    let gone = "the version is not claimed (the write was committed, aborted or collected by gc)";
-                    return Err(Error::io(url, io::Error::new(io::ErrorKind::NotFound, gone)));
-                }
-                Ok(PartStaging(PartInner::Object(loc)))
+                let name = loc.file_name();
+                let Some(version) = name.as_deref().and_then(|n| staged_version(n, write_id)).filter(|_| id_ok) else {
+                    return Err(wrong(&loc));
+                };
+                let prefix = object::PartPrefix::new(loc.clone(), version, write_id);
+                prefix.check_claim()?;
+                Ok(PartStaging(PartInner::Object(prefix)))
             }
         }
     }
@@ -662,7 +740,9 @@ impl FileSink for PartStaging {
                 (Sink::LocalRename(part), display)
             }
             PartInner::Object(o) => {
-                let upload = object::Upload::new(o.join(rel));
+                // a write that is over takes no new file (its claim is gone or another's)
+                o.check_claim()?;
+                let upload = object::Upload::new(o.location().join(rel));
                 let display = PathBuf::from(upload.to_string());
                 (Sink::Object(Box::new(upload)), display)
             }
@@ -672,7 +752,7 @@ impl FileSink for PartStaging {
     fn open_staged(&self, rel: &str) -> Result<Source> {
         match &self.0 {
             PartInner::Local(dir) => Location::local(dir.join(rel)).open(),
-            PartInner::Object(o) => Location(Inner::Object(o.join(rel))).open(),
+            PartInner::Object(o) => Location(Inner::Object(o.location().join(rel))).open(),
         }
     }
 }

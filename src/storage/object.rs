@@ -18,6 +18,15 @@
 //! open multipart uploads, deletes every object this writer put and then the
 //! claim, but only while the claim is still this writer's. A writer killed
 //! outright leaves its claim and objects: [`super::gc`] clears them.
+//!
+//! A distributed write ([`Staging::create_for_parts`]) claims the version the
+//! same way, with the write id as the claim's writer id; its workers upload
+//! only under the parts' prefix `<dataset>/.tmp-<version>-<write id>/` beside
+//! the version ([`PartPrefix`], checking the claim before each file), and the
+//! commit copies each part file onto its key under the version while it holds
+//! the claim, so no worker ever writes a key of the version. The prefix is
+//! deleted after the commit or abort; what a late worker uploads after that,
+//! [`super::gc`] removes (docs/format.md §1 "Distributed writes").
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -239,6 +248,18 @@ impl ObjectLocation {
         self.path.filename().map(str::to_string)
     }
 
+    /// The location one segment up (itself at the store's root).
+    fn parent(&self) -> ObjectLocation {
+        let parts: Vec<_> = self.path.parts().collect();
+        let path = ObjPath::from_iter(parts[..parts.len().saturating_sub(1)].iter().cloned());
+        ObjectLocation { backend: Arc::clone(&self.backend), path }
+    }
+
+    /// The object at `path` of this location's store.
+    fn at(&self, path: ObjPath) -> ObjectLocation {
+        ObjectLocation { backend: Arc::clone(&self.backend), path }
+    }
+
     fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.backend.store
     }
@@ -343,33 +364,60 @@ impl ObjectLocation {
         }
     }
 
-    /// Per dataset name, how many claims at `<root>/<name>/<version>/` the
+    /// Per dataset name, how many claims at `<root>/<name>/<version>/` and
+    /// parts' prefixes `<root>/<name>/.tmp-<version>-<write id>/` the
     /// [`Self::gc`] with `older_than_s` would clear, found without listing every
-    /// object of the root: datasets and versions are listed with a delimiter
-    /// (one request each, never descending into `time_series/`), each version's
-    /// claim is looked up with a HEAD, and only a version whose claim is at
-    /// least `older_than_s` old is listed whole (its newest object tells a
-    /// writer still uploading from a dead one). `timef ls` counts with it.
+    /// object of the root: datasets and what they hold are listed with a
+    /// delimiter (one request each, never descending into `time_series/`), each
+    /// version's claim is looked up with a HEAD, and only a version whose claim
+    /// is at least `older_than_s` old, or a parts' prefix no live claim holds,
+    /// is listed whole (its newest object tells a writer still uploading from a
+    /// dead one). `timef ls` counts with it.
     pub(crate) fn stale_claims(&self, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
         let now = SystemTime::now();
         let age_s = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs());
+        let newest = |loc: &ObjectLocation| -> Result<Option<SystemTime>> {
+            Ok(loc.list_all()?.iter().map(|m| SystemTime::from(m.last_modified)).max())
+        };
         let mut out = BTreeMap::new();
         for name in self.list_dirs()? {
             let ds = self.join(&name);
-            for version in ds.list_dirs()? {
-                let version = ds.join(&version);
+            let listed = block_on(self.store().list_with_delimiter(Some(&ds.path)))?.map_err(|e| ds.err(e))?;
+            let names: Vec<String> =
+                listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
+            let mut live: Vec<(String, String)> = Vec::new();
+            for version in names.iter().filter(|n| !n.starts_with('.') && !n.starts_with('_')) {
+                let version = ds.join(version);
                 let claim = version.join(CLAIM);
                 let created: SystemTime = match block_on(self.store().head(&claim.path))? {
                     Ok(meta) => meta.last_modified.into(),
                     Err(object_store::Error::NotFound { .. }) => continue,
                     Err(e) => return Err(claim.err(e)),
                 };
-                if age_s(created) < older_than_s {
+                let writer = claim_writer(&claim)?;
+                let alive = age_s(created) < older_than_s || {
+                    let parts = writer.as_ref().map(|w| ds.join(&parts_name(&version, w)));
+                    let last = [Some(created), newest(&version)?, parts.as_ref().map(newest).transpose()?.flatten()]
+                        .into_iter()
+                        .flatten()
+                        .max()
+                        .unwrap_or(created);
+                    age_s(last) < older_than_s
+                };
+                if alive {
+                    live.extend(writer.map(|w| (version.file_name().unwrap_or_default(), w)));
+                } else {
+                    *out.entry(name.clone()).or_default() += 1;
+                }
+            }
+            for staged in &names {
+                let Some((version, id)) = super::parse_staged(staged).filter(|(_, id)| is_writer_id(id)) else {
+                    continue;
+                };
+                if live.iter().any(|(v, w)| v == version && w == id) {
                     continue;
                 }
-                let objects = version.list_all()?;
-                let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max().unwrap_or(created);
-                if age_s(newest) >= older_than_s {
+                if newest(&ds.join(staged))?.is_none_or(|t| age_s(t) >= older_than_s) {
                     *out.entry(name.clone()).or_default() += 1;
                 }
             }
@@ -377,31 +425,48 @@ impl ObjectLocation {
         Ok(out)
     }
 
-    /// Clears claims older than `older_than_s` under this root (see [`super::gc`]).
+    /// Deletes every object under this prefix.
+    fn delete_all(&self) -> Result<()> {
+        for m in self.list_all()? {
+            self.at(m.location).delete()?;
+        }
+        Ok(())
+    }
+
+    /// Clears claims older than `older_than_s` under this root, and the parts'
+    /// prefixes of distributed writes without a live claim (see [`super::gc`]).
     pub(crate) fn gc(&self, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
         let mut report = super::GcReport::default();
         let now = SystemTime::now();
-        let mut claims: Vec<object_store::ObjectMeta> =
-            self.list_all()?.into_iter().filter(|m| m.location.filename() == Some(CLAIM)).collect();
-        claims.sort_by(|a, b| a.location.cmp(&b.location));
-        for claim in claims {
-            let claim_loc = ObjectLocation { backend: Arc::clone(&self.backend), path: claim.location.clone() };
+        let idle = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs()) >= older_than_s;
+        let mut all = self.list_all()?;
+        all.sort_by(|a, b| a.location.cmp(&b.location));
+        let newest = |prefix: &ObjPath| {
+            all.iter().filter(|m| m.location.prefix_matches(prefix)).map(|m| SystemTime::from(m.last_modified)).max()
+        };
+        // the dataset a version or parts' prefix belongs to: the segment above it
+        let dataset = |p: &ObjPath| {
+            let parts: Vec<_> = p.parts().collect();
+            parts.len().checked_sub(2).map_or_else(String::new, |i| parts[i].as_ref().to_string())
+        };
+        // (version, writer id) of every claim kept: its parts' prefix stays
+        let mut live: Vec<(ObjPath, String)> = Vec::new();
+        for claim in all.iter().filter(|m| m.location.filename() == Some(CLAIM)) {
+            let claim_loc = self.at(claim.location.clone());
+            let version = claim_loc.parent();
+            let writer = claim_writer(&claim_loc)?;
+            // a live writer keeps putting objects (under the version, or its
+            // parts' prefix): its newest one is young
+            let parts = writer.as_ref().map(|w| version.parent().join(&parts_name(&version, w)));
             let created: SystemTime = claim.last_modified.into();
-            let age_s = now.duration_since(created).map_or(0, |d| d.as_secs());
-            if age_s < older_than_s {
+            let last = [Some(created), newest(&version.path), parts.as_ref().and_then(|p| newest(&p.path))]
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(created);
+            if !idle(created) || !idle(last) {
                 report.kept_claims.push(claim_loc.to_string());
-                continue;
-            }
-            let parts: Vec<_> = claim.location.parts().collect();
-            let version = ObjectLocation {
-                backend: Arc::clone(&self.backend),
-                path: ObjPath::from_iter(parts[..parts.len().saturating_sub(1)].iter().cloned()),
-            };
-            // a live writer keeps putting objects: its newest one is young
-            let objects = version.list_all()?;
-            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max().unwrap_or(created);
-            if now.duration_since(newest).map_or(0, |d| d.as_secs()) < older_than_s {
-                report.kept_claims.push(claim_loc.to_string());
+                live.extend(writer.map(|w| (version.path.clone(), w)));
                 continue;
             }
             // the claim goes first, so a writer still alive fails its commit
@@ -410,21 +475,112 @@ impl ObjectLocation {
                 claim_loc.delete()?;
             }
             report.removed_claims.push(claim_loc.to_string());
-            // claims sit at <root>/<name>/<version>/_claim
-            let name = parts.len().checked_sub(3).map_or_else(String::new, |i| parts[i].as_ref().to_string());
-            *report.per_dataset.entry(name).or_default() += 1;
+            *report.per_dataset.entry(dataset(&version.path)).or_default() += 1;
             if version.join(MANIFEST).size()?.is_none() {
-                for m in objects {
-                    if m.location != claim.location {
-                        if !dry_run {
-                            ObjectLocation { backend: Arc::clone(&self.backend), path: m.location }.delete()?;
-                        }
-                        report.removed_files += 1;
+                for m in all.iter().filter(|m| m.location.prefix_matches(&version.path) && m.location != claim.location)
+                {
+                    if !dry_run {
+                        self.at(m.location.clone()).delete()?;
                     }
+                    report.removed_files += 1;
                 }
             }
         }
+        // parts' prefixes `<dataset>/.tmp-<version>-<write id>/` (a directory
+        // segment, never an object's own name): (version, write id, objects) by prefix
+        type Found<'a> = (ObjPath, String, Vec<&'a object_store::ObjectMeta>);
+        let mut prefixes: BTreeMap<ObjPath, Found<'_>> = BTreeMap::new();
+        for m in &all {
+            let Some(rel) = m.location.prefix_match(&self.path) else { continue };
+            let rel: Vec<_> = rel.collect();
+            let mut above = self.path.clone();
+            for part in &rel[..rel.len().saturating_sub(1)] {
+                if let Some((version, id)) = super::parse_staged(part.as_ref()).filter(|(_, id)| is_writer_id(id)) {
+                    let entry = prefixes
+                        .entry(above.clone().join(part.as_ref()))
+                        .or_insert_with(|| (above.clone().join(version), id.to_string(), Vec::new()));
+                    entry.2.push(m);
+                    break;
+                }
+                above = above.join(part.as_ref());
+            }
+        }
+        for (prefix, (version, id, objects)) in prefixes {
+            let loc = self.at(prefix.clone());
+            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max();
+            if live.iter().any(|(v, w)| *v == version && *w == id) || !newest.is_none_or(idle) {
+                report.kept_claims.push(loc.to_string());
+                continue;
+            }
+            for m in &objects {
+                if !dry_run {
+                    self.at(m.location.clone()).delete()?;
+                }
+                report.removed_files += 1;
+            }
+            report.removed_claims.push(loc.to_string());
+            *report.per_dataset.entry(dataset(&prefix)).or_default() += 1;
+        }
         Ok(report)
+    }
+}
+
+/// The writer id a claim holds; `None` when it is gone or unreadable.
+fn claim_writer(claim: &ObjectLocation) -> Result<Option<String>> {
+    match claim.read_small(1 << 16)? {
+        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).ok().map(|c| c.writer_id)),
+        Small::Missing | Small::Refused(_) => Ok(None),
+    }
+}
+
+/// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
+/// also the write id of a distributed write.
+fn new_writer_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// True for a writer id [`new_writer_id`] makes; `gc` only touches parts'
+/// prefixes named with one.
+fn is_writer_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `.tmp-<version>-<writer id>`: the name of a distributed write's parts' prefix.
+fn parts_name(version: &ObjectLocation, writer_id: &str) -> String {
+    format!(".tmp-{}-{writer_id}", version.file_name().unwrap_or_default())
+}
+
+/// A worker's view of a distributed write's parts' prefix: uploads go there,
+/// each only while the version's claim holds the write id.
+pub(crate) struct PartPrefix {
+    location: ObjectLocation,
+    claim: ObjectLocation,
+    write_id: String,
+}
+
+impl PartPrefix {
+    /// The prefix at `location` (`<dataset>/.tmp-<version>-<write_id>`).
+    pub(crate) fn new(location: ObjectLocation, version: &str, write_id: &str) -> PartPrefix {
+        let claim = location.parent().join(version).join(CLAIM);
+        PartPrefix { location, claim, write_id: write_id.to_string() }
+    }
+
+    pub(crate) fn location(&self) -> &ObjectLocation {
+        &self.location
+    }
+
+    /// Checks that the version's claim still holds this write's id.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (`NotFound`) when it does not: the write was committed,
+    /// aborted or collected by gc (and maybe another write holds the version).
+    pub(crate) fn check_claim(&self) -> Result<()> {
+        if claim_writer(&self.claim)?.as_deref() == Some(self.write_id.as_str()) {
+            return Ok(());
+        }
+        let why =
+            "the version's claim does not hold this write's id (the write was committed, aborted or collected by gc)";
+        Err(Error::io(self.claim.to_string(), io::Error::new(io::ErrorKind::NotFound, why)))
     }
 }
 
@@ -575,13 +731,14 @@ struct Claim {
 }
 
 /// A version being written on an object store: the claim is held; data files go
-/// to their final keys; [`Staging::publish`] writes the manifest.
+/// to their final keys; [`Staging::publish`] writes the manifest. A distributed
+/// write's staging also owns its parts' prefix.
 pub(crate) struct Staging {
     target: ObjectLocation,
     writer_id: String,
     written: Vec<ObjectLocation>,
-    /// Abort removes every object under the version (parts written by other processes).
-    own_all: bool,
+    /// Parts of a distributed write upload under [`Staging::parts_location`].
+    for_parts: bool,
     manifest: Option<Vec<u8>>,
     published: bool,
     _live: LiveGuard,
@@ -593,10 +750,26 @@ impl fmt::Debug for Staging {
     }
 }
 
+/// The error of a writer whose claim is gone or another writer's.
+fn claim_lost(target: &ObjectLocation) -> Error {
+    Error::io(
+        target.join(CLAIM).to_string(),
+        io::Error::other("the claim is no longer this writer's (cleared by gc?); nothing was committed"),
+    )
+}
+
 impl Staging {
     pub(crate) fn create(target: &ObjectLocation) -> Result<Staging> {
+        Staging::claim(target, false)
+    }
+
+    pub(crate) fn create_for_parts(target: &ObjectLocation) -> Result<Staging> {
+        Staging::claim(target, true)
+    }
+
+    fn claim(target: &ObjectLocation, for_parts: bool) -> Result<Staging> {
         target.ensure_absent()?;
-        let writer_id = uuid::Uuid::new_v4().hyphenated().to_string();
+        let writer_id = new_writer_id();
         let claim = Claim {
             writer_id: writer_id.clone(),
             created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
@@ -616,7 +789,7 @@ impl Staging {
             target: target.clone(),
             writer_id,
             written: Vec::new(),
-            own_all: false,
+            for_parts,
             manifest: None,
             published: false,
             _live: LiveGuard::new(),
@@ -640,14 +813,32 @@ impl Staging {
         &self.target
     }
 
+    pub(crate) fn writer_id(&self) -> &str {
+        &self.writer_id
+    }
+
+    /// `<dataset>/.tmp-<version>-<writer id>`: where a distributed write's parts upload.
+    pub(crate) fn parts_location(&self) -> ObjectLocation {
+        self.target.parent().join(&parts_name(&self.target, &self.writer_id))
+    }
+
     pub(crate) fn create_file(&mut self, rel: &str) -> Result<Upload> {
         let loc = self.target.join(rel);
         self.written.push(loc.clone());
         Ok(Upload::new(loc))
     }
 
-    pub(crate) fn own_all_files(&mut self) {
-        self.own_all = true;
+    /// Copies the part file `rel` from the parts' prefix onto its key under the
+    /// version, while the claim is this writer's; returns the copy.
+    pub(crate) fn copy_part_file(&mut self, rel: &str) -> Result<ObjectLocation> {
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
+        let from = self.parts_location().join(rel);
+        let to = self.target.join(rel);
+        self.written.push(to.clone());
+        block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
+        Ok(to)
     }
 
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
@@ -662,10 +853,7 @@ impl Staging {
 
     /// True while the claim is this writer's.
     fn holds_claim(&self) -> Result<bool> {
-        match self.target.join(CLAIM).read_small(1 << 16)? {
-            Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.writer_id == self.writer_id)),
-            Small::Missing | Small::Refused(_) => Ok(false),
-        }
+        Ok(claim_writer(&self.target.join(CLAIM))?.is_some_and(|w| w == self.writer_id))
     }
 
     pub(crate) fn publish(mut self) -> Result<std::path::PathBuf> {
@@ -673,10 +861,7 @@ impl Staging {
             return Err(Error::io(self.target.to_string(), io::Error::other("no manifest was staged")));
         };
         if !self.holds_claim()? {
-            return Err(Error::io(
-                self.target.join(CLAIM).to_string(),
-                io::Error::other("the claim is no longer this writer's (cleared by gc?); nothing was committed"),
-            ));
+            return Err(claim_lost(&self.target));
         }
         let manifest = self.target.join(MANIFEST);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
@@ -711,34 +896,26 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        if self.published {
-            return;
-        }
-        // only while the claim is ours and no manifest is there: otherwise these
-        // keys may be another writer's, or a committed version's, files
-        let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
-        if !committed && self.holds_claim().unwrap_or(false) {
-            let mut all_deleted = true;
-            if self.own_all {
-                match self.target.list_all() {
-                    Ok(all) => {
-                        for meta in all.into_iter().filter(|m| m.location.filename() != Some(CLAIM)) {
-                            all_deleted &=
-                                ObjectLocation { backend: Arc::clone(&self.target.backend), path: meta.location }
-                                    .delete()
-                                    .is_ok();
-                        }
-                    }
-                    Err(_) => all_deleted = false,
+        if !self.published {
+            // only while the claim is ours and no manifest is there: otherwise
+            // these keys may be another writer's, or a committed version's, files
+            let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
+            if !committed && self.holds_claim().unwrap_or(false) {
+                let mut all_deleted = true;
+                for loc in &self.written {
+                    all_deleted &= loc.delete().is_ok();
+                }
+                // a claim over files that could not be deleted is what lets gc find them
+                if all_deleted {
+                    let _ = self.target.join(CLAIM).delete();
                 }
             }
-            for loc in &self.written {
-                all_deleted &= loc.delete().is_ok();
-            }
-            // a claim over files that could not be deleted is what lets gc find them
-            if all_deleted {
-                let _ = self.target.join(CLAIM).delete();
-            }
+        }
+        // committed or not, the parts' prefix is this write's alone (its name
+        // holds the writer id); what a failed delete or a late worker leaves
+        // there, gc removes once no live claim holds the id
+        if self.for_parts {
+            let _ = self.parts_location().delete_all();
         }
     }
 }

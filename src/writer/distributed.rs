@@ -5,17 +5,22 @@
 //!    metadata and each series' number of values ([`PlanInput`]): the sorted
 //!    order, the id encodings, the whole layout ([`Layout`]) and the assignment
 //!    of whole shards to parts. It claims the version (local: creates the
-//!    staging directory and holds its `flock` until commit or abort; object
-//!    store: the claim object) and hands out one [`PartTask`] per part.
+//!    staging directory `<dataset>/.tmp-<version>-<write id>` and holds its
+//!    `flock` until commit or abort; object store: the claim object, holding
+//!    the write id, and the parts' prefix `<dataset>/.tmp-<version>-<write id>/`
+//!    beside the version) and hands out one [`PartTask`] per part.
 //! 2. Each worker runs [`write_part`] with the values of its series: it encodes
-//!    its shards with the single-machine writer's code, writes them into the
-//!    staging through [`PartStaging`] (complete files only, under their final
-//!    names), and returns a [`PartRecord`]. Workers take no lock; a part run
-//!    twice writes the same bytes.
+//!    its shards with the single-machine writer's code, writes them into its
+//!    write's staging only through [`PartStaging`] (complete files only), and
+//!    returns a [`PartRecord`]. Workers take no lock; a part run twice writes
+//!    the same bytes; a task whose staging is not its write's, or whose write
+//!    is over, is refused.
 //! 3. The coordinator commits ([`DistributedWrite::commit`]): every planned
-//!    shard exactly once, each staged file re-hashed against its record, index
-//!    rows checked against the plan; then the index, samples, annotations,
-//!    tasks and manifest, and the publish of the single-machine writer.
+//!    shard exactly once, index rows checked against the plan, the staging
+//!    closed to parts, each shard made a file of the version (object store: a
+//!    server-side copy under the claim) and re-hashed against its record; then
+//!    the index, samples, annotations, tasks and manifest, and the publish of
+//!    the single-machine writer.
 //!
 //! The committed bytes equal a single-machine write of the same dataset,
 //! whatever the number of parts and the order they finish: the layout is a
@@ -235,13 +240,16 @@ fn id_encoding(write_id: &str, text: &str) -> Result<IdEncoding> {
 }
 
 /// A distributed write in progress on the coordinator: owns the version's
-/// staging (local `flock` or object-store claim) from plan to commit. Dropping
-/// it, or [`DistributedWrite::abort`], removes the staging and every part.
+/// staging (local `flock`, or object-store claim and parts' prefix) from plan
+/// to commit. Dropping it, or [`DistributedWrite::abort`], removes the staging
+/// and every part.
 pub struct DistributedWrite {
     staging: Staging,
     plan: Plan,
     dataset: TimeFDataset,
     options: WriterOptions,
+    /// [`Location::max_part_file_bytes`] of the version.
+    max_file_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for DistributedWrite {
@@ -258,7 +266,9 @@ impl DistributedWrite {
     /// # Errors
     /// [`Error::Validation`] (names, references, a series without a count or
     /// with a count its `t_end_s` contradicts), [`Error::AlreadyExists`] (before
-    /// any I/O), I/O and store errors.
+    /// any I/O), [`Error::InvalidOption`] (`shard_target_bytes`: on an object
+    /// store, shards of more than 4/5 of [`crate::storage::MAX_OBJECT_COPY_BYTES`]
+    /// of values), I/O and store errors.
     pub fn plan(root: &Location, input: PlanInput, options: WriterOptions, parts: u32) -> Result<DistributedWrite> {
         let PlanInput { dataset, n_values } = input;
         validate_name(&dataset.info.name, "dataset_name")?;
@@ -278,24 +288,28 @@ impl DistributedWrite {
                 "a number of values for a series the dataset does not hold",
             ));
         }
+        let target = root.join(&dataset.info.name).join(&dataset.info.version);
+        let max_file_bytes = target.max_part_file_bytes();
+        if let Some(max) = max_file_bytes {
+            // values only: keys, statistics and metadata fit in the rest
+            let max_values = max / 5 * 4;
+            if options.shard_max_bytes() > max_values {
+                return Err(Error::InvalidOption {
+                    option: "shard_target_bytes",
+                    reason: format!(
+                        "shards of up to {} bytes of values, over the {max_values} a distributed write to an object store stages: the commit copies each shard in one request, at most {max} bytes (S3 CopyObject)",
+                        options.shard_max_bytes()
+                    ),
+                });
+            }
+        }
         let layout = Layout::new(series, &options)?;
         let parts = layout.assign(parts);
-        let target = root.join(&dataset.info.name).join(&dataset.info.version);
         target.ensure_absent()?;
         let ids = decide_ids(&dataset);
-        let mut staging = Staging::create(&target)?;
-        staging.own_all_files();
-        let write_id = match staging.part_ref() {
-            StagingRef::Local { dir } => dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.rsplit('-').next())
-                .map(str::to_string)
-                .unwrap_or_default(),
-            StagingRef::Object { .. } => uuid::Uuid::new_v4().simple().to_string(),
-        };
+        let staging = Staging::create_for_parts(&target)?;
         let plan = Plan {
-            write_id,
+            write_id: staging.write_id(),
             name: dataset.info.name.clone(),
             version: dataset.info.version.clone(),
             options: TaskOptions::of(&options),
@@ -303,7 +317,7 @@ impl DistributedWrite {
             layout,
             parts,
         };
-        Ok(DistributedWrite { staging, plan, dataset, options })
+        Ok(DistributedWrite { staging, plan, dataset, options, max_file_bytes })
     }
 
     /// The plan.
@@ -316,9 +330,14 @@ impl DistributedWrite {
         &self.plan.write_id
     }
 
-    /// Where parts write (the local staging directory, or the version's URL).
+    /// Where parts write: the local staging directory, or the URL of the
+    /// parts' prefix on an object store; `<dataset>/.tmp-<version>-<write id>`
+    /// either way.
     pub fn staging_dir(&self) -> PathBuf {
-        self.staging.dir()
+        match self.staging.part_ref() {
+            StagingRef::Local { dir } => dir,
+            StagingRef::Object { url } => PathBuf::from(url),
+        }
     }
 
     /// One task per part, in part order.
@@ -360,8 +379,9 @@ impl DistributedWrite {
     /// [`Error::Part`] for a record of another write, a missing, duplicate or
     /// unplanned shard, a staged file whose size or sha256 is not the record's,
     /// index rows that do not match the plan, or a stray file in staging;
-    /// [`Error::AlreadyExists`] when another writer committed the version first.
-    /// Nothing is published on error, and the staging is removed.
+    /// [`Error::InvalidOption`] for a shard an object store cannot copy in one
+    /// request; [`Error::AlreadyExists`] when another writer committed the
+    /// version first. Nothing is published on error, and the staging is removed.
     pub fn commit(mut self, records: &[PartRecord]) -> Result<PathBuf> {
         let series = self.check(records)?;
         let noop = |_| Ok(());
@@ -461,11 +481,25 @@ impl DistributedWrite {
                 return Err(err(part, Some(s as u32), PartProblem::IndexMismatch(why)));
             }
         }
-        // the staged bytes are the recorded ones, and nothing else is staged
+        // no part writes from here on, and nothing else is staged
+        let staged = self.staging.seal_parts()?;
+        if let Some(stray) = staged.iter().find(|f| !entries.iter().any(|(_, e)| &e.path == *f)) {
+            return Err(err(None, None, PartProblem::StrayFile(stray.clone())));
+        }
+        // the version's bytes are the recorded ones
         let mut files = Vec::with_capacity(entries.len());
         for (s, (part, entry)) in entries.iter().enumerate() {
             let (part, shard) = (Some(*part), Some(s as u32));
-            let staged = self.staging.hash_staged(&entry.path)?;
+            if let Some(max) = self.max_file_bytes.filter(|max| entry.bytes > *max) {
+                return Err(Error::InvalidOption {
+                    option: "shard_target_bytes",
+                    reason: format!(
+                        "shard {s} of write {id} is {} bytes, over the {max} an object store copies in one request (S3 CopyObject); write with a smaller shard_target_bytes",
+                        entry.bytes
+                    ),
+                });
+            }
+            let staged = self.staging.take_part_file(&entry.path)?;
             if staged.bytes != entry.bytes {
                 return Err(err(
                     part,
@@ -482,10 +516,6 @@ impl DistributedWrite {
                 return Err(err(part, shard, PartProblem::IndexMismatch(why)));
             }
             files.push((*entry).clone());
-        }
-        let staged = self.staging.clear_scratch()?;
-        if let Some(stray) = staged.iter().find(|f| !files.iter().any(|e| &e.path == *f)) {
-            return Err(err(None, None, PartProblem::StrayFile(stray.clone())));
         }
         let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
         Ok(SeriesOutput { files, index, metas })
@@ -504,8 +534,11 @@ impl DistributedWrite {
 /// ([`PartProblem::UnplannedSeries`], also for one given twice), one missing
 /// ([`PartProblem::MissingSeries`]), a task contradicting its layout;
 /// [`Error::Validation`]: a series whose number of values is not the planned
-/// one, or a non-finite value; [`Error::Io`] when the staging is gone; I/O,
-/// parquet and store errors. A file is under its final name only once complete.
+/// one, or a non-finite value; [`Error::Part`] with
+/// [`PartProblem::WrongStaging`] for a task whose staging is not its write's
+/// (see [`PartStaging::open`]); [`Error::Io`] (`NotFound`) when the write is
+/// over (committed, aborted, its coordinator dead); I/O, parquet and store
+/// errors. A file is under its final name only once complete.
 pub fn write_part(
     task: &PartTask,
     series: impl IntoIterator<Item = (String, SeriesValues)>,
@@ -534,7 +567,7 @@ pub fn write_part(
     }
     let options = task.options.to_options()?;
     let enc = id_encoding(id, &task.time_series_id_encoding)?;
-    let mut staging = PartStaging::open(&task.staging, storage_options)?;
+    let mut staging = PartStaging::open(&task.staging, id, task.part, storage_options)?;
     let codec = Codec { zstd_level: options.compression_level() };
     let schema = Arc::new(tables::shard_schema(tables::IdEncodings([enc; 6]))?);
     let props = schema.properties(codec, &files::created_by())?;
