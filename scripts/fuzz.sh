@@ -34,6 +34,9 @@
 # cannot hook malloc; an allocation the system refuses still aborts and is
 # reported as a crash). Overflow checks and debug assertions are on either way.
 #
+# FUZZ_NO_BUILD=1 runs the binaries already built (e.g. while the sources
+# change under a long instrumented build).
+#
 # Reproduce a finding: fuzz/target/x86_64-unknown-linux-gnu/<release|debug>/<target> <artifact>
 set -euo pipefail
 
@@ -59,10 +62,12 @@ fi
 
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz missing: cargo install cargo-fuzz" >&2; exit 2; }
 
-echo "building fuzz targets ${BUILD_ARGS[*]:-(release, address sanitizer, debug assertions)}" >&2
-for t in "${TARGETS[@]}"; do
-    nice -n 19 cargo fuzz build "${BUILD_ARGS[@]}" --target-dir "$FUZZ_TARGET_DIR" "$t" >&2
-done
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+    echo "building fuzz targets ${BUILD_ARGS[*]:-(release, address sanitizer, debug assertions)}" >&2
+    for t in "${TARGETS[@]}"; do
+        nice -n 19 cargo fuzz build "${BUILD_ARGS[@]}" --target-dir "$FUZZ_TARGET_DIR" "$t" >&2
+    done
+fi
 
 # seed corpus: the first byte of ts/tsf/page_header/version inputs is a mode
 # byte (see each target's doc comment)
