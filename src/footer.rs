@@ -398,27 +398,23 @@ fn corrupt(path: &Path, reason: String) -> Error {
 mod tests {
     use super::*;
 
-    /// A v1 data page header by hand: type 0, the two sizes, then a
+    /// A v1 data page header (TimeF's encoder): type 0, the two sizes, then a
     /// `DataPageHeader` with one value, PLAIN values and levels encoded as
     /// `level_encoding` (4 is BIT_PACKED, which TimeF's own decoder refuses and
     /// the parquet crate accepts).
-    fn header(uncompressed: i32, compressed: i32, level_encoding: u8) -> Vec<u8> {
-        let zigzag = |v: i32| ((v << 1) ^ (v >> 31)) as u32;
-        let varint = |mut v: u32| {
-            let mut out = Vec::new();
-            while v >= 0x80 {
-                out.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            out.push(v as u8);
-            out
-        };
-        let mut h = vec![0x15, 0x00, 0x15];
-        h.extend(varint(zigzag(uncompressed)));
-        h.push(0x15);
-        h.extend(varint(zigzag(compressed)));
-        h.extend([0x2c, 0x15, 0x02, 0x15, 0x00, 0x15, level_encoding * 2, 0x15, level_encoding * 2, 0x00, 0x00]);
-        h
+    fn header(uncompressed: i32, compressed: i32, level_encoding: i32) -> Vec<u8> {
+        let mut c = crate::thrift::Compact::new();
+        c.i32(1, 0);
+        c.i32(2, uncompressed);
+        c.i32(3, compressed);
+        c.begin(5);
+        c.i32(1, 1);
+        c.i32(2, 0);
+        c.i32(3, level_encoding);
+        c.i32(4, level_encoding);
+        c.end();
+        c.end();
+        c.out
     }
 
     fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {

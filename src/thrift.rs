@@ -58,13 +58,13 @@ pub const MAX_PAGE_HEADER_BYTES: usize = 1 << 20;
 // ------------------------------------------------------------------ encoder
 
 /// Thrift compact-protocol encoder for exactly the `PageHeader` fields TimeF writes.
-struct Compact {
-    out: Vec<u8>,
+pub(crate) struct Compact {
+    pub(crate) out: Vec<u8>,
     last: Vec<i16>,
 }
 
 impl Compact {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Compact { out: Vec::with_capacity(48), last: vec![0] }
     }
     fn varint(&mut self, mut v: u64) {
@@ -87,18 +87,18 @@ impl Compact {
             *l = id;
         }
     }
-    fn i32(&mut self, id: i16, v: i32) {
+    pub(crate) fn i32(&mut self, id: i16, v: i32) {
         self.field(id, T_I32);
         self.varint(((v << 1) ^ (v >> 31)) as u32 as u64);
     }
     fn bool(&mut self, id: i16, v: bool) {
         self.field(id, if v { T_TRUE } else { T_FALSE });
     }
-    fn begin(&mut self, id: i16) {
+    pub(crate) fn begin(&mut self, id: i16) {
         self.field(id, T_STRUCT);
         self.last.push(0);
     }
-    fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         self.out.push(T_STOP);
         self.last.pop();
     }
