@@ -497,7 +497,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 outln!("kept (younger than {older_than_s} s, or its writer alive) {c}");
             }
             outln!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files);
-            Ok(ExitCode::SUCCESS)
+            for (dir, why) in &r.failed {
+                eprintln!("timef: error: could not remove {dir}: {why}");
+            }
+            Ok(if r.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
         }
         Command::Cat { version_dir, series_id, format } => {
             let v = Version::open_at(loc(&version_dir)?)?;

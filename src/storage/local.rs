@@ -526,6 +526,21 @@ pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// True for the name of a writer's staging directory, exactly
+/// `.tmp-<version>-<random>` or `.new-<version>-<random>` with a valid version
+/// name and [`STAGING_RANDOM_CHARS`] letters and digits (a distributed write's
+/// id has that shape too): `gc` never takes another hidden directory for one.
+fn is_staging_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(TMP_PREFIX).or_else(|| name.strip_prefix(NEW_PREFIX)) else {
+        return false;
+    };
+    rest.rsplit_once('-').is_some_and(|(version, random)| {
+        crate::dataset::validate_name(version, "version").is_ok()
+            && random.len() == STAGING_RANDOM_CHARS
+            && random.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
 /// Removes `<root>/<name>/.tmp-*` staging directories (and `.new-*` ones a
 /// writer died making, see [`Staging::create`]) whose writer is gone (no
 /// process holds their `flock`) and that were last modified more than
@@ -544,6 +559,10 @@ pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super:
     let now = std::time::SystemTime::now();
     for name in list_dirs(root)? {
         let ds = root.join(&name);
+        // a dataset is a directory of the root, never a link to elsewhere
+        if !fs::symlink_metadata(&ds).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
         let entries = match fs::read_dir(&ds) {
             Ok(rd) => rd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -554,7 +573,7 @@ pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super:
             let entry = entry.map_err(|e| Error::io(&ds, e))?;
             let file_name = entry.file_name();
             let file_name = file_name.to_string_lossy();
-            if (file_name.starts_with(TMP_PREFIX) || file_name.starts_with(NEW_PREFIX)) && entry.path().is_dir() {
+            if is_staging_name(&file_name) && entry.path().is_dir() {
                 found.push(entry.path());
             }
         }
@@ -586,7 +605,11 @@ pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super:
                 match fs::remove_dir_all(&dir) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(Error::io(&dir, e)),
+                    // one directory that cannot go must not keep the others
+                    Err(e) => {
+                        report.failed.push((dir.display().to_string(), e.to_string()));
+                        continue;
+                    }
                 }
             }
             report.removed_files += files.len() as u64;
@@ -846,5 +869,41 @@ mod tests {
         let link_len = fs::symlink_metadata(tmp.path().join("link")).unwrap().len();
         assert_eq!(files, [("d/e/f.bin".to_string(), 3), ("link".to_string(), link_len), ("z".to_string(), 0)]);
         assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn gc_removes_only_what_is_named_like_a_writers_staging_and_never_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, elsewhere) = (tmp.path().join("root"), tmp.path().join("elsewhere"));
+        let random = "a".repeat(STAGING_RANDOM_CHARS);
+        let stale = format!(".tmp-v1-{random}");
+        for dir in [
+            root.join("project/.tmp-cache"),
+            root.join("project/.new-ideas"),
+            root.join(format!("project/.tmp-v1-{}", &random[1..])),
+            root.join(format!("project/.tmp-.v1-{random}")),
+            root.join("project").join(&stale),
+            root.join("project").join(format!(".new-v2-{random}")),
+            elsewhere.join(&stale),
+        ] {
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join("notes.txt"), b"important").unwrap();
+        }
+        std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
+        let report = gc(&root, 0, false).unwrap();
+        let project = root.join("project");
+        let removed = [project.join(format!(".new-v2-{random}")), project.join(&stale)];
+        assert_eq!(report.removed_claims, removed.map(|p| p.display().to_string()));
+        assert_eq!((report.removed_files, report.failed.len()), (2, 0));
+        let left: Vec<String> = walk(&root).0.into_iter().map(|(f, _)| f).collect();
+        let want = [
+            "linked".to_string(),
+            "project/.new-ideas/notes.txt".into(),
+            format!("project/.tmp-.v1-{random}/notes.txt"),
+            "project/.tmp-cache/notes.txt".into(),
+            format!("project/.tmp-v1-{}/notes.txt", &random[1..]),
+        ];
+        assert_eq!(left, want);
+        assert!(elsewhere.join(&stale).join("notes.txt").exists());
     }
 }

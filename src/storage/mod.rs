@@ -47,9 +47,9 @@ use crate::manifest::MAX_MANIFEST_BYTES;
 /// `gc` beside it. Points of a write, in order: `staging-made` (local roots
 /// only: the staging directory made under its `.new-*` name, not yet locked),
 /// `staging-created`, `mid-shard` (a shard with a row group written, not
-/// finished), `shards-written`, `manifest-staged`, `before-rename`,
-/// `after-rename` (local roots only: the rename done, the parent directory not
-/// yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
+/// finished), `shards-written`, `manifest-staged`, `before-rename` and
+/// `after-rename` (both local roots only: before the rename; the rename done,
+/// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
 /// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
@@ -887,6 +887,10 @@ pub struct GcReport {
     pub kept_claims: Vec<String>,
     /// Entries of `removed_claims` per dataset name.
     pub per_dataset: BTreeMap<String, u64>,
+    /// Stale staging directories that could not be removed, with why (local
+    /// roots: a permission, an immutable file, a mount point inside); the
+    /// others are still removed.
+    pub failed: Vec<(String, String)>,
 }
 
 /// Clears what writers that died left under `root` (docs/format.md "Clearing a
