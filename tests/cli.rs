@@ -93,7 +93,7 @@ fn info_ls_cat_on_real_data() {
 
     // a staging directory and an uncommitted directory are not versions; a
     // staging directory no writer holds is counted as stale
-    std::fs::create_dir_all(root.path().join("BasicMotions/.tmp-v2-abc")).unwrap();
+    std::fs::create_dir_all(root.path().join(format!("BasicMotions/.tmp-v2-{}", "a".repeat(32)))).unwrap();
     std::fs::create_dir_all(root.path().join("BasicMotions/v3")).unwrap();
     let (code, out, _) = cli(&["ls", root.path().to_str().unwrap()]);
     let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";

@@ -854,3 +854,31 @@ fn memory_verify_reports_objects_no_file_system_can_hold() {
     assert!(fails[1].starts_with(&format!("FAIL [listing] {long} object: {holds} (")), "{fails:?}");
     assert!(fails.iter().all(|l| l.ends_with("): not checked")), "{fails:?}");
 }
+
+/// Objects under a version with neither claim nor manifest (what a writer
+/// left when it lost its claim, e.g. a commit racing `gc`) block the version
+/// for good unless `gc` clears them: `ls` counts them, `gc` removes them and
+/// nothing else, and the version can then be written. `gc` refuses a version
+/// as its root (the version's parts' prefix lies beside it, out of sight).
+#[test]
+fn memory_gc_clears_objects_a_writer_left_without_claim_and_refuses_a_version_root() {
+    let (store, root) = memory("orphans");
+    let rt = rt();
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
+    let committed = objects(&store, "root/ecg/1");
+    for key in ["root/ecg/2/time_series/shard-00000.parquet", "root/ecg/2/time_series/shard-00001.parquet"] {
+        rt.block_on(store.put(&ObjPath::from(key), vec![7u8].into())).unwrap();
+    }
+    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)) {
+        Err(Error::NotAVersion { .. }) => {}
+        other => panic!("expected NotAVersion, got {other:?}"),
+    }
+    assert_eq!(timef::storage::stale_per_dataset(&root, 0).unwrap(), [("ecg".to_string(), 1)].into());
+    let report = timef::storage::gc(&root, 0).unwrap();
+    assert_eq!((report.removed_claims, report.removed_files), (vec!["memory://orphans/root/ecg/2".to_string()], 2));
+    assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
+    assert_eq!(objects(&store, "root/ecg/1"), committed);
+    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)).unwrap().commit().unwrap();
+    let err = timef::storage::gc(&root.join("ecg/1"), 0).unwrap_err().to_string();
+    assert_eq!(err, "invalid root of memory://orphans/root/ecg/1: is a version; gc takes the root of its datasets");
+}

@@ -417,7 +417,18 @@ impl ObjectLocation {
                 if live.iter().any(|(v, w)| v == version && w == id) {
                     continue;
                 }
-                if newest(&ds.join(staged))?.is_none_or(|t| age_s(t) >= older_than_s) {
+                // an empty prefix (a directory a `file://` store leaves) holds nothing to clear
+                if newest(&ds.join(staged))?.is_some_and(|t| age_s(t) >= older_than_s) {
+                    *out.entry(name.clone()).or_default() += 1;
+                }
+            }
+            // objects under a version without claim or manifest: a writer's leftovers
+            for version in names.iter().filter(|n| !n.starts_with('.') && !n.starts_with('_')) {
+                let version = ds.join(version);
+                if version.join(CLAIM).size()?.is_none()
+                    && version.join(MANIFEST).size()?.is_none()
+                    && newest(&version)?.is_some_and(|t| age_s(t) >= older_than_s)
+                {
                     *out.entry(name.clone()).or_default() += 1;
                 }
             }
@@ -441,6 +452,12 @@ impl ObjectLocation {
         let idle = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs()) >= older_than_s;
         let mut all = self.list_all()?;
         all.sort_by(|a, b| a.location.cmp(&b.location));
+        // a version's claim weighs its parts' prefix, beside the version: a
+        // version as the root would hide it
+        let depth_one = |m: &object_store::ObjectMeta| m.location.prefix_match(&self.path).map(|r| r.count() == 1);
+        if all.iter().any(|m| depth_one(m) == Some(true) && matches!(m.location.filename(), Some(CLAIM | MANIFEST))) {
+            return Err(Error::validation(self.to_string(), "root", "is a version; gc takes the root of its datasets"));
+        }
         let newest = |prefix: &ObjPath| {
             all.iter().filter(|m| m.location.prefix_matches(prefix)).map(|m| SystemTime::from(m.last_modified)).max()
         };
@@ -504,6 +521,34 @@ impl ObjectLocation {
                 }
                 above = above.join(part.as_ref());
             }
+        }
+        // objects under `<root>/<name>/<version>/` with neither claim nor
+        // manifest, idle: what a writer left when it lost its claim (a commit
+        // racing gc, a crash after the claim was cleared); nothing else removes them
+        let mut orphans: BTreeMap<ObjPath, Vec<&object_store::ObjectMeta>> = BTreeMap::new();
+        for m in &all {
+            let Some(rel) = m.location.prefix_match(&self.path) else { continue };
+            let rel: Vec<_> = rel.collect();
+            let [name, version, _, ..] = rel.as_slice() else { continue };
+            let hidden = |p: &object_store::path::PathPart<'_>| p.as_ref().starts_with(['.', '_']);
+            if !hidden(name) && !hidden(version) {
+                orphans.entry(self.path.clone().join(name.as_ref()).join(version.as_ref())).or_default().push(m);
+            }
+        }
+        for (version, objects) in orphans {
+            let owned = objects.iter().any(|m| matches!(m.location.filename(), Some(CLAIM | MANIFEST)));
+            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max();
+            if owned || !newest.is_some_and(idle) {
+                continue;
+            }
+            for m in &objects {
+                if !dry_run {
+                    self.at(m.location.clone()).delete()?;
+                }
+                report.removed_files += 1;
+            }
+            report.removed_claims.push(self.at(version.clone()).to_string());
+            *report.per_dataset.entry(dataset(&version)).or_default() += 1;
         }
         for (prefix, (version, id, objects)) in prefixes {
             let loc = self.at(prefix.clone());
