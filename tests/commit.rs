@@ -221,7 +221,7 @@ fn two_writers_racing_for_one_version_get_one_winner() {
 fn gc_removes_dead_staging_and_never_a_live_writers() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let dead = root.join("ecg/.tmp-v0-deadbeef");
+    let dead = root.join(format!("ecg/.tmp-v0-{}", "deadbeef".repeat(4)));
     std::fs::create_dir_all(dead.join("time_series")).unwrap();
     std::fs::write(dead.join("time_series/shard-00000.parquet"), b"partial").unwrap();
     let staged = TimeFWriter::new(root, small_options()).write(ecg_dataset("ecg", "v1", 3)).unwrap();
