@@ -11,15 +11,18 @@ use timef::*;
 /// `../shared/tools/<tool>` beside the checkout (the independent checker
 /// `timef_check.py`, the pyarrow peer `ref_writer.py`, `gen_bench.py`), if
 /// present. A plain clone has no `../shared`: the check that needs it prints a
-/// visible "skipped" line naming `what` and returns None. Under CI (`CI` set)
-/// `../shared` is always beside the checkout, so its absence fails the test
-/// instead of skipping.
+/// visible "skipped" line naming `what` and returns None. With
+/// `TIMEF_REQUIRE_SHARED` set (`.ci/run` sets it when `../shared` is there, as
+/// in CI) its absence fails the test instead of skipping.
 pub fn shared_tool(tool: &str, what: &str) -> Option<PathBuf> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools").join(tool);
     if path.is_file() {
         return Some(path);
     }
-    assert!(std::env::var_os("CI").is_none(), "CI must have ../shared/tools/{tool} beside the checkout");
+    assert!(
+        std::env::var_os("TIMEF_REQUIRE_SHARED").is_none(),
+        "TIMEF_REQUIRE_SHARED is set: ../shared/tools/{tool} must be beside the checkout"
+    );
     skipped(&format!("{what}: ../shared not found (../shared/tools/{tool})"));
     None
 }
