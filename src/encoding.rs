@@ -418,6 +418,126 @@ pub(crate) fn encode_chunk(
     Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
+/// Builds the data of one leaf column of a small table for a range of its
+/// rows (one page, or one block of rows while its pages are cut).
+pub(crate) type LeafBuilder<'a> = Box<dyn Fn(std::ops::Range<usize>) -> Result<LeafData> + Sync + 'a>;
+
+/// Encodes one leaf column chunk of `n_rows` rows a page at a time, so that a
+/// table of millions of rows never holds more than a page of one column's
+/// values: `build` makes the data of a row range. Pages follow
+/// [`crate::layout::TablePages`] on the leaf's own bytes ([`row_bytes`]) and the
+/// rows' key hashes `hashes` (`docs/format.md` §4, "Small tables"). `rel`
+/// names the file in errors.
+pub(crate) fn encode_leaf_pages(
+    rel: &str,
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    hashes: &[u64],
+    build: &LeafBuilder<'_>,
+) -> Result<EncodedChunk> {
+    // rows per block while the page cuts are found: small enough to stay far
+    // below a page of memory per column, large enough to amortize `build`
+    const CUT_BLOCK_ROWS: usize = 1 << 14;
+    let max_def = descr.max_def_level();
+    let mut cuts = crate::layout::TablePages::default();
+    let mut lo = 0;
+    while lo < hashes.len() {
+        let hi = (lo + CUT_BLOCK_ROWS).min(hashes.len());
+        let block = build(lo..hi)?;
+        for (bytes, hash) in row_bytes(&block, max_def).into_iter().zip(&hashes[lo..hi]) {
+            cuts.push(bytes, *hash);
+        }
+        lo = hi;
+    }
+    let pages = cuts.finish();
+    let mut buf = Vec::new();
+    let close = {
+        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+        match descr.physical_type() {
+            PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, &pages, build)?,
+            PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, &pages, build)?,
+            PhysicalType::FLOAT => write_built::<FloatType>(rel, writer, &pages, build)?,
+            PhysicalType::DOUBLE => write_built::<DoubleType>(rel, writer, &pages, build)?,
+            PhysicalType::BYTE_ARRAY => write_built::<ByteArrayType>(rel, writer, &pages, build)?,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => write_built::<FixedLenByteArrayType>(rel, writer, &pages, build)?,
+            other => return Err(general(rel, format!("no small-table leaf is {other}"))),
+        }
+    };
+    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+}
+
+/// The physical types a small-table leaf holds, and where [`Values`] keeps them.
+trait Physical: DataType {
+    fn slice(values: &Values) -> Option<&[Self::T]>;
+}
+
+macro_rules! physical {
+    ($($t:ty => $v:ident),*) => {$(
+        impl Physical for $t {
+            fn slice(values: &Values) -> Option<&[Self::T]> {
+                match values {
+                    Values::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+physical!(Int32Type => I32, Int64Type => I64, FloatType => F32, DoubleType => F64, ByteArrayType => Bytes,
+    FixedLenByteArrayType => Fixed);
+
+/// Writes one page per entry of `pages` (row counts), each built by `build`.
+fn write_built<T: Physical>(
+    rel: &str,
+    writer: ColumnWriter<'_>,
+    pages: &PagePlan,
+    build: &LeafBuilder<'_>,
+) -> Result<ColumnCloseResult> {
+    let mut w = get_typed_column_writer::<T>(writer);
+    let mut start = 0;
+    for &n in pages {
+        let page = build(start..start + n)?;
+        let values = T::slice(&page.values).ok_or_else(|| general(rel, "a leaf built another physical type".into()))?;
+        w.write_batch(values, page.def.as_deref(), page.rep.as_deref()).map_err(|e| Error::parquet(rel, e))?;
+        start += n;
+    }
+    w.close().map_err(|e| Error::parquet(rel, e))
+}
+
+fn general(rel: &str, why: String) -> Error {
+    Error::parquet(rel, parquet::errors::ParquetError::General(why))
+}
+
+/// Each row's plain-encoded bytes in one leaf: 4 or 8 per number, the length
+/// plus 4 per string, the width per fixed-size value; nulls and empty lists
+/// count 0. A row starts at each repetition level 0 (each level when the leaf
+/// is not repeated).
+pub(crate) fn row_bytes(data: &LeafData, max_def: i16) -> Vec<u64> {
+    let width = |i: usize| -> u64 {
+        match &data.values {
+            Values::I32(_) | Values::F32(_) => 4,
+            Values::I64(_) | Values::F64(_) => 8,
+            Values::Bytes(v) => 4 + v[i].len() as u64,
+            Values::Fixed(v) => v[i].len() as u64,
+        }
+    };
+    let n_levels = data.def.as_ref().or(data.rep.as_ref()).map_or(data.values.len(), Vec::len);
+    let mut rows = Vec::new();
+    let mut value = 0;
+    for level in 0..n_levels {
+        if data.rep.as_ref().is_none_or(|r| r[level] == 0) {
+            rows.push(0);
+        }
+        if data.def.as_ref().is_none_or(|d| d[level] == max_def) {
+            if let Some(last) = rows.last_mut() {
+                *last += width(value);
+            }
+            value += 1;
+        }
+    }
+    rows
+}
+
 /// Encodes the `values` column (a required list of required float32) of one
 /// shard row group: `rows` are the chunks, `pages` the rows per page. The lean
 /// path of the hot loop: a single-chunk page is handed to the column writer
@@ -644,6 +764,27 @@ pub(crate) fn uuid_bytes(id: &str) -> Result<FixedLenByteArray> {
 pub(crate) fn id_values<'a>(ids: impl Iterator<Item = &'a str>, enc: IdEncoding) -> Result<Values> {
     Ok(match enc {
         IdEncoding::Uuid16 => Values::Fixed(ids.map(uuid_bytes).collect::<Result<_>>()?),
-        IdEncoding::String => Values::Bytes(ids.map(|s| ByteArray::from(s.as_bytes().to_vec())).collect()),
+        IdEncoding::String => Values::Bytes(byte_arrays(ids)),
     })
+}
+
+/// UTF-8 values as byte arrays sharing one buffer (an allocation per call,
+/// not per value: tables of millions of rows build pages of thousands).
+pub(crate) fn byte_arrays<'a>(values: impl Iterator<Item = &'a str>) -> Vec<ByteArray> {
+    let mut joined = Vec::new();
+    let ends: Vec<usize> = values
+        .map(|s| {
+            joined.extend_from_slice(s.as_bytes());
+            joined.len()
+        })
+        .collect();
+    let joined = Bytes::from(joined);
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let value = ByteArray::from(joined.slice(start..end));
+            start = end;
+            value
+        })
+        .collect()
 }

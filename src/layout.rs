@@ -212,26 +212,38 @@ pub fn values_pages(rows: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
     pages
 }
 
-/// Pages of a small table (index, samples, annotations, tasks), shared by all
-/// its columns, as row counts. `rows` yields each row's estimated encoded bytes
-/// and key hash; a page is cut after a row once it holds at least
+/// Page cuts of one leaf column of a small table (index, samples,
+/// annotations, tasks), fed row by row with the row's bytes in that leaf and its
+/// key hash: a page is cut after a row once it holds at least
 /// [`PAGE_MIN_BYTES`] and the hash meets [`TABLE_PAGE_CUT_MASK`], or once it
-/// reaches [`PAGE_MAX_BYTES`]. An empty table has no page.
-pub fn table_pages(rows: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
-    let mut pages = Vec::new();
-    let (mut rows_in_page, mut bytes) = (0usize, 0u64);
-    for (row_bytes, hash) in rows {
-        rows_in_page += 1;
-        bytes += row_bytes;
-        if (bytes >= PAGE_MIN_BYTES && hash & TABLE_PAGE_CUT_MASK == 0) || bytes >= PAGE_MAX_BYTES {
-            pages.push(rows_in_page);
-            (rows_in_page, bytes) = (0, 0);
+/// reaches [`PAGE_MAX_BYTES`]. Every leaf cuts at rows the key hashes select,
+/// each by its own bytes, so a narrow column gets few large pages and an edit
+/// still changes only the pages near it. An empty table has no page.
+#[derive(Debug, Default)]
+pub struct TablePages {
+    pages: Vec<usize>,
+    rows_in_page: usize,
+    bytes: u64,
+}
+
+impl TablePages {
+    /// Adds the next row: its bytes in this leaf and its key hash.
+    pub fn push(&mut self, row_bytes: u64, hash: u64) {
+        self.rows_in_page += 1;
+        self.bytes += row_bytes;
+        if (self.bytes >= PAGE_MIN_BYTES && hash & TABLE_PAGE_CUT_MASK == 0) || self.bytes >= PAGE_MAX_BYTES {
+            self.pages.push(self.rows_in_page);
+            (self.rows_in_page, self.bytes) = (0, 0);
         }
     }
-    if rows_in_page > 0 {
-        pages.push(rows_in_page);
+
+    /// The pages as row counts.
+    pub fn finish(mut self) -> Vec<usize> {
+        if self.rows_in_page > 0 {
+            self.pages.push(self.rows_in_page);
+        }
+        self.pages
     }
-    pages
 }
 
 #[cfg(test)]

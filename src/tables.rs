@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use parquet::data_type::ByteArray;
-
 use crate::encoding::{list_levels, optional_levels, FileSchema, IdEncoding, Leaf, LeafData, SchemaBuilder, Values};
 use crate::error::Result;
 
@@ -155,101 +153,94 @@ pub fn tasks_schema(ids: IdEncodings) -> Result<FileSchema> {
         .finish()
 }
 
-/// Accumulates a table's leaf columns in schema order.
-#[derive(Debug, Default)]
-pub(crate) struct Columns {
-    pub leaves: Vec<LeafData>,
-}
-
 fn bytes_of<'a>(values: impl Iterator<Item = &'a str>) -> Values {
-    Values::Bytes(values.map(|s| ByteArray::from(s.as_bytes().to_vec())).collect())
+    Values::Bytes(crate::encoding::byte_arrays(values))
 }
 
-impl Columns {
-    fn push(&mut self, values: Values, def: Option<Vec<i16>>, rep: Option<Vec<i16>>) {
-        self.leaves.push(LeafData { values, def, rep });
-    }
+fn leaf(values: Values, def: Option<Vec<i16>>, rep: Option<Vec<i16>>) -> LeafData {
+    LeafData { values, def, rep }
+}
 
-    /// A required id column.
-    pub fn ids<'a>(&mut self, ids: impl Iterator<Item = &'a str>, enc: IdEncoding) -> Result<()> {
-        self.push(crate::encoding::id_values(ids, enc)?, None, None);
-        Ok(())
-    }
+/// A required id column.
+pub(crate) fn ids<'a>(ids: impl Iterator<Item = &'a str>, enc: IdEncoding) -> Result<LeafData> {
+    Ok(leaf(crate::encoding::id_values(ids, enc)?, None, None))
+}
 
-    /// A nullable id column.
-    pub fn opt_ids(&mut self, ids: &[Option<&str>], enc: IdEncoding) -> Result<()> {
-        let values = crate::encoding::id_values(ids.iter().flatten().copied(), enc)?;
-        self.push(values, Some(optional_levels(ids)), None);
-        Ok(())
-    }
+/// A nullable id column.
+pub(crate) fn opt_ids(ids: &[Option<&str>], enc: IdEncoding) -> Result<LeafData> {
+    let values = crate::encoding::id_values(ids.iter().flatten().copied(), enc)?;
+    Ok(leaf(values, Some(optional_levels(ids)), None))
+}
 
-    /// A required UTF-8 (categorical or plain) column.
-    pub fn strs<'a>(&mut self, values: impl Iterator<Item = &'a str>) {
-        self.push(bytes_of(values), None, None);
-    }
+/// A required UTF-8 (categorical or plain) column.
+pub(crate) fn strs<'a>(values: impl Iterator<Item = &'a str>) -> LeafData {
+    leaf(bytes_of(values), None, None)
+}
 
-    /// A nullable UTF-8 column.
-    pub fn opt_strs(&mut self, values: &[Option<&str>]) {
-        self.push(bytes_of(values.iter().flatten().copied()), Some(optional_levels(values)), None);
-    }
+/// A nullable UTF-8 column.
+pub(crate) fn opt_strs(values: &[Option<&str>]) -> LeafData {
+    leaf(bytes_of(values.iter().flatten().copied()), Some(optional_levels(values)), None)
+}
 
-    /// A required int32 column.
-    pub fn i32s(&mut self, values: Vec<i32>) {
-        self.push(Values::I32(values), None, None);
-    }
+/// A required int32 column.
+pub(crate) fn i32s(values: Vec<i32>) -> LeafData {
+    leaf(Values::I32(values), None, None)
+}
 
-    /// A nullable int32 column.
-    pub fn opt_i32s(&mut self, values: &[Option<i32>]) {
-        self.push(Values::I32(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None);
-    }
+/// A nullable int32 column.
+pub(crate) fn opt_i32s(values: &[Option<i32>]) -> LeafData {
+    leaf(Values::I32(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None)
+}
 
-    /// A required int64 column.
-    pub fn i64s(&mut self, values: Vec<i64>) {
-        self.push(Values::I64(values), None, None);
-    }
+/// A required int64 column.
+pub(crate) fn i64s(values: Vec<i64>) -> LeafData {
+    leaf(Values::I64(values), None, None)
+}
 
-    /// A required float32 column.
-    pub fn f32s(&mut self, values: Vec<f32>) {
-        self.push(Values::F32(values), None, None);
-    }
+/// A required float32 column.
+pub(crate) fn f32s(values: Vec<f32>) -> LeafData {
+    leaf(Values::F32(values), None, None)
+}
 
-    /// A required float64 column.
-    pub fn f64s(&mut self, values: Vec<f64>) {
-        self.push(Values::F64(values), None, None);
-    }
+/// A required float64 column.
+pub(crate) fn f64s(values: Vec<f64>) -> LeafData {
+    leaf(Values::F64(values), None, None)
+}
 
-    /// A nullable float64 column.
-    pub fn opt_f64s(&mut self, values: &[Option<f64>]) {
-        self.push(Values::F64(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None);
-    }
+/// A nullable float64 column.
+pub(crate) fn opt_f64s(values: &[Option<f64>]) -> LeafData {
+    leaf(Values::F64(values.iter().flatten().copied().collect()), Some(optional_levels(values)), None)
+}
 
-    /// A list of ids; `None` rows are null lists (only when `nullable`).
-    pub fn id_lists(&mut self, rows: &[Option<&[String]>], nullable: bool, enc: IdEncoding) -> Result<()> {
-        let values = crate::encoding::id_values(rows.iter().flatten().flat_map(|r| r.iter().map(String::as_str)), enc)?;
-        let (def, rep) = list_levels(rows.iter().map(|r| r.map(<[String]>::len)), nullable);
-        self.push(values, Some(def), Some(rep));
-        Ok(())
-    }
+/// A list of ids; `None` rows are null lists (only when `nullable`).
+pub(crate) fn id_lists(rows: &[Option<&[String]>], nullable: bool, enc: IdEncoding) -> Result<LeafData> {
+    let values = crate::encoding::id_values(rows.iter().flatten().flat_map(|r| r.iter().map(String::as_str)), enc)?;
+    let (def, rep) = list_levels(rows.iter().map(|r| r.map(<[String]>::len)), nullable);
+    Ok(leaf(values, Some(def), Some(rep)))
+}
 
-    /// A required list of `{time_series_id, view}` structs: two leaves.
-    pub fn series_refs(&mut self, rows: &[&[crate::dataset::SeriesRef]], enc: IdEncoding) -> Result<()> {
-        let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
-        let ids =
-            crate::encoding::id_values(rows.iter().flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())), enc)?;
-        let views = bytes_of(rows.iter().flat_map(|r| r.iter().map(|s| s.view.as_str())));
-        self.push(ids, Some(def.clone()), Some(rep.clone()));
-        self.push(views, Some(def), Some(rep));
-        Ok(())
-    }
+/// The `time_series_id` leaf of a required list of `{time_series_id, view}` structs.
+pub(crate) fn series_ref_ids(rows: &[&[crate::dataset::SeriesRef]], enc: IdEncoding) -> Result<LeafData> {
+    let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
+    let ids = crate::encoding::id_values(rows.iter().flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())), enc)?;
+    Ok(leaf(ids, Some(def), Some(rep)))
+}
 
-    /// A nullable list of `{key, value}` pairs in key order (keys are unique:
-    /// they come from a map); an empty map is stored as null.
-    pub fn key_value_lists(&mut self, rows: &[&BTreeMap<String, String>]) {
-        let shape: Vec<Option<usize>> = rows.iter().map(|m| (!m.is_empty()).then_some(m.len())).collect();
-        let (def, rep) = list_levels(shape.into_iter(), true);
-        let keys = bytes_of(rows.iter().flat_map(|m| m.keys().map(String::as_str)));
-        let values = bytes_of(rows.iter().flat_map(|m| m.values().map(String::as_str)));
-        self.push(keys, Some(def.clone()), Some(rep.clone()));
-        self.push(values, Some(def), Some(rep));
-    }
+/// The `view` leaf of a required list of `{time_series_id, view}` structs.
+pub(crate) fn series_ref_views(rows: &[&[crate::dataset::SeriesRef]]) -> LeafData {
+    let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
+    leaf(bytes_of(rows.iter().flat_map(|r| r.iter().map(|s| s.view.as_str()))), Some(def), Some(rep))
+}
+
+/// The `key` (`keys`) or `value` leaf of a nullable list of `{key, value}`
+/// pairs in key order (keys are unique: they come from a map); an empty map is
+/// stored as null.
+pub(crate) fn key_value_leaf(rows: &[&BTreeMap<String, String>], keys: bool) -> LeafData {
+    let shape = rows.iter().map(|m| (!m.is_empty()).then_some(m.len()));
+    let (def, rep) = list_levels(shape, true);
+    let values = match keys {
+        true => bytes_of(rows.iter().flat_map(|m| m.keys().map(String::as_str))),
+        false => bytes_of(rows.iter().flat_map(|m| m.values().map(String::as_str))),
+    };
+    leaf(values, Some(def), Some(rep))
 }

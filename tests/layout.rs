@@ -310,3 +310,74 @@ fn values_pages_are_row_aligned_content_defined_cuts() {
     assert!(multi_page_groups > 0, "no row group had more than one values page");
     assert_conforming(&dir);
 }
+
+/// The small-table page rule of `docs/format.md` §4, written out: a page is cut
+/// after a row once it holds at least 256 KiB of the leaf's bytes and the row's
+/// key hash has bits 16-19 clear, or once it holds 1 MiB.
+fn table_pages(rows: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
+    let (mut pages, mut n, mut bytes) = (Vec::new(), 0, 0);
+    for (b, hash) in rows {
+        n += 1;
+        bytes += b;
+        if (bytes >= 256 << 10 && hash & (0b1111 << 16) == 0) || bytes >= 1 << 20 {
+            pages.push(n);
+            (n, bytes) = (0, 0);
+        }
+    }
+    if n > 0 {
+        pages.push(n);
+    }
+    pages
+}
+
+#[test]
+fn small_table_pages_are_cut_per_column_by_its_own_bytes_at_key_hash_rows() {
+    // 60 000 samples of one single-value series: ids of 13 characters (17 plain
+    // bytes a row) fill several 256 KiB pages; narrow columns fill fewer
+    let n = 60_000;
+    let mut d = dataset_with_source("pages", "1");
+    let ids: Vec<String> = (0..n).map(|i| format!("sample-{i:06}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        add_series(&mut d, id, "ecg", "I", 500.0, i as u32, 1);
+        d.add_sample(Sample {
+            sample_id: id.clone(),
+            source_id: "src".into(),
+            series: main_refs(&[id]),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = commit(tmp.path(), d, WriterOptions::default());
+    let page_rows = |file: &str, leaf: usize| -> Vec<usize> {
+        let m = parquet_metadata(&dir.join(file));
+        let starts: Vec<usize> = m
+            .page_index_for_row_group(0)
+            .page_locations(leaf)
+            .unwrap()
+            .iter()
+            .map(|p| p.first_row_index as usize)
+            .collect();
+        starts.windows(2).map(|w| w[1] - w[0]).chain([n - starts.last().unwrap()]).collect()
+    };
+    let hashes: Vec<u64> = ids.iter().map(|id| key_hash(id, 0)).collect();
+    let by = |row_bytes: u64| table_pages(hashes.iter().map(|h| (row_bytes, *h)));
+    // samples.parquet: sample_id (4 + 13), source_id (4 + 3), subject_id, t_start_s and
+    // t_end_s (null: 0), series ids (4 + 13), views (4 + 4), metadata keys/values (null)
+    let samples = [by(17), by(7), by(0), by(0), by(0), by(17), by(8), by(0), by(0)];
+    for (leaf, want) in samples.iter().enumerate() {
+        assert_eq!(page_rows("samples.parquet", leaf), *want, "samples.parquet leaf {leaf}");
+    }
+    assert_eq!(samples[0].len(), 4, "sample_id pages: {:?}", samples[0]);
+    assert_eq!(samples[1].len(), 2, "source_id pages: {:?}", samples[1]);
+    assert_eq!(samples[2], [n], "a null column is one page");
+    // time_series_index.parquet, one row per series in the same order: id, chunk_idx,
+    // spec_type, channel, units (null), rate, t_start, t_end (null), value_offset,
+    // n_values, shard_path, row_group, row_offset, min, max, mean, std
+    let shard_path = 4 + "time_series/shard-00000.parquet".len() as u64;
+    let index = [17, 4, 7, 5, 0, 8, 8, 0, 8, 4, shard_path, 4, 4, 4, 4, 8, 8];
+    for (leaf, bytes) in index.iter().enumerate() {
+        assert_eq!(page_rows("time_series_index.parquet", leaf), by(*bytes), "index leaf {leaf}");
+    }
+    assert_conforming(&dir);
+}

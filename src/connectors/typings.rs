@@ -306,7 +306,8 @@ pub(crate) fn to_f32(values: &ArrayRef) -> std::result::Result<SeriesValues, Val
     if values.is_empty() {
         return Err(ValueError::Invalid("has no values".into()));
     }
-    if let Some(k) = (0..values.len()).find(|&k| values.is_null(k)) {
+    // through the validity bitmap: a call per element was a tenth of a write of small series
+    if let Some(k) = values.logical_nulls().and_then(|n| n.iter().position(|valid| !valid)) {
         return Err(ValueError::Missing(format!("value {k} is null (missing)")));
     }
     fn exact<T: Copy + std::fmt::Display>(

@@ -518,7 +518,7 @@ impl DistributedWrite {
             files.push((*entry).clone());
         }
         let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
-        Ok(SeriesOutput { files, index, metas })
+        Ok(SeriesOutput { files, index, metas: Arc::new(metas) })
     }
 }
 
@@ -571,8 +571,8 @@ pub fn write_part(
     let codec = Codec { zstd_level: options.compression_level() };
     let schema = Arc::new(tables::shard_schema(tables::IdEncodings([enc; 6]))?);
     let props = schema.properties(codec, &files::created_by())?;
-    let metas: Vec<SeriesMeta> = task.series.iter().map(PlannedSeries::meta).collect();
-    let keys = Arc::new(metas.clone());
+    let metas: Arc<Vec<SeriesMeta>> = Arc::new(task.series.iter().map(PlannedSeries::meta).collect());
+    let keys = Arc::clone(&metas);
     let chunk_values = options.chunk_max_values();
     let first = task.shards.first().map_or(0, |s| s.shard);
     let mut stream = ShardStream::new(&mut staging, schema, props, keys, enc, Planner::new(&options, first));

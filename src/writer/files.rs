@@ -3,18 +3,19 @@
 //! distributed (FORMAT-BRIEF §3, §4; `docs/format.md` §1).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::shards::{IndexRow, ParquetFile};
 use super::{decide_ids, WriteProgressEvent, WriterOptions};
 use crate::dataset::{SeriesMeta, TimeFDataset};
-use crate::encoding::{encode_chunk, Codec, FileSchema};
-use crate::error::{Error, Result};
+use crate::encoding::{encode_leaf_pages, Codec, FileSchema, LeafBuilder, LeafData};
+use crate::error::Result;
+use crate::layout::key_hash;
 use crate::layout::shard_path;
-use crate::layout::{self, key_hash};
 use crate::manifest::{self, Manifest, Partial};
 use crate::storage::Staging;
-use crate::tables::{self, Columns, IdEncodings, IdSpace};
+use crate::tables::{self, IdEncodings, IdSpace};
 
 /// The shards of a write, ready for the commit.
 pub(crate) struct SeriesOutput {
@@ -23,7 +24,7 @@ pub(crate) struct SeriesOutput {
     /// Every index row in chunk order.
     pub(crate) index: Vec<IndexRow>,
     /// The series in write order (index rows name them by position).
-    pub(crate) metas: Vec<SeriesMeta>,
+    pub(crate) metas: Arc<Vec<SeriesMeta>>,
 }
 
 /// The `created_by` string of every Parquet file this build writes.
@@ -73,30 +74,30 @@ pub(crate) fn finish_version(
     Ok(manifest)
 }
 
-/// Writes a small table as one row group (none when empty) with content-defined
-/// pages shared by all columns.
+/// Writes a small table as one row group (none when empty): `hashes` are the
+/// rows' key hashes in row order, `leaves` build each leaf column (schema
+/// order) a range of rows at a time. Each leaf is cut into pages by its own
+/// bytes at rows the key hashes select and encoded a page at a time
+/// ([`encode_leaf_pages`]; `docs/format.md` §4, "Small tables"), leaves in
+/// parallel.
 fn write_table(
     staging: &mut Staging,
     rel: &str,
     schema: FileSchema,
-    cols: Columns,
-    row_keys: impl Iterator<Item = (u64, u64)>,
+    hashes: &[u64],
+    leaves: Vec<LeafBuilder<'_>>,
     codec: Codec,
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     let props = schema.properties(codec, created_by)?;
-    let pages = layout::table_pages(row_keys);
     let schema = Arc::new(schema);
     let mut file = ParquetFile::create(&mut *staging, rel, Arc::clone(&schema), &props)?;
-    if !pages.is_empty() {
+    if !hashes.is_empty() {
         use rayon::prelude::*;
-        let chunks = cols
-            .leaves
+        let chunks = leaves
             .par_iter()
             .enumerate()
-            .map(|(i, leaf)| {
-                encode_chunk(schema.descr.column(i), &props, leaf, &pages).map_err(|e| Error::parquet(rel, e))
-            })
+            .map(|(i, build)| encode_leaf_pages(rel, schema.descr.column(i), &props, hashes, build))
             .collect::<Result<Vec<_>>>()?;
         file.append_row_group(chunks)?;
     }
@@ -105,6 +106,16 @@ fn write_table(
 
 fn opt(s: &Option<String>) -> Option<&str> {
     s.as_deref()
+}
+
+/// A leaf builder from a closure over a row range.
+fn leaf<'a>(f: impl Fn(Range<usize>) -> Result<LeafData> + Sync + 'a) -> LeafBuilder<'a> {
+    Box::new(f)
+}
+
+/// As [`leaf`], for a builder that cannot fail.
+fn plain<'a>(f: impl Fn(Range<usize>) -> LeafData + Sync + 'a) -> LeafBuilder<'a> {
+    Box::new(move |r| Ok(f(r)))
 }
 
 fn write_index(
@@ -116,28 +127,31 @@ fn write_index(
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     let m = |r: &IndexRow| &metas[r.series as usize];
-    let shard_paths: Vec<String> = index.iter().map(|r| shard_path(r.shard)).collect();
-    let mut c = Columns::default();
-    c.ids(index.iter().map(|r| m(r).time_series_id.as_str()), ids.get(IdSpace::TimeSeries))?;
-    c.i32s(index.iter().map(|r| r.chunk_idx as i32).collect());
-    c.strs(index.iter().map(|r| m(r).spec_type.as_str()));
-    c.strs(index.iter().map(|r| m(r).channel.as_str()));
-    c.opt_strs(&index.iter().map(|r| opt(&m(r).units)).collect::<Vec<_>>());
-    c.f64s(index.iter().map(|r| m(r).sampling_rate_hz).collect());
-    c.f64s(index.iter().map(|r| m(r).t_start_s).collect());
-    c.opt_f64s(&index.iter().map(|r| m(r).t_end_s).collect::<Vec<_>>());
-    c.i64s(index.iter().map(|r| r.value_offset as i64).collect());
-    c.i32s(index.iter().map(|r| r.n_values as i32).collect());
-    c.strs(shard_paths.iter().map(String::as_str));
-    c.i32s(index.iter().map(|r| r.row_group as i32).collect());
-    c.i32s(index.iter().map(|r| r.row_offset as i32).collect());
-    c.f32s(index.iter().map(|r| r.partial.min as f32).collect());
-    c.f32s(index.iter().map(|r| r.partial.max as f32).collect());
-    c.f64s(index.iter().map(|r| r.partial.mean).collect());
-    c.f64s(index.iter().map(|r| r.partial.std()).collect());
-    let keys =
-        index.iter().map(|r| (96 + m(r).time_series_id.len() as u64, key_hash(&m(r).time_series_id, r.chunk_idx)));
-    write_table(staging, "time_series_index.parquet", tables::index_schema(ids)?, c, keys, codec, created_by)
+    let enc = ids.get(IdSpace::TimeSeries);
+    let leaves = vec![
+        leaf(move |r| tables::ids(index[r].iter().map(|x| m(x).time_series_id.as_str()), enc)),
+        plain(move |r| tables::i32s(index[r].iter().map(|x| x.chunk_idx as i32).collect())),
+        plain(move |r| tables::strs(index[r].iter().map(|x| m(x).spec_type.as_str()))),
+        plain(move |r| tables::strs(index[r].iter().map(|x| m(x).channel.as_str()))),
+        plain(move |r| tables::opt_strs(&index[r].iter().map(|x| opt(&m(x).units)).collect::<Vec<_>>())),
+        plain(move |r| tables::f64s(index[r].iter().map(|x| m(x).sampling_rate_hz).collect())),
+        plain(move |r| tables::f64s(index[r].iter().map(|x| m(x).t_start_s).collect())),
+        plain(move |r| tables::opt_f64s(&index[r].iter().map(|x| m(x).t_end_s).collect::<Vec<_>>())),
+        plain(move |r| tables::i64s(index[r].iter().map(|x| x.value_offset as i64).collect())),
+        plain(move |r| tables::i32s(index[r].iter().map(|x| x.n_values as i32).collect())),
+        plain(move |r| {
+            let paths: Vec<String> = index[r].iter().map(|x| shard_path(x.shard)).collect();
+            tables::strs(paths.iter().map(String::as_str))
+        }),
+        plain(move |r| tables::i32s(index[r].iter().map(|x| x.row_group as i32).collect())),
+        plain(move |r| tables::i32s(index[r].iter().map(|x| x.row_offset as i32).collect())),
+        plain(move |r| tables::f32s(index[r].iter().map(|x| x.partial.min as f32).collect())),
+        plain(move |r| tables::f32s(index[r].iter().map(|x| x.partial.max as f32).collect())),
+        plain(move |r| tables::f64s(index[r].iter().map(|x| x.partial.mean).collect())),
+        plain(move |r| tables::f64s(index[r].iter().map(|x| x.partial.std()).collect())),
+    ];
+    let hashes: Vec<u64> = index.iter().map(|x| key_hash(&m(x).time_series_id, x.chunk_idx)).collect();
+    write_table(staging, "time_series_index.parquet", tables::index_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
 fn write_samples(
@@ -148,16 +162,24 @@ fn write_samples(
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     let s: Vec<_> = d.samples.values().collect();
-    let mut c = Columns::default();
-    c.ids(s.iter().map(|x| x.sample_id.as_str()), ids.get(IdSpace::Sample))?;
-    c.ids(s.iter().map(|x| x.source_id.as_str()), ids.get(IdSpace::Source))?;
-    c.opt_ids(&s.iter().map(|x| opt(&x.subject_id)).collect::<Vec<_>>(), ids.get(IdSpace::Subject))?;
-    c.opt_f64s(&s.iter().map(|x| x.t_start_s).collect::<Vec<_>>());
-    c.opt_f64s(&s.iter().map(|x| x.t_end_s).collect::<Vec<_>>());
-    c.series_refs(&s.iter().map(|x| x.series.as_slice()).collect::<Vec<_>>(), ids.get(IdSpace::TimeSeries))?;
-    c.key_value_lists(&s.iter().map(|x| &x.metadata).collect::<Vec<_>>());
-    let keys = s.iter().map(|x| (64 + 48 * x.series.len() as u64, key_hash(&x.sample_id, 0)));
-    write_table(staging, "samples.parquet", tables::samples_schema(ids)?, c, keys, codec, created_by)
+    let s = s.as_slice();
+    let (sample, source, subject) = (ids.get(IdSpace::Sample), ids.get(IdSpace::Source), ids.get(IdSpace::Subject));
+    let series = ids.get(IdSpace::TimeSeries);
+    let refs = move |r: Range<usize>| s[r].iter().map(|x| x.series.as_slice()).collect::<Vec<_>>();
+    let metadata = move |r: Range<usize>| s[r].iter().map(|x| &x.metadata).collect::<Vec<_>>();
+    let leaves = vec![
+        leaf(move |r| tables::ids(s[r].iter().map(|x| x.sample_id.as_str()), sample)),
+        leaf(move |r| tables::ids(s[r].iter().map(|x| x.source_id.as_str()), source)),
+        leaf(move |r| tables::opt_ids(&s[r].iter().map(|x| opt(&x.subject_id)).collect::<Vec<_>>(), subject)),
+        plain(move |r| tables::opt_f64s(&s[r].iter().map(|x| x.t_start_s).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_f64s(&s[r].iter().map(|x| x.t_end_s).collect::<Vec<_>>())),
+        leaf(move |r| tables::series_ref_ids(&refs(r), series)),
+        plain(move |r| tables::series_ref_views(&refs(r))),
+        plain(move |r| tables::key_value_leaf(&metadata(r), true)),
+        plain(move |r| tables::key_value_leaf(&metadata(r), false)),
+    ];
+    let hashes: Vec<u64> = s.iter().map(|x| key_hash(&x.sample_id, 0)).collect();
+    write_table(staging, "samples.parquet", tables::samples_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
 fn write_annotations(
@@ -171,20 +193,21 @@ fn write_annotations(
     let mut rows: Vec<(&str, &crate::dataset::Annotation)> =
         d.annotations.values().flat_map(|(a, samples)| samples.iter().map(move |s| (s.as_str(), a))).collect();
     rows.sort_by(|x, y| (x.0, &x.1.annotation_id).cmp(&(y.0, &y.1.annotation_id)));
-    let mut c = Columns::default();
-    c.ids(rows.iter().map(|r| r.0), ids.get(IdSpace::Sample))?;
-    c.ids(rows.iter().map(|r| r.1.annotation_id.as_str()), ids.get(IdSpace::Annotation))?;
-    c.strs(rows.iter().map(|r| r.1.annotation_type.as_str()));
-    c.strs(rows.iter().map(|r| r.1.key.as_str()));
-    c.opt_strs(&rows.iter().map(|r| opt(&r.1.value_str)).collect::<Vec<_>>());
-    c.opt_f64s(&rows.iter().map(|r| r.1.value_num).collect::<Vec<_>>());
-    c.opt_f64s(&rows.iter().map(|r| r.1.t_start_s).collect::<Vec<_>>());
-    c.opt_f64s(&rows.iter().map(|r| r.1.t_end_s).collect::<Vec<_>>());
-    c.opt_strs(&rows.iter().map(|r| opt(&r.1.channel)).collect::<Vec<_>>());
-    let keys = rows.iter().map(|r| {
-        (64 + r.1.value_str.as_ref().map_or(0, |s| s.len() as u64), key_hash(r.0, 0) ^ key_hash(&r.1.annotation_id, 0))
-    });
-    write_table(staging, "annotations.parquet", tables::annotations_schema(ids)?, c, keys, codec, created_by)
+    let rows = rows.as_slice();
+    let (sample, annotation) = (ids.get(IdSpace::Sample), ids.get(IdSpace::Annotation));
+    let leaves = vec![
+        leaf(move |r| tables::ids(rows[r].iter().map(|x| x.0), sample)),
+        leaf(move |r| tables::ids(rows[r].iter().map(|x| x.1.annotation_id.as_str()), annotation)),
+        plain(move |r| tables::strs(rows[r].iter().map(|x| x.1.annotation_type.as_str()))),
+        plain(move |r| tables::strs(rows[r].iter().map(|x| x.1.key.as_str()))),
+        plain(move |r| tables::opt_strs(&rows[r].iter().map(|x| opt(&x.1.value_str)).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_f64s(&rows[r].iter().map(|x| x.1.value_num).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_f64s(&rows[r].iter().map(|x| x.1.t_start_s).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_f64s(&rows[r].iter().map(|x| x.1.t_end_s).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_strs(&rows[r].iter().map(|x| opt(&x.1.channel)).collect::<Vec<_>>())),
+    ];
+    let hashes: Vec<u64> = rows.iter().map(|x| key_hash(x.0, 0) ^ key_hash(&x.1.annotation_id, 0)).collect();
+    write_table(staging, "annotations.parquet", tables::annotations_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
 fn write_tasks(
@@ -196,22 +219,28 @@ fn write_tasks(
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     let t: Vec<_> = tasks.values().collect();
-    let sample = ids.get(IdSpace::Sample);
-    let mut c = Columns::default();
-    c.ids(t.iter().map(|x| x.task_id.as_str()), ids.get(IdSpace::Task))?;
-    c.strs(t.iter().map(|x| x.task_type.as_str()));
-    c.opt_strs(&t.iter().map(|x| opt(&x.split)).collect::<Vec<_>>());
-    c.id_lists(&t.iter().map(|x| Some(x.sample_ids.as_slice())).collect::<Vec<_>>(), false, sample)?;
-    c.opt_strs(&t.iter().map(|x| opt(&x.target)).collect::<Vec<_>>());
-    c.opt_ids(&t.iter().map(|x| opt(&x.target_sample_id)).collect::<Vec<_>>(), sample)?;
-    c.id_lists(&t.iter().map(|x| x.context_sample_ids.as_deref()).collect::<Vec<_>>(), true, sample)?;
-    c.opt_ids(&t.iter().map(|x| opt(&x.from_task)).collect::<Vec<_>>(), ids.get(IdSpace::Task))?;
-    c.opt_i32s(&t.iter().map(|x| x.horizon).collect::<Vec<_>>());
-    c.opt_strs(&t.iter().map(|x| opt(&x.prompt)).collect::<Vec<_>>());
-    c.opt_strs(&t.iter().map(|x| opt(&x.answer)).collect::<Vec<_>>());
-    let keys = t.iter().map(|x| (64 + 40 * x.sample_ids.len() as u64, key_hash(&x.task_id, 0)));
+    let t = t.as_slice();
+    let (sample, task) = (ids.get(IdSpace::Sample), ids.get(IdSpace::Task));
+    let leaves = vec![
+        leaf(move |r| tables::ids(t[r].iter().map(|x| x.task_id.as_str()), task)),
+        plain(move |r| tables::strs(t[r].iter().map(|x| x.task_type.as_str()))),
+        plain(move |r| tables::opt_strs(&t[r].iter().map(|x| opt(&x.split)).collect::<Vec<_>>())),
+        leaf(move |r| {
+            tables::id_lists(&t[r].iter().map(|x| Some(x.sample_ids.as_slice())).collect::<Vec<_>>(), false, sample)
+        }),
+        plain(move |r| tables::opt_strs(&t[r].iter().map(|x| opt(&x.target)).collect::<Vec<_>>())),
+        leaf(move |r| tables::opt_ids(&t[r].iter().map(|x| opt(&x.target_sample_id)).collect::<Vec<_>>(), sample)),
+        leaf(move |r| {
+            tables::id_lists(&t[r].iter().map(|x| x.context_sample_ids.as_deref()).collect::<Vec<_>>(), true, sample)
+        }),
+        leaf(move |r| tables::opt_ids(&t[r].iter().map(|x| opt(&x.from_task)).collect::<Vec<_>>(), task)),
+        plain(move |r| tables::opt_i32s(&t[r].iter().map(|x| x.horizon).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_strs(&t[r].iter().map(|x| opt(&x.prompt)).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_strs(&t[r].iter().map(|x| opt(&x.answer)).collect::<Vec<_>>())),
+    ];
+    let hashes: Vec<u64> = t.iter().map(|x| key_hash(&x.task_id, 0)).collect();
     let rel = format!("tasks/task={name}/part-0.parquet");
-    write_table(staging, &rel, tables::tasks_schema(ids)?, c, keys, codec, created_by)
+    write_table(staging, &rel, tables::tasks_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
 #[allow(clippy::too_many_arguments)]

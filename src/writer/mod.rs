@@ -348,32 +348,36 @@ impl TimeFWriter {
         dataset: &mut TimeFDataset,
         ids: IdEncodings,
     ) -> Result<SeriesOutput> {
-        let mut order: Vec<(SeriesMeta, Loader)> = Vec::with_capacity(dataset.series.len());
+        // one copy of the metadata in write order, shared by the shard encoders
+        // and the index; loaders are taken in the same order
+        let mut order: Vec<(&SeriesMeta, Loader)> = Vec::with_capacity(dataset.series.len());
         for entry in dataset.series.values_mut() {
             let loader = entry
                 .loader
                 .take()
                 .ok_or_else(|| Error::validation(&entry.meta.time_series_id, "loader", "the loader already ran"))?;
-            order.push((entry.meta.clone(), loader));
+            order.push((&entry.meta, loader));
         }
         order.sort_by(|(a, _), (b, _)| {
             (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
         });
+        let (metas, loaders): (Vec<SeriesMeta>, Vec<Loader>) =
+            order.into_iter().map(|(meta, loader)| (meta.clone(), loader)).unzip();
+        let metas = Arc::new(metas);
         let codec = Codec { zstd_level: self.options.compression_level };
         let schema = Arc::new(tables::shard_schema(ids)?);
         let props = schema.properties(codec, &files::created_by())?;
-        let metas: Vec<SeriesMeta> = order.iter().map(|(m, _)| m.clone()).collect();
-        let keys: Arc<Vec<SeriesMeta>> = Arc::new(metas.clone());
         let planner = Planner::new(&self.options, 0);
-        let mut stream = ShardStream::new(staging, schema, props, keys, ids.get(IdSpace::TimeSeries), planner);
+        let mut stream =
+            ShardStream::new(staging, schema, props, Arc::clone(&metas), ids.get(IdSpace::TimeSeries), planner);
         let chunk_values = self.options.chunk_max_values();
-        let total = order.len() as u64;
-        for (i, (meta, loader)) in order.into_iter().enumerate() {
+        let total = metas.len() as u64;
+        for (i, (meta, loader)) in metas.iter().zip(loaders).enumerate() {
             let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
-            validate_count(&meta, values.len() as u64)?;
+            validate_count(meta, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);
             layout::check_chunks(&meta.time_series_id, n_chunks)?;
-            push_series(&mut stream, i as u32, &meta, &values, chunk_values, 0..n_chunks)?;
+            push_series(&mut stream, i as u32, meta, &values, chunk_values, 0..n_chunks)?;
             self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 })?;
         }
         let (files, index) = stream.finish()?;

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
 use crate::manifest::{self, Partial};
 use crate::storage::{FileSink, StagedFile};
-use crate::tables::Columns;
+use crate::tables;
 
 /// One index row: a chunk, where it landed, and its partial statistics.
 #[derive(Debug, Clone, PartialEq)]
@@ -247,15 +247,15 @@ fn encode_shard_row_group(
     enc: crate::encoding::IdEncoding,
 ) -> Result<Vec<EncodedChunk>> {
     let meta = |r: &PendingChunk| &keys[r.series as usize];
-    let mut cols = Columns::default();
-    cols.ids(rows.iter().map(|r| meta(r).time_series_id.as_str()), enc)?;
-    cols.i32s(rows.iter().map(|r| r.chunk_idx as i32).collect());
-    cols.strs(rows.iter().map(|r| meta(r).spec_type.as_str()));
-    cols.strs(rows.iter().map(|r| meta(r).channel.as_str()));
+    let leaves = [
+        tables::ids(rows.iter().map(|r| meta(r).time_series_id.as_str()), enc)?,
+        tables::i32s(rows.iter().map(|r| r.chunk_idx as i32).collect()),
+        tables::strs(rows.iter().map(|r| meta(r).spec_type.as_str())),
+        tables::strs(rows.iter().map(|r| meta(r).channel.as_str())),
+    ];
     let one_page = [rows.len()];
     let err = |e| Error::parquet("time_series", e);
-    let mut chunks = cols
-        .leaves
+    let mut chunks = leaves
         .iter()
         .enumerate()
         .map(|(i, leaf)| encode_chunk(schema.descr.column(i), props, leaf, &one_page).map_err(err))
