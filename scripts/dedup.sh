@@ -9,9 +9,10 @@ mib=${1:-256}
 py=.venv/bin/python
 [ -x "$py" ] || { echo "run .ci/run once to create .venv" >&2; exit 2; }
 cargo build --release --quiet
+bin=${CARGO_TARGET_DIR:-target}/release/timef
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py ../shared/tools/gen_bench.py "$work/in.arrow" --total-mib "$mib"
-target/release/timef --quiet ingest arrow --root "$work/r" --name b --version v1 "$work/in.arrow" >/dev/null
+"$bin" --quiet ingest arrow --root "$work/r" --name b --version v1 "$work/in.arrow" >/dev/null
 $py - "$work" <<'PY'
 import sys, pyarrow.parquet as pq
 w = sys.argv[1]
@@ -21,5 +22,5 @@ step = len(ids) // k
 open(f"{w}/rm.txt", "w").write("\n".join(ids[step // 2::step][:k]) + "\n")
 print(f"removing {k} of {len(ids)} samples")
 PY
-target/release/timef --quiet edit "$work/r/b/v1" --out-root "$work/r" --version v2 --remove-samples-from "$work/rm.txt" | tail -1 >/dev/null
-target/release/timef dedup "$work/r/b/v1" "$work/r/b/v2"
+"$bin" --quiet edit "$work/r/b/v1" --out-root "$work/r" --version v2 --remove-samples-from "$work/rm.txt" | tail -1 >/dev/null
+"$bin" dedup "$work/r/b/v1" "$work/r/b/v2"
