@@ -509,9 +509,10 @@ fn general(rel: &str, why: String) -> Error {
 }
 
 /// Each row's plain-encoded bytes in one leaf: 4 or 8 per number, the length
-/// plus 4 per string, the width per fixed-size value; nulls and empty lists
-/// count 0. A row starts at each repetition level 0 (each level when the leaf
-/// is not repeated).
+/// plus 4 per string, the width per fixed-size value, 1 per null or empty list
+/// (so that a column of nulls is cut too, and a page never builds more than
+/// about 2^18 rows). A row starts at each repetition level 0 (each level when
+/// the leaf is not repeated).
 pub(crate) fn row_bytes(data: &LeafData, max_def: i16) -> Vec<u64> {
     let width = |i: usize| -> u64 {
         match &data.values {
@@ -528,11 +529,14 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16) -> Vec<u64> {
         if data.rep.as_ref().is_none_or(|r| r[level] == 0) {
             rows.push(0);
         }
-        if data.def.as_ref().is_none_or(|d| d[level] == max_def) {
-            if let Some(last) = rows.last_mut() {
-                *last += width(value);
-            }
+        let bytes = if data.def.as_ref().is_none_or(|d| d[level] == max_def) {
             value += 1;
+            width(value - 1)
+        } else {
+            1
+        };
+        if let Some(last) = rows.last_mut() {
+            *last += bytes;
         }
     }
     rows
@@ -787,4 +791,46 @@ pub(crate) fn byte_arrays<'a>(values: impl Iterator<Item = &'a str>) -> Vec<Byte
             value
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_bytes_counts_each_rows_plain_bytes_in_one_leaf() {
+        // nullable strings: "ab", null, "" -> 4 + 2, 1, 4 + 0
+        let strings = LeafData {
+            values: Values::Bytes(byte_arrays(["ab", ""].into_iter())),
+            def: Some(vec![1, 0, 1]),
+            rep: None,
+        };
+        assert_eq!(row_bytes(&strings, 1), [6, 1, 4]);
+        // required numbers: one value per row
+        assert_eq!(row_bytes(&LeafData { values: Values::F64(vec![1.0, 2.0]), def: None, rep: None }, 0), [8, 8]);
+        // a nullable list of int32: [1, 2, 3], null, [], [4] (definition 2 present, 1 empty, 0 null)
+        let (def, rep) = list_levels([Some(3), None, Some(0), Some(1)].into_iter(), true);
+        let lists = LeafData { values: Values::I32(vec![1, 2, 3, 4]), def: Some(def), rep: Some(rep) };
+        assert_eq!(row_bytes(&lists, 2), [12, 1, 1, 4]);
+        // fixed-size ids: their width
+        let fixed =
+            LeafData { values: Values::Fixed(vec![FixedLenByteArray::from(vec![0u8; 16]); 2]), def: None, rep: None };
+        assert_eq!(row_bytes(&fixed, 0), [16, 16]);
+    }
+
+    #[test]
+    fn a_column_of_nulls_is_cut_into_pages_too() {
+        // 1 byte a null: a page past 256 KiB rows ends at the next row whose hash has bits 16-19 clear
+        let mut cuts = crate::layout::TablePages::default();
+        let hashes: Vec<u64> = (0..600_000u32).map(|i| crate::layout::key_hash("s", i)).collect();
+        let nulls = LeafData { values: Values::F64(Vec::new()), def: Some(vec![0; hashes.len()]), rep: None };
+        for (b, h) in row_bytes(&nulls, 1).into_iter().zip(&hashes) {
+            cuts.push(b, *h);
+        }
+        let pages = cuts.finish();
+        let first_cut = (262_144..).find(|&i| hashes[i - 1] & crate::layout::TABLE_PAGE_CUT_MASK == 0).unwrap();
+        assert_eq!(pages[0], first_cut);
+        assert_eq!(pages.iter().sum::<usize>(), 600_000);
+        assert_eq!(pages.len(), 3, "{pages:?}");
+    }
 }
