@@ -378,13 +378,10 @@ fn decode(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
     }
     let reader = builder.build().map_err(|e| version_parquet_error(&path, e))?;
-    let decoded =
-        contain(|| reader.collect::<std::result::Result<Vec<_>, _>>()).map_err(&corrupt)?.map_err(|e| match failure
-            .take()
-        {
-            Some(io) => Error::io(&path, io),
-            None => crate::footer::version_arrow_error(&path, e),
-        })?;
+    let decoded = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| match failure.take() {
+        Some(io) => Error::io(&path, io),
+        None => crate::footer::version_arrow_error(&path, e),
+    })?;
     let mut rows = unit.rows.iter();
     let mut out = Vec::with_capacity(decoded.len());
     for batch in decoded {
@@ -392,7 +389,7 @@ fn decode(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         if expected.len() != batch.num_rows() {
             return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
         }
-        out.push(contain(|| chunk_batch(plan, &path, &batch, &expected)).map_err(&corrupt)??);
+        out.push(chunk_batch(plan, &path, &batch, &expected)?);
     }
     if rows.next().is_some() {
         return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
@@ -474,7 +471,7 @@ impl Shared {
 
     fn work(&self) {
         loop {
-            let unit = {
+            let at = {
                 let mut s = self.lock();
                 while !s.stop && s.next_unit < self.plan.units.len() && s.next_unit >= s.next_out + self.in_flight {
                     s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
@@ -485,9 +482,13 @@ impl Shared {
                 s.next_unit += 1;
                 s.next_unit - 1
             };
-            let result = decode(&self.plan, &self.plan.units[unit]);
+            let unit = &self.plan.units[at];
+            // a panic anywhere in the decode (crafted bytes) is this shard's corruption
+            let result = contain(|| decode(&self.plan, unit)).unwrap_or_else(|panic| {
+                Err(Error::Corrupt { path: self.plan.shards[unit.shard].loc.to_path_buf(), reason: panic })
+            });
             let mut s = self.lock();
-            s.done.insert(unit, result);
+            s.done.insert(at, result);
             self.changed.notify_all();
         }
     }
