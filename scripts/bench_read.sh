@@ -55,7 +55,8 @@ mib = float(sys.argv[1]); rows = [l.split() for l in open(sys.argv[2])]
 ours = float(rows[0][1])
 for label, s, kb in rows:
     s = float(s)
-    print(f"{label:>13}: {s:6.2f} s  {mib / s:7.1f} MiB/s  peak RSS {int(kb) / 1024:6.0f} MiB  (timef-count is {s / ours:.2f}x faster)")
+    vs = "" if label.startswith("timef") else f"  (timef-count {s / ours:.2f}x faster)"
+    print(f"{label:>13}: {s:6.2f} s  {mib / s:7.1f} MiB/s  peak RSS {int(kb) / 1024:6.0f} MiB{vs}")
 PY
 v=$(version "$random_mib")
 $py "$peers" pick-ids "$v" "$n_ids" 7 "$work/ids.txt" >/dev/null
