@@ -615,6 +615,7 @@ fn export(a: ExportArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
         selection = selection.task(task, a.split.as_deref());
     }
     let options = ScanOptions::builder().threads(a.threads).try_build()?;
+    keep_freed_memory();
     let v = Version::open_at(location(&a.version_dir, opts)?)?;
     let scan = timef::scan::scan(&v, &selection, &options)?;
     let (series, chunks, values) = (scan.series_meta().len(), scan.chunks(), scan.values());
@@ -636,6 +637,32 @@ fn export(a: ExportArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// glibc gives memory freed above 128 KiB back to the kernel at once and maps
+/// large blocks afresh, so each row group a scan decodes faults its pages in
+/// again: measured, 40% of `export --count`'s time on the 256 MiB benchmark
+/// version (system time 0.5 s of 0.7 s). A scan frees and allocates the same
+/// sizes row group after row group, so `export` keeps up to 256 MiB of freed
+/// memory for reuse and serves blocks below 32 MiB from the heap (peak RSS
+/// unchanged there: 76 MiB). Process-wide, hence here and not in the library.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_freed_memory() {
+    use std::ffi::c_int;
+    extern "C" {
+        fn mallopt(param: c_int, value: c_int) -> c_int;
+    }
+    const M_TRIM_THRESHOLD: c_int = -1;
+    const M_MMAP_THRESHOLD: c_int = -3;
+    // SAFETY: glibc's mallopt takes the arena lock and only sets two allocator
+    // parameters; a failure leaves the defaults
+    unsafe {
+        mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_freed_memory() {}
 
 fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     use timef::edit::{Cascade, RemoveSamples};
