@@ -283,8 +283,11 @@ fn plan(version: &Version, selection: &Selection) -> Result<Plan> {
             plan.series.push(e.meta.clone());
             next_value = 0;
         }
-        let expected_chunk =
-            if new_series { 0 } else { plan.units.last().and_then(|u| u.rows.last()).map_or(0, |r| r.chunk_idx + 1) };
+        let expected_chunk = if new_series {
+            0
+        } else {
+            plan.units.last().and_then(|u| u.rows.last()).map_or(0, |r| r.chunk_idx.saturating_add(1))
+        };
         if e.chunk_idx != expected_chunk || e.value_offset != next_value || e.n_values < 0 {
             return Err(corrupt(
                 i,
