@@ -9,6 +9,7 @@ mib=${1:-256}; shape=${2:-mixed}; runs=${3:-3}
 py=.venv/bin/python; tools=../shared/tools
 [ -x "$py" ] || { echo "run .ci/run once to create .venv" >&2; exit 2; }
 cargo build --release --quiet
+bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
 run() { # label, command...
@@ -22,7 +23,7 @@ run() { # label, command...
   done
   echo "$label $best $rss"
 }
-ours=$(run timef target/release/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
+ours=$(run timef $bin/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
 theirs=$(run ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out" --name b --version v1)
 python3 - "$mib" "$ours" "$theirs" <<'PY'
 import sys

@@ -7,6 +7,7 @@
 pub mod connectors;
 pub mod dataset;
 pub mod error;
+pub mod export;
 pub mod footer;
 pub mod info;
 
@@ -24,6 +25,7 @@ mod float_order;
 pub mod layout;
 pub mod manifest;
 pub mod reader;
+pub mod scan;
 pub mod storage;
 pub mod tables;
 pub mod thrift;

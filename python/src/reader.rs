@@ -109,6 +109,46 @@ impl PyVersion {
         Ok(out)
     }
 
+    /// The selected series' chunks in index order as a `pyarrow.RecordBatchReader`
+    /// (`timef::scan`): columns time_series_id, chunk_idx, value_offset, values.
+    #[pyo3(signature = (*, samples = None, channels = None, task = None, split = None, threads = 0))]
+    fn scan<'py>(
+        &self,
+        py: Python<'py>,
+        samples: Option<Vec<String>>,
+        channels: Option<Vec<String>>,
+        task: Option<String>,
+        split: Option<String>,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        use arrow::pyarrow::IntoPyArrow;
+        use timef::scan::{scan_schema, ScanOptions, Selection};
+        if split.is_some() && task.is_none() {
+            return Err(to_py(timef::Error::InvalidOption { option: "split", reason: "needs task".into() }));
+        }
+        let mut selection = Selection::all();
+        if let Some(samples) = samples {
+            selection = selection.samples(samples);
+        }
+        if let Some(channels) = channels {
+            selection = selection.channels(channels);
+        }
+        if let Some(task) = task {
+            selection = selection.task(task, split.as_deref());
+        }
+        let v = Arc::clone(&self.inner);
+        let scan = py
+            .detach(|| {
+                let options = ScanOptions::builder().threads(threads).try_build()?;
+                timef::scan::scan(&v, &selection, &options)
+            })
+            .map_err(to_py)?;
+        let batches = scan.map(|b| b.map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e))));
+        let reader: Box<dyn arrow::record_batch::RecordBatchReader + Send> =
+            Box::new(arrow::record_batch::RecordBatchIterator::new(batches, scan_schema()));
+        reader.into_pyarrow(py)
+    }
+
     /// Checks the version end to end; returns the report as a dict
     /// (`findings`: list of {file, location, check, message}; empty when conforming).
     fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

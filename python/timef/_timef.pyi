@@ -299,6 +299,26 @@ class Version:
         Raises ``TimeFValidationError`` for an unknown id, ``CorruptVersionError``."""
     def read_sample(self, sample_id: str) -> dict[str, npt.NDArray[np.float32]]:
         """The sample's series cut to its window, by time_series_id, in the sample's order."""
+    def scan(
+        self,
+        *,
+        samples: Sequence[str] | None = None,
+        channels: Sequence[str] | None = None,
+        task: str | None = None,
+        split: str | None = None,
+        threads: int = 0,
+    ) -> pa.RecordBatchReader:
+        """Streams the selected series' chunks in index order (docs/format.md §9):
+        one row per chunk, columns ``time_series_id`` (string), ``chunk_idx``
+        (int32), ``value_offset`` (int64, the chunk's first value within its
+        series) and ``values`` (list<float32>). Filters intersect; none selects
+        every series. ``task`` selects the samples its tasks reference (of
+        ``split`` only, when given). Row groups are decoded on ``threads``
+        threads (0: one per core), a bounded number ahead of the reader.
+        Raises ``TimeFValidationError`` for an unknown sample, channel, task or
+        split, or ``split`` without ``task`` (``field`` names it); a corrupt
+        shard met while reading raises from the reader's ``read_next_batch`` /
+        ``read_all`` (pyarrow's exception, carrying timef's message)."""
     def verify(self) -> dict[str, Any]:
         """End-to-end check; ``findings`` (list of dicts with file, location, check,
         message) is empty for a conforming version."""

@@ -1,0 +1,670 @@
+//! Bulk reading of a version (docs/format.md §9, "Bulk reads"): every series,
+//! or those of a set of samples, channels or a task split, streamed in index
+//! order as Arrow record batches of chunk rows, or as whole series.
+//!
+//! Row groups are the unit of work: [`ScanOptions::threads`] threads decode
+//! them in parallel, at most [`ScanOptions::row_groups_in_flight`] decoded or
+//! being decoded ahead of the consumer (bounded memory), and a reorder buffer
+//! hands them out in index order whatever the threads' timing. Every file is
+//! read through the version's storage seam ([`crate::storage::Location`]) with
+//! the reader's checks: shard paths must be listed in the manifest, page
+//! claims are checked ([`crate::footer::CheckedPages`]), every decoded row must
+//! be the `(time_series_id, chunk_idx, n_values)` the index points at, and a
+//! decoder panic on crafted bytes becomes [`Error::Corrupt`].
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Float32Type, Int32Type, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::PageIndexPolicy;
+
+use crate::dataset::{SeriesMeta, SeriesValues};
+use crate::error::{Error, Result};
+use crate::footer::{contain, version_parquet_error, CheckedPages, DEFAULT_BATCH_ROWS};
+use crate::reader::{col, open_parquet, strings, Version};
+use crate::storage::Location;
+
+/// Decoding threads when none is set: 0, meaning one per available core
+/// (`std::thread::available_parallelism`).
+pub const DEFAULT_THREADS: usize = 0;
+
+/// Row groups decoded or being decoded ahead of the consumer, at most (4).
+/// With the writer's 4 MiB row groups (at most 20 MiB with its slack) a scan
+/// holds about `4 x` a row group's values, plus the batch the consumer holds.
+pub const DEFAULT_ROW_GROUPS_IN_FLIGHT: usize = 4;
+
+/// How a scan runs; immutable, built with [`ScanOptions::builder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanOptions {
+    threads: usize,
+    row_groups_in_flight: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions { threads: DEFAULT_THREADS, row_groups_in_flight: DEFAULT_ROW_GROUPS_IN_FLIGHT }
+    }
+}
+
+impl ScanOptions {
+    /// A builder starting from the defaults.
+    pub fn builder() -> ScanOptionsBuilder {
+        ScanOptionsBuilder(ScanOptions::default())
+    }
+    /// Decoding threads ([`DEFAULT_THREADS`]; 0 is one per available core).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+    /// Row groups in flight at most ([`DEFAULT_ROW_GROUPS_IN_FLIGHT`]).
+    pub fn row_groups_in_flight(&self) -> usize {
+        self.row_groups_in_flight
+    }
+    /// The threads a scan starts: [`ScanOptions::threads`], or the available
+    /// cores for 0, never more than the row groups in flight.
+    fn effective_threads(&self) -> usize {
+        let n = match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        n.min(self.row_groups_in_flight).max(1)
+    }
+}
+
+/// Consuming builder of [`ScanOptions`]; [`ScanOptionsBuilder::try_build`] validates.
+#[derive(Debug, Clone)]
+pub struct ScanOptionsBuilder(ScanOptions);
+
+impl ScanOptionsBuilder {
+    /// Decoding threads (0: one per available core).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.0.threads = threads;
+        self
+    }
+    /// Row groups in flight at most (>= 1).
+    pub fn row_groups_in_flight(mut self, row_groups: usize) -> Self {
+        self.0.row_groups_in_flight = row_groups;
+        self
+    }
+    /// The options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] `row_groups_in_flight` when it is 0.
+    pub fn try_build(self) -> Result<ScanOptions> {
+        if self.0.row_groups_in_flight == 0 {
+            return Err(Error::InvalidOption { option: "row_groups_in_flight", reason: "must be at least 1".into() });
+        }
+        Ok(self.0)
+    }
+}
+
+/// Which series a scan reads: the intersection of the filters set, every
+/// series of the version when none is. Built by chaining; immutable once given
+/// to [`scan`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    samples: Option<BTreeSet<String>>,
+    channels: Option<BTreeSet<String>>,
+    task: Option<(String, Option<String>)>,
+}
+
+impl Selection {
+    /// Every series of the version.
+    pub fn all() -> Selection {
+        Selection::default()
+    }
+    /// Only the series of these samples (every series a sample lists, whatever its view).
+    pub fn samples<I: IntoIterator<Item = S>, S: Into<String>>(mut self, sample_ids: I) -> Selection {
+        self.samples = Some(sample_ids.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Only the series of these channels.
+    pub fn channels<I: IntoIterator<Item = S>, S: Into<String>>(mut self, channels: I) -> Selection {
+        self.channels = Some(channels.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Only the series of the samples that tasks of `task_name` reference
+    /// (`sample_ids`, `context_sample_ids` and `target_sample_id`), restricted
+    /// to the tasks of `split` when given.
+    pub fn task(mut self, task_name: impl Into<String>, split: Option<&str>) -> Selection {
+        self.task = Some((task_name.into(), split.map(String::from)));
+        self
+    }
+}
+
+/// The schema of a scan's record batches: one row per chunk, in index order.
+///
+/// | column | type | meaning |
+/// | --- | --- | --- |
+/// | `time_series_id` | utf8 | canonical id (uuid16 ids as hyphenated lowercase) |
+/// | `chunk_idx` | int32 | chunk number within the series, 0, 1, ... |
+/// | `value_offset` | int64 | index of the chunk's first value within its series |
+/// | `values` | list of float32 (`item`, not null) | the chunk's values |
+///
+/// A series' chunks are consecutive rows; a series' values are its chunks'
+/// `values` concatenated. No column is nullable.
+pub fn scan_schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    Arc::clone(SCHEMA.get_or_init(|| {
+        Arc::new(Schema::new(vec![
+            Field::new("time_series_id", DataType::Utf8, false),
+            Field::new("chunk_idx", DataType::Int32, false),
+            Field::new("value_offset", DataType::Int64, false),
+            Field::new("values", DataType::List(values_item()), false),
+        ]))
+    }))
+}
+
+fn values_item() -> Arc<Field> {
+    Arc::new(Field::new_list_field(DataType::Float32, false))
+}
+
+/// One chunk the plan expects at a row of a row group.
+#[derive(Debug)]
+struct Row {
+    series: usize,
+    chunk_idx: i32,
+    value_offset: i64,
+    n_values: i32,
+    row_offset: usize,
+}
+
+/// A row group to decode and the rows of it that are selected, in row order.
+#[derive(Debug)]
+struct Unit {
+    shard: usize,
+    row_group: usize,
+    rows: Vec<Row>,
+}
+
+/// A shard and its footer, read once by the first thread that needs it.
+struct Shard {
+    loc: Location,
+    meta: OnceLock<ArrowReaderMetadata>,
+}
+
+/// What the threads share: the work and the series it belongs to.
+struct Plan {
+    series: Vec<SeriesMeta>,
+    shards: Vec<Shard>,
+    units: Vec<Unit>,
+    values: u64,
+    chunks: u64,
+}
+
+/// The series ids `selection` takes from `version`, checked against it.
+///
+/// # Errors
+/// [`Error::Validation`] for a sample, channel, task name or split the
+/// version does not have.
+fn selected_ids(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
+    let mut sample_filter: Option<BTreeSet<String>> = selection.samples.clone();
+    if let Some((name, split)) = &selection.task {
+        if !version.task_names().contains(name) {
+            return Err(Error::validation(name, "task_name", "no such task in this version"));
+        }
+        let tasks = version.tasks(name)?;
+        let chosen: Vec<_> = tasks.iter().filter(|t| split.is_none() || t.split == *split).collect();
+        if let (Some(split), true) = (split, chosen.is_empty()) {
+            let splits: BTreeSet<&str> = tasks.iter().filter_map(|t| t.split.as_deref()).collect();
+            let known = splits.into_iter().collect::<Vec<_>>().join(", ");
+            return Err(Error::validation(split, "split", format!("no task of {name} has it (splits: {known})")));
+        }
+        let of_task: BTreeSet<String> = chosen
+            .iter()
+            .flat_map(|t| {
+                t.sample_ids
+                    .iter()
+                    .chain(t.context_sample_ids.iter().flatten())
+                    .chain(t.target_sample_id.iter())
+                    .cloned()
+            })
+            .collect();
+        sample_filter = Some(match sample_filter {
+            Some(given) => given.intersection(&of_task).cloned().collect(),
+            None => of_task,
+        });
+    }
+    let Some(wanted) = sample_filter else { return Ok(None) };
+    let samples = version.samples()?;
+    if let Some(given) = &selection.samples {
+        let known: BTreeSet<&str> = samples.iter().map(|s| s.sample_id.as_str()).collect();
+        if let Some(missing) = given.iter().find(|id| !known.contains(id.as_str())) {
+            return Err(Error::validation(missing, "sample_id", "no such sample in this version"));
+        }
+    }
+    Ok(Some(
+        samples
+            .iter()
+            .filter(|s| wanted.contains(&s.sample_id))
+            .flat_map(|s| s.series.iter().map(|r| r.time_series_id.clone()))
+            .collect(),
+    ))
+}
+
+/// The work of a scan of `selection`: the selected chunks of the index
+/// grouped by row group, in index order, every shard path checked.
+fn plan(version: &Version, selection: &Selection) -> Result<Plan> {
+    let ids = selected_ids(version, selection)?;
+    let index = version.index()?;
+    if let Some(channels) = &selection.channels {
+        let known: BTreeSet<&str> = index.iter().map(|e| e.meta.channel.as_str()).collect();
+        if let Some(missing) = channels.iter().find(|c| !known.contains(c.as_str())) {
+            return Err(Error::validation(missing, "channel", "no such channel in this version"));
+        }
+    }
+    let index_path = version.dir().join("time_series_index.parquet");
+    let corrupt = |row: usize, reason: String| Error::Corrupt {
+        path: index_path.clone(),
+        reason: format!("row {row}: {reason}"),
+    };
+    let mut plan = Plan { series: Vec::new(), shards: Vec::new(), units: Vec::new(), values: 0, chunks: 0 };
+    let mut shard_numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut next_value: i64 = 0;
+    for (i, e) in index.iter().enumerate() {
+        let id = e.meta.time_series_id.as_str();
+        let take = ids.as_ref().is_none_or(|ids| ids.contains(id))
+            && selection.channels.as_ref().is_none_or(|c| c.contains(&e.meta.channel));
+        if !take {
+            continue;
+        }
+        let new_series = plan.series.last().is_none_or(|m| m.time_series_id != id);
+        if new_series {
+            // the index is sorted by series: a series seen before is not contiguous
+            if !seen.insert(id) {
+                return Err(corrupt(i, format!("the chunks of {id} are not consecutive")));
+            }
+            plan.series.push(e.meta.clone());
+            next_value = 0;
+        }
+        let expected_chunk = if new_series {
+            0
+        } else {
+            plan.units.last().and_then(|u| u.rows.last()).map_or(0, |r| r.chunk_idx.saturating_add(1))
+        };
+        if e.chunk_idx != expected_chunk || e.value_offset != next_value || e.n_values < 0 {
+            return Err(corrupt(
+                i,
+                format!(
+                    "{id} chunk {} at value {} with {} values, expected chunk {expected_chunk} at value {next_value}",
+                    e.chunk_idx, e.value_offset, e.n_values
+                ),
+            ));
+        }
+        next_value = next_value.saturating_add(i64::from(e.n_values));
+        let shard = match shard_numbers.get(e.shard_path.as_str()) {
+            Some(&n) => n,
+            None => {
+                let origin = || format!("time_series_index.parquet row {i} ({id} chunk {})", e.chunk_idx);
+                let loc = version.file(&e.shard_path, origin)?;
+                plan.shards.push(Shard { loc, meta: OnceLock::new() });
+                shard_numbers.insert(e.shard_path.as_str(), plan.shards.len() - 1);
+                plan.shards.len() - 1
+            }
+        };
+        let (Ok(row_group), Ok(row_offset)) = (usize::try_from(e.row_group), usize::try_from(e.row_offset)) else {
+            return Err(corrupt(i, format!("negative row group {} or row offset {}", e.row_group, e.row_offset)));
+        };
+        let row = Row {
+            series: plan.series.len() - 1,
+            chunk_idx: e.chunk_idx,
+            value_offset: e.value_offset,
+            n_values: e.n_values,
+            row_offset,
+        };
+        match plan.units.last_mut() {
+            Some(u) if u.shard == shard && u.row_group == row_group => {
+                // index order is shard order: rows of a row group increase
+                if u.rows.last().is_some_and(|r| r.row_offset >= row_offset) {
+                    return Err(corrupt(i, format!("row offset {row_offset} is not after the previous chunk's")));
+                }
+                u.rows.push(row);
+            }
+            _ => plan.units.push(Unit { shard, row_group, rows: vec![row] }),
+        }
+        plan.values += e.n_values as u64;
+        plan.chunks += 1;
+    }
+    Ok(plan)
+}
+
+/// Checked footer and page index of a shard, read once.
+fn shard_meta(shard: &Shard) -> Result<(CheckedPages<crate::storage::Source>, ArrowReaderMetadata)> {
+    let path = shard.loc.to_path_buf();
+    if let Some(meta) = shard.meta.get() {
+        let file = shard.loc.open()?;
+        return Ok((CheckedPages::new(file, meta.metadata()), meta.clone()));
+    }
+    let (file, meta) = open_parquet(&shard.loc, PageIndexPolicy::Optional)?;
+    let meta =
+        ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new()).map_err(|e| version_parquet_error(&path, e))?;
+    // another thread may have set it meanwhile: both read the same bytes
+    let _ = shard.meta.set(meta.clone());
+    Ok((file, meta))
+}
+
+/// Decodes one unit into batches of [`scan_schema`], checking every row
+/// against the plan.
+fn decode(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
+    let shard = &plan.shards[unit.shard];
+    let path = shard.loc.to_path_buf();
+    let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
+    let (file, meta) = shard_meta(shard)?;
+    let failure = file.inner().read_failure();
+    let rg_rows = meta
+        .metadata()
+        .row_groups()
+        .get(unit.row_group)
+        .and_then(|m| usize::try_from(m.num_rows()).ok())
+        .ok_or_else(|| corrupt(format!("no row group {}", unit.row_group)))?;
+    if unit.rows.last().is_some_and(|r| r.row_offset >= rg_rows) {
+        return Err(corrupt(format!("row offset beyond row group {} of {rg_rows} rows", unit.row_group)));
+    }
+    let roots = meta.parquet_schema().root_schema().get_fields();
+    let root = |name: &str| {
+        roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
+    };
+    let mask =
+        ProjectionMask::roots(meta.parquet_schema(), [root("time_series_id")?, root("chunk_idx")?, root("values")?]);
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        .with_row_groups(vec![unit.row_group])
+        .with_projection(mask)
+        .with_batch_size(DEFAULT_BATCH_ROWS);
+    if unit.rows.len() < rg_rows {
+        let ranges = unit.rows.iter().map(|r| r.row_offset..r.row_offset + 1);
+        builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
+    }
+    let reader = builder.build().map_err(|e| version_parquet_error(&path, e))?;
+    let decoded = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| match failure.take() {
+        Some(io) => Error::io(&path, io),
+        None => crate::footer::version_arrow_error(&path, e),
+    })?;
+    let mut rows = unit.rows.iter();
+    let mut out = Vec::with_capacity(decoded.len());
+    for batch in decoded {
+        let expected: Vec<&Row> = rows.by_ref().take(batch.num_rows()).collect();
+        if expected.len() != batch.num_rows() {
+            return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
+        }
+        out.push(chunk_batch(plan, &path, &batch, &expected)?);
+    }
+    if rows.next().is_some() {
+        return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
+    }
+    Ok(out)
+}
+
+/// The decoded `batch` as a batch of [`scan_schema`], after checking that
+/// each row is the chunk `expected` says.
+fn chunk_batch(plan: &Plan, path: &std::path::Path, batch: &RecordBatch, expected: &[&Row]) -> Result<RecordBatch> {
+    let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
+    let ids = strings(path, col(path, batch, "time_series_id")?)?;
+    let chunk_idx = col(path, batch, "chunk_idx")?
+        .as_primitive_opt::<Int32Type>()
+        .ok_or_else(|| corrupt("chunk_idx is not int32".into()))?;
+    let list =
+        col(path, batch, "values")?.as_list_opt::<i32>().ok_or_else(|| corrupt("values is not a list".into()))?;
+    let items =
+        list.values().as_primitive_opt::<Float32Type>().ok_or_else(|| corrupt("values are not float32".into()))?;
+    if list.null_count() > 0 || items.null_count() > 0 {
+        return Err(corrupt("null in the required column values".into()));
+    }
+    let offsets = list.value_offsets();
+    for (i, row) in expected.iter().enumerate() {
+        let want = &plan.series[row.series].time_series_id;
+        let len = offsets[i + 1] - offsets[i];
+        if ids[i].as_deref() != Some(want.as_str()) || chunk_idx.is_null(i) || chunk_idx.value(i) != row.chunk_idx {
+            return Err(corrupt(format!(
+                "pointer of {want} chunk {} lands on {:?} chunk {:?}",
+                row.chunk_idx,
+                ids[i],
+                chunk_idx.is_valid(i).then(|| chunk_idx.value(i))
+            )));
+        }
+        if len != row.n_values {
+            return Err(corrupt(format!(
+                "{want} chunk {}: the index says {} values, the shard holds {len}",
+                row.chunk_idx, row.n_values
+            )));
+        }
+    }
+    let values = ListArray::try_new(values_item(), list.offsets().clone(), Arc::new(items.clone()) as ArrayRef, None)
+        .map_err(|e| corrupt(format!("values: {e}")))?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(expected.iter().map(|r| plan.series[r.series].time_series_id.as_str()))),
+        Arc::new(Int32Array::from_iter_values(expected.iter().map(|r| r.chunk_idx))),
+        Arc::new(Int64Array::from_iter_values(expected.iter().map(|r| r.value_offset))),
+        Arc::new(values),
+    ];
+    RecordBatch::try_new(scan_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))
+}
+
+/// What the threads and the consumer share.
+#[derive(Default)]
+struct State {
+    /// Next unit a thread takes.
+    next_unit: usize,
+    /// Next unit the consumer hands out; threads stay within
+    /// `row_groups_in_flight` units of it.
+    next_out: usize,
+    /// Decoded units not yet handed out.
+    done: BTreeMap<usize, Result<Vec<RecordBatch>>>,
+    /// Set when the consumer is gone or met an error: threads stop.
+    stop: bool,
+}
+
+struct Shared {
+    plan: Plan,
+    in_flight: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // a poisoned lock only means a thread panicked outside `contain`: the state is still whole
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn work(&self) {
+        loop {
+            let at = {
+                let mut s = self.lock();
+                while !s.stop && s.next_unit < self.plan.units.len() && s.next_unit >= s.next_out + self.in_flight {
+                    s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                }
+                if s.stop || s.next_unit >= self.plan.units.len() {
+                    return;
+                }
+                s.next_unit += 1;
+                s.next_unit - 1
+            };
+            let unit = &self.plan.units[at];
+            // a panic anywhere in the decode (crafted bytes) is this shard's corruption
+            let result = contain(|| decode(&self.plan, unit)).unwrap_or_else(|panic| {
+                Err(Error::Corrupt { path: self.plan.shards[unit.shard].loc.to_path_buf(), reason: panic })
+            });
+            let mut s = self.lock();
+            s.done.insert(at, result);
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// A running scan: an iterator of record batches of [`scan_schema`] in index
+/// order (one or more per row group read, each row one selected chunk).
+/// Dropping it stops the threads.
+///
+/// After an `Err` the iterator ends.
+pub struct Scan {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    pending: VecDeque<RecordBatch>,
+    failed: bool,
+}
+
+/// Starts a scan of the series of `version` that `selection` takes.
+///
+/// # Errors
+/// [`Error::Validation`] for a sample, channel, task or split the version does
+/// not have; [`Error::Corrupt`] when the index contradicts itself (chunks not
+/// consecutive, a shard path not in the manifest). Errors of the shards come
+/// from the iterator.
+pub fn scan(version: &Version, selection: &Selection, options: &ScanOptions) -> Result<Scan> {
+    let plan = plan(version, selection)?;
+    let threads = options.effective_threads().min(plan.units.len().max(1));
+    let shared = Arc::new(Shared {
+        plan,
+        in_flight: options.row_groups_in_flight,
+        state: Mutex::new(State::default()),
+        changed: Condvar::new(),
+    });
+    let mut handles = Vec::with_capacity(threads);
+    for n in 0..threads {
+        let worker = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new().name(format!("timef-scan-{n}")).spawn(move || worker.work());
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) if handles.is_empty() => return Err(Error::io(version.dir(), e)),
+            // fewer threads still finish the scan
+            Err(_) => break,
+        }
+    }
+    Ok(Scan { shared, threads: handles, pending: VecDeque::new(), failed: false })
+}
+
+impl Scan {
+    /// The series the scan yields, in order.
+    pub fn series_meta(&self) -> &[SeriesMeta] {
+        &self.shared.plan.series
+    }
+    /// Chunks (rows) the scan yields.
+    pub fn chunks(&self) -> u64 {
+        self.shared.plan.chunks
+    }
+    /// Values the scan yields.
+    pub fn values(&self) -> u64 {
+        self.shared.plan.values
+    }
+    /// Row groups the scan reads.
+    pub fn row_groups(&self) -> usize {
+        self.shared.plan.units.len()
+    }
+    /// The scan as whole series: `(metadata, values)` in index order, each
+    /// series' chunks concatenated (memory: one whole series plus the row
+    /// groups in flight).
+    pub fn series(self) -> SeriesScan {
+        SeriesScan { scan: self, next: 0, current: Vec::new(), batch: None, row: 0 }
+    }
+
+    fn next_unit(&mut self) -> Option<Result<Vec<RecordBatch>>> {
+        let shared = &self.shared;
+        let mut s = shared.lock();
+        if s.next_out >= shared.plan.units.len() {
+            return None;
+        }
+        loop {
+            let at = s.next_out;
+            if let Some(r) = s.done.remove(&at) {
+                s.next_out += 1;
+                shared.changed.notify_all();
+                return Some(r);
+            }
+            if self.threads.iter().all(JoinHandle::is_finished) && !s.done.contains_key(&at) {
+                // every thread ended without this unit: only a panic outside `contain` does that
+                return Some(Err(Error::Corrupt {
+                    path: shared.plan.shards[shared.plan.units[at].shard].loc.to_path_buf(),
+                    reason: "a decoding thread ended early".into(),
+                }));
+            }
+            s = shared
+                .changed
+                .wait_timeout(s, std::time::Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some(Ok(b));
+            }
+            if self.failed {
+                return None;
+            }
+            match self.next_unit()? {
+                Ok(batches) => self.pending.extend(batches),
+                Err(e) => {
+                    self.failed = true;
+                    self.shared.lock().stop = true;
+                    self.shared.changed.notify_all();
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Scan {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.changed.notify_all();
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A scan as whole series ([`Scan::series`]).
+pub struct SeriesScan {
+    scan: Scan,
+    next: usize,
+    current: Vec<f32>,
+    batch: Option<RecordBatch>,
+    row: usize,
+}
+
+impl Iterator for SeriesScan {
+    type Item = Result<(SeriesMeta, SeriesValues)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let meta = self.scan.series_meta().get(self.next)?.clone();
+        loop {
+            let batch = match &self.batch {
+                Some(b) if self.row < b.num_rows() => b,
+                _ => match self.scan.next() {
+                    Some(Ok(b)) => {
+                        self.row = 0;
+                        self.batch.insert(b)
+                    }
+                    Some(Err(e)) => {
+                        self.next = usize::MAX;
+                        return Some(Err(e));
+                    }
+                    None => break,
+                },
+            };
+            let ids = batch.column(0).as_string::<i32>();
+            if ids.value(self.row) != meta.time_series_id {
+                break;
+            }
+            let list = batch.column(3).as_list::<i32>();
+            let values = list.value(self.row);
+            self.current.extend_from_slice(values.as_primitive::<Float32Type>().values());
+            self.row += 1;
+        }
+        self.next += 1;
+        Some(Ok((meta, std::mem::take(&mut self.current).into())))
+    }
+}
