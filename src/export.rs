@@ -58,7 +58,15 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let tmp = tempfile::Builder::new().prefix(".timef-export-").tempfile_in(parent).map_err(|e| Error::io(out, e))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".timef-export-");
+    // created as any new file is (0666 less the umask), not tempfile's private 0600
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io(out, e))?;
+    // counted as a live write, so that Ctrl-C stops it at the next batch and the
+    // temporary file is removed instead of the process exiting at once
+    let _live = crate::storage::LiveGuard::new();
     let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone().map_err(|e| Error::io(out, e))?);
     let (series, chunks, values) = (scan.series_meta().len() as u64, scan.chunks(), scan.values());
     let arrow_err = |e: arrow::error::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };
@@ -67,6 +75,7 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
         ExportFormat::ArrowIpc => {
             let mut w = arrow::ipc::writer::FileWriter::try_new(file, &scan_schema()).map_err(arrow_err)?;
             for batch in scan {
+                crate::storage::check_interrupted(out)?;
                 w.write(&batch?).map_err(arrow_err)?;
             }
             w.finish().map_err(arrow_err)?;
@@ -83,6 +92,7 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
                 .build();
             let mut w = parquet::arrow::ArrowWriter::try_new(file, scan_schema(), Some(props)).map_err(parquet_err)?;
             for batch in scan {
+                crate::storage::check_interrupted(out)?;
                 w.write(&batch?).map_err(parquet_err)?;
                 if w.in_progress_size() >= EXPORT_ROW_GROUP_BYTES {
                     w.flush().map_err(parquet_err)?;

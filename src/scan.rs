@@ -267,19 +267,37 @@ fn plan(version: &Version, selection: &Selection) -> Result<Plan> {
     let mut shard_numbers: BTreeMap<&str, usize> = BTreeMap::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     let mut next_value: i64 = 0;
+    // the series of the previous row, and whether it is selected: a series is
+    // taken or left whole, by the metadata of its first chunk
+    let mut current: Option<(&SeriesMeta, bool)> = None;
     for (i, e) in index.iter().enumerate() {
         let id = e.meta.time_series_id.as_str();
-        let take = ids.as_ref().is_none_or(|ids| ids.contains(id))
-            && selection.channels.as_ref().is_none_or(|c| c.contains(&e.meta.channel));
+        let new_series = current.is_none_or(|(m, _)| m.time_series_id != id);
+        let take = match current {
+            Some((first, take)) if !new_series => {
+                if e.meta != *first {
+                    return Err(corrupt(
+                        i,
+                        format!("{id} chunk {} disagrees with its chunk 0's metadata", e.chunk_idx),
+                    ));
+                }
+                take
+            }
+            _ => {
+                // the index is sorted by series: a series seen before is not contiguous
+                if !seen.insert(id) {
+                    return Err(corrupt(i, format!("the chunks of {id} are not consecutive")));
+                }
+                let take = ids.as_ref().is_none_or(|ids| ids.contains(id))
+                    && selection.channels.as_ref().is_none_or(|c| c.contains(&e.meta.channel));
+                current = Some((&e.meta, take));
+                take
+            }
+        };
         if !take {
             continue;
         }
-        let new_series = plan.series.last().is_none_or(|m| m.time_series_id != id);
         if new_series {
-            // the index is sorted by series: a series seen before is not contiguous
-            if !seen.insert(id) {
-                return Err(corrupt(i, format!("the chunks of {id} are not consecutive")));
-            }
             plan.series.push(e.meta.clone());
             next_value = 0;
         }

@@ -302,8 +302,8 @@ class Version:
     def scan(
         self,
         *,
-        samples: Sequence[str] | None = None,
-        channels: Sequence[str] | None = None,
+        samples: list[str] | None = None,
+        channels: list[str] | None = None,
         task: str | None = None,
         split: str | None = None,
         threads: int = 0,
@@ -311,8 +311,8 @@ class Version:
         """Streams the selected series' chunks in index order (docs/format.md §9):
         one row per chunk, columns ``time_series_id`` (string), ``chunk_idx``
         (int32), ``value_offset`` (int64, the chunk's first value within its
-        series) and ``values`` (list<float32>). Filters intersect; none selects
-        every series. ``task`` selects the samples its tasks reference (of
+        series) and ``values`` (list<float32>). Filters intersect; ``None``
+        selects every series, an empty list none. ``task`` selects the samples its tasks reference (of
         ``split`` only, when given). Row groups are decoded on ``threads``
         threads (0: one per core), a bounded number ahead of the reader.
         Raises ``TimeFValidationError`` for an unknown sample, channel, task or

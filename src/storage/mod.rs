@@ -852,7 +852,8 @@ fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-fn check_interrupted(at: &Path) -> Result<()> {
+/// An `Interrupted` I/O error naming `at` once [`interrupt`] was called.
+pub(crate) fn check_interrupted(at: &Path) -> Result<()> {
     if interrupted() {
         return Err(Error::io(at, io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)")));
     }
