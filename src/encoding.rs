@@ -439,12 +439,14 @@ pub(crate) fn encode_leaf_pages(
     // below a page of memory per column, large enough to amortize `build`
     const CUT_BLOCK_ROWS: usize = 1 << 14;
     let max_def = descr.max_def_level();
+    // a dictionary leaf stores an index a value, not the value
+    let dictionary = props.dictionary_enabled(descr.path());
     let mut cuts = crate::layout::TablePages::default();
     let mut lo = 0;
     while lo < hashes.len() {
         let hi = (lo + CUT_BLOCK_ROWS).min(hashes.len());
         let block = build(lo..hi)?;
-        for (bytes, hash) in row_bytes(&block, max_def).into_iter().zip(&hashes[lo..hi]) {
+        for (bytes, hash) in row_bytes(&block, max_def, dictionary).into_iter().zip(&hashes[lo..hi]) {
             cuts.push(bytes, *hash);
         }
         lo = hi;
@@ -511,11 +513,13 @@ fn general(rel: &str, why: String) -> Error {
 /// Each row's plain-encoded bytes in one leaf: 4 or 8 per number, the length
 /// plus 4 per string, the width per fixed-size value, 1 per null or empty list
 /// (so that a column of nulls is cut too, and a page never builds more than
-/// about 2^18 rows). A row starts at each repetition level 0 (each level when
-/// the leaf is not repeated).
-pub(crate) fn row_bytes(data: &LeafData, max_def: i16) -> Vec<u64> {
+/// about 2^18 rows); 1 per value too in a `dictionary` leaf (an index is
+/// stored, not the value). A row starts at each repetition level 0 (each
+/// level when the leaf is not repeated).
+pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<u64> {
     let width = |i: usize| -> u64 {
         match &data.values {
+            _ if dictionary => 1,
             Values::I32(_) | Values::F32(_) => 4,
             Values::I64(_) | Values::F64(_) => 8,
             Values::Bytes(v) => 4 + v[i].len() as u64,
@@ -805,17 +809,21 @@ mod tests {
             def: Some(vec![1, 0, 1]),
             rep: None,
         };
-        assert_eq!(row_bytes(&strings, 1), [6, 1, 4]);
+        assert_eq!(row_bytes(&strings, 1, false), [6, 1, 4]);
+        assert_eq!(row_bytes(&strings, 1, true), [1, 1, 1], "a dictionary leaf: 1 a value");
         // required numbers: one value per row
-        assert_eq!(row_bytes(&LeafData { values: Values::F64(vec![1.0, 2.0]), def: None, rep: None }, 0), [8, 8]);
+        assert_eq!(
+            row_bytes(&LeafData { values: Values::F64(vec![1.0, 2.0]), def: None, rep: None }, 0, false),
+            [8, 8]
+        );
         // a nullable list of int32: [1, 2, 3], null, [], [4] (definition 2 present, 1 empty, 0 null)
         let (def, rep) = list_levels([Some(3), None, Some(0), Some(1)].into_iter(), true);
         let lists = LeafData { values: Values::I32(vec![1, 2, 3, 4]), def: Some(def), rep: Some(rep) };
-        assert_eq!(row_bytes(&lists, 2), [12, 1, 1, 4]);
+        assert_eq!(row_bytes(&lists, 2, false), [12, 1, 1, 4]);
         // fixed-size ids: their width
         let fixed =
             LeafData { values: Values::Fixed(vec![FixedLenByteArray::from(vec![0u8; 16]); 2]), def: None, rep: None };
-        assert_eq!(row_bytes(&fixed, 0), [16, 16]);
+        assert_eq!(row_bytes(&fixed, 0, false), [16, 16]);
     }
 
     #[test]
@@ -824,7 +832,7 @@ mod tests {
         let mut cuts = crate::layout::TablePages::default();
         let hashes: Vec<u64> = (0..600_000u32).map(|i| crate::layout::key_hash("s", i)).collect();
         let nulls = LeafData { values: Values::F64(Vec::new()), def: Some(vec![0; hashes.len()]), rep: None };
-        for (b, h) in row_bytes(&nulls, 1).into_iter().zip(&hashes) {
+        for (b, h) in row_bytes(&nulls, 1, false).into_iter().zip(&hashes) {
             cuts.push(b, *h);
         }
         let pages = cuts.finish();

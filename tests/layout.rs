@@ -363,8 +363,8 @@ fn small_table_pages_are_cut_per_column_by_its_own_bytes_at_key_hash_rows() {
     let hashes: Vec<u64> = ids.iter().map(|id| key_hash(id, 0)).collect();
     let by = |row_bytes: u64| table_pages(hashes.iter().map(|h| (row_bytes, *h)));
     // samples.parquet: sample_id (4 + 13), source_id (4 + 3), subject_id, t_start_s and
-    // t_end_s (null: 1), series ids (4 + 13), views (4 + 4), metadata keys/values (null)
-    let samples = [by(17), by(7), by(1), by(1), by(1), by(17), by(8), by(1), by(1)];
+    // t_end_s (null: 1), series ids (4 + 13), views (a dictionary: 1), metadata keys/values (null)
+    let samples = [by(17), by(7), by(1), by(1), by(1), by(17), by(1), by(1), by(1)];
     for (leaf, want) in samples.iter().enumerate() {
         assert_eq!(page_rows("samples.parquet", leaf), *want, "samples.parquet leaf {leaf}");
     }
@@ -372,10 +372,9 @@ fn small_table_pages_are_cut_per_column_by_its_own_bytes_at_key_hash_rows() {
     assert_eq!(samples[1].len(), 2, "source_id pages: {:?}", samples[1]);
     assert_eq!(samples[2], [n], "60 000 nulls are one page");
     // time_series_index.parquet, one row per series in the same order: id, chunk_idx,
-    // spec_type, channel, units (null), rate, t_start, t_end (null), value_offset,
-    // n_values, shard_path, row_group, row_offset, min, max, mean, std
-    let shard_path = 4 + "time_series/shard-00000.parquet".len() as u64;
-    let index = [17, 4, 7, 5, 1, 8, 8, 1, 8, 4, shard_path, 4, 4, 4, 4, 8, 8];
+    // spec_type, channel, units (dictionaries: 1), rate, t_start, t_end (null), value_offset,
+    // n_values, shard_path (a dictionary), row_group, row_offset, min, max, mean, std
+    let index = [17, 4, 1, 1, 1, 8, 8, 1, 8, 4, 1, 4, 4, 4, 4, 8, 8];
     for (leaf, bytes) in index.iter().enumerate() {
         assert_eq!(page_rows("time_series_index.parquet", leaf), by(*bytes), "index leaf {leaf}");
     }
