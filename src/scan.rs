@@ -686,3 +686,42 @@ impl Iterator for SeriesScan {
         Some(Ok((meta, std::mem::take(&mut self.current).into())))
     }
 }
+
+/// Hands out the series of a version in index order from one scan, for loaders
+/// called in that order (a copy-on-write edit writes the kept series in index
+/// order): each shard page is decoded once, not once per series on it. Series
+/// the caller skips are dropped; a series asked for after the scan passed it
+/// (or ended) is read on its own ([`Version::read_series`]), so any order is
+/// answered correctly.
+pub(crate) struct SeriesCursor {
+    version: Arc<Version>,
+    rest: Option<SeriesScan>,
+    started: bool,
+}
+
+impl SeriesCursor {
+    /// A cursor over every series of `version`; the scan starts at the first request.
+    pub(crate) fn new(version: Arc<Version>) -> Self {
+        SeriesCursor { version, rest: None, started: false }
+    }
+
+    /// The values of series `id`.
+    pub(crate) fn take(&mut self, id: &str) -> Result<SeriesValues> {
+        if !self.started {
+            self.started = true;
+            self.rest = Some(scan(&self.version, &Selection::all(), &ScanOptions::default())?.series());
+        }
+        while let Some(rest) = &mut self.rest {
+            match rest.next() {
+                Some(Ok((meta, values))) if meta.time_series_id == id => return Ok(values),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    self.rest = None;
+                    return Err(e);
+                }
+                None => self.rest = None,
+            }
+        }
+        self.version.read_series(id)
+    }
+}

@@ -393,3 +393,20 @@ fn a_series_whose_chunks_disagree_on_their_channel_is_refused_not_cut_short() {
         );
     }
 }
+
+#[test]
+fn loaders_of_a_version_as_dataset_answer_in_any_order() {
+    // in index order they share one scan; skipped, repeated-order or reversed
+    // requests fall back to reading alone: every answer equals read_series
+    let v = Arc::new(Version::open(golden()).unwrap());
+    let ids: Vec<String> = v.series().unwrap().into_iter().map(|m| m.time_series_id).collect();
+    assert_eq!(ids.len(), 5);
+    let orders: [Vec<usize>; 3] = [vec![0, 1, 2, 3, 4], vec![1, 3, 4], vec![4, 2, 0, 3, 1]];
+    for order in orders {
+        let mut d = v.to_dataset("g", "2").unwrap();
+        for i in order {
+            let values = d.take_loader(&ids[i]).unwrap()().unwrap();
+            assert_eq!(values, v.read_series(&ids[i]).unwrap(), "series {}", ids[i]);
+        }
+    }
+}
