@@ -749,15 +749,22 @@ fn is_in(v: &SeriesValues, map: &memmap2::Mmap) -> bool {
     p >= base && p + std::mem::size_of_val(&v[..]) <= base + map.len()
 }
 
-/// Tells the kernel the whole pages inside `values` (a slice of `map`) are not
-/// needed now; neighbours keep theirs, and the pages fault back in from the file.
-fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
+/// The whole pages inside `values` (a slice of `map`), as a byte range of the
+/// mapping (empty when the values do not cover a page).
+fn whole_pages(map: &memmap2::Mmap, values: &[f32]) -> std::ops::Range<usize> {
     let page = 4096;
     let base = map.as_ptr() as usize;
     let start = (values.as_ptr() as usize).saturating_sub(base);
     let end = start + std::mem::size_of_val(values);
-    let (first, last) = (start.div_ceil(page) * page, end / page * page);
-    if last > first && last <= map.len() {
+    start.div_ceil(page) * page..(end / page * page).min(map.len())
+}
+
+/// Tells the kernel the whole pages inside `values` (a slice of `map`) are not
+/// needed now; neighbours keep theirs, and the pages fault back in from the file.
+fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
+    let pages = whole_pages(map, values);
+    let (first, last) = (pages.start, pages.end);
+    if last > first {
         // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED only
         // drops resident pages, which fault back in from the file when read again.
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first) };
@@ -779,6 +786,11 @@ impl Drop for ReleaseOnDrop {
 }
 
 fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValues {
+    // a series inside one page has nothing to release: no owner to allocate
+    // (two allocations a series, for millions of tiny series)
+    if whole_pages(map, &values).is_empty() {
+        return values;
+    }
     let len = values.len();
     let ptr = values.as_ptr() as *mut u8;
     let owner = Arc::new(ReleaseOnDrop { values, map: Arc::clone(map) });
