@@ -530,8 +530,9 @@ impl Version {
     /// The whole version as a dataset whose series loaders read lazily from this
     /// version's shards, named `name`/`version`. The base of a copy-on-write
     /// edit. Loaders called in index order (as the writer calls them) share one
-    /// scan, so each page is decoded once; out of order, a loader reads its
-    /// series alone.
+    /// scan of the series whose loaders are alive at the first call, so each
+    /// page is decoded once and a removed series' pages are not read; out of
+    /// order, a loader reads its series alone.
     pub fn to_dataset(self: &Arc<Self>, name: &str, version: &str) -> Result<TimeFDataset> {
         let m = &self.manifest;
         let mut d = TimeFDataset::new(name, version)?;
@@ -552,16 +553,10 @@ impl Version {
             })?;
         }
         // the writer loads series in index order: one scan answers them all
-        let cursor = Arc::new(std::sync::Mutex::new(crate::scan::SeriesCursor::new(Arc::clone(self))));
+        let cursor = crate::scan::SeriesCursor::new(Arc::clone(self));
         for meta in self.series()? {
-            let (cursor, id) = (Arc::clone(&cursor), meta.time_series_id.clone());
-            d.add_series(
-                meta,
-                Box::new(move || {
-                    let mut cursor = cursor.lock().map_err(|_| "a loader panicked while reading this version")?;
-                    cursor.take(&id).map_err(|e| e.into())
-                }),
-            )?;
+            let loader = crate::scan::SeriesCursor::loader(&cursor, meta.time_series_id.clone());
+            d.add_series(meta, loader)?;
         }
         for s in self.samples()? {
             d.add_sample(s)?;

@@ -111,12 +111,18 @@ pub struct Selection {
     samples: Option<BTreeSet<String>>,
     channels: Option<BTreeSet<String>>,
     task: Option<(String, Option<String>)>,
+    series: Option<BTreeSet<String>>,
 }
 
 impl Selection {
     /// Every series of the version.
     pub fn all() -> Selection {
         Selection::default()
+    }
+    /// Only these series (the loaders of a copy-on-write edit).
+    pub(crate) fn series_ids(mut self, ids: BTreeSet<String>) -> Selection {
+        self.series = Some(ids);
+        self
     }
     /// Only the series of these samples (every series a sample lists, whatever its view).
     pub fn samples<I: IntoIterator<Item = S>, S: Into<String>>(mut self, sample_ids: I) -> Selection {
@@ -202,7 +208,17 @@ struct Plan {
 /// # Errors
 /// [`Error::Validation`] for a sample, channel, task name or split the
 /// version does not have.
+/// The series ids the selection keeps (`None`: every series).
 fn selected_ids(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
+    let of_samples = sample_series_ids(version, selection)?;
+    Ok(match (of_samples, &selection.series) {
+        (Some(a), Some(b)) => Some(a.intersection(b).cloned().collect()),
+        (a, b) => a.or_else(|| b.clone()),
+    })
+}
+
+/// The series of the samples the selection names, directly or through a task.
+fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
     let mut sample_filter: Option<BTreeSet<String>> = selection.samples.clone();
     if let Some((name, split)) = &selection.task {
         if !version.task_names().contains(name) {
@@ -689,37 +705,67 @@ impl Iterator for SeriesScan {
 
 /// Hands out the series of a version in index order from one scan, for loaders
 /// called in that order (a copy-on-write edit writes the kept series in index
-/// order): each shard page is decoded once, not once per series on it. Series
-/// the caller skips are dropped; a series asked for after the scan passed it
-/// (or ended) is read on its own ([`Version::read_series`]), so any order is
-/// answered correctly.
+/// order): each shard page is decoded once, not once per series on it. The
+/// scan starts at the first request and takes only the series whose loaders
+/// are still alive then (an edit drops the loaders of what it removes, so its
+/// pages are not read). Series the caller skips are dropped; a series asked
+/// for after the scan passed it, or once the scan failed, is read on its own
+/// ([`Version::read_series`]): any order is answered correctly, and a bad page
+/// fails only a series that lies on it.
 pub(crate) struct SeriesCursor {
     version: Arc<Version>,
+    alive: BTreeSet<String>,
     rest: Option<SeriesScan>,
     started: bool,
 }
 
+/// A loader's claim on its series while the scan has not started.
+struct Alive {
+    cursor: Arc<Mutex<SeriesCursor>>,
+    id: String,
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.cursor.lock() {
+            if !c.started {
+                c.alive.remove(&self.id);
+            }
+        }
+    }
+}
+
 impl SeriesCursor {
-    /// A cursor over every series of `version`; the scan starts at the first request.
-    pub(crate) fn new(version: Arc<Version>) -> Self {
-        SeriesCursor { version, rest: None, started: false }
+    /// A cursor over the series of `version`, shared by the loaders [`SeriesCursor::loader`] makes.
+    pub(crate) fn new(version: Arc<Version>) -> Arc<Mutex<SeriesCursor>> {
+        Arc::new(Mutex::new(SeriesCursor { version, alive: BTreeSet::new(), rest: None, started: false }))
     }
 
-    /// The values of series `id`.
-    pub(crate) fn take(&mut self, id: &str) -> Result<SeriesValues> {
+    /// The loader of series `id`, reading through `cursor`.
+    pub(crate) fn loader(cursor: &Arc<Mutex<SeriesCursor>>, id: String) -> crate::dataset::Loader {
+        if let Ok(mut c) = cursor.lock() {
+            c.alive.insert(id.clone());
+        }
+        let alive = Alive { cursor: Arc::clone(cursor), id };
+        Box::new(move || {
+            let mut c = alive.cursor.lock().map_err(|_| "a loader panicked while reading this version")?;
+            c.take(&alive.id).map_err(|e| e.into())
+        })
+    }
+
+    fn take(&mut self, id: &str) -> Result<SeriesValues> {
         if !self.started {
             self.started = true;
-            self.rest = Some(scan(&self.version, &Selection::all(), &ScanOptions::default())?.series());
+            let selection = Selection::all().series_ids(std::mem::take(&mut self.alive));
+            // a scan that cannot start leaves every series to read_series
+            self.rest = scan(&self.version, &selection, &ScanOptions::default()).ok().map(Scan::series);
         }
         while let Some(rest) = &mut self.rest {
             match rest.next() {
                 Some(Ok((meta, values))) if meta.time_series_id == id => return Ok(values),
                 Some(Ok(_)) => {}
-                Some(Err(e)) => {
-                    self.rest = None;
-                    return Err(e);
-                }
-                None => self.rest = None,
+                // from here on each series is read alone, so an error names its own series
+                Some(Err(_)) | None => self.rest = None,
             }
         }
         self.version.read_series(id)

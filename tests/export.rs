@@ -410,3 +410,42 @@ fn loaders_of_a_version_as_dataset_answer_in_any_order() {
         }
     }
 }
+
+#[test]
+fn an_edit_reads_only_what_it_keeps_and_a_bad_page_fails_only_its_own_series() {
+    let (_tmp, dir) = golden_copy();
+    let shard1 = dir.join("time_series/shard-00001.parquet");
+    let bytes = std::fs::read(&shard1).unwrap();
+    replace_file(&dir, "time_series/shard-00001.parquet", &bytes[..bytes.len() / 2]);
+    let good = Version::open(golden()).unwrap();
+    let v = Arc::new(Version::open(&dir).unwrap());
+    let on_shard_1: std::collections::BTreeSet<String> = v
+        .index()
+        .unwrap()
+        .iter()
+        .filter(|e| e.shard_path == "time_series/shard-00001.parquet")
+        .map(|e| e.meta.time_series_id.clone())
+        .collect();
+    let ids: Vec<String> = v.series().unwrap().into_iter().map(|m| m.time_series_id).collect();
+    let (bad, kept): (Vec<&String>, Vec<&String>) = ids.iter().partition(|id| on_shard_1.contains(*id));
+    assert!(!bad.is_empty() && !kept.is_empty(), "{bad:?} {kept:?}");
+    // the series on the cut shard removed (their loaders dropped): the others load
+    let mut d = v.to_dataset("g", "2").unwrap();
+    for id in &bad {
+        drop(d.take_loader(id).unwrap());
+    }
+    for id in &kept {
+        assert_eq!(d.take_loader(id).unwrap()().unwrap(), good.read_series(id).unwrap(), "series {id}");
+    }
+    // everything kept: a series on the cut shard fails naming that shard, the others still load
+    let mut d = v.to_dataset("g", "3").unwrap();
+    for id in &ids {
+        let got = d.take_loader(id).unwrap()();
+        if on_shard_1.contains(id) {
+            let err = got.unwrap_err().to_string();
+            assert!(err.contains("shard-00001.parquet"), "{id}: {err}");
+        } else {
+            assert_eq!(got.unwrap(), good.read_series(id).unwrap(), "series {id}");
+        }
+    }
+}
