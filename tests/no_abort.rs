@@ -357,12 +357,32 @@ fn claim_uncompressed(path: &Path, at: usize, plain: i32, bit_packed_levels: boo
     fields[1] = new_size;
     fields[3] = encode(1 << (7 * (crc_len - 1)));
     let patch: Vec<u8> = fields.iter().flat_map(|f| [vec![0x15], f.clone()].concat()).collect();
+    assert_eq!(patch.len(), p - at, "the patched fields keep their length");
     bytes.splice(at..p, patch);
-    let (after, after_len) = timef::thrift::PageHeader::decode(&bytes[at..]).unwrap();
-    assert_eq!(
-        (after.uncompressed_page_size, after.compressed_page_size, after_len),
-        (plain, before.compressed_page_size, len)
-    );
+    if bit_packed_levels {
+        // field 5, data_page_header: num_values, encoding, then definition_level_encoding
+        assert_eq!(bytes[p], 0x1c, "data_page_header at {p}");
+        let mut q = p + 1;
+        for _ in 0..2 {
+            assert_eq!(bytes[q], 0x15, "data page header field at {q}");
+            q += 1 + varint(&bytes[q + 1..]).1;
+        }
+        assert_eq!(bytes[q..q + 2], [0x15, 6], "definition levels RLE (zigzag 3) at {q}");
+        bytes[q + 1] = 8; // BIT_PACKED, zigzag 4
+    }
+    match timef::thrift::PageHeader::decode(&bytes[at..]) {
+        Ok((after, after_len)) => {
+            assert!(!bit_packed_levels, "TimeF's own decoder refuses BIT_PACKED levels");
+            assert_eq!(
+                (after.uncompressed_page_size, after.compressed_page_size, after_len),
+                (plain, before.compressed_page_size, len)
+            );
+        }
+        Err(e) => assert!(
+            bit_packed_levels && format!("{e:?}").contains("definition_level_encoding: unsupported encoding id 4"),
+            "{e:?}"
+        ),
+    }
     std::fs::write(path, bytes).unwrap();
     before.compressed_page_size
 }
