@@ -258,13 +258,19 @@ fn golden_copy() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-#[test]
-fn a_corrupt_shard_is_a_typed_error_never_a_panic_and_leaves_no_file() {
-    // a shard cut short: its footer is gone
+/// A copy of the golden version whose shard 1 is cut in half (its footer is
+/// gone), and the path of that shard.
+fn golden_with_shard_1_cut_short() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let (tmp, dir) = golden_copy();
     let shard1 = dir.join("time_series/shard-00001.parquet");
     let bytes = std::fs::read(&shard1).unwrap();
     replace_file(&dir, "time_series/shard-00001.parquet", &bytes[..bytes.len() / 2]);
+    (tmp, dir, shard1)
+}
+
+#[test]
+fn a_corrupt_shard_is_a_typed_error_never_a_panic_and_leaves_no_file() {
+    let (tmp, dir, shard1) = golden_with_shard_1_cut_short();
     let v = Version::open(&dir).unwrap();
     let got: Vec<_> = scan(&v, &Selection::all(), &options(2, 4)).unwrap().collect();
     // the three row groups of shard 0 come first, then the error, then nothing
@@ -413,10 +419,7 @@ fn loaders_of_a_version_as_dataset_answer_in_any_order() {
 
 #[test]
 fn an_edit_reads_only_what_it_keeps_and_a_bad_page_fails_only_its_own_series() {
-    let (_tmp, dir) = golden_copy();
-    let shard1 = dir.join("time_series/shard-00001.parquet");
-    let bytes = std::fs::read(&shard1).unwrap();
-    replace_file(&dir, "time_series/shard-00001.parquet", &bytes[..bytes.len() / 2]);
+    let (_tmp, dir, _) = golden_with_shard_1_cut_short();
     let good = Version::open(golden()).unwrap();
     let v = Arc::new(Version::open(&dir).unwrap());
     let on_shard_1: std::collections::BTreeSet<String> = v
