@@ -287,6 +287,7 @@ fn a_corrupt_shard_is_a_typed_error_never_a_panic_and_leaves_no_file() {
     assert_eq!(rows(&batches(&v, &Selection::all().channels(["I"]), &options(2, 2))).len(), 11);
 
     // shard 0 holding shard 1's bytes: every pointer lands on the wrong chunk
+    let bytes = std::fs::read(golden().join("time_series/shard-00001.parquet")).unwrap();
     replace_file(&dir, "time_series/shard-00000.parquet", &bytes);
     let v = Version::open(&dir).unwrap();
     let shard0 = dir.join("time_series/shard-00000.parquet");
