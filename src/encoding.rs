@@ -533,12 +533,9 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<
         if data.rep.as_ref().is_none_or(|r| r[level] == 0) {
             rows.push(0);
         }
-        let bytes = if data.def.as_ref().is_none_or(|d| d[level] == max_def) {
-            value += 1;
-            width(value - 1)
-        } else {
-            1
-        };
+        let present = data.def.as_ref().is_none_or(|d| d[level] == max_def);
+        let bytes = if present { width(value) } else { 1 };
+        value += usize::from(present);
         if let Some(last) = rows.last_mut() {
             *last += bytes;
         }

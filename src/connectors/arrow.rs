@@ -763,11 +763,10 @@ fn whole_pages(map: &memmap2::Mmap, values: &[f32]) -> std::ops::Range<usize> {
 /// needed now; neighbours keep theirs, and the pages fault back in from the file.
 fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
     let pages = whole_pages(map, values);
-    let (first, last) = (pages.start, pages.end);
-    if last > first {
+    if !pages.is_empty() {
         // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED only
         // drops resident pages, which fault back in from the file when read again.
-        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, last - first) };
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, pages.start, pages.len()) };
     }
 }
 
