@@ -101,7 +101,7 @@ pub fn apply(dataset: &mut TimeFDataset, op: &RemoveSamples) -> Result<EditPlan>
     let unknown: Vec<String> = op
         .sample_ids
         .iter()
-        .filter(|s| !dataset.samples.contains_key(*s))
+        .filter(|s| !dataset.contains_sample(s))
         .map(|s| format!("unknown sample id {s}"))
         .collect();
     if !unknown.is_empty() {
@@ -145,7 +145,7 @@ pub fn apply(dataset: &mut TimeFDataset, op: &RemoveSamples) -> Result<EditPlan>
         }
     }
     dataset.tasks.retain(|_, tasks| !tasks.is_empty());
-    dataset.samples.retain(|id, _| !removed.contains(id));
+    plan.series = dataset.retain_samples(|id| !removed.contains(id));
     dataset.annotations.retain(|id, (_, samples)| {
         samples.retain(|s| !removed.contains(s));
         if samples.is_empty() {
@@ -153,12 +153,6 @@ pub fn apply(dataset: &mut TimeFDataset, op: &RemoveSamples) -> Result<EditPlan>
         }
         !samples.is_empty()
     });
-    let referenced: BTreeSet<&str> =
-        dataset.samples.values().flat_map(|s| s.series.iter().map(|r| r.time_series_id.as_str())).collect();
-    plan.series = dataset.series.keys().filter(|k| !referenced.contains(k.as_str())).cloned().collect();
-    for id in &plan.series {
-        dataset.series.remove(id);
-    }
     Ok(plan)
 }
 

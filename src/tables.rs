@@ -220,16 +220,21 @@ pub(crate) fn id_lists(rows: &[Option<&[String]>], nullable: bool, enc: IdEncodi
 }
 
 /// The `time_series_id` leaf of a required list of `{time_series_id, view}` structs.
-pub(crate) fn series_ref_ids(rows: &[&[crate::dataset::SeriesRef]], enc: IdEncoding) -> Result<LeafData> {
-    let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
-    let ids = crate::encoding::id_values(rows.iter().flat_map(|r| r.iter().map(|s| s.time_series_id.as_str())), enc)?;
+pub(crate) fn series_ref_ids<'a>(
+    lens: &[usize],
+    ids: impl Iterator<Item = &'a str>,
+    enc: IdEncoding,
+) -> Result<LeafData> {
+    let (def, rep) = list_levels(lens.iter().map(|&n| Some(n)), false);
+    let ids = crate::encoding::id_values(ids, enc)?;
     Ok(leaf(ids, Some(def), Some(rep)))
 }
 
-/// The `view` leaf of a required list of `{time_series_id, view}` structs.
-pub(crate) fn series_ref_views(rows: &[&[crate::dataset::SeriesRef]]) -> LeafData {
-    let (def, rep) = list_levels(rows.iter().map(|r| Some(r.len())), false);
-    leaf(bytes_of(rows.iter().flat_map(|r| r.iter().map(|s| s.view.as_str()))), Some(def), Some(rep))
+/// The `view` leaf of a required list of `{time_series_id, view}` structs:
+/// rows of `lens` entries, their views in order.
+pub(crate) fn series_ref_views<'a>(lens: &[usize], views: impl Iterator<Item = &'a str>) -> LeafData {
+    let (def, rep) = list_levels(lens.iter().map(|&n| Some(n)), false);
+    leaf(bytes_of(views), Some(def), Some(rep))
 }
 
 /// The `key` (`keys`) or `value` leaf of a nullable list of `{key, value}`

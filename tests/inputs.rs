@@ -236,7 +236,7 @@ fn refusals_name_file_row_item_channel() {
     opts.on_missing = timef::connectors::OnMissing::DropCase;
     let (d, dropped) = timef::connectors::arrow::read_arrow_with_report(&path, &opts).unwrap();
     assert_eq!(dropped.cases, vec!["b".to_string()]);
-    assert_eq!(d.series().map(|m| m.time_series_id.as_str()).collect::<Vec<_>>(), vec!["a/0"]);
+    assert_eq!(d.series().map(|m| m.time_series_id).collect::<Vec<_>>(), vec!["a/0"]);
     // a freq and an option that disagree are both named
     let batch = RecordBatch::try_from_iter([
         ("item_id", ids()),

@@ -103,7 +103,7 @@ fn check_common(ds: &TimeFDataset) {
 fn unit_test_file() {
     let ds = read("UnitTest_Tsf_Loader.tsf");
     check_common(&ds);
-    let samples: Vec<Sample> = ds.samples().cloned().collect();
+    let samples: Vec<Sample> = ds.samples().collect();
     assert_eq!(samples, expected_samples(None));
 }
 
@@ -111,7 +111,7 @@ fn unit_test_file() {
 fn hierarchical_file_keeps_series_group_as_metadata() {
     let ds = read("UnitTest_Tsf_Loader_hierarchical.tsf");
     check_common(&ds);
-    let samples: Vec<Sample> = ds.samples().cloned().collect();
+    let samples: Vec<Sample> = ds.samples().collect();
     assert_eq!(samples, expected_samples(Some(["G1", "G1", "G2"])));
 }
 
@@ -163,8 +163,8 @@ fn uuid_ids_are_canonical_and_consistent() {
     want.sort();
     let got: Vec<_> = ds.samples().map(|s| s.sample_id.clone()).collect();
     assert_eq!(got, want);
-    for id in got.iter().chain(ds.series().map(|s| &s.time_series_id)) {
-        assert!(timef::dataset::is_canonical_uuid(id), "{id}");
+    for id in got.iter().cloned().chain(ds.series().map(|s| s.time_series_id)) {
+        assert!(timef::dataset::is_canonical_uuid(&id), "{id}");
     }
     let task_ids: Vec<_> = ds.tasks().map(|(_, t)| t.task_id.clone()).collect();
     let mut want_tasks = vec![u("monash-T1/forecast"), u("monash-T3/forecast")];

@@ -163,11 +163,8 @@ fn basic_motions_multivariate() {
     let series: Vec<&str> = sample.series.iter().map(|r| r.time_series_id.as_str()).collect();
     let expected: Vec<String> = (0..6).map(|d| format!("BasicMotions-train-39/{d}")).collect();
     assert_eq!(series, expected);
-    let channels: Vec<&str> = ds
-        .series()
-        .filter(|m| m.time_series_id.starts_with("BasicMotions-test-3/"))
-        .map(|m| m.channel.as_str())
-        .collect();
+    let channels: Vec<String> =
+        ds.series().filter(|m| m.time_series_id.starts_with("BasicMotions-test-3/")).map(|m| m.channel).collect();
     assert_eq!(channels, vec!["0", "1", "2", "3", "4", "5"]);
     let counts = label_counts(&ds);
     assert_eq!(counts.values().copied().collect::<Vec<_>>(), vec![20, 20, 20, 20]);
@@ -372,13 +369,13 @@ fn drop_case_keeps_file_positions() {
     let opts = UcrOptions::new("gap", "1").with_on_missing(OnMissing::DropCase);
     let ds = read_ucr(&[Path::new(BAD).join("interior_gap.ts")], &opts).unwrap();
     ds.validate_references().unwrap();
-    let samples: Vec<&str> = ds.samples().map(|s| s.sample_id.as_str()).collect();
+    let samples: Vec<String> = ds.samples().map(|s| s.sample_id).collect();
     assert_eq!(samples, vec!["gap-interior_gap-0"]);
     let (name, task) = ds.tasks().next().unwrap();
     assert_eq!((name, task.sample_ids.clone()), ("interior_gap", vec!["gap-interior_gap-0".to_string()]));
 
     let ds = read_ucr(&[Path::new(BAD).join("all_missing_dimension.ts")], &opts).unwrap();
-    let samples: Vec<&str> = ds.samples().map(|s| s.sample_id.as_str()).collect();
+    let samples: Vec<String> = ds.samples().map(|s| s.sample_id).collect();
     assert_eq!(samples, vec!["gap-all_missing_dimension-0"]);
     assert_eq!(ds.tasks().count(), 0);
     // Dropping does not excuse other errors.

@@ -23,6 +23,16 @@ def _skip_or_fail(why: str) -> None:
     pytest.skip(why)
 
 
+def _skip_or_fail_shared(why: str) -> None:
+    """Skips visibly when ../shared is not beside the checkout; fails when `TIMEF_REQUIRE_SHARED` is set.
+
+    `.ci/run` sets it exactly when ../shared is there (as in CI), as tests/common/mod.rs reads it.
+    """
+    if os.environ.get("TIMEF_REQUIRE_SHARED"):
+        pytest.fail(f"TIMEF_REQUIRE_SHARED is set: {why}")
+    pytest.skip(f"{why} (../shared not found)")
+
+
 @pytest.fixture(scope="session")
 def cli() -> Path:
     """The `timef` binary that `cargo test --release` built."""
@@ -42,7 +52,7 @@ def real(rel: str) -> Path:
     for base in (REPO / "tests" / "data" / "real", SHARED / "data" / "real"):
         if (base / rel).is_file():
             return base / rel
-    _skip_or_fail(f"real data file {rel} not found")
+    _skip_or_fail_shared(f"real data file {rel} not found")
     raise AssertionError("unreachable")
 
 
@@ -50,7 +60,7 @@ def check_conforming(version_dir: str | Path) -> None:
     """Asserts ../shared/tools/timef_check.py finds `version_dir` conforming (visible skip without ../shared)."""
     checker = SHARED / "tools" / "timef_check.py"
     if not checker.is_file():
-        _skip_or_fail(f"{checker} not found")
+        _skip_or_fail_shared(f"{checker} not found")
     out = subprocess.run([sys.executable, str(checker), str(version_dir)], capture_output=True, text=True)
     last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
     assert last == "conforming: 0 violation(s)", out.stdout + out.stderr

@@ -66,7 +66,7 @@ impl ArrowOptions {
     }
 }
 
-/// Where one series' float32 values are held until its loader runs.
+/// Where one series' float32 values are held until the writer takes them.
 enum Held {
     /// A zero-copy slice of the IPC mapping, or values of in-memory input.
     Mapped(SeriesValues),
@@ -97,25 +97,76 @@ impl Spill {
         Ok(Held::Spilled { at, len: v.len() })
     }
 
-    /// The spilled values as one buffer over a read-only mapping (`None` if empty).
-    fn finish(self) -> std::io::Result<Option<(Buffer, Arc<memmap2::Mmap>)>> {
+    /// The spilled values' file mapped read-only (`None` if empty).
+    fn finish(self) -> std::io::Result<Option<Arc<memmap2::Mmap>>> {
         let file = self.out.into_inner().map_err(|e| e.into_error())?;
         if self.values == 0 {
             return Ok(None);
         }
         // SAFETY: the file is unnamed and private to this process; nothing else writes it.
-        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
-        let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8)
-            .ok_or_else(|| std::io::Error::other("empty spill mapping"))?;
+        Ok(Some(Arc::new(unsafe { memmap2::Mmap::map(&file) }?)))
+    }
+}
+
+/// Resident bytes a [`MappedValues`] keeps behind the series the writer takes:
+/// pages further back are released (64 MiB; more than the row groups in flight
+/// on a few cores, so the encoders seldom fault a page back in).
+const RELEASE_LAG_BYTES: usize = 64 << 20;
+
+/// The float32 values of a read-only mapping (the IPC input, or the spill of
+/// converted values), handed to the writer one series at a time
+/// ([`crate::dataset::ValuesStore`]). As the writer moves forward through the
+/// mapping, pages more than [`RELEASE_LAG_BYTES`] behind the series it takes
+/// are released, so resident memory follows the write, not the input, for
+/// series of any size (an input whose rows are not in write order faults
+/// pages back in, and keeps them, as any reader of it would).
+struct MappedValues {
+    /// The mapping and a buffer over all of it; the spill's is set when the pass ends.
+    mapped: std::sync::OnceLock<(Buffer, Arc<memmap2::Mmap>)>,
+    /// Bytes below this offset were released.
+    released: std::sync::atomic::AtomicUsize,
+}
+
+impl MappedValues {
+    fn new() -> MappedValues {
+        MappedValues { mapped: std::sync::OnceLock::new(), released: std::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    /// Sets the mapping (once).
+    fn set(&self, map: Arc<memmap2::Mmap>) -> std::io::Result<()> {
+        let ptr =
+            std::ptr::NonNull::new(map.as_ptr() as *mut u8).ok_or_else(|| std::io::Error::other("empty mapping"))?;
         // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
         let buffer = unsafe {
             Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
         };
-        Ok(Some((buffer, map)))
+        self.mapped.set((buffer, map)).map_err(|_| std::io::Error::other("mapping set twice"))
+    }
+
+    /// The value offset of `v` when it is an aligned slice of `map`.
+    fn offset_of(v: &SeriesValues, map: &memmap2::Mmap) -> Option<u64> {
+        let byte = (v.as_ptr() as usize).checked_sub(map.as_ptr() as usize)?;
+        (is_in(v, map) && byte % std::mem::size_of::<f32>() == 0).then_some((byte / 4) as u64)
     }
 }
 
-/// One input row that passed every check: the series to add once the pass ends.
+impl crate::dataset::ValuesStore for MappedValues {
+    fn values(&self, offset: u64, len: u64) -> std::result::Result<SeriesValues, crate::dataset::LoaderError> {
+        let (buffer, map) = self.mapped.get().ok_or("the values' mapping is not set")?;
+        let (offset, len) = (usize::try_from(offset)?, usize::try_from(len)?);
+        if offset.checked_add(len).is_none_or(|end| end > buffer.len() / 4) {
+            return Err(format!("values {offset}+{len} outside a mapping of {} bytes", buffer.len()).into());
+        }
+        let behind = (offset * 4).saturating_sub(RELEASE_LAG_BYTES) / PAGE_BYTES * PAGE_BYTES;
+        let released = self.released.fetch_max(behind, std::sync::atomic::Ordering::Relaxed);
+        if behind > released {
+            advise_dont_need(map, released..behind);
+        }
+        Ok(release_on_drop(SeriesValues::new(buffer.clone(), offset, len), map))
+    }
+}
+
+/// One input row that passed every check.
 struct Row {
     readable: String,
     t_start_s: f64,
@@ -151,30 +202,29 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
             return Err(Error::input(path, None, "file too short to be Arrow IPC or Parquet"));
         }
     }
-    let mut read = Read::new(path, opts, false)?;
-    let ipc_map = if &magic == b"PAR1" {
-        let bad = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-        let (mut batches, int96_starts, claimed) = open_parquet(path)?;
-        let mut rows = 0u64;
-        // a row group's claimed row count is checked against the rows its pages hold
-        while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
-            let batch = batch.map_err(|e| bad(e.to_string()))?;
-            rows += batch.num_rows() as u64;
-            if rows > claimed {
-                break;
+    let ipc_map = if &magic == b"PAR1" { None } else { Some(map_ipc(path)?) };
+    let mut read = Read::new(path, opts, false, ipc_map.clone())?;
+    match &ipc_map {
+        None => {
+            let bad = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
+            let (mut batches, int96_starts, claimed) = open_parquet(path)?;
+            let mut rows = 0u64;
+            // a row group's claimed row count is checked against the rows its pages hold
+            while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
+                let batch = batch.map_err(|e| bad(e.to_string()))?;
+                rows += batch.num_rows() as u64;
+                if rows > claimed {
+                    break;
+                }
+                read.batch(&batch, int96_starts.as_deref())?;
             }
-            read.batch(&batch, int96_starts.as_deref(), None)?;
+            if rows != claimed {
+                return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
+            }
         }
-        if rows != claimed {
-            return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
-        }
-        None
-    } else {
-        let map = map_ipc(path)?;
-        decode_ipc(path, &map, &mut |batch| read.batch(&batch, None, Some(&map)))?;
-        Some(map)
-    };
-    read.finish(ipc_map).map(|(d, dropped, _)| (d, dropped))
+        Some(map) => decode_ipc(path, map, &mut |batch| read.batch(&batch, None))?,
+    }
+    read.finish().map(|(d, dropped, _)| (d, dropped))
 }
 
 /// Like [`read_arrow`], over record batches already in memory (e.g. a table
@@ -185,11 +235,11 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
 /// # Errors
 /// As [`read_arrow`].
 pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowOptions) -> Result<TimeFDataset> {
-    let mut read = Read::new(label, opts, true)?;
+    let mut read = Read::new(label, opts, true, None)?;
     for batch in &batches {
-        read.batch(batch, None, None)?;
+        read.batch(batch, None)?;
     }
-    read.finish(None).map(|(d, _, _)| d)
+    read.finish().map(|(d, _, _)| d)
 }
 
 /// The metadata pass of a distributed write over GluonTS rows
@@ -207,7 +257,7 @@ impl<'a> ArrowMetaPass<'a> {
     /// # Errors
     /// [`Error::Validation`] for a bad dataset name or version.
     pub fn new(label: &'a Path, opts: &'a ArrowOptions) -> Result<Self> {
-        let mut read = Read::new(label, opts, true)?;
+        let mut read = Read::new(label, opts, true, None)?;
         read.pass.count_only = true;
         Ok(ArrowMetaPass { read })
     }
@@ -217,7 +267,7 @@ impl<'a> ArrowMetaPass<'a> {
     /// # Errors
     /// As [`read_arrow`].
     pub fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.read.batch(batch, None, None)
+        self.read.batch(batch, None)
     }
 
     /// The plan input: the dataset's metadata (its loaders refuse to run: the
@@ -227,7 +277,7 @@ impl<'a> ArrowMetaPass<'a> {
     /// # Errors
     /// As [`read_arrow`] (no rows, every row dropped).
     pub fn finish(self) -> Result<(crate::distributed::PlanInput, Dropped)> {
-        let (dataset, dropped, n_values) = self.read.finish(None)?;
+        let (dataset, dropped, n_values) = self.read.finish()?;
         Ok((crate::distributed::PlanInput::new(dataset, n_values), dropped))
     }
 }
@@ -304,17 +354,17 @@ pub fn arrow_part_series(
     opts: &ArrowOptions,
     task: &crate::distributed::PartTask,
 ) -> Result<Vec<(String, SeriesValues)>> {
-    let mut read = Read::new(label, opts, true)?;
+    let mut read = Read::new(label, opts, true, None)?;
     for batch in batches {
         if batch.column_by_name("item_id").is_none() {
             return Err(Error::input(label, None, "a distributed write needs an item_id column"));
         }
-        read.batch(batch, None, None)?;
+        read.batch(batch, None)?;
     }
     let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.time_series_id.as_str()).collect();
-    let (mut dataset, _, _) = read.finish(None)?;
+    let (mut dataset, _, _) = read.finish()?;
     let mut out = Vec::new();
-    let samples: Vec<crate::dataset::Sample> = dataset.samples().cloned().collect();
+    let samples: Vec<crate::dataset::Sample> = dataset.samples().collect();
     for sample in samples {
         let mine: Vec<&str> =
             sample.series.iter().map(|r| r.time_series_id.as_str()).filter(|id| wanted.contains(id)).collect();
@@ -338,110 +388,139 @@ pub fn arrow_part_series(
     Ok(out)
 }
 
-/// One read of an input: the pass over its rows, then the dataset they make.
+/// One read of an input: the pass over its rows, each kept row added to the
+/// dataset as it is checked.
 struct Read<'a> {
-    dataset: TimeFDataset,
     pass: Pass<'a>,
-    spill: Spill,
-    rows: Vec<Row>,
-    dropped: Dropped,
+    out: Out,
 }
 
-impl<'a> Read<'a> {
-    fn new(path: &'a Path, opts: &'a ArrowOptions, in_memory: bool) -> Result<Self> {
-        Ok(Read {
-            dataset: TimeFDataset::new(&opts.name, &opts.version)?,
-            pass: Pass {
-                path,
-                opts,
-                seen: std::collections::HashSet::new(),
-                row_base: 0,
-                in_memory,
-                count_only: false,
-            },
-            spill: Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?,
-            rows: Vec::new(),
-            dropped: Dropped::default(),
-        })
+/// Where the rows of a [`Read`] go.
+struct Out {
+    dataset: TimeFDataset,
+    source_id: String,
+    spec_type: String,
+    spill: Spill,
+    /// The spill's values, mapped when the pass ends.
+    spilled: (Arc<MappedValues>, u32),
+    /// The IPC input's values.
+    ipc: Option<(Arc<memmap2::Mmap>, u32)>,
+    /// Readable ids of the rows left out, so a later row with the same id is refused.
+    dropped_ids: std::collections::HashSet<String>,
+    dropped: Dropped,
+    kept: usize,
+    /// Values of each series counted but not kept.
+    counted: std::collections::BTreeMap<String, u64>,
+}
+
+impl Out {
+    /// True when a row with readable id `readable` was read before.
+    fn seen(&self, opts: &ArrowOptions, readable: &str) -> bool {
+        self.dropped_ids.contains(readable) || self.dataset.contains_sample(&opts.ids.id(readable))
     }
 
-    fn batch(
-        &mut self,
-        batch: &RecordBatch,
-        int96_starts: Option<&[Option<f64>]>,
-        map: Option<&Arc<memmap2::Mmap>>,
-    ) -> Result<()> {
-        self.pass.batch(batch, int96_starts, map, &mut self.spill, &mut self.rows, &mut self.dropped)
-    }
-
-    /// The dataset of the rows kept, whose loaders hand out their values, and
-    /// the number of values of each series counted but not kept.
-    #[allow(clippy::type_complexity)]
-    fn finish(
-        self,
-        ipc_map: Option<Arc<memmap2::Mmap>>,
-    ) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
-        let mut counted = std::collections::BTreeMap::new();
-        let Read { mut dataset, pass, spill, rows, dropped } = self;
-        let (path, opts) = (pass.path, pass.opts);
-        if pass.row_base == 0 {
-            return Err(Error::input(path, None, "the table has no rows"));
-        }
-        if rows.is_empty() {
-            return Err(Error::input(path, None, "every row has missing values (all were dropped)"));
-        }
-        let spilled = spill.finish().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-        let spec_type = opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string());
-        let source_id = opts.ids.id(&opts.name);
-        dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
-        for row in rows {
-            let sample_id = opts.ids.id(&row.readable);
-            let mut refs = Vec::with_capacity(row.channels.len());
-            for (d, held) in row.channels.into_iter().enumerate() {
-                let (series_readable, channel) = match row.dims {
-                    Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
-                    None => (row.readable.clone(), "0".to_string()),
-                };
-                let time_series_id = opts.ids.id(&series_readable);
-                let mut meta = SeriesMeta::new(&time_series_id, &spec_type, channel, row.rate_hz);
-                meta.t_start_s = row.t_start_s;
-                if let Held::Counted(len) = held {
-                    counted.insert(time_series_id.clone(), len as u64);
+    /// Adds a kept row: its series (channel `"0"` or `"{dim}"`), then its sample.
+    fn add(&mut self, opts: &ArrowOptions, row: Row) -> Result<()> {
+        let sample_id = opts.ids.id(&row.readable);
+        let mut refs = Vec::with_capacity(row.channels.len());
+        for (d, held) in row.channels.into_iter().enumerate() {
+            let (series_readable, channel) = match row.dims {
+                Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
+                None => (row.readable.clone(), "0".to_string()),
+            };
+            let time_series_id = opts.ids.id(&series_readable);
+            let mut meta = SeriesMeta::new(&time_series_id, &self.spec_type, channel, row.rate_hz);
+            meta.t_start_s = row.t_start_s;
+            let d = &mut self.dataset;
+            match held {
+                Held::Counted(len) => {
+                    self.counted.insert(time_series_id.clone(), len as u64);
                     let refuse = time_series_id.clone();
-                    dataset.add_series(
+                    d.add_series(
                         meta,
                         Box::new(move || {
                             Err(format!("series {refuse}: the metadata pass keeps no values (a part writes them)")
                                 .into())
                         }),
                     )?;
-                    refs.push(SeriesRef { time_series_id, view: "main".into() });
-                    continue;
                 }
-                let values = match (held, &spilled, &ipc_map) {
-                    (Held::Mapped(v), _, Some(map)) => release_on_drop(v, map),
-                    (Held::Mapped(v), _, None) => v,
-                    (Held::Spilled { at, len }, Some((buffer, map)), _) => {
-                        let v = SeriesValues::new(buffer.clone(), at, len);
-                        release_on_drop(v, map)
-                    }
-                    (Held::Spilled { .. }, None, _) => {
-                        return Err(Error::input(path, None, "internal: spilled values without a spill file"))
-                    }
-                    // handled above
-                    (Held::Counted(_), _, _) => continue,
-                };
-                dataset.add_series(meta, Box::new(move || Ok(values)))?;
-                refs.push(SeriesRef { time_series_id, view: "main".into() });
+                Held::Mapped(v) => match &self.ipc {
+                    Some((map, store)) => match MappedValues::offset_of(&v, map) {
+                        Some(at) => d.add_series_stored(meta, *store, at, v.len() as u64)?,
+                        None => d.add_series_values(meta, v)?,
+                    },
+                    None => d.add_series_values(meta, v)?,
+                },
+                Held::Spilled { at, len } => d.add_series_stored(meta, self.spilled.1, at as u64, len as u64)?,
             }
-            dataset.add_sample(Sample {
-                sample_id,
-                source_id: source_id.clone(),
-                series: refs,
-                ..Default::default()
-            })?;
+            refs.push(SeriesRef { time_series_id, view: "main".into() });
         }
-        Ok((dataset, dropped, counted))
+        self.dataset.add_sample(Sample {
+            sample_id,
+            source_id: self.source_id.clone(),
+            series: refs,
+            ..Default::default()
+        })?;
+        self.kept += 1;
+        Ok(())
+    }
+}
+
+impl<'a> Read<'a> {
+    /// A read of `path` (named in errors); `ipc` is the input's mapping when
+    /// it is an Arrow IPC file or stream.
+    fn new(path: &'a Path, opts: &'a ArrowOptions, in_memory: bool, ipc: Option<Arc<memmap2::Mmap>>) -> Result<Self> {
+        let mut dataset = TimeFDataset::new(&opts.name, &opts.version)?;
+        let source_id = opts.ids.id(&opts.name);
+        dataset.add_source(Source { source_id: source_id.clone(), name: opts.name.clone(), ..Default::default() })?;
+        let spilled = Arc::new(MappedValues::new());
+        let spilled_store = dataset.add_store(Arc::clone(&spilled) as Arc<dyn crate::dataset::ValuesStore>);
+        let ipc = match ipc {
+            Some(map) => {
+                let store = MappedValues::new();
+                store.set(Arc::clone(&map)).map_err(|e| Error::io(path, e))?;
+                Some((map, dataset.add_store(Arc::new(store))))
+            }
+            None => None,
+        };
+        Ok(Read {
+            pass: Pass { path, opts, row_base: 0, in_memory, count_only: false },
+            out: Out {
+                dataset,
+                source_id,
+                spec_type: opts.spec_type.clone().unwrap_or_else(|| DEFAULT_SPEC_TYPE.to_string()),
+                spill: Spill::new().map_err(|e| Error::io(std::env::temp_dir(), e))?,
+                spilled: (spilled, spilled_store),
+                ipc,
+                dropped_ids: std::collections::HashSet::new(),
+                dropped: Dropped::default(),
+                kept: 0,
+                counted: std::collections::BTreeMap::new(),
+            },
+        })
+    }
+
+    fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
+        self.pass.batch(batch, int96_starts, &mut self.out)
+    }
+
+    /// The dataset of the rows kept, whose series hand out their values, and
+    /// the number of values of each series counted but not kept.
+    #[allow(clippy::type_complexity)]
+    fn finish(self) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
+        let Read { pass, out } = self;
+        let path = pass.path;
+        if pass.row_base == 0 {
+            return Err(Error::input(path, None, "the table has no rows"));
+        }
+        if out.kept == 0 {
+            return Err(Error::input(path, None, "every row has missing values (all were dropped)"));
+        }
+        let temp = |e| Error::io(std::env::temp_dir(), e);
+        if let Some(map) = out.spill.finish().map_err(temp)? {
+            out.spilled.0.set(map).map_err(temp)?;
+        }
+        Ok((out.dataset, out.dropped, out.counted))
     }
 }
 
@@ -570,7 +649,6 @@ fn int96_column(
 struct Pass<'a> {
     path: &'a Path,
     opts: &'a ArrowOptions,
-    seen: std::collections::HashSet<String>,
     /// Rows of the batches before the current one.
     row_base: usize,
     /// The batches live in memory for the whole write (not a mapped file), so
@@ -581,17 +659,19 @@ struct Pass<'a> {
 }
 
 impl Pass<'_> {
-    /// Checks and converts every row of `batch`; kept rows go to `rows`, their
-    /// converted values to `spill` (or stay zero-copy slices of `map`).
-    fn batch(
-        &mut self,
-        batch: &RecordBatch,
-        int96_starts: Option<&[Option<f64>]>,
-        map: Option<&Arc<memmap2::Mmap>>,
-        spill: &mut Spill,
-        rows: &mut Vec<Row>,
-        dropped: &mut Dropped,
-    ) -> Result<()> {
+    /// Checks and converts every row of `batch`; kept rows go to `out` as they
+    /// are checked, their converted values to its spill (or they stay zero-copy
+    /// slices of the IPC mapping, whose pages under the batch are then released
+    /// until the writer reads them again).
+    fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
+        self.rows(batch, int96_starts, out)?;
+        if let Some((map, _)) = &out.ipc {
+            release_batch(map, batch);
+        }
+        Ok(())
+    }
+
+    fn rows(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
         let path = self.path;
         let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
         let typing = |why: String| Error::input(path, None, why);
@@ -631,7 +711,7 @@ impl Pass<'_> {
                 None => row.to_string(),
             };
             let item = |what: String| at(row, format!("item {readable}: {what}"));
-            if !self.seen.insert(readable.clone()) {
+            if out.seen(self.opts, &readable) {
                 return Err(at(row, format!("duplicate item_id {readable}")));
             }
             let rate_hz = self.rate(freqs.as_ref().and_then(|f| f[r].as_deref())).map_err(&item)?;
@@ -653,7 +733,7 @@ impl Pass<'_> {
                         },
                         Ok,
                     )
-                    .or_else(|e| self.missing(e, &item, dropped, &readable).map(|_| Vec::new()))?
+                    .or_else(|e| self.missing(e, &item, out, &readable).map(|_| Vec::new()))?
             } else {
                 vec![outer]
             };
@@ -670,7 +750,7 @@ impl Pass<'_> {
                             ValueError::Missing(m) => ValueError::Missing(format!("channel {d}: {m}")),
                             ValueError::Invalid(m) => ValueError::Invalid(format!("channel {d}: {m}")),
                         };
-                        self.missing(e, &item, dropped, &readable)?;
+                        self.missing(e, &item, out, &readable)?;
                         keep = false;
                         break;
                     }
@@ -681,25 +761,28 @@ impl Pass<'_> {
             }
             let channels = held
                 .into_iter()
-                .map(|v| match map {
+                .map(|v| match &out.ipc {
                     _ if self.count_only => Ok(Held::Counted(v.len())),
-                    Some(map) if is_in(&v, map) => {
-                        // checked: give the pages back until the loader reads them again
+                    Some((map, _)) if is_in(&v, map) => {
+                        // checked: give the pages back until the writer reads them again
                         release_pages(map, &v);
                         Ok(Held::Mapped(v))
                     }
                     None if self.in_memory => Ok(Held::Mapped(v)),
-                    _ => spill.push(&v),
+                    _ => out.spill.push(&v),
                 })
                 .collect::<std::io::Result<Vec<_>>>()
                 .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-            rows.push(Row {
-                readable,
-                t_start_s: starts.as_ref().and_then(|s| s[r]).unwrap_or(0.0),
-                rate_hz,
-                dims: multivariate.then_some(channels.len()),
-                channels,
-            });
+            out.add(
+                self.opts,
+                Row {
+                    readable,
+                    t_start_s: starts.as_ref().and_then(|s| s[r]).unwrap_or(0.0),
+                    rate_hz,
+                    dims: multivariate.then_some(channels.len()),
+                    channels,
+                },
+            )?;
         }
         self.row_base += batch.num_rows();
         Ok(())
@@ -723,16 +806,11 @@ impl Pass<'_> {
 
     /// Applies [`OnMissing`] to a refused value: a missing one is dropped (its row
     /// recorded) under [`OnMissing::DropCase`]; anything else is an error.
-    fn missing(
-        &self,
-        e: ValueError,
-        item: &dyn Fn(String) -> Error,
-        dropped: &mut Dropped,
-        readable: &str,
-    ) -> Result<()> {
+    fn missing(&self, e: ValueError, item: &dyn Fn(String) -> Error, out: &mut Out, readable: &str) -> Result<()> {
         match (e, self.opts.on_missing) {
             (ValueError::Missing(_), OnMissing::DropCase) => {
-                dropped.cases.push(readable.to_string());
+                out.dropped.cases.push(readable.to_string());
+                out.dropped_ids.insert(readable.to_string());
                 Ok(())
             }
             (ValueError::Missing(m), OnMissing::Error) => {
@@ -749,24 +827,60 @@ fn is_in(v: &SeriesValues, map: &memmap2::Mmap) -> bool {
     p >= base && p + std::mem::size_of_val(&v[..]) <= base + map.len()
 }
 
-/// The whole pages inside `values` (a slice of `map`), as a byte range of the
-/// mapping (empty when the values do not cover a page).
-fn whole_pages(map: &memmap2::Mmap, values: &[f32]) -> std::ops::Range<usize> {
-    let page = 4096;
-    let base = map.as_ptr() as usize;
-    let start = (values.as_ptr() as usize).saturating_sub(base);
-    let end = start + std::mem::size_of_val(values);
-    start.div_ceil(page) * page..(end / page * page).min(map.len())
+/// The page size the mappings are released by (bytes; the smallest Linux page).
+const PAGE_BYTES: usize = 4096;
+
+/// The whole pages inside `bytes` (a byte range of `map`, as offsets), as a
+/// byte range of the mapping (empty when the range does not cover a page).
+fn whole_pages_of(map: &memmap2::Mmap, bytes: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    bytes.start.div_ceil(PAGE_BYTES) * PAGE_BYTES..(bytes.end / PAGE_BYTES * PAGE_BYTES).min(map.len())
 }
 
-/// Tells the kernel the whole pages inside `values` (a slice of `map`) are not
-/// needed now; neighbours keep theirs, and the pages fault back in from the file.
-fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
-    let pages = whole_pages(map, values);
+/// The whole pages inside `values` (a slice of `map`).
+fn whole_pages(map: &memmap2::Mmap, values: &[f32]) -> std::ops::Range<usize> {
+    let start = (values.as_ptr() as usize).saturating_sub(map.as_ptr() as usize);
+    whole_pages_of(map, start..start + std::mem::size_of_val(values))
+}
+
+/// Tells the kernel the pages of `pages` (a page-aligned byte range of `map`)
+/// are not needed now; they fault back in from the file when read again.
+fn advise_dont_need(map: &memmap2::Mmap, pages: std::ops::Range<usize>) {
     if !pages.is_empty() {
         // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED only
         // drops resident pages, which fault back in from the file when read again.
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, pages.start, pages.len()) };
+    }
+}
+
+/// Releases the whole pages inside `values` (a slice of `map`); neighbours keep theirs.
+fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
+    advise_dont_need(map, whole_pages(map, values));
+}
+
+/// Releases the whole pages spanned by the buffers of `batch` that lie in
+/// `map` (a batch's body is one stretch of the file): ids, offsets and values
+/// of millions of small rows would otherwise stay resident after the pass.
+fn release_batch(map: &memmap2::Mmap, batch: &RecordBatch) {
+    fn span(data: &arrow::array::ArrayData, map: &memmap2::Mmap, lo: &mut usize, hi: &mut usize) {
+        let base = map.as_ptr() as usize;
+        let bufs = data.buffers().iter().chain(data.nulls().map(|n| n.buffer()));
+        for b in bufs {
+            let p = b.as_ptr() as usize;
+            if p >= base && p + b.len() <= base + map.len() {
+                *lo = (*lo).min(p - base);
+                *hi = (*hi).max(p - base + b.len());
+            }
+        }
+        for child in data.child_data() {
+            span(child, map, lo, hi);
+        }
+    }
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for column in batch.columns() {
+        span(&column.to_data(), map, &mut lo, &mut hi);
+    }
+    if lo < hi {
+        advise_dont_need(map, whole_pages_of(map, lo..hi));
     }
 }
 

@@ -290,7 +290,7 @@ fn build_dataset(file: TsfFile, opts: &TsfOptions) -> Result<TimeFDataset> {
             .collect();
         let n = s.values.len();
         let values = s.values;
-        ds.add_series(meta, Box::new(move || Ok(values.into())))?;
+        ds.add_series_values(meta, values.into())?;
 
         let sample = |sample_id: String, window: Option<(f64, f64)>| Sample {
             sample_id,
@@ -734,11 +734,11 @@ mod tests {
 
     /// Takes every series' values out of the dataset through its loader.
     fn values(ds: &mut TimeFDataset) -> BTreeMap<String, Vec<f32>> {
-        ds.series
-            .iter_mut()
-            .map(|(id, e)| {
-                let load = e.loader.take().expect("loader present");
-                (id.clone(), load().expect("loader ok").to_vec())
+        let ids: Vec<String> = ds.series().map(|m| m.time_series_id).collect();
+        ids.into_iter()
+            .map(|id| {
+                let load = ds.take_loader(&id).expect("loader present");
+                (id, load().expect("loader ok").to_vec())
             })
             .collect()
     }
@@ -850,7 +850,7 @@ mod tests {
         assert_eq!(t.context_sample_ids, Some(vec!["small-a/context".to_string()]));
         assert_eq!(t.target_sample_id.as_deref(), Some("small-a/target"));
         assert_eq!(t.horizon, Some(2));
-        let series: Vec<_> = ds.series().cloned().collect();
+        let series: Vec<_> = ds.series().collect();
         assert_eq!(series[0].time_series_id, "small-a");
         assert_eq!(series[0].t_start_s, 86_400.0);
         assert_eq!(series[0].sampling_rate_hz, 1.0 / 86_400.0);
@@ -867,14 +867,14 @@ mod tests {
         // one whole-series sample each, named by data-line index.
         let text = "@attribute weight numeric\n@data\n1.5:1,2\n2:3\n";
         let ds = read_tsf_text(text, &TsfOptions::new("d", "v")).unwrap();
-        let series: Vec<_> = ds.series().cloned().collect();
+        let series: Vec<_> = ds.series().collect();
         assert_eq!(series.len(), 2);
         assert_eq!(series[0], {
             let mut m = SeriesMeta::new("d-0", DEFAULT_SPEC_TYPE, "0", 1.0);
             m.t_start_s = 0.0;
             m
         });
-        let samples: Vec<_> = ds.samples().cloned().collect();
+        let samples: Vec<_> = ds.samples().collect();
         assert_eq!(samples[0].sample_id, "d-0");
         assert_eq!(samples[0].source_id, "d");
         assert_eq!(samples[0].t_start_s, None);

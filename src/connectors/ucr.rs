@@ -238,7 +238,7 @@ fn add_file(ds: &mut TimeFDataset, opts: &UcrOptions, path: &Path, split: &str, 
                 t_end_s: None,
             };
             let values = ch.values;
-            ds.add_series(meta, Box::new(move || Ok(values.into())))?;
+            ds.add_series_values(meta, values.into())?;
             refs.push(SeriesRef { time_series_id: series_id, view: "main".into() });
         }
         ds.add_sample(Sample {
@@ -1233,11 +1233,10 @@ mod tests {
             &UcrOptions::new("toy", "1").with_on_missing(OnMissing::DropCase),
         )
         .unwrap();
-        let samples: Vec<_> = ds.samples().map(|s| s.sample_id.as_str()).collect();
+        let samples: Vec<_> = ds.samples().map(|s| s.sample_id).collect();
         assert_eq!(samples, vec!["toy-train-0", "toy-train-2"]);
-        let series: Vec<_> =
-            ds.series().map(|s| (s.time_series_id.as_str(), s.channel.as_str(), s.spec_type.as_str())).collect();
-        assert_eq!(series[0], ("toy-train-0/0", "0", "unknown"));
+        let series: Vec<_> = ds.series().map(|s| (s.time_series_id, s.channel, s.spec_type)).collect();
+        assert_eq!(series[0], ("toy-train-0/0".into(), "0".into(), "unknown".into()));
         assert_eq!(series.len(), 4);
         let (name, task) = ds.tasks().next().unwrap();
         assert_eq!((name, task.task_id.as_str(), task.sample_ids.len()), ("train", "toy-train", 2));
@@ -1246,8 +1245,7 @@ mod tests {
         assert!(on.contains("toy-train-0"));
         ds.validate_references().unwrap();
         // The loader hands back the values parsed in read_ucr.
-        let entry = ds.series.get_mut("toy-train-2/1").unwrap();
-        let loaded = (entry.loader.take().unwrap())().unwrap();
+        let loaded = (ds.take_loader("toy-train-2/1").unwrap())().unwrap();
         assert_eq!(loaded, vec![6.0]);
 
         let ds =

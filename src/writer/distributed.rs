@@ -34,9 +34,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::files::{self, SeriesOutput};
+use super::index_rows::{IndexRow, IndexSpill};
 use super::plan::{bad_plan, chunks, Layout, PlannedSeries, PlannedShard, Planner};
-use super::shards::{IndexRow, ShardStream};
+use super::shards::{SeriesKeys, ShardStream};
 use super::{decide_ids, push_series, WriterOptions};
+use crate::dataset::columns::SeriesColumns;
 use crate::dataset::{validate_name, SeriesMeta, SeriesValues, TimeFDataset};
 use crate::encoding::{Codec, IdEncoding};
 use crate::error::{Error, PartProblem, Result};
@@ -274,14 +276,14 @@ impl DistributedWrite {
         validate_name(&dataset.info.name, "dataset_name")?;
         validate_name(&dataset.info.version, "dataset_version")?;
         dataset.validate_references()?;
-        let mut series = Vec::with_capacity(dataset.series.len());
+        let mut series = Vec::with_capacity(dataset.series_count());
         for m in dataset.series() {
             let n = n_values.get(&m.time_series_id).ok_or_else(|| {
                 Error::validation(&m.time_series_id, "n_values", "the plan input gives no number of values")
             })?;
-            series.push(PlannedSeries::new(m, *n));
+            series.push(PlannedSeries::new(&m, *n));
         }
-        if let Some(extra) = n_values.keys().find(|id| !dataset.series.contains_key(*id)) {
+        if let Some(extra) = n_values.keys().find(|id| !dataset.contains_series(id)) {
             return Err(Error::validation(
                 extra,
                 "n_values",
@@ -442,7 +444,7 @@ impl DistributedWrite {
         // the plan's chunks, placed again by the planner
         let chunk_values = self.options.chunk_max_values();
         let mut planner = Planner::new(&self.options, 0);
-        let mut index: Vec<IndexRow> = Vec::new();
+        let mut index = IndexSpill::new()?;
         let mut next_in_shard = vec![0usize; found.len()];
         for (i, k, offset, n) in chunks(&plan.layout.series, chunk_values) {
             let s = &plan.layout.series[i as usize];
@@ -463,7 +465,7 @@ impl DistributedWrite {
                 return Err(err(part, Some(at.shard), PartProblem::IndexMismatch(why)));
             };
             next_in_shard[shard] += 1;
-            index.push(IndexRow {
+            index.push(&IndexRow {
                 series: i,
                 chunk_idx: k,
                 value_offset: offset,
@@ -472,7 +474,7 @@ impl DistributedWrite {
                 row_group: at.row_group,
                 row_offset: at.row_offset,
                 partial: Partial { n: row.n, min: row.min, max: row.max, mean: row.mean, m2: row.m2 },
-            });
+            })?;
         }
         for (s, rows) in rows_of.iter().enumerate() {
             if rows.len() != next_in_shard[s] {
@@ -518,7 +520,8 @@ impl DistributedWrite {
             files.push((*entry).clone());
         }
         let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
-        Ok(SeriesOutput { files, index, metas: Arc::new(metas) })
+        let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(metas.iter())));
+        Ok(SeriesOutput { files, index: index.finish()?, keys })
     }
 }
 
@@ -571,11 +574,11 @@ pub fn write_part(
     let codec = Codec { zstd_level: options.compression_level() };
     let schema = Arc::new(tables::shard_schema(tables::IdEncodings([enc; 6]))?);
     let props = schema.properties(codec, &files::created_by())?;
-    let metas: Arc<Vec<SeriesMeta>> = Arc::new(task.series.iter().map(PlannedSeries::meta).collect());
-    let keys = Arc::clone(&metas);
+    let metas: Vec<SeriesMeta> = task.series.iter().map(PlannedSeries::meta).collect();
+    let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(metas.iter())));
     let chunk_values = options.chunk_max_values();
     let first = task.shards.first().map_or(0, |s| s.shard);
-    let mut stream = ShardStream::new(&mut staging, schema, props, keys, enc, Planner::new(&options, first));
+    let mut stream = ShardStream::new(&mut staging, schema, props, keys, enc, Planner::new(&options, first))?;
     for shard in &task.shards {
         let mismatch = |why: String| bad_plan(id, Some(task.part), Some(shard.shard), why);
         stream.restart(Planner::new(&options, shard.shard));
@@ -590,7 +593,8 @@ pub fn write_part(
             if take == 0 {
                 return Err(mismatch(format!("series {} has no chunk {k}", metas[i].time_series_id)));
             }
-            for placed in push_series(&mut stream, i as u32, &metas[i], v, chunk_values, k..k + take)? {
+            let sid = metas[i].time_series_id.as_str();
+            for placed in push_series(&mut stream, i as u32, sid, v, chunk_values, k..k + take)? {
                 if placed.at.shard != shard.shard {
                     return Err(mismatch("the planner closed the shard early".into()));
                 }
@@ -600,10 +604,10 @@ pub fn write_part(
         }
         stream.close_shard()?;
     }
-    let (files, index) = stream.finish()?;
-    let index = index
-        .into_iter()
-        .map(|r| PartIndexRow {
+    let (files, rows) = stream.finish()?;
+    let mut index = Vec::with_capacity(rows.len());
+    rows.for_each(|r| {
+        index.push(PartIndexRow {
             time_series_id: metas[r.series as usize].time_series_id.clone(),
             chunk_idx: r.chunk_idx,
             value_offset: r.value_offset,
@@ -616,7 +620,8 @@ pub fn write_part(
             max: r.partial.max,
             mean: r.partial.mean,
             m2: r.partial.m2,
-        })
-        .collect();
+        });
+        Ok(())
+    })?;
     Ok(PartRecord { write_id: task.write_id.clone(), part: task.part, files, index })
 }

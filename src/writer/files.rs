@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::shards::{IndexRow, ParquetFile};
+use super::index_rows::{IndexRow, IndexRows};
+use super::shards::{ParquetFile, SeriesKeys};
 use super::{decide_ids, WriteProgressEvent, WriterOptions};
-use crate::dataset::{SeriesMeta, TimeFDataset};
+use crate::dataset::TimeFDataset;
 use crate::encoding::{encode_leaf_pages, Codec, FileSchema, LeafBuilder, LeafData};
 use crate::error::Result;
 use crate::layout::key_hash;
@@ -22,9 +23,9 @@ pub(crate) struct SeriesOutput {
     /// Shard files in shard order.
     pub(crate) files: Vec<manifest::FileEntry>,
     /// Every index row in chunk order.
-    pub(crate) index: Vec<IndexRow>,
+    pub(crate) index: IndexRows,
     /// The series in write order (index rows name them by position).
-    pub(crate) metas: Arc<Vec<SeriesMeta>>,
+    pub(crate) keys: Arc<SeriesKeys>,
 }
 
 /// The `created_by` string of every Parquet file this build writes.
@@ -51,10 +52,10 @@ pub(crate) fn finish_version(
     let codec = Codec { zstd_level: options.compression_level() };
     let created_by = created_by();
     let created_by = created_by.as_str();
-    let SeriesOutput { files: shard_files, index, metas } = series;
+    let SeriesOutput { files: shard_files, index, keys } = series;
     let shards = shard_files.len();
     let mut files = shard_files;
-    files.push(write_index(staging, &metas, &index, ids, codec, created_by)?);
+    files.push(write_index(staging, &keys, &index, ids, codec, created_by)?);
     files.push(write_samples(staging, dataset, ids, codec, created_by)?);
     files.push(write_annotations(staging, dataset, ids, codec, created_by)?);
     for (name, tasks) in &dataset.tasks {
@@ -65,11 +66,14 @@ pub(crate) fn finish_version(
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let mut stats: BTreeMap<(&str, &str), Partial> = BTreeMap::new();
-    for r in &index {
-        let m = &metas[r.series as usize];
-        stats.entry((m.spec_type.as_str(), m.channel.as_str())).or_default().merge(&r.partial);
-    }
-    let manifest = build_manifest(dataset, options, ids, files, shards, &index, &stats, derived_from);
+    let mut values = 0u64;
+    index.for_each(|r| {
+        stats.entry((keys.spec_type(r.series), keys.channel(r.series))).or_default().merge(&r.partial);
+        values += u64::from(r.n_values);
+        Ok(())
+    })?;
+    let chunks = IndexCounts { chunks: index.len() as u64, values };
+    let manifest = build_manifest(dataset, options, ids, files, shards, chunks, &stats, derived_from);
     staging.stage_manifest(manifest.to_bytes())?;
     Ok(manifest)
 }
@@ -120,37 +124,44 @@ fn plain<'a>(f: impl Fn(Range<usize>) -> LeafData + Sync + 'a) -> LeafBuilder<'a
 
 fn write_index(
     staging: &mut Staging,
-    metas: &[SeriesMeta],
-    index: &[IndexRow],
+    keys: &SeriesKeys,
+    index: &IndexRows,
     ids: IdEncodings,
     codec: Codec,
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
-    let m = |r: &IndexRow| &metas[r.series as usize];
+    let cols = &*keys.columns;
     let enc = ids.get(IdSpace::TimeSeries);
+    // each leaf reads its page's rows back from the spill
+    let rows = move |r: Range<usize>| index.read(r);
+    let row = move |x: &IndexRow| keys.row(x.series);
     let leaves = vec![
-        leaf(move |r| tables::ids(index[r].iter().map(|x| m(x).time_series_id.as_str()), enc)),
-        plain(move |r| tables::i32s(index[r].iter().map(|x| x.chunk_idx as i32).collect())),
-        plain(move |r| tables::strs(index[r].iter().map(|x| m(x).spec_type.as_str()))),
-        plain(move |r| tables::strs(index[r].iter().map(|x| m(x).channel.as_str()))),
-        plain(move |r| tables::opt_strs(&index[r].iter().map(|x| opt(&m(x).units)).collect::<Vec<_>>())),
-        plain(move |r| tables::f64s(index[r].iter().map(|x| m(x).sampling_rate_hz).collect())),
-        plain(move |r| tables::f64s(index[r].iter().map(|x| m(x).t_start_s).collect())),
-        plain(move |r| tables::opt_f64s(&index[r].iter().map(|x| m(x).t_end_s).collect::<Vec<_>>())),
-        plain(move |r| tables::i64s(index[r].iter().map(|x| x.value_offset as i64).collect())),
-        plain(move |r| tables::i32s(index[r].iter().map(|x| x.n_values as i32).collect())),
-        plain(move |r| {
-            let paths: Vec<String> = index[r].iter().map(|x| shard_path(x.shard)).collect();
-            tables::strs(paths.iter().map(String::as_str))
+        leaf(move |r| tables::ids(rows(r)?.iter().map(|x| cols.id(row(x))), enc)),
+        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.chunk_idx as i32).collect()))),
+        leaf(move |r| Ok(tables::strs(rows(r)?.iter().map(|x| cols.spec_type(row(x)))))),
+        leaf(move |r| Ok(tables::strs(rows(r)?.iter().map(|x| cols.channel(row(x)))))),
+        leaf(move |r| Ok(tables::opt_strs(&rows(r)?.iter().map(|x| cols.units(row(x))).collect::<Vec<_>>()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| cols.sampling_rate_hz(row(x))).collect()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| cols.t_start_s(row(x))).collect()))),
+        leaf(move |r| Ok(tables::opt_f64s(&rows(r)?.iter().map(|x| cols.t_end_s(row(x))).collect::<Vec<_>>()))),
+        leaf(move |r| Ok(tables::i64s(rows(r)?.iter().map(|x| x.value_offset as i64).collect()))),
+        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.n_values as i32).collect()))),
+        leaf(move |r| {
+            let paths: Vec<String> = rows(r)?.iter().map(|x| shard_path(x.shard)).collect();
+            Ok(tables::strs(paths.iter().map(String::as_str)))
         }),
-        plain(move |r| tables::i32s(index[r].iter().map(|x| x.row_group as i32).collect())),
-        plain(move |r| tables::i32s(index[r].iter().map(|x| x.row_offset as i32).collect())),
-        plain(move |r| tables::f32s(index[r].iter().map(|x| x.partial.min as f32).collect())),
-        plain(move |r| tables::f32s(index[r].iter().map(|x| x.partial.max as f32).collect())),
-        plain(move |r| tables::f64s(index[r].iter().map(|x| x.partial.mean).collect())),
-        plain(move |r| tables::f64s(index[r].iter().map(|x| x.partial.std()).collect())),
+        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_group as i32).collect()))),
+        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_offset as i32).collect()))),
+        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.partial.min as f32).collect()))),
+        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.partial.max as f32).collect()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.partial.mean).collect()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.partial.std()).collect()))),
     ];
-    let hashes: Vec<u64> = index.iter().map(|x| key_hash(&m(x).time_series_id, x.chunk_idx)).collect();
+    let mut hashes: Vec<u64> = Vec::with_capacity(index.len());
+    index.for_each(|x| {
+        hashes.push(key_hash(keys.id(x.series), x.chunk_idx));
+        Ok(())
+    })?;
     write_table(staging, "time_series_index.parquet", tables::index_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
@@ -161,24 +172,29 @@ fn write_samples(
     codec: Codec,
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
-    let s: Vec<_> = d.samples.values().collect();
-    let s = s.as_slice();
+    let (c, series) = (&d.samples, &*d.series);
+    let order = c.by_id();
+    let s = order.as_slice();
     let (sample, source, subject) = (ids.get(IdSpace::Sample), ids.get(IdSpace::Source), ids.get(IdSpace::Subject));
-    let series = ids.get(IdSpace::TimeSeries);
-    let refs = move |r: Range<usize>| s[r].iter().map(|x| x.series.as_slice()).collect::<Vec<_>>();
-    let metadata = move |r: Range<usize>| s[r].iter().map(|x| &x.metadata).collect::<Vec<_>>();
+    let series_enc = ids.get(IdSpace::TimeSeries);
+    let rows = move |r: Range<usize>| s[r].iter().map(|&x| x as usize);
+    let ref_lens = move |r: Range<usize>| rows(r).map(|x| c.refs_of(x).len()).collect::<Vec<_>>();
+    let refs = move |r: Range<usize>| rows(r).flat_map(|x| c.refs_of(x));
+    let empty = BTreeMap::new();
+    let empty = &empty;
+    let metadata = move |r: Range<usize>| rows(r).map(|x| c.metadata(x).unwrap_or(empty)).collect::<Vec<_>>();
     let leaves = vec![
-        leaf(move |r| tables::ids(s[r].iter().map(|x| x.sample_id.as_str()), sample)),
-        leaf(move |r| tables::ids(s[r].iter().map(|x| x.source_id.as_str()), source)),
-        leaf(move |r| tables::opt_ids(&s[r].iter().map(|x| opt(&x.subject_id)).collect::<Vec<_>>(), subject)),
-        plain(move |r| tables::opt_f64s(&s[r].iter().map(|x| x.t_start_s).collect::<Vec<_>>())),
-        plain(move |r| tables::opt_f64s(&s[r].iter().map(|x| x.t_end_s).collect::<Vec<_>>())),
-        leaf(move |r| tables::series_ref_ids(&refs(r), series)),
-        plain(move |r| tables::series_ref_views(&refs(r))),
+        leaf(move |r| tables::ids(rows(r).map(|x| c.id(x)), sample)),
+        leaf(move |r| tables::ids(rows(r).map(|x| c.source_id(x)), source)),
+        leaf(move |r| tables::opt_ids(&rows(r).map(|x| c.subject_id(x)).collect::<Vec<_>>(), subject)),
+        plain(move |r| tables::opt_f64s(&rows(r).map(|x| c.t_start_s(x)).collect::<Vec<_>>())),
+        plain(move |r| tables::opt_f64s(&rows(r).map(|x| c.t_end_s(x)).collect::<Vec<_>>())),
+        leaf(move |r| tables::series_ref_ids(&ref_lens(r.clone()), refs(r).map(|k| c.ref_id(k, series)), series_enc)),
+        plain(move |r| tables::series_ref_views(&ref_lens(r.clone()), refs(r).map(|k| c.ref_view(k)))),
         plain(move |r| tables::key_value_leaf(&metadata(r), true)),
         plain(move |r| tables::key_value_leaf(&metadata(r), false)),
     ];
-    let hashes: Vec<u64> = s.iter().map(|x| key_hash(&x.sample_id, 0)).collect();
+    let hashes: Vec<u64> = s.iter().map(|&x| key_hash(c.id(x as usize), 0)).collect();
     write_table(staging, "samples.parquet", tables::samples_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
@@ -243,6 +259,12 @@ fn write_tasks(
     write_table(staging, &rel, tables::tasks_schema(ids)?, &hashes, leaves, codec, created_by)
 }
 
+/// Totals of the index rows, for the manifest's counts.
+struct IndexCounts {
+    chunks: u64,
+    values: u64,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_manifest(
     d: &TimeFDataset,
@@ -250,14 +272,15 @@ fn build_manifest(
     ids: IdEncodings,
     files: Vec<manifest::FileEntry>,
     shards: usize,
-    index: &[IndexRow],
+    index: IndexCounts,
     stats: &BTreeMap<(&str, &str), Partial>,
     derived_from: Option<manifest::DerivedFrom>,
 ) -> Manifest {
     use manifest::*;
     let mut schema = SchemaBlock::default();
-    for m in d.series() {
-        schema.add_series(m);
+    // the block is sorted and counted, so any order of the series gives it
+    for row in 0..d.series.len() {
+        schema.add_series(&d.series.meta(row));
     }
     for (a, _) in d.annotations() {
         schema.add_annotation(a);
@@ -266,16 +289,16 @@ fn build_manifest(
         schema.add_task(name, t);
     }
     schema.sample_metadata =
-        d.samples().flat_map(|s| s.metadata.keys().cloned()).collect::<BTreeSet<_>>().into_iter().collect();
+        d.samples.metadata_maps().flat_map(|m| m.keys().cloned()).collect::<BTreeSet<_>>().into_iter().collect();
     let mut statistics: BTreeMap<String, BTreeMap<String, ChannelStats>> = BTreeMap::new();
     for ((spec, ch), p) in stats {
         statistics.entry(spec.to_string()).or_default().insert(ch.to_string(), p.to_stats());
     }
     let counts = Counts {
-        samples: d.samples.len() as u64,
-        time_series: d.series.len() as u64,
-        chunks: index.len() as u64,
-        values: index.iter().map(|r| u64::from(r.n_values)).sum(),
+        samples: d.sample_count() as u64,
+        time_series: d.series_count() as u64,
+        chunks: index.chunks,
+        values: index.values,
         annotations: d.annotations.len() as u64,
         tasks: d.tasks.iter().map(|(n, t)| (n.clone(), t.len() as u64)).collect(),
         shards: shards as u64,

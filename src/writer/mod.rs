@@ -20,13 +20,15 @@
 
 pub mod distributed;
 mod files;
+mod index_rows;
 pub mod plan;
 mod shards;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::dataset::{validate_name, Loader, SeriesMeta, SeriesValues, TimeFDataset};
+use crate::dataset::columns::SeriesColumns;
+use crate::dataset::{validate_name, SeriesValues, TimeFDataset, ValuesSource};
 use crate::encoding::Codec;
 use crate::error::{Error, Result};
 use crate::layout::{self, CutRules, VALUE_BYTES};
@@ -35,7 +37,7 @@ use crate::storage::{Location, Staging};
 use crate::tables::{self, IdEncodings, IdSpace};
 use files::SeriesOutput;
 use plan::Planner;
-use shards::ShardStream;
+use shards::{SeriesKeys, ShardStream};
 
 /// Default shard target: a shard closes after the row group that takes its
 /// uncompressed float32 value bytes past this (128 MiB; seed).
@@ -324,12 +326,13 @@ impl TimeFWriter {
         let target = self.version_location(&dataset);
         target.ensure_absent()?;
         let ids = decide_ids(&dataset);
+        dataset.release_indexes();
 
         let mut staging = Staging::create(&target)?;
         crate::storage::pause_point("staging-created");
         self.emit(WriteProgressEvent::Started {
-            series: dataset.series.len() as u64,
-            samples: dataset.samples.len() as u64,
+            series: dataset.series_count() as u64,
+            samples: dataset.sample_count() as u64,
         })?;
         let series = self.write_series(&mut staging, &mut dataset, ids)?;
         crate::storage::pause_point("shards-written");
@@ -340,57 +343,56 @@ impl TimeFWriter {
         Ok(StagedVersion { staging, manifest })
     }
 
-    /// Runs each loader once in write order and streams its chunks through the
-    /// shard writer, placed by the [`Planner`] as they come.
+    /// Takes each series' values once in write order and streams their
+    /// chunks through the shard writer, placed by the [`Planner`] as they come.
     fn write_series(
         &self,
         staging: &mut Staging,
         dataset: &mut TimeFDataset,
         ids: IdEncodings,
     ) -> Result<SeriesOutput> {
-        // one copy of the metadata in write order, shared by the shard encoders
-        // and the index; loaders are taken in the same order
-        let mut order: Vec<(&SeriesMeta, Loader)> = Vec::with_capacity(dataset.series.len());
-        for entry in dataset.series.values_mut() {
-            let loader = entry
-                .loader
-                .take()
-                .ok_or_else(|| Error::validation(&entry.meta.time_series_id, "loader", "the loader already ran"))?;
-            order.push((&entry.meta, loader));
+        if let Some(row) = dataset.values.iter().position(|v| matches!(v, ValuesSource::Taken)) {
+            return Err(Error::validation(dataset.series.id(row), "loader", "the loader already ran"));
         }
-        order.sort_by(|(a, _), (b, _)| {
-            (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
-        });
-        let (metas, loaders): (Vec<SeriesMeta>, Vec<Loader>) =
-            order.into_iter().map(|(meta, loader)| (meta.clone(), loader)).unzip();
-        let metas = Arc::new(metas);
+        // the metadata stays in the dataset's columns, shared by the shard
+        // encoders and the index; the write order is a permutation of its rows
+        let keys = Arc::new(SeriesKeys::in_write_order(Arc::clone(&dataset.series)));
         let codec = Codec { zstd_level: self.options.compression_level };
         let schema = Arc::new(tables::shard_schema(ids)?);
         let props = schema.properties(codec, &files::created_by())?;
         let planner = Planner::new(&self.options, 0);
         let mut stream =
-            ShardStream::new(staging, schema, props, Arc::clone(&metas), ids.get(IdSpace::TimeSeries), planner);
+            ShardStream::new(staging, schema, props, Arc::clone(&keys), ids.get(IdSpace::TimeSeries), planner)?;
         let chunk_values = self.options.chunk_max_values();
-        let total = metas.len() as u64;
-        for (i, (meta, loader)) in metas.iter().zip(loaders).enumerate() {
-            let values = loader().map_err(|source| Error::Loader { series_id: meta.time_series_id.clone(), source })?;
-            validate_count(meta, values.len() as u64)?;
+        let total = keys.len() as u64;
+        let series = Arc::clone(&keys.columns);
+        for pos in 0..keys.len() as u32 {
+            let row = keys.row(pos);
+            let id = series.id(row);
+            let values =
+                dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
+            validate_count(&series, row, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);
-            layout::check_chunks(&meta.time_series_id, n_chunks)?;
-            push_series(&mut stream, i as u32, meta, &values, chunk_values, 0..n_chunks)?;
-            self.emit(WriteProgressEvent::SeriesWritten { done: i as u64 + 1, total, values: values.len() as u64 })?;
+            layout::check_chunks(id, n_chunks)?;
+            push_series(&mut stream, pos, id, &values, chunk_values, 0..n_chunks)?;
+            self.emit(WriteProgressEvent::SeriesWritten {
+                done: u64::from(pos) + 1,
+                total,
+                values: values.len() as u64,
+            })?;
         }
         let (files, index) = stream.finish()?;
-        Ok(SeriesOutput { files, index, metas })
+        Ok(SeriesOutput { files, index, keys })
     }
 }
 
-/// Cuts chunks `chunks` (a range of chunk indexes) of one series, computes
-/// their statistics (refusing a non-finite value) and pushes them in order.
+/// Cuts chunks `chunks` (a range of chunk indexes) of one series (`id`, at
+/// write position `series`), computes their statistics (refusing a non-finite
+/// value) and pushes them in order.
 pub(crate) fn push_series(
     stream: &mut ShardStream<'_>,
     series: u32,
-    meta: &SeriesMeta,
+    id: &str,
     values: &SeriesValues,
     chunk_values: usize,
     chunks: std::ops::Range<usize>,
@@ -401,22 +403,22 @@ pub(crate) fn push_series(
         let chunk = values.slice(range.start, range.len());
         let partial = Partial::of(&chunk);
         if !partial.mean.is_finite() {
-            return Err(non_finite(meta, values));
+            return Err(non_finite(id, values));
         }
         placed.push(stream.push_chunk(series, k as u32, chunk, range.start as u64, partial)?);
     }
     Ok(placed)
 }
 
-/// Per-series checks of the number of values, before any value is read
-/// (FORMAT-BRIEF §5): at least one, and the count `t_end_s` implies.
-pub(crate) fn validate_count(meta: &SeriesMeta, n_values: u64) -> Result<()> {
-    let id = &meta.time_series_id;
+/// Per-series checks of the number of values of row `row` of `series`, before
+/// any value is read (FORMAT-BRIEF §5): at least one, and the count `t_end_s` implies.
+pub(crate) fn validate_count(series: &SeriesColumns, row: usize, n_values: u64) -> Result<()> {
+    let id = series.id(row);
     if n_values == 0 {
         return Err(Error::validation(id, "values", "a series needs at least one value"));
     }
-    if let Some(end) = meta.t_end_s {
-        let expected = ((end - meta.t_start_s) * meta.sampling_rate_hz).round_ties_even();
+    if let Some(end) = series.t_end_s(row) {
+        let expected = ((end - series.t_start_s(row)) * series.sampling_rate_hz(row)).round_ties_even();
         if expected != n_values as f64 {
             return Err(Error::validation(
                 id,
@@ -429,20 +431,20 @@ pub(crate) fn validate_count(meta: &SeriesMeta, n_values: u64) -> Result<()> {
 }
 
 /// The error for a series with a non-finite value (found through its chunk's mean).
-fn non_finite(meta: &SeriesMeta, values: &[f32]) -> Error {
+fn non_finite(id: &str, values: &[f32]) -> Error {
     let pos = values.iter().position(|v| !v.is_finite()).unwrap_or(0);
-    Error::validation(&meta.time_series_id, "values", format!("value {pos} is {}, not finite", values[pos]))
+    Error::validation(id, "values", format!("value {pos} is {}, not finite", values[pos]))
 }
 
 /// The uuid16-or-string decision for each space over every value used anywhere.
 pub(crate) fn decide_ids(d: &TimeFDataset) -> IdEncodings {
-    let samples = Box::new(d.samples.keys().map(String::as_str));
-    let series = Box::new(d.series.keys().map(String::as_str));
+    let samples = Box::new(d.samples.ids());
+    let series = Box::new(d.series.ids());
     let annotations = Box::new(d.annotations.keys().map(String::as_str));
     let tasks =
         Box::new(d.tasks().flat_map(|(_, t)| std::iter::once(t.task_id.as_str()).chain(t.from_task.as_deref())));
     let sources =
-        Box::new(d.sources.keys().map(String::as_str).chain(d.samples.values().map(|s| s.source_id.as_str())));
-    let subjects = Box::new(d.samples.values().filter_map(|s| s.subject_id.as_deref()));
+        Box::new(d.sources.keys().map(String::as_str).chain((0..d.samples.len()).map(|r| d.samples.source_id(r))));
+    let subjects = Box::new((0..d.samples.len()).filter_map(|r| d.samples.subject_id(r)));
     IdEncodings::decide([samples, series, annotations, tasks, sources, subjects])
 }

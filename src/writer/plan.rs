@@ -14,6 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, RowGroupCutter, ShardCutter, VALUE_BYTES};
@@ -216,8 +217,9 @@ impl Layout {
         series.sort_by(|a, b| {
             (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
         });
-        for s in &series {
-            super::validate_count(&s.meta(), s.n_values)?;
+        let columns = SeriesColumns::from_metas(series.iter().map(PlannedSeries::meta).collect::<Vec<_>>().iter());
+        for (row, s) in series.iter().enumerate() {
+            super::validate_count(&columns, row, s.n_values)?;
             layout::check_chunks(
                 &s.time_series_id,
                 layout::chunk_count(s.n_values as usize, options.chunk_max_values()),

@@ -17,8 +17,10 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
+use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::plan::{Placed, Planner, RowGroupEnd};
-use crate::dataset::{SeriesMeta, SeriesValues};
+use crate::dataset::columns::SeriesColumns;
+use crate::dataset::SeriesValues;
 use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
@@ -26,18 +28,43 @@ use crate::manifest::{self, Partial};
 use crate::storage::{FileSink, StagedFile};
 use crate::tables;
 
-/// One index row: a chunk, where it landed, and its partial statistics.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct IndexRow {
-    /// Position of the chunk's series among the stream's series.
-    pub(crate) series: u32,
-    pub(crate) chunk_idx: u32,
-    pub(crate) value_offset: u64,
-    pub(crate) n_values: u32,
-    pub(crate) shard: u32,
-    pub(crate) row_group: u32,
-    pub(crate) row_offset: u32,
-    pub(crate) partial: Partial,
+/// The series of a write in write order: position `i` is row `rows[i]` of
+/// `columns`. Chunks and index rows name their series by position.
+#[derive(Debug)]
+pub(crate) struct SeriesKeys {
+    pub(crate) columns: Arc<SeriesColumns>,
+    pub(crate) rows: Vec<u32>,
+}
+
+impl SeriesKeys {
+    /// Every row of `columns` in write order.
+    pub(crate) fn in_write_order(columns: Arc<SeriesColumns>) -> SeriesKeys {
+        let rows = columns.write_order();
+        SeriesKeys { columns, rows }
+    }
+
+    /// The rows of `columns` in their stored order (already in write order).
+    pub(crate) fn as_stored(columns: SeriesColumns) -> SeriesKeys {
+        let rows = (0..columns.len() as u32).collect();
+        SeriesKeys { columns: Arc::new(columns), rows }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+    /// The row of position `pos`.
+    pub(crate) fn row(&self, pos: u32) -> usize {
+        self.rows[pos as usize] as usize
+    }
+    pub(crate) fn id(&self, pos: u32) -> &str {
+        self.columns.id(self.row(pos))
+    }
+    pub(crate) fn spec_type(&self, pos: u32) -> &str {
+        self.columns.spec_type(self.row(pos))
+    }
+    pub(crate) fn channel(&self, pos: u32) -> &str {
+        self.columns.channel(self.row(pos))
+    }
 }
 
 struct PendingChunk {
@@ -58,7 +85,7 @@ pub(crate) struct ShardStream<'a> {
     staging: &'a mut dyn FileSink,
     schema: Arc<FileSchema>,
     props: WriterPropertiesPtr,
-    keys: Arc<Vec<SeriesMeta>>,
+    keys: Arc<SeriesKeys>,
     ts_enc: IdEncoding,
     planner: Planner,
     rg: Vec<PendingChunk>,
@@ -66,7 +93,7 @@ pub(crate) struct ShardStream<'a> {
     max_in_flight: usize,
     current: Option<ParquetFile>,
     files: Vec<manifest::FileEntry>,
-    index: Vec<IndexRow>,
+    index: IndexSpill,
 }
 
 impl<'a> ShardStream<'a> {
@@ -76,11 +103,11 @@ impl<'a> ShardStream<'a> {
         staging: &'a mut dyn FileSink,
         schema: Arc<FileSchema>,
         props: WriterPropertiesPtr,
-        keys: Arc<Vec<SeriesMeta>>,
+        keys: Arc<SeriesKeys>,
         ts_enc: IdEncoding,
         planner: Planner,
-    ) -> Self {
-        ShardStream {
+    ) -> Result<Self> {
+        Ok(ShardStream {
             staging,
             schema,
             props,
@@ -92,8 +119,8 @@ impl<'a> ShardStream<'a> {
             max_in_flight: 2 * rayon::current_num_threads() + 1,
             current: None,
             files: Vec::new(),
-            index: Vec::new(),
-        }
+            index: IndexSpill::new()?,
+        })
     }
 
     /// Continues with `planner` (a part starting its next shard); the
@@ -111,13 +138,13 @@ impl<'a> ShardStream<'a> {
         value_offset: u64,
         partial: Partial,
     ) -> Result<Placed> {
-        let hash = key_hash(&self.keys[series as usize].time_series_id, chunk_idx);
+        let hash = key_hash(self.keys.id(series), chunk_idx);
         let placed = self.planner.place(values.len() as u32, hash);
         layout::check_row_group(placed.at.shard, placed.at.row_group)?;
         if let Some(end) = placed.before {
             self.flush_row_group(end)?;
         }
-        self.index.push(IndexRow {
+        self.index.push(&IndexRow {
             series,
             chunk_idx,
             value_offset,
@@ -126,7 +153,7 @@ impl<'a> ShardStream<'a> {
             row_group: placed.at.row_group,
             row_offset: placed.at.row_offset,
             partial,
-        });
+        })?;
         self.rg.push(PendingChunk { series, chunk_idx, values, hash });
         if let Some(end) = placed.after {
             self.flush_row_group(end)?;
@@ -210,13 +237,13 @@ impl<'a> ShardStream<'a> {
 
     /// Closes the last shard, waits for every row group and returns the shard
     /// files (in shard order) and the index rows (in chunk order).
-    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, Vec<IndexRow>)> {
+    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows)> {
         self.close_shard()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
             self.files.push(file.finish(&*self.staging)?);
         }
-        Ok((self.files, self.index))
+        Ok((self.files, self.index.finish()?))
     }
 }
 
@@ -243,15 +270,14 @@ fn encode_shard_row_group(
     rows: &[PendingChunk],
     schema: &FileSchema,
     props: &WriterPropertiesPtr,
-    keys: &[SeriesMeta],
+    keys: &SeriesKeys,
     enc: crate::encoding::IdEncoding,
 ) -> Result<Vec<EncodedChunk>> {
-    let meta = |r: &PendingChunk| &keys[r.series as usize];
     let leaves = [
-        tables::ids(rows.iter().map(|r| meta(r).time_series_id.as_str()), enc)?,
+        tables::ids(rows.iter().map(|r| keys.id(r.series)), enc)?,
         tables::i32s(rows.iter().map(|r| r.chunk_idx as i32).collect()),
-        tables::strs(rows.iter().map(|r| meta(r).spec_type.as_str())),
-        tables::strs(rows.iter().map(|r| meta(r).channel.as_str())),
+        tables::strs(rows.iter().map(|r| keys.spec_type(r.series))),
+        tables::strs(rows.iter().map(|r| keys.channel(r.series))),
     ];
     let one_page = [rows.len()];
     let err = |e| Error::parquet("time_series", e);

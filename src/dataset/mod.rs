@@ -4,13 +4,17 @@
 //! sources). Intrinsic rules are checked when an entity is inserted and fail with
 //! [`Error::Validation`] naming the id and field; cross-entity rules (every reference
 //! resolves) are checked by [`TimeFDataset::validate_references`], which the writer
-//! calls before any I/O. Maps are `BTreeMap`s so every iteration is sorted by id and
-//! the output never depends on insertion order.
+//! calls before any I/O. Every iteration is sorted by id, so the output never
+//! depends on insertion order.
+
+pub(crate) mod columns;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use columns::{SampleColumns, SeriesColumns};
 
 /// Error type a series loader may return.
 pub type LoaderError = Box<dyn std::error::Error + Send + Sync>;
@@ -312,36 +316,65 @@ impl Task {
     }
 }
 
-/// A stored series: its metadata and (until the writer takes it) its loader.
-pub struct SeriesEntry {
-    /// Series-level metadata.
-    pub meta: SeriesMeta,
-    /// Produces the values; `None` once taken.
-    pub(crate) loader: Option<Loader>,
+/// Where a series' values come from until the writer takes them.
+pub(crate) enum ValuesSource {
+    /// Values already held (a zero-copy slice, or values a connector decoded).
+    Ready(SeriesValues),
+    /// `len` values at value offset `offset` of the dataset's store `store`.
+    Stored { store: u32, offset: u64, len: u64 },
+    /// A loader that runs once.
+    Load(Loader),
+    /// Already taken.
+    Taken,
 }
 
-impl fmt::Debug for SeriesEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SeriesEntry").field("meta", &self.meta).finish_non_exhaustive()
-    }
+/// Values held for many series by a connector (e.g. a memory-mapped input),
+/// handed out one series at a time ([`TimeFDataset::add_series_stored`]).
+pub(crate) trait ValuesStore: Send + Sync {
+    /// `len` values at value offset `offset`.
+    fn values(&self, offset: u64, len: u64) -> std::result::Result<SeriesValues, LoaderError>;
 }
 
 /// A whole dataset version before it is written.
 ///
 /// Insert entities with the `add_*` methods; each validates the entity's own
 /// fields and refuses a second entity with the same id and different content.
-#[derive(Debug, Default)]
+/// Series and samples are stored column by column ([`columns`]), so a dataset
+/// of millions of series costs tens of bytes a series; the iterators hand out
+/// owned rows, sorted by id.
+#[derive(Default)]
 pub struct TimeFDataset {
     /// Name, version, description.
     pub info: DatasetInfo,
     pub(crate) sources: BTreeMap<String, Source>,
-    pub(crate) samples: BTreeMap<String, Sample>,
-    pub(crate) series: BTreeMap<String, SeriesEntry>,
+    pub(crate) samples: SampleColumns,
+    /// Series metadata, shared read-only with the writer's encoders.
+    pub(crate) series: Arc<SeriesColumns>,
+    /// Each series' values, by series row.
+    pub(crate) values: Vec<ValuesSource>,
+    pub(crate) stores: Vec<Arc<dyn ValuesStore>>,
     /// annotation id -> (annotation, the samples it is attached to)
     pub(crate) annotations: BTreeMap<String, (Annotation, BTreeSet<String>)>,
     /// task name -> task id -> task
     pub(crate) tasks: BTreeMap<String, BTreeMap<String, Task>>,
 }
+
+impl fmt::Debug for TimeFDataset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimeFDataset")
+            .field("info", &self.info)
+            .field("sources", &self.sources.len())
+            .field("samples", &self.samples.len())
+            .field("series", &self.series.len())
+            .field("annotations", &self.annotations.len())
+            .field("tasks", &self.tasks.len())
+            .finish()
+    }
+}
+
+/// Most series or samples one dataset holds (rows are `u32`, and a sample
+/// names a series by row below bit 31).
+pub const MAX_ROWS: usize = 1 << 31;
 
 impl TimeFDataset {
     /// An empty dataset named `name` at `version`; both are validated path components.
@@ -361,17 +394,61 @@ impl TimeFDataset {
     /// Adds a series and its loader. The same id with equal metadata is deduplicated
     /// (the first loader is kept, so each unique series loads once); with different
     /// metadata it is an error.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the id and field.
     pub fn add_series(&mut self, meta: SeriesMeta, loader: Loader) -> Result<()> {
+        self.insert_series(meta, ValuesSource::Load(loader))
+    }
+
+    /// Adds a series whose values are already held (no loader to run), as
+    /// [`TimeFDataset::add_series`].
+    ///
+    /// # Errors
+    /// As [`TimeFDataset::add_series`].
+    pub fn add_series_values(&mut self, meta: SeriesMeta, values: SeriesValues) -> Result<()> {
+        self.insert_series(meta, ValuesSource::Ready(values))
+    }
+
+    /// Registers a store of values for [`TimeFDataset::add_series_stored`]; returns its number.
+    pub(crate) fn add_store(&mut self, store: Arc<dyn ValuesStore>) -> u32 {
+        self.stores.push(store);
+        self.stores.len() as u32 - 1
+    }
+
+    /// Adds a series whose `len` values lie at value offset `offset` of store `store`.
+    pub(crate) fn add_series_stored(&mut self, meta: SeriesMeta, store: u32, offset: u64, len: u64) -> Result<()> {
+        self.insert_series(meta, ValuesSource::Stored { store, offset, len })
+    }
+
+    fn insert_series(&mut self, meta: SeriesMeta, values: ValuesSource) -> Result<()> {
         meta.validate()?;
-        match self.series.get(&meta.time_series_id) {
-            Some(existing) if existing.meta == meta => Ok(()),
+        match self.series.find(&meta.time_series_id) {
+            Some(row) if self.series.equals(row as usize, &meta) => Ok(()),
             Some(_) => {
                 Err(Error::validation(&meta.time_series_id, "time_series_id", "added twice with different metadata"))
             }
+            None if self.series.len() >= MAX_ROWS => {
+                Err(Error::validation(&meta.time_series_id, "time_series_id", "a dataset holds at most 2^31 series"))
+            }
             None => {
-                self.series.insert(meta.time_series_id.clone(), SeriesEntry { meta, loader: Some(loader) });
+                Arc::make_mut(&mut self.series).push(&meta);
+                self.values.push(values);
                 Ok(())
             }
+        }
+    }
+
+    /// Takes the values of series row `row` (they are handed out once).
+    pub(crate) fn take_values(&mut self, row: usize) -> std::result::Result<SeriesValues, LoaderError> {
+        match std::mem::replace(&mut self.values[row], ValuesSource::Taken) {
+            ValuesSource::Ready(v) => Ok(v),
+            ValuesSource::Stored { store, offset, len } => match self.stores.get(store as usize) {
+                Some(s) => s.values(offset, len),
+                None => Err(format!("no values store {store}").into()),
+            },
+            ValuesSource::Load(loader) => loader(),
+            ValuesSource::Taken => Err("the loader already ran".into()),
         }
     }
 
@@ -379,10 +456,23 @@ impl TimeFDataset {
     /// most once; the writer then refuses the dataset). For tests and tools that
     /// need a series' values without writing.
     pub fn take_loader(&mut self, time_series_id: &str) -> Option<Loader> {
-        self.series.get_mut(time_series_id).and_then(|e| e.loader.take())
+        let row = self.series.find(time_series_id)? as usize;
+        match std::mem::replace(&mut self.values[row], ValuesSource::Taken) {
+            ValuesSource::Ready(v) => Some(Box::new(move || Ok(v))),
+            ValuesSource::Stored { store, offset, len } => {
+                let store = Arc::clone(self.stores.get(store as usize)?);
+                Some(Box::new(move || store.values(offset, len)))
+            }
+            ValuesSource::Load(loader) => Some(loader),
+            ValuesSource::Taken => None,
+        }
     }
 
-    /// Adds a sample (at least one series entry; window bounds finite and ordered).
+    /// Adds a sample (at least one series entry; window bounds finite and
+    /// ordered). The same id with equal content is ignored.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the sample and field, or a different sample with the same id.
     pub fn add_sample(&mut self, sample: Sample) -> Result<()> {
         let id = &sample.sample_id;
         non_empty(id, "sample_id", id)?;
@@ -401,7 +491,17 @@ impl TimeFDataset {
                 return Err(Error::validation(id, "t_end_s", format!("{b} is before t_start_s {a}")));
             }
         }
-        insert_unique(&mut self.samples, sample.sample_id.clone(), sample, "sample_id")
+        match self.samples.find(id) {
+            Some(row) if self.samples.sample(row as usize, &self.series) == sample => Ok(()),
+            Some(_) => Err(Error::validation(id, "sample_id", "added twice with different content")),
+            None if self.samples.len() >= MAX_ROWS => {
+                Err(Error::validation(id, "sample_id", "a dataset holds at most 2^31 samples"))
+            }
+            None => {
+                self.samples.push(&sample, &self.series);
+                Ok(())
+            }
+        }
     }
 
     /// Attaches `annotation` to `sample_ids`. Adding the same annotation id again
@@ -449,13 +549,37 @@ impl TimeFDataset {
     pub fn sources(&self) -> impl Iterator<Item = &Source> {
         self.sources.values()
     }
-    /// Samples, sorted by id.
-    pub fn samples(&self) -> impl Iterator<Item = &Sample> {
-        self.samples.values()
+    /// Samples, sorted by id (each built from the columns as it is handed out).
+    pub fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
+        self.samples.by_id().into_iter().map(move |r| self.samples.sample(r as usize, &self.series))
     }
-    /// Series metadata, sorted by id.
-    pub fn series(&self) -> impl Iterator<Item = &SeriesMeta> {
-        self.series.values().map(|e| &e.meta)
+    /// Series metadata, sorted by id (each built from the columns as it is handed out).
+    pub fn series(&self) -> impl Iterator<Item = SeriesMeta> + '_ {
+        self.series.by_id().into_iter().map(move |r| self.series.meta(r as usize))
+    }
+    /// Number of samples.
+    pub fn sample_count(&self) -> usize {
+        self.samples.len()
+    }
+    /// Number of series.
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+    /// The sample `sample_id`, if the dataset holds it.
+    pub fn sample(&self, sample_id: &str) -> Option<Sample> {
+        self.samples.find(sample_id).map(|r| self.samples.sample(r as usize, &self.series))
+    }
+    /// True when the dataset holds sample `sample_id`.
+    pub fn contains_sample(&self, sample_id: &str) -> bool {
+        self.samples.find(sample_id).is_some()
+    }
+    /// True when the dataset holds series `time_series_id`.
+    pub fn contains_series(&self, time_series_id: &str) -> bool {
+        self.series.find(time_series_id).is_some()
+    }
+    /// The metadata of series `time_series_id`, if the dataset holds it.
+    pub fn series_meta(&self, time_series_id: &str) -> Option<SeriesMeta> {
+        self.series.find(time_series_id).map(|r| self.series.meta(r as usize))
     }
     /// Annotations with the samples they are attached to, sorted by annotation id.
     pub fn annotations(&self) -> impl Iterator<Item = (&Annotation, &BTreeSet<String>)> {
@@ -466,41 +590,88 @@ impl TimeFDataset {
         self.tasks.iter().flat_map(|(n, ts)| ts.values().map(move |t| (n.as_str(), t)))
     }
 
+    /// Frees the id indexes (lookups by id then scan): the writer needs none
+    /// once the references are checked.
+    pub(crate) fn release_indexes(&mut self) {
+        Arc::make_mut(&mut self.series).release_index();
+        self.samples.release_index();
+    }
+
+    /// Keeps the samples `keep` accepts (by id) and drops the series no kept
+    /// sample references; returns the dropped series' ids, sorted.
+    pub(crate) fn retain_samples(&mut self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let kept: Vec<bool> = self.samples.ids().map(&keep).collect();
+        let mut referenced = vec![false; self.series.len()];
+        for row in (0..self.samples.len()).filter(|&r| kept[r]) {
+            for k in self.samples.refs_of(row) {
+                if let Some(s) = self.samples.ref_row(k, &self.series) {
+                    referenced[s as usize] = true;
+                }
+            }
+        }
+        let (series, remap) = self.series.retain(&referenced);
+        self.samples = self.samples.retain(&kept, &self.series, &series);
+        let mut dropped: Vec<String> =
+            (0..remap.len()).filter(|&r| remap[r] == u32::MAX).map(|r| self.series.id(r).to_string()).collect();
+        dropped.sort();
+        let mut values = std::mem::take(&mut self.values);
+        self.values = (0..values.len())
+            .filter(|&r| referenced[r])
+            .map(|r| std::mem::replace(&mut values[r], ValuesSource::Taken))
+            .collect();
+        self.series = Arc::new(series);
+        dropped
+    }
+
     /// Checks the dataset as a whole: it has at least one sample, samples name
     /// known sources and series, annotations known samples, tasks known samples
     /// and tasks, and every stored series is referenced by a sample. Called by
     /// the writer before any I/O.
     pub fn validate_references(&self) -> Result<()> {
-        if self.samples.is_empty() {
+        if self.samples.len() == 0 {
             return Err(Error::validation(&self.info.name, "samples", "a version needs at least one sample"));
         }
-        let mut referenced = BTreeSet::new();
-        for s in self.samples.values() {
-            if !self.sources.contains_key(&s.source_id) {
-                return Err(Error::validation(&s.sample_id, "source_id", format!("unknown source {}", s.source_id)));
-            }
-            for r in &s.series {
-                if !self.series.contains_key(&r.time_series_id) {
-                    return Err(Error::validation(
-                        &s.sample_id,
-                        "series",
-                        format!("unknown series {}", r.time_series_id),
-                    ));
+        // one pass in storage order; only when something is wrong are the
+        // offenders sorted, so the error names the first by id, as ever
+        let mut referenced = vec![false; self.series.len()];
+        let mut bad: Vec<u32> = Vec::new();
+        for s in 0..self.samples.len() {
+            let mut ok = self.sources.contains_key(self.samples.source_id(s));
+            for k in self.samples.refs_of(s) {
+                match self.samples.ref_row(k, &self.series) {
+                    Some(r) => referenced[r as usize] = true,
+                    None => ok = false,
                 }
-                referenced.insert(r.time_series_id.as_str());
+            }
+            if !ok {
+                bad.push(s as u32);
             }
         }
-        if let Some(orphan) = self.series.keys().find(|k| !referenced.contains(k.as_str())) {
-            return Err(Error::validation(orphan, "time_series_id", "series referenced by no sample"));
+        if let Some(s) = bad.into_iter().min_by(|&a, &b| self.samples.id(a as usize).cmp(self.samples.id(b as usize))) {
+            let (s, id) = (s as usize, self.samples.id(s as usize));
+            let source = self.samples.source_id(s);
+            if !self.sources.contains_key(source) {
+                return Err(Error::validation(id, "source_id", format!("unknown source {source}")));
+            }
+            if let Some(k) = self.samples.refs_of(s).find(|&k| self.samples.ref_row(k, &self.series).is_none()) {
+                let unknown = self.samples.ref_id(k, &self.series);
+                return Err(Error::validation(id, "series", format!("unknown series {unknown}")));
+            }
+        }
+        let orphan = (0..self.series.len())
+            .filter(|&r| !referenced[r])
+            .min_by(|&a, &b| self.series.id(a).cmp(self.series.id(b)));
+        if let Some(orphan) = orphan {
+            return Err(Error::validation(self.series.id(orphan), "time_series_id", "series referenced by no sample"));
         }
         for (a, samples) in self.annotations.values() {
-            if let Some(s) = samples.iter().find(|s| !self.samples.contains_key(*s)) {
+            if let Some(s) = samples.iter().find(|s| !self.contains_sample(s)) {
                 return Err(Error::validation(&a.annotation_id, "sample_id", format!("unknown sample {s}")));
             }
         }
         let task_ids: BTreeSet<&String> = self.tasks.values().flat_map(|t| t.keys()).collect();
         for (_, t) in self.tasks() {
-            if let Some(s) = t.referenced_samples().find(|s| !self.samples.contains_key(*s)) {
+            if let Some(s) = t.referenced_samples().find(|s| !self.contains_sample(s)) {
                 return Err(Error::validation(&t.task_id, "sample_ids", format!("unknown sample {s}")));
             }
             if let Some(f) = &t.from_task {

@@ -1,0 +1,189 @@
+//! The index rows of a write, spilled as they are produced to an unnamed
+//! temporary file of fixed-size records and read back a range at a time when
+//! `time_series_index.parquet` is written: a write of millions of series holds
+//! a page of index rows, not all of them (`docs/format.md` §1, "Memory").
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::manifest::Partial;
+
+/// One index row: a chunk, where it landed, and its partial statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IndexRow {
+    /// Position of the chunk's series in write order.
+    pub(crate) series: u32,
+    pub(crate) chunk_idx: u32,
+    pub(crate) value_offset: u64,
+    pub(crate) n_values: u32,
+    pub(crate) shard: u32,
+    pub(crate) row_group: u32,
+    pub(crate) row_offset: u32,
+    pub(crate) partial: Partial,
+}
+
+/// Bytes of one spilled row: seven integers and the partial's five numbers, little-endian.
+const RECORD_BYTES: usize = 4 * 6 + 8 + 8 * 5;
+
+impl IndexRow {
+    fn encode(&self, out: &mut [u8; RECORD_BYTES]) {
+        let p = &self.partial;
+        let mut at = 0;
+        let mut put = |b: &[u8]| {
+            out[at..at + b.len()].copy_from_slice(b);
+            at += b.len();
+        };
+        put(&self.series.to_le_bytes());
+        put(&self.chunk_idx.to_le_bytes());
+        put(&self.value_offset.to_le_bytes());
+        put(&self.n_values.to_le_bytes());
+        put(&self.shard.to_le_bytes());
+        put(&self.row_group.to_le_bytes());
+        put(&self.row_offset.to_le_bytes());
+        put(&p.n.to_le_bytes());
+        put(&p.min.to_le_bytes());
+        put(&p.max.to_le_bytes());
+        put(&p.mean.to_le_bytes());
+        put(&p.m2.to_le_bytes());
+    }
+
+    fn decode(b: &[u8]) -> IndexRow {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(x)
+        };
+        IndexRow {
+            series: u32_at(0),
+            chunk_idx: u32_at(4),
+            value_offset: u64_at(8),
+            n_values: u32_at(16),
+            shard: u32_at(20),
+            row_group: u32_at(24),
+            row_offset: u32_at(28),
+            partial: Partial {
+                n: u64_at(32),
+                min: f64::from_bits(u64_at(40)),
+                max: f64::from_bits(u64_at(48)),
+                mean: f64::from_bits(u64_at(56)),
+                m2: f64::from_bits(u64_at(64)),
+            },
+        }
+    }
+}
+
+/// Index rows being written, in chunk order.
+pub(crate) struct IndexSpill {
+    out: BufWriter<File>,
+    rows: u64,
+}
+
+fn temp_error(e: std::io::Error) -> Error {
+    Error::io(std::env::temp_dir(), e)
+}
+
+impl IndexSpill {
+    /// An empty spill in the system temporary directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the temporary directory.
+    pub(crate) fn new() -> Result<IndexSpill> {
+        Ok(IndexSpill { out: BufWriter::with_capacity(1 << 20, tempfile::tempfile().map_err(temp_error)?), rows: 0 })
+    }
+
+    pub(crate) fn push(&mut self, row: &IndexRow) -> Result<()> {
+        let mut record = [0u8; RECORD_BYTES];
+        row.encode(&mut record);
+        self.out.write_all(&record).map_err(temp_error)?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The rows written, for reading back.
+    pub(crate) fn finish(self) -> Result<IndexRows> {
+        let file = self.out.into_inner().map_err(|e| temp_error(e.into_error()))?;
+        Ok(IndexRows { file, rows: self.rows })
+    }
+}
+
+/// Spilled index rows, read back by row range.
+pub(crate) struct IndexRows {
+    file: File,
+    rows: u64,
+}
+
+/// Rows read at a time by [`IndexRows::for_each`].
+const READ_ROWS: usize = 1 << 14;
+
+impl IndexRows {
+    pub(crate) fn len(&self) -> usize {
+        self.rows as usize
+    }
+
+    /// Rows `range` (within `0..len()`).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the temporary directory.
+    pub(crate) fn read(&self, range: Range<usize>) -> Result<Vec<IndexRow>> {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0u8; range.len() * RECORD_BYTES];
+        self.file.read_exact_at(&mut bytes, (range.start * RECORD_BYTES) as u64).map_err(temp_error)?;
+        Ok(bytes.chunks_exact(RECORD_BYTES).map(IndexRow::decode).collect())
+    }
+
+    /// Calls `f` with every row in order.
+    ///
+    /// # Errors
+    /// As [`IndexRows::read`], or `f`'s error.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&IndexRow) -> Result<()>) -> Result<()> {
+        let mut at = 0;
+        while at < self.len() {
+            let end = (at + READ_ROWS).min(self.len());
+            for row in self.read(at..end)? {
+                f(&row)?;
+            }
+            at = end;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spilled_rows_read_back_exactly_by_range() {
+        let row = |i: u32| IndexRow {
+            series: i,
+            chunk_idx: i % 3,
+            value_offset: u64::from(i) << 33,
+            n_values: i * 7 + 1,
+            shard: i / 10,
+            row_group: i % 10,
+            row_offset: i * 2,
+            partial: Partial { n: u64::from(i) + 1, min: -0.0, max: f64::from(i) * 0.1, mean: 1e-300, m2: -1.5 },
+        };
+        let mut spill = IndexSpill::new().unwrap();
+        for i in 0..40_000 {
+            spill.push(&row(i)).unwrap();
+        }
+        let rows = spill.finish().unwrap();
+        assert_eq!(rows.len(), 40_000);
+        assert_eq!(rows.read(16_383..16_386).unwrap(), (16_383..16_386).map(row).collect::<Vec<_>>());
+        assert_eq!(rows.read(5..5).unwrap(), []);
+        let back = rows.read(0..1).unwrap();
+        assert!(back[0].partial.min.is_sign_negative());
+        let mut seen = 0u32;
+        rows.for_each(|r| {
+            assert_eq!(*r, row(seen));
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, 40_000);
+    }
+}
