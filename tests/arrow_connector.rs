@@ -291,3 +291,20 @@ fn values_of_an_input_past_the_release_lag_read_back_exactly() {
     }
     assert_eq!(seen, rows);
 }
+
+/// A kept row with an empty `item_id` is refused at its row, before the rows
+/// after it; under drop-case a dropped one is just left out.
+#[test]
+fn an_empty_item_id_is_refused_at_its_row() {
+    use timef::connectors::OnMissing;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.arrow");
+    write_ipc_batches(&path, &[id_batch(&[("a", Some(1.0)), ("", Some(2.0)), ("b", None)])]);
+    let err = read_arrow(&path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
+    assert_eq!(err, format!("{}: row 1: item_id is empty", path.display()));
+    write_ipc_batches(&path, &[id_batch(&[("a", Some(1.0)), ("", None)])]);
+    let mut drop = ArrowOptions::new("n", "v1");
+    drop.on_missing = OnMissing::DropCase;
+    let d = read_arrow(&path, &drop).unwrap();
+    assert_eq!(d.samples().map(|s| s.sample_id).collect::<Vec<_>>(), ["a"]);
+}

@@ -773,6 +773,10 @@ impl Pass<'_> {
                 })
                 .collect::<std::io::Result<Vec<_>>>()
                 .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            // a kept row's ids must not be empty (an id is a non-empty string)
+            if readable.is_empty() && self.opts.ids == IdMode::String {
+                return Err(at(row, "item_id is empty".into()));
+            }
             out.add(
                 self.opts,
                 Row {

@@ -368,6 +368,11 @@ impl SampleColumns {
         self.index.release();
     }
 
+    /// References stored by id (to series not added when their sample was).
+    pub(crate) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Appends `sample`, naming its series by row where `series` knows them.
     pub(crate) fn push(&mut self, sample: &Sample, series: &SeriesColumns) {
         let row = self.ids.len() as u32;

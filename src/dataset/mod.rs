@@ -497,6 +497,9 @@ impl TimeFDataset {
             None if self.samples.len() >= MAX_ROWS => {
                 Err(Error::validation(id, "sample_id", "a dataset holds at most 2^31 samples"))
             }
+            None if self.samples.pending_len().saturating_add(sample.series.len()) >= MAX_ROWS => {
+                Err(Error::validation(id, "series", "a dataset holds at most 2^31 references to series not added yet"))
+            }
             None => {
                 self.samples.push(&sample, &self.series);
                 Ok(())

@@ -351,7 +351,8 @@ impl TimeFWriter {
         dataset: &mut TimeFDataset,
         ids: IdEncodings,
     ) -> Result<SeriesOutput> {
-        if let Some(row) = dataset.values.iter().position(|v| matches!(v, ValuesSource::Taken)) {
+        let taken = (0..dataset.values.len()).filter(|&r| matches!(dataset.values[r], ValuesSource::Taken));
+        if let Some(row) = taken.min_by(|&a, &b| dataset.series.id(a).cmp(dataset.series.id(b))) {
             return Err(Error::validation(dataset.series.id(row), "loader", "the loader already ran"));
         }
         // the metadata stays in the dataset's columns, shared by the shard
