@@ -109,6 +109,9 @@ pub fn measure(base_dir: &Path, new_dir: &Path) -> Result<DedupReport> {
 /// [`measure`] of versions at [`Location`]s (each local or on any store).
 pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport> {
     let (base, new) = (Version::open_at(base_dir.clone())?, Version::open_at(new_dir.clone())?);
+    // both indexes read and checked: a version that breaks its rules is refused, not measured
+    base.index()?;
+    new.index()?;
     let mut known: HashSet<[u8; 32]> = HashSet::new();
     for path in shards(&base)? {
         for_each_page(&path, |page| {

@@ -238,6 +238,20 @@ pub enum PartProblem {
     /// A file under the staging is not part of the version.
     #[error("unexpected file in staging: {0}")]
     StrayFile(String),
+    /// A record's chunk statistics are not those of the values in the staged shard.
+    #[error("{time_series_id} chunk {chunk_idx}: {field} is {recorded} in the record, {staged} in the staged shard")]
+    StatisticsMismatch {
+        /// The chunk's series.
+        time_series_id: String,
+        /// The chunk.
+        chunk_idx: u32,
+        /// The statistic: `n`, `min`, `max`, `mean` or `m2`.
+        field: &'static str,
+        /// The record's value.
+        recorded: String,
+        /// The value computed from the staged shard.
+        staged: String,
+    },
     /// A task's staging is not its write's `<dataset>/.tmp-<version>-<write id>`
     /// (a tampered task: it could point at a committed version or another
     /// write's staging).

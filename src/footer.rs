@@ -18,11 +18,10 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 use parquet::file::reader::ChunkReader;
 
 use crate::error::Error;
-use crate::thrift::{PageError, PageSizes, MAX_PAGE_HEADER_BYTES};
-
-/// Rows of one record batch when a whole table is read: memory follows the
-/// batch, never a row count a footer claims.
-pub const DEFAULT_BATCH_ROWS: usize = 8192;
+use crate::limits::MAX_PAGE_HEADER_BYTES;
+pub use crate::limits::{DEFAULT_BATCH_ROWS, MAX_PAGE_BYTES, MAX_PAGE_EXPANSION};
+use crate::thrift::{PageError, PageHeader, PageKind, PageSizes};
+use parquet::basic::Encoding;
 
 /// Why the sizes and counts of `meta` cannot hold in a file of `file_len`
 /// bytes, or `None`: row counts are not negative and add up to the file's;
@@ -76,18 +75,6 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
     (claimed != rows).then(|| format!("the footer claims {claimed} rows, its row groups {rows}"))
 }
 
-/// Bytes a page may claim to decompress to per byte it is stored in (65536):
-/// above what zstd, the densest codec a TimeF writer or common Parquet writer
-/// uses, reaches on constant data (about 32768x). A claim is allocated at once
-/// by the decoder, so it is checked before the page is decoded.
-pub const MAX_PAGE_EXPANSION: u64 = 1 << 16;
-
-/// Largest uncompressed page a reader decodes (256 MiB). TimeF pages hold at
-/// most a chunk (`chunk_max_bytes`) plus levels; a page of another writer holds
-/// at least one row, and a row of 64 Mi float32 values is past anything a
-/// GluonTS-style input holds.
-pub const MAX_PAGE_BYTES: u64 = 256 << 20;
-
 /// Claims from which [`claim_problem`] asks the allocator first (16 MiB).
 const PROBED_CLAIM_BYTES: u64 = 16 << 20;
 
@@ -117,6 +104,71 @@ pub fn page_problem(sizes: &PageSizes) -> Option<String> {
         return Some(format!("a page of {stored} bytes claims to decompress to {plain} (at most {cap})"));
     }
     claim_problem(plain).map(|why| format!("a page of {stored} bytes claims to decompress to {plain}: {why}"))
+}
+
+/// [`values_header_problem`] of the page header at the start of `header`,
+/// which must decode in full (fail closed).
+pub fn values_page_problem(header: &[u8], entries: u64) -> Option<String> {
+    match PageHeader::decode(header) {
+        Ok((h, _)) => values_header_problem(&h, entries),
+        Err(e) => Some(format!("values page: {e}")),
+    }
+}
+
+/// Why a page of a TimeF values column chunk that the index says holds
+/// `entries` level entries cannot be decoded safely, or `None`: it is no
+/// dictionary page and its values are not dictionary-encoded (the format never
+/// writes either, and a dictionary run expands a few bytes to any count); it
+/// claims at most `entries` values, none negative, and at most
+/// [`MAX_PAGE_BYTES`] of decoded float32 values, which the process can
+/// allocate ([`claim_problem`]).
+pub fn values_header_problem(header: &PageHeader, entries: u64) -> Option<String> {
+    let (num_values, encoding) = match header.kind {
+        PageKind::Data { num_values, encoding, .. } | PageKind::DataV2 { num_values, encoding, .. } => {
+            (num_values, encoding)
+        }
+        PageKind::Dictionary { .. } => {
+            return Some("a dictionary page in a values column chunk (the format never writes one)".into())
+        }
+        PageKind::Index => return Some("an index page in a values column chunk".into()),
+    };
+    if matches!(encoding, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY) {
+        return Some(format!("a values page encoded {encoding} (the format never writes dictionary-encoded values)"));
+    }
+    let Ok(count) = u64::try_from(num_values) else {
+        return Some(format!("a values page claims {num_values} values"));
+    };
+    if count > entries {
+        return Some(format!("a values page claims {count} values, the index puts {entries} in its row group"));
+    }
+    let bytes = count.saturating_mul(4);
+    if bytes > MAX_PAGE_BYTES {
+        return Some(format!("a values page claims {count} values, {bytes} bytes decoded (at most {MAX_PAGE_BYTES})"));
+    }
+    claim_problem(bytes).map(|why| format!("a values page claims {count} values: {why}"))
+}
+
+/// [`count_problem`] of the page header at the start of `header`; a header
+/// that does not decode in full is left to the size checks and the parquet
+/// crate (pages of other writers' files).
+pub fn dictionary_problem(header: &[u8]) -> Option<String> {
+    PageHeader::decode(header).ok().and_then(|(h, _)| count_problem(&h))
+}
+
+/// Why a page header's counts cannot hold, or `None`: no count is negative,
+/// and a dictionary page claims at most one entry per uncompressed byte (every
+/// entry takes at least one), since the decoder reserves the entries it is
+/// told of.
+pub fn count_problem(h: &PageHeader) -> Option<String> {
+    match h.kind {
+        PageKind::Dictionary { num_values, .. } if num_values < 0 || num_values > h.uncompressed_page_size => {
+            Some(format!("a dictionary page of {} bytes claims {num_values} entries", h.uncompressed_page_size))
+        }
+        PageKind::Data { num_values, .. } | PageKind::DataV2 { num_values, .. } if num_values < 0 => {
+            Some(format!("a data page claims {num_values} values"))
+        }
+        _ => None,
+    }
 }
 
 /// Why the page locations of the offset indexes of `meta` cannot hold, or
@@ -191,6 +243,18 @@ pub struct CheckedPages<R> {
     /// Offsets where the offset index says a page (or the dictionary page
     /// before the first located page) starts.
     page_starts: HashSet<u64>,
+    /// The values column chunk of a shard's row group being read, and what
+    /// its pages may hold ([`CheckedPages::values_budget`]).
+    values: Option<ValuesBudget>,
+}
+
+/// A values column chunk's byte range and the level entries (values, plus one
+/// per empty chunk) the index says it holds.
+#[derive(Debug, Clone, Copy)]
+struct ValuesBudget {
+    start: u64,
+    end: u64,
+    entries: u64,
 }
 
 impl<R: ChunkReader> CheckedPages<R> {
@@ -206,7 +270,28 @@ impl<R: ChunkReader> CheckedPages<R> {
                 }
             }
         }
-        CheckedPages { inner, page_starts }
+        CheckedPages { inner, page_starts, values: None }
+    }
+
+    /// Holds every page whose header lies in `byte_range` (a shard row
+    /// group's values column chunk, `(start, length)`) to the TimeF values
+    /// rules, before it is decoded ([`values_page_problem`]): no dictionary
+    /// page or dictionary encoding (the format never writes them), and at most
+    /// `entries` values (what the index says the chunk holds), at most
+    /// [`MAX_PAGE_BYTES`] decoded and allocatable ([`claim_problem`]).
+    pub fn values_budget(self, byte_range: (u64, u64), entries: u64) -> CheckedPages<R> {
+        let (start, len) = byte_range;
+        CheckedPages { values: Some(ValuesBudget { start, end: start.saturating_add(len), entries }), ..self }
+    }
+
+    /// The rules for a page header at `at` beyond its sizes: a values page's
+    /// ([`values_page_problem`]) when it lies in the values chunk, else a
+    /// dictionary page's entry count ([`dictionary_problem`]).
+    fn header_problem(&self, at: u64, header: &[u8]) -> Option<String> {
+        match self.values.filter(|v| (v.start..v.end).contains(&at)) {
+            Some(v) => values_page_problem(header, v.entries),
+            None => dictionary_problem(header),
+        }
     }
 
     /// The reader checked.
@@ -225,7 +310,9 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
     type T = HeaderChecked<R::T>;
 
     fn get_read(&self, start: u64) -> std::result::Result<Self::T, ParquetError> {
-        Ok(HeaderChecked { inner: self.inner.get_read(start)?, head: Vec::new(), pos: 0, checked: false })
+        let inner = self.inner.get_read(start)?;
+        let values = self.values.filter(|v| (v.start..v.end).contains(&start));
+        Ok(HeaderChecked { inner, head: Vec::new(), pos: 0, checked: false, values })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> std::result::Result<Bytes, ParquetError> {
@@ -237,7 +324,7 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
         if self.page_starts.contains(&start) {
             // fail closed: a header whose sizes cannot be read is refused too
             let problem = match PageSizes::decode(&bytes) {
-                Ok((sizes, _)) => page_problem(&sizes),
+                Ok((sizes, _)) => page_problem(&sizes).or_else(|| self.header_problem(start, &bytes)),
                 Err(e) => Some(e.to_string()),
             };
             if let Some(problem) = problem {
@@ -256,6 +343,8 @@ pub struct HeaderChecked<T> {
     head: Vec<u8>,
     pos: usize,
     checked: bool,
+    /// Set when the header lies in the values chunk under a budget.
+    values: Option<ValuesBudget>,
 }
 
 impl<T: Read> HeaderChecked<T> {
@@ -271,7 +360,11 @@ impl<T: Read> HeaderChecked<T> {
             // whatever the parquet crate would accept of it
             match PageSizes::decode(&self.head) {
                 Ok((sizes, _)) => {
-                    return match page_problem(&sizes) {
+                    let beyond = || match self.values {
+                        Some(v) => values_page_problem(&self.head, v.entries),
+                        None => dictionary_problem(&self.head),
+                    };
+                    return match page_problem(&sizes).or_else(beyond) {
                         Some(problem) => Err(PageRefused(problem).into()),
                         None => Ok(()),
                     };
@@ -418,7 +511,7 @@ mod tests {
     }
 
     fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-        let checked = CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new() };
+        let checked = CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new(), values: None };
         let mut out = Vec::new();
         checked.get_read(0).map_err(std::io::Error::other)?.read_to_end(&mut out)?;
         Ok(out)
@@ -446,9 +539,79 @@ mod tests {
 
     #[test]
     fn a_range_beyond_the_file_is_refused_before_it_is_read() {
-        let checked = CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new() };
+        let checked =
+            CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new(), values: None };
         let err = checked.get_bytes(4, 1 << 40).unwrap_err().to_string();
         assert_eq!(err, "Parquet error: bytes 4..+1099511627776 lie beyond the file's 9 bytes");
+    }
+
+    /// A dictionary page header (type 2) of `uncompressed` bytes claiming `entries` entries, PLAIN.
+    fn dictionary_header(uncompressed: i32, entries: i32) -> Vec<u8> {
+        let mut c = crate::thrift::Compact::new();
+        c.i32(1, 2);
+        c.i32(2, uncompressed);
+        c.i32(3, 10);
+        c.begin(7);
+        c.i32(1, entries);
+        c.i32(2, 0);
+        c.end();
+        c.end();
+        c.out
+    }
+
+    #[test]
+    fn counts_a_decoder_would_reserve_are_checked_before_it_decodes() {
+        // a dictionary page claiming 2e9 entries in 100 bytes (counted nowhere before)
+        let h = dictionary_header(100, 2_000_000_000);
+        assert_eq!(
+            dictionary_problem(&h),
+            Some("a dictionary page of 100 bytes claims 2000000000 entries".to_string())
+        );
+        assert_eq!(
+            dictionary_problem(&dictionary_header(100, -1)),
+            Some("a dictionary page of 100 bytes claims -1 entries".into())
+        );
+        assert_eq!(dictionary_problem(&dictionary_header(100, 25)), None);
+        // in a values chunk any dictionary page is refused
+        assert_eq!(
+            values_page_problem(&dictionary_header(100, 25), u64::MAX),
+            Some("a dictionary page in a values column chunk (the format never writes one)".into())
+        );
+        // a data page: a negative count, and one past the index's or the reader's bound
+        let (h, _) = PageHeader::decode(&header(100, 10, 3)).unwrap();
+        let with = |n: i32| PageHeader {
+            kind: PageKind::Data {
+                num_values: n,
+                encoding: Encoding::PLAIN,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+            },
+            ..h.clone()
+        };
+        assert_eq!(count_problem(&with(-5)), Some("a data page claims -5 values".into()));
+        assert_eq!(values_header_problem(&with(-5), 10), Some("a values page claims -5 values".into()));
+        assert_eq!(
+            values_header_problem(&with(11), 10),
+            Some("a values page claims 11 values, the index puts 10 in its row group".into())
+        );
+        assert_eq!(values_header_problem(&with(10), 10), None);
+        assert_eq!(
+            values_header_problem(&with(i32::MAX), u64::MAX),
+            Some("a values page claims 2147483647 values, 8589934588 bytes decoded (at most 268435456)".into())
+        );
+        let dict = PageHeader {
+            kind: PageKind::Data {
+                num_values: 4,
+                encoding: Encoding::RLE_DICTIONARY,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+            },
+            ..h
+        };
+        assert_eq!(
+            values_header_problem(&dict, 10),
+            Some("a values page encoded RLE_DICTIONARY (the format never writes dictionary-encoded values)".into())
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! format for time-series datasets (FORMAT-BRIEF, `docs/format.md`).
 #![warn(missing_docs)]
 
+mod chunks;
 pub mod connectors;
 pub mod dataset;
 pub mod error;
@@ -23,7 +24,9 @@ pub mod edit;
 pub mod encoding;
 mod float_order;
 pub mod layout;
+pub mod limits;
 pub mod manifest;
+mod parquet_read;
 pub mod reader;
 pub mod scan;
 pub mod storage;

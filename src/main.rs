@@ -462,6 +462,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Info { version_dir, json, samples } => {
             let v = Version::open_at(loc(&version_dir)?)?;
+            // the index is read and checked: a version that breaks its rules is refused, not summarised
+            v.index()?;
             if json {
                 let mut doc = timef::info::summary(&v)?;
                 if samples {

@@ -197,11 +197,7 @@ pub struct FileEntry {
     pub sha256: String,
 }
 
-/// Largest `manifest.json` a version may have, in bytes (256 MiB): the writer
-/// refuses to commit a larger one, the reader and `verify` refuse to read one
-/// (a bound against a device or a huge file in its place; a real manifest is a
-/// few hundred bytes per file; `docs/format.md`, "Limits").
-pub const MAX_MANIFEST_BYTES: u64 = 256 << 20;
+pub use crate::limits::MAX_MANIFEST_BYTES;
 
 /// `writer` block: every option that shapes bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

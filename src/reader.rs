@@ -8,53 +8,23 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-};
-use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use arrow::datatypes::{Float32Type, Int64Type};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::file::metadata::PageIndexPolicy;
 
-use crate::dataset::{
-    Annotation, DatasetInfo, Sample, SeriesMeta, SeriesRef, SeriesValues, Source, Task, TaskType, TimeFDataset,
-};
+pub use crate::chunks::IndexEntry;
+use crate::chunks::{self, Index};
+use crate::dataset::{Annotation, Sample, SeriesMeta, SeriesRef, SeriesValues, Task, TaskType};
 use crate::error::{Error, Result};
-use crate::footer::{
-    contain, read_metadata, version_arrow_error, version_parquet_error, CheckedPages, DEFAULT_BATCH_ROWS,
-};
-use crate::manifest::{Manifest, MAX_MANIFEST_BYTES};
+use crate::footer::{contain, version_arrow_error, version_parquet_error};
+use crate::limits::{DEFAULT_BATCH_ROWS, MAX_MANIFEST_BYTES};
+use crate::manifest::Manifest;
+use crate::parquet_read::{col, decode_error, f64s, i32s, lists, open_parquet, req, strings};
 use crate::storage::version_path::path_problem;
-use crate::storage::{Location, ReadFailure, Small, Source as FileSource, MANIFEST};
-
-/// One row of `time_series_index.parquet`: one chunk of one series.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IndexEntry {
-    /// Series-level metadata (repeated on every chunk row).
-    pub meta: SeriesMeta,
-    /// Chunk number within the series.
-    pub chunk_idx: i32,
-    /// Index of the chunk's first value within its series.
-    pub value_offset: i64,
-    /// Values in the chunk.
-    pub n_values: i32,
-    /// Shard holding the chunk, relative to the version directory.
-    pub shard_path: String,
-    /// Row group within the shard.
-    pub row_group: i32,
-    /// Row within the row group.
-    pub row_offset: i32,
-    /// Chunk minimum.
-    pub min: f32,
-    /// Chunk maximum.
-    pub max: f32,
-    /// Chunk mean.
-    pub mean: f64,
-    /// Chunk population standard deviation.
-    pub std: f64,
-}
+use crate::storage::{Location, Small, MANIFEST};
 
 /// A committed version opened for reading, on local disk or an object store
 /// (reads go through [`crate::storage`]: ranged GETs of what is needed).
@@ -66,101 +36,9 @@ pub struct Version {
     manifest_sha256: String,
     /// The manifest's `files` paths: the only files of the version a reader opens.
     listed: std::collections::BTreeSet<String>,
-    index: OnceLock<Vec<IndexEntry>>,
+    index: OnceLock<Index>,
     /// series id -> its chunks' rows in the index (contiguous: the index is sorted by series)
     series_rows: OnceLock<std::collections::HashMap<String, std::ops::Range<usize>>>,
-}
-
-/// Canonical strings of an id column (uuid16 or string), or of any UTF-8 column.
-pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>> {
-    match col.data_type() {
-        DataType::FixedSizeBinary(16) => {
-            let a = col.as_fixed_size_binary();
-            Ok((0..a.len())
-                .map(|i| {
-                    a.is_valid(i).then(|| {
-                        let b: [u8; 16] = a.value(i).try_into().unwrap_or([0; 16]);
-                        uuid::Uuid::from_bytes(b).hyphenated().to_string()
-                    })
-                })
-                .collect())
-        }
-        DataType::Utf8 => {
-            let a = col.as_string::<i32>();
-            Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
-        }
-        _ => {
-            let c = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| version_arrow_error(path, e))?;
-            strings(path, &c)
-        }
-    }
-}
-
-pub(crate) fn req(path: &Path, v: Vec<Option<String>>, column: &str) -> Result<Vec<String>> {
-    v.into_iter()
-        .map(|s| {
-            s.ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("null in required column {column}") })
-        })
-        .collect()
-}
-
-pub(crate) fn col<'a>(path: &Path, batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} missing") })
-}
-
-pub(crate) fn f64s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<f64>>> {
-    let a = col(path, batch, name)?
-        .as_primitive_opt::<Float64Type>()
-        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not float64") })?;
-    Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
-}
-
-pub(crate) fn i32s(path: &Path, batch: &RecordBatch, name: &str) -> Result<Vec<Option<i32>>> {
-    let a = col(path, batch, name)?
-        .as_primitive_opt::<Int32Type>()
-        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not int32") })?;
-    Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))).collect())
-}
-
-/// The rows of a list column as `(range into the child, child)`; null lists are `None`.
-pub(crate) fn lists(
-    path: &Path,
-    batch: &RecordBatch,
-    name: &str,
-) -> Result<(Vec<Option<std::ops::Range<usize>>>, ArrayRef)> {
-    let c = col(path, batch, name)?;
-    let l = c
-        .as_list_opt::<i32>()
-        .ok_or_else(|| Error::Corrupt { path: path.into(), reason: format!("column {name} is not a list") })?;
-    let o = l.value_offsets();
-    let ranges = (0..l.len()).map(|i| l.is_valid(i).then(|| o[i] as usize..o[i + 1] as usize)).collect();
-    Ok((ranges, Arc::clone(l.values())))
-}
-
-/// Opens a Parquet file of a version: the footer's sizes checked against the
-/// file (docs/format.md "Limits a reader checks"), the page index read when
-/// `page_index` asks for it; every failure of the bytes is [`Error::Corrupt`].
-pub(crate) fn open_parquet(
-    loc: &Location,
-    page_index: PageIndexPolicy,
-) -> Result<(CheckedPages<FileSource>, Arc<ParquetMetaData>)> {
-    let path = &loc.to_path_buf();
-    let file = loc.open()?;
-    let meta = contain(|| read_metadata(&file, page_index, page_index))
-        .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
-        .map_err(|e| version_parquet_error(path, e))?;
-    Ok((CheckedPages::new(file, &meta), Arc::new(meta)))
-}
-
-/// A decoder's error on a file of a version: the failed read behind it when
-/// one failed (I/O, object store), else [`Error::Corrupt`].
-fn decode_error(path: &Path, failure: &ReadFailure, e: arrow::error::ArrowError) -> Error {
-    match failure.take() {
-        Some(io) => Error::io(path, io),
-        None => version_arrow_error(path, e),
-    }
 }
 
 /// Reads a whole (small) table file into one batch, decoded in batches of
@@ -334,18 +212,35 @@ impl Version {
     }
 
     /// The series index, one entry per chunk, in file order
-    /// (`spec_type, channel, time_series_id, chunk_idx`). Read once and cached.
+    /// (`spec_type, channel, time_series_id, chunk_idx`). Read and checked
+    /// once, then cached.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming `time_series_index.parquet` and the row when
+    /// a series' chunks are not consecutive rows numbered 0, 1, ... with
+    /// running `value_offset`s, a chunk disagrees with its chunk 0's metadata,
+    /// or a count, row group or row offset is negative (docs/format.md "Limits
+    /// a reader checks"); I/O and decoding errors.
     pub fn index(&self) -> Result<&[IndexEntry]> {
+        Ok(self.checked_index()?.entries())
+    }
+
+    /// The index, read and checked once ([`Index::new`]).
+    pub(crate) fn checked_index(&self) -> Result<&Index> {
         if let Some(i) = self.index.get() {
             return Ok(i);
         }
-        let i = self.read_index()?;
+        let p = self.named("time_series_index.parquet")?;
+        let path = p.to_path_buf();
+        let i = Index::new(path.clone(), index_rows(&path, &read_table(&p)?)?)?;
         Ok(self.index.get_or_init(|| i))
     }
 
-    fn read_index(&self) -> Result<Vec<IndexEntry>> {
-        let p = self.named("time_series_index.parquet")?;
-        index_rows(&p.to_path_buf(), &read_table(&p)?)
+    /// The shard of index row `row` (`e`): [`Version::file`].
+    pub(crate) fn shard(&self, row: usize, e: &IndexEntry) -> Result<Location> {
+        let origin =
+            || format!("time_series_index.parquet row {row} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
+        self.file(&e.shard_path, origin)
     }
 
     /// The whole stored table of file `path` (relative to the version directory,
@@ -382,106 +277,33 @@ impl Version {
     /// [`Error::Validation`] for an unknown id; [`Error::Corrupt`] when a pointer
     /// does not land on the expected `(time_series_id, chunk_idx)`.
     pub fn read_series(&self, time_series_id: &str) -> Result<SeriesValues> {
-        let index = self.index()?;
+        let index = self.checked_index()?;
         let rows = self.series_rows.get_or_init(|| {
+            let entries = index.entries();
             let mut map = std::collections::HashMap::new();
             let mut start = 0;
-            for i in 1..=index.len() {
-                if i == index.len() || index[i].meta.time_series_id != index[start].meta.time_series_id {
-                    map.insert(index[start].meta.time_series_id.clone(), start..i);
+            for i in 1..=entries.len() {
+                if i == entries.len() || entries[i].meta.time_series_id != entries[start].meta.time_series_id {
+                    map.insert(entries[start].meta.time_series_id.clone(), start..i);
                     start = i;
                 }
             }
             map
         });
-        let range = match rows.get(time_series_id) {
-            Some(r) => r.clone(),
-            None => return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version")),
+        let Some(range) = rows.get(time_series_id) else {
+            return Err(Error::validation(time_series_id, "time_series_id", "no such series in this version"));
         };
-        let chunks: Vec<&IndexEntry> = index[range.clone()].iter().collect();
-        // every shard path checked before any shard is opened
-        let mut shards: BTreeMap<&str, Location> = BTreeMap::new();
-        for (row, c) in range.zip(&chunks) {
-            if !shards.contains_key(c.shard_path.as_str()) {
-                let origin = || format!("time_series_index.parquet row {row} ({time_series_id} chunk {})", c.chunk_idx);
-                shards.insert(c.shard_path.as_str(), self.file(&c.shard_path, origin)?);
+        // a scan of one series, in the caller's thread
+        let plan = chunks::plan(index, range.clone(), |_| true, |row, e| self.shard(row, e))?;
+        let mut values: Vec<f32> = Vec::new();
+        for unit in plan.units() {
+            for batch in chunks::decode(&plan, unit)? {
+                let list = batch.column(3).as_list::<i32>();
+                let (o, items) = (list.value_offsets(), list.values().as_primitive::<Float32Type>());
+                values.extend_from_slice(&items.values()[o[0] as usize..o[o.len() - 1] as usize]);
             }
         }
-        // group consecutive chunks by (shard, row group)
-        let mut groups: BTreeMap<(&str, i32), Vec<&IndexEntry>> = BTreeMap::new();
-        for c in &chunks {
-            groups.entry((c.shard_path.as_str(), c.row_group)).or_default().push(c);
-        }
-        let mut parts: Vec<(i32, Vec<f32>)> = Vec::with_capacity(chunks.len());
-        for ((shard, rg), entries) in groups {
-            let loc = &shards[shard];
-            let path = loc.to_path_buf();
-            let (file, meta) = open_parquet(loc, PageIndexPolicy::Optional)?;
-            let failure = file.inner().read_failure();
-            let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
-                .map_err(|e| version_parquet_error(&path, e))?;
-            let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow);
-            let rg_rows = builder
-                .metadata()
-                .row_groups()
-                .get(usize::try_from(rg).unwrap_or(usize::MAX))
-                .map(|m| usize::try_from(m.num_rows()).unwrap_or(0))
-                .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("no row group {rg}") })?;
-            let mut offsets: Vec<usize> =
-                entries.iter().map(|e| usize::try_from(e.row_offset).unwrap_or(usize::MAX)).collect();
-            offsets.sort_unstable();
-            if offsets.last().is_some_and(|&o| o >= rg_rows) {
-                return Err(Error::Corrupt { path, reason: format!("row offset beyond row group {rg}") });
-            }
-            let selection = RowSelection::from_consecutive_ranges(offsets.iter().map(|&o| o..o + 1), rg_rows);
-            // by name, so a shard missing a column is reported, not indexed past
-            let roots = builder.parquet_schema().root_schema().get_fields();
-            let root = |name: &str| {
-                roots
-                    .iter()
-                    .position(|f| f.name() == name)
-                    .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: format!("shard has no {name} column") })
-            };
-            let wanted = [root("time_series_id")?, root("chunk_idx")?, root("values")?];
-            let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-            let reader = builder
-                .with_row_groups(vec![rg as usize])
-                .with_row_selection(selection)
-                .with_projection(mask)
-                .with_batch_size(DEFAULT_BATCH_ROWS)
-                .build()
-                .map_err(|e| version_parquet_error(&path, e))?;
-            let batches = contain(|| reader.collect::<std::result::Result<Vec<_>, _>>())
-                .map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
-                .map_err(|e| decode_error(&path, &failure, e))?;
-            for batch in batches {
-                let ids = strings(&path, col(&path, &batch, "time_series_id")?)?;
-                let idx = i32s(&path, &batch, "chunk_idx")?;
-                let (ranges, values) = lists(&path, &batch, "values")?;
-                let values = values
-                    .as_primitive_opt::<Float32Type>()
-                    .ok_or_else(|| Error::Corrupt { path: path.clone(), reason: "values are not float32".into() })?;
-                for i in 0..batch.num_rows() {
-                    if ids[i].as_deref() != Some(time_series_id) {
-                        return Err(Error::Corrupt {
-                            path: path.clone(),
-                            reason: format!("pointer of {time_series_id} lands on {:?}", ids[i]),
-                        });
-                    }
-                    let r = ranges[i].clone().unwrap_or(0..0);
-                    parts.push((idx[i].unwrap_or(-1), values.values()[r].to_vec()));
-                }
-            }
-        }
-        parts.sort_by_key(|(k, _)| *k);
-        let expected: Vec<i32> = (0..chunks.len() as i32).collect();
-        if parts.iter().map(|(k, _)| *k).collect::<Vec<_>>() != expected {
-            return Err(Error::Corrupt {
-                path: self.dir.clone(),
-                reason: format!("chunks of {time_series_id} do not match the index"),
-            });
-        }
-        Ok(parts.into_iter().flat_map(|(_, v)| v).collect::<Vec<f32>>().into())
+        Ok(values.into())
     }
 
     /// The values of a sample's series restricted to the sample's window
@@ -525,51 +347,6 @@ impl Version {
         let p = self
             .file(&format!("tasks/task={task_name}/part-0.parquet"), || format!("manifest.json task {task_name:?}"))?;
         task_rows(&p.to_path_buf(), &read_table(&p)?)
-    }
-
-    /// The whole version as a dataset whose series loaders read lazily from this
-    /// version's shards, named `name`/`version`. The base of a copy-on-write
-    /// edit. Loaders called in index order (as the writer calls them) share one
-    /// scan of the series whose loaders are alive at the first call, so each
-    /// page is decoded once and a removed series' pages are not read; out of
-    /// order, a loader reads its series alone.
-    pub fn to_dataset(self: &Arc<Self>, name: &str, version: &str) -> Result<TimeFDataset> {
-        let m = &self.manifest;
-        let mut d = TimeFDataset::new(name, version)?;
-        d.info = DatasetInfo {
-            name: name.to_string(),
-            version: version.to_string(),
-            description: m.dataset.description.clone(),
-            license: m.dataset.license.clone(),
-            citation: m.dataset.citation.clone(),
-        };
-        for s in &m.sources {
-            d.add_source(Source {
-                source_id: s.source_id.clone(),
-                name: s.name.clone(),
-                url: s.url.clone(),
-                license: s.license.clone(),
-                citation: s.citation.clone(),
-            })?;
-        }
-        // the writer loads series in index order: one scan answers them all
-        let cursor = crate::scan::SeriesCursor::new(Arc::clone(self));
-        for meta in self.series()? {
-            let loader = crate::scan::SeriesCursor::loader(&cursor, meta.time_series_id.clone());
-            d.add_series(meta, loader)?;
-        }
-        for s in self.samples()? {
-            d.add_sample(s)?;
-        }
-        for (sample, a) in self.annotations()? {
-            d.add_annotation(a, &[sample])?;
-        }
-        for name in self.task_names() {
-            for t in self.tasks(&name)? {
-                d.add_task(&name, t)?;
-            }
-        }
-        Ok(d)
     }
 }
 

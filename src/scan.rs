@@ -13,22 +13,16 @@
 //! decoder panic on crafted bytes becomes [`Error::Corrupt`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Float32Type, Int32Type, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-};
-use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::PageIndexPolicy;
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::{Float32Type, SchemaRef};
 
-use crate::dataset::{SeriesMeta, SeriesValues};
+use crate::chunks::{self, chunk_schema, Plan};
+use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
-use crate::footer::{contain, version_parquet_error, CheckedPages, DEFAULT_BATCH_ROWS};
-use crate::reader::{col, open_parquet, strings, Version};
-use crate::storage::Location;
+use crate::reader::Version;
 
 /// Decoding threads when none is set: 0, meaning one per available core
 /// (`std::thread::available_parallelism`).
@@ -155,52 +149,7 @@ impl Selection {
 /// A series' chunks are consecutive rows; a series' values are its chunks'
 /// `values` concatenated. No column is nullable.
 pub fn scan_schema() -> SchemaRef {
-    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
-    Arc::clone(SCHEMA.get_or_init(|| {
-        Arc::new(Schema::new(vec![
-            Field::new("time_series_id", DataType::Utf8, false),
-            Field::new("chunk_idx", DataType::Int32, false),
-            Field::new("value_offset", DataType::Int64, false),
-            Field::new("values", DataType::List(values_item()), false),
-        ]))
-    }))
-}
-
-fn values_item() -> Arc<Field> {
-    Arc::new(Field::new_list_field(DataType::Float32, false))
-}
-
-/// One chunk the plan expects at a row of a row group.
-#[derive(Debug)]
-struct Row {
-    series: usize,
-    chunk_idx: i32,
-    value_offset: i64,
-    n_values: i32,
-    row_offset: usize,
-}
-
-/// A row group to decode and the rows of it that are selected, in row order.
-#[derive(Debug)]
-struct Unit {
-    shard: usize,
-    row_group: usize,
-    rows: Vec<Row>,
-}
-
-/// A shard and its footer, read once by the first thread that needs it.
-struct Shard {
-    loc: Location,
-    meta: OnceLock<ArrowReaderMetadata>,
-}
-
-/// What the threads share: the work and the series it belongs to.
-struct Plan {
-    series: Vec<SeriesMeta>,
-    shards: Vec<Shard>,
-    units: Vec<Unit>,
-    values: u64,
-    chunks: u64,
+    chunk_schema()
 }
 
 /// The series ids `selection` takes from `version`, checked against it.
@@ -267,216 +216,18 @@ fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<
 /// grouped by row group, in index order, every shard path checked.
 fn plan(version: &Version, selection: &Selection) -> Result<Plan> {
     let ids = selected_ids(version, selection)?;
-    let index = version.index()?;
+    let index = version.checked_index()?;
     if let Some(channels) = &selection.channels {
-        let known: BTreeSet<&str> = index.iter().map(|e| e.meta.channel.as_str()).collect();
+        let known: BTreeSet<&str> = index.entries().iter().map(|e| e.meta.channel.as_str()).collect();
         if let Some(missing) = channels.iter().find(|c| !known.contains(c.as_str())) {
             return Err(Error::validation(missing, "channel", "no such channel in this version"));
         }
     }
-    let index_path = version.dir().join("time_series_index.parquet");
-    let corrupt = |row: usize, reason: String| Error::Corrupt {
-        path: index_path.clone(),
-        reason: format!("row {row}: {reason}"),
+    let take = |m: &SeriesMeta| {
+        ids.as_ref().is_none_or(|ids| ids.contains(&m.time_series_id))
+            && selection.channels.as_ref().is_none_or(|c| c.contains(&m.channel))
     };
-    let mut plan = Plan { series: Vec::new(), shards: Vec::new(), units: Vec::new(), values: 0, chunks: 0 };
-    let mut shard_numbers: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    let mut next_value: i64 = 0;
-    // the series of the previous row, and whether it is selected: a series is
-    // taken or left whole, by the metadata of its first chunk
-    let mut current: Option<(&SeriesMeta, bool)> = None;
-    for (i, e) in index.iter().enumerate() {
-        let id = e.meta.time_series_id.as_str();
-        let new_series = current.is_none_or(|(m, _)| m.time_series_id != id);
-        let take = match current {
-            Some((first, take)) if !new_series => {
-                if e.meta != *first {
-                    return Err(corrupt(
-                        i,
-                        format!("{id} chunk {} disagrees with its chunk 0's metadata", e.chunk_idx),
-                    ));
-                }
-                take
-            }
-            _ => {
-                // the index is sorted by series: a series seen before is not contiguous
-                if !seen.insert(id) {
-                    return Err(corrupt(i, format!("the chunks of {id} are not consecutive")));
-                }
-                let take = ids.as_ref().is_none_or(|ids| ids.contains(id))
-                    && selection.channels.as_ref().is_none_or(|c| c.contains(&e.meta.channel));
-                current = Some((&e.meta, take));
-                take
-            }
-        };
-        if !take {
-            continue;
-        }
-        if new_series {
-            plan.series.push(e.meta.clone());
-            next_value = 0;
-        }
-        let expected_chunk = if new_series {
-            0
-        } else {
-            plan.units.last().and_then(|u| u.rows.last()).map_or(0, |r| r.chunk_idx.saturating_add(1))
-        };
-        if e.chunk_idx != expected_chunk || e.value_offset != next_value || e.n_values < 0 {
-            return Err(corrupt(
-                i,
-                format!(
-                    "{id} chunk {} at value {} with {} values, expected chunk {expected_chunk} at value {next_value}",
-                    e.chunk_idx, e.value_offset, e.n_values
-                ),
-            ));
-        }
-        next_value = next_value.saturating_add(i64::from(e.n_values));
-        let shard = match shard_numbers.get(e.shard_path.as_str()) {
-            Some(&n) => n,
-            None => {
-                let origin = || format!("time_series_index.parquet row {i} ({id} chunk {})", e.chunk_idx);
-                let loc = version.file(&e.shard_path, origin)?;
-                plan.shards.push(Shard { loc, meta: OnceLock::new() });
-                shard_numbers.insert(e.shard_path.as_str(), plan.shards.len() - 1);
-                plan.shards.len() - 1
-            }
-        };
-        let (Ok(row_group), Ok(row_offset)) = (usize::try_from(e.row_group), usize::try_from(e.row_offset)) else {
-            return Err(corrupt(i, format!("negative row group {} or row offset {}", e.row_group, e.row_offset)));
-        };
-        let row = Row {
-            series: plan.series.len() - 1,
-            chunk_idx: e.chunk_idx,
-            value_offset: e.value_offset,
-            n_values: e.n_values,
-            row_offset,
-        };
-        match plan.units.last_mut() {
-            Some(u) if u.shard == shard && u.row_group == row_group => {
-                // index order is shard order: rows of a row group increase
-                if u.rows.last().is_some_and(|r| r.row_offset >= row_offset) {
-                    return Err(corrupt(i, format!("row offset {row_offset} is not after the previous chunk's")));
-                }
-                u.rows.push(row);
-            }
-            _ => plan.units.push(Unit { shard, row_group, rows: vec![row] }),
-        }
-        plan.values += e.n_values as u64;
-        plan.chunks += 1;
-    }
-    Ok(plan)
-}
-
-/// Checked footer and page index of a shard, read once.
-fn shard_meta(shard: &Shard) -> Result<(CheckedPages<crate::storage::Source>, ArrowReaderMetadata)> {
-    let path = shard.loc.to_path_buf();
-    if let Some(meta) = shard.meta.get() {
-        let file = shard.loc.open()?;
-        return Ok((CheckedPages::new(file, meta.metadata()), meta.clone()));
-    }
-    let (file, meta) = open_parquet(&shard.loc, PageIndexPolicy::Optional)?;
-    let meta =
-        ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new()).map_err(|e| version_parquet_error(&path, e))?;
-    // another thread may have set it meanwhile: both read the same bytes
-    let _ = shard.meta.set(meta.clone());
-    Ok((file, meta))
-}
-
-/// Decodes one unit into batches of [`scan_schema`], checking every row
-/// against the plan.
-fn decode(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
-    let shard = &plan.shards[unit.shard];
-    let path = shard.loc.to_path_buf();
-    let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
-    let (file, meta) = shard_meta(shard)?;
-    let failure = file.inner().read_failure();
-    let rg_rows = meta
-        .metadata()
-        .row_groups()
-        .get(unit.row_group)
-        .and_then(|m| usize::try_from(m.num_rows()).ok())
-        .ok_or_else(|| corrupt(format!("no row group {}", unit.row_group)))?;
-    if unit.rows.last().is_some_and(|r| r.row_offset >= rg_rows) {
-        return Err(corrupt(format!("row offset beyond row group {} of {rg_rows} rows", unit.row_group)));
-    }
-    let roots = meta.parquet_schema().root_schema().get_fields();
-    let root = |name: &str| {
-        roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
-    };
-    let mask =
-        ProjectionMask::roots(meta.parquet_schema(), [root("time_series_id")?, root("chunk_idx")?, root("values")?]);
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_row_groups(vec![unit.row_group])
-        .with_projection(mask)
-        .with_batch_size(DEFAULT_BATCH_ROWS);
-    if unit.rows.len() < rg_rows {
-        let ranges = unit.rows.iter().map(|r| r.row_offset..r.row_offset + 1);
-        builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
-    }
-    let reader = builder.build().map_err(|e| version_parquet_error(&path, e))?;
-    let decoded = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| match failure.take() {
-        Some(io) => Error::io(&path, io),
-        None => crate::footer::version_arrow_error(&path, e),
-    })?;
-    let mut rows = unit.rows.iter();
-    let mut out = Vec::with_capacity(decoded.len());
-    for batch in decoded {
-        let expected: Vec<&Row> = rows.by_ref().take(batch.num_rows()).collect();
-        if expected.len() != batch.num_rows() {
-            return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
-        }
-        out.push(chunk_batch(plan, &path, &batch, &expected)?);
-    }
-    if rows.next().is_some() {
-        return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
-    }
-    Ok(out)
-}
-
-/// The decoded `batch` as a batch of [`scan_schema`], after checking that
-/// each row is the chunk `expected` says.
-fn chunk_batch(plan: &Plan, path: &std::path::Path, batch: &RecordBatch, expected: &[&Row]) -> Result<RecordBatch> {
-    let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
-    let ids = strings(path, col(path, batch, "time_series_id")?)?;
-    let chunk_idx = col(path, batch, "chunk_idx")?
-        .as_primitive_opt::<Int32Type>()
-        .ok_or_else(|| corrupt("chunk_idx is not int32".into()))?;
-    let list =
-        col(path, batch, "values")?.as_list_opt::<i32>().ok_or_else(|| corrupt("values is not a list".into()))?;
-    let items =
-        list.values().as_primitive_opt::<Float32Type>().ok_or_else(|| corrupt("values are not float32".into()))?;
-    if list.null_count() > 0 || items.null_count() > 0 {
-        return Err(corrupt("null in the required column values".into()));
-    }
-    let offsets = list.value_offsets();
-    for (i, row) in expected.iter().enumerate() {
-        let want = &plan.series[row.series].time_series_id;
-        let len = offsets[i + 1] - offsets[i];
-        if ids[i].as_deref() != Some(want.as_str()) || chunk_idx.is_null(i) || chunk_idx.value(i) != row.chunk_idx {
-            return Err(corrupt(format!(
-                "pointer of {want} chunk {} lands on {:?} chunk {:?}",
-                row.chunk_idx,
-                ids[i],
-                chunk_idx.is_valid(i).then(|| chunk_idx.value(i))
-            )));
-        }
-        if len != row.n_values {
-            return Err(corrupt(format!(
-                "{want} chunk {}: the index says {} values, the shard holds {len}",
-                row.chunk_idx, row.n_values
-            )));
-        }
-    }
-    let values = ListArray::try_new(values_item(), list.offsets().clone(), Arc::new(items.clone()) as ArrayRef, None)
-        .map_err(|e| corrupt(format!("values: {e}")))?;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(expected.iter().map(|r| plan.series[r.series].time_series_id.as_str()))),
-        Arc::new(Int32Array::from_iter_values(expected.iter().map(|r| r.chunk_idx))),
-        Arc::new(Int64Array::from_iter_values(expected.iter().map(|r| r.value_offset))),
-        Arc::new(values),
-    ];
-    RecordBatch::try_new(scan_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))
+    chunks::plan(index, 0..index.entries().len(), take, |row, e| version.shard(row, e))
 }
 
 /// What the threads and the consumer share.
@@ -510,20 +261,16 @@ impl Shared {
         loop {
             let at = {
                 let mut s = self.lock();
-                while !s.stop && s.next_unit < self.plan.units.len() && s.next_unit >= s.next_out + self.in_flight {
+                while !s.stop && s.next_unit < self.plan.units().len() && s.next_unit >= s.next_out + self.in_flight {
                     s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
                 }
-                if s.stop || s.next_unit >= self.plan.units.len() {
+                if s.stop || s.next_unit >= self.plan.units().len() {
                     return;
                 }
                 s.next_unit += 1;
                 s.next_unit - 1
             };
-            let unit = &self.plan.units[at];
-            // a panic anywhere in the decode (crafted bytes) is this shard's corruption
-            let result = contain(|| decode(&self.plan, unit)).unwrap_or_else(|panic| {
-                Err(Error::Corrupt { path: self.plan.shards[unit.shard].loc.to_path_buf(), reason: panic })
-            });
+            let result = chunks::decode(&self.plan, &self.plan.units()[at]);
             let mut s = self.lock();
             s.done.insert(at, result);
             self.changed.notify_all();
@@ -552,7 +299,7 @@ pub struct Scan {
 /// from the iterator.
 pub fn scan(version: &Version, selection: &Selection, options: &ScanOptions) -> Result<Scan> {
     let plan = plan(version, selection)?;
-    let threads = options.effective_threads().min(plan.units.len().max(1));
+    let threads = options.effective_threads().min(plan.units().len().max(1));
     let shared = Arc::new(Shared {
         plan,
         in_flight: options.row_groups_in_flight,
@@ -576,19 +323,19 @@ pub fn scan(version: &Version, selection: &Selection, options: &ScanOptions) -> 
 impl Scan {
     /// The series the scan yields, in order.
     pub fn series_meta(&self) -> &[SeriesMeta] {
-        &self.shared.plan.series
+        self.shared.plan.series()
     }
     /// Chunks (rows) the scan yields.
     pub fn chunks(&self) -> u64 {
-        self.shared.plan.chunks
+        self.shared.plan.chunks()
     }
     /// Values the scan yields.
     pub fn values(&self) -> u64 {
-        self.shared.plan.values
+        self.shared.plan.values()
     }
     /// Row groups the scan reads.
     pub fn row_groups(&self) -> usize {
-        self.shared.plan.units.len()
+        self.shared.plan.units().len()
     }
     /// The scan as whole series: `(metadata, values)` in index order, each
     /// series' chunks concatenated (memory: one whole series plus the row
@@ -600,7 +347,7 @@ impl Scan {
     fn next_unit(&mut self) -> Option<Result<Vec<RecordBatch>>> {
         let shared = &self.shared;
         let mut s = shared.lock();
-        if s.next_out >= shared.plan.units.len() {
+        if s.next_out >= shared.plan.units().len() {
             return None;
         }
         loop {
@@ -613,7 +360,7 @@ impl Scan {
             if self.threads.iter().all(JoinHandle::is_finished) && !s.done.contains_key(&at) {
                 // every thread ended without this unit: only a panic outside `contain` does that
                 return Some(Err(Error::Corrupt {
-                    path: shared.plan.shards[shared.plan.units[at].shard].loc.to_path_buf(),
+                    path: shared.plan.shard_path(&shared.plan.units()[at]),
                     reason: "a decoding thread ended early".into(),
                 }));
             }
@@ -769,5 +516,52 @@ impl SeriesCursor {
             }
         }
         self.version.read_series(id)
+    }
+}
+
+impl Version {
+    /// The whole version as a dataset whose series loaders read lazily from this
+    /// version's shards, named `name`/`version`. The base of a copy-on-write
+    /// edit. Loaders called in index order (as the writer calls them) share one
+    /// scan of the series whose loaders are alive at the first call, so each
+    /// page is decoded once and a removed series' pages are not read; out of
+    /// order, a loader reads its series alone.
+    pub fn to_dataset(self: &Arc<Self>, name: &str, version: &str) -> Result<TimeFDataset> {
+        let m = self.manifest();
+        let mut d = TimeFDataset::new(name, version)?;
+        d.info = DatasetInfo {
+            name: name.to_string(),
+            version: version.to_string(),
+            description: m.dataset.description.clone(),
+            license: m.dataset.license.clone(),
+            citation: m.dataset.citation.clone(),
+        };
+        for s in &m.sources {
+            d.add_source(Source {
+                source_id: s.source_id.clone(),
+                name: s.name.clone(),
+                url: s.url.clone(),
+                license: s.license.clone(),
+                citation: s.citation.clone(),
+            })?;
+        }
+        // the writer loads series in index order: one scan answers them all
+        let cursor = SeriesCursor::new(Arc::clone(self));
+        for meta in self.series()? {
+            let loader = SeriesCursor::loader(&cursor, meta.time_series_id.clone());
+            d.add_series(meta, loader)?;
+        }
+        for s in self.samples()? {
+            d.add_sample(s)?;
+        }
+        for (sample, a) in self.annotations()? {
+            d.add_annotation(a, &[sample])?;
+        }
+        for name in self.task_names() {
+            for t in self.tasks(&name)? {
+                d.add_task(&name, t)?;
+            }
+        }
+        Ok(d)
     }
 }

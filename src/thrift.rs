@@ -50,10 +50,7 @@ const PAGE_TYPE_IDS: [(PageType, i32); 4] =
 /// bound so a corrupt header cannot exhaust the stack.
 const MAX_DEPTH: usize = 16;
 
-/// Largest page header the page walk accepts, in bytes. TimeF headers are
-/// under 64 bytes; headers of other writers carry page statistics, which
-/// parquet writers truncate to well below this.
-pub const MAX_PAGE_HEADER_BYTES: usize = 1 << 20;
+pub use crate::limits::MAX_PAGE_HEADER_BYTES;
 
 // ------------------------------------------------------------------ encoder
 

@@ -318,6 +318,57 @@ fn tampered_records_are_refused() {
     assert!(matches!(part_error(err), (Some(0), None, PartProblem::WrongWrite(_))));
 }
 
+/// A record whose chunk statistics are forged, one field at a time, is
+/// refused naming the part, shard, chunk and field, with the record's and the
+/// staged values (docs/format.md "Trust model"); nothing is published.
+#[test]
+fn forged_chunk_statistics_are_refused() {
+    type Forge = fn(&mut timef::distributed::PartIndexRow);
+    let forgeries: [(&str, Forge); 4] = [
+        ("min", |r| r.min -= 1.0),
+        ("max", |r| r.max += 0.5),
+        ("mean", |r| r.mean = f64::from_bits(r.mean.to_bits() + 1)),
+        ("m2", |r| r.m2 *= 2.0),
+    ];
+    for (field, forge) in forgeries {
+        let mut honest = None;
+        let (err, _, id) = commit_tampered(|r| {
+            honest = Some(r[1].index[2].clone());
+            forge(&mut r[1].index[2]);
+        });
+        let honest = honest.unwrap();
+        let msg = err.to_string();
+        let (part, shard, problem) = part_error(err);
+        let mut forged = honest.clone();
+        forge(&mut forged);
+        let (recorded, staged) = match field {
+            "min" => (forged.min, honest.min),
+            "max" => (forged.max, honest.max),
+            "mean" => (forged.mean, honest.mean),
+            _ => (forged.m2, honest.m2),
+        };
+        assert_ne!(recorded.to_bits(), staged.to_bits(), "{field}");
+        assert_eq!((part, shard), (Some(1), Some(honest.shard)), "{field}");
+        assert_eq!(
+            problem,
+            PartProblem::StatisticsMismatch {
+                time_series_id: honest.time_series_id.clone(),
+                chunk_idx: honest.chunk_idx,
+                field,
+                recorded: format!("{recorded:?}"),
+                staged: format!("{staged:?}"),
+            },
+            "{field}"
+        );
+        let want = format!(
+            "distributed write {id}, part 1, shard {}: {} chunk {}: {field} is {recorded:?} in the record, {staged:?} in the staged shard",
+            honest.shard, honest.time_series_id, honest.chunk_idx
+        );
+        assert!(msg.starts_with(&format!("distributed write {id}, part 1, shard ")), "{msg}");
+        assert_eq!(msg, want);
+    }
+}
+
 /// The first shard of part `p` of the 2-part plan of [`generated_input`].
 fn r_first_shard(p: usize) -> u32 {
     let dir = tempfile::tempdir().unwrap();

@@ -55,7 +55,7 @@ pyo3::create_exception!(
      was published. Attributes: `write_id`, `part` (int or None), `shard` (int or None), `problem` \
      (\"missing_shard\", \"duplicate_shard\", \"unknown_shard\", \"hash_mismatch\", \"size_mismatch\", \
      \"index_mismatch\", \"unplanned_series\", \"missing_series\", \"wrong_write\", \"plan_mismatch\", \
-     \"stray_file\"), `reason`."
+     \"stray_file\", \"statistics_mismatch\"), `reason`."
 );
 
 /// The `problem` attribute of a `PartRecordError`.
@@ -73,6 +73,7 @@ fn problem_name(p: &PartProblem) -> &'static str {
         PartProblem::PlanMismatch(_) => "plan_mismatch",
         PartProblem::StrayFile(_) => "stray_file",
         PartProblem::WrongStaging(_) => "wrong_staging",
+        PartProblem::StatisticsMismatch { .. } => "statistics_mismatch",
         _ => "other",
     }
 }

@@ -75,3 +75,31 @@ def test_scan_of_a_corrupt_shard_raises_from_the_reader(tmp_path: Path) -> None:
         f"External error: corrupt version: {d}/time_series/shard-00000.parquet: "
         'pointer of rec-a/I chunk 0 lands on Some("rec-b/II") chunk Some(7)'
     )
+
+
+def test_a_repeated_index_row_is_a_corrupt_version(tmp_path: Path) -> None:
+    """The golden version with its first index row repeated (manifest resealed):
+    every read refuses it as corrupt, naming the repeated row; nothing panics."""
+    import hashlib
+    import json
+
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "golden"
+    shutil.copytree(GOLDEN, d)
+    index = d / "time_series_index.parquet"
+    t = pq.read_table(index)
+    pq.write_table(pa.concat_tables([t.slice(0, 1), t]), index)
+    manifest = json.loads((d / "manifest.json").read_text())
+    for f in manifest["files"]:
+        if f["path"] == "time_series_index.parquet":
+            data = index.read_bytes()
+            f["bytes"], f["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    first = t.column("time_series_id").to_pylist()[0]
+    n = t.column("n_values").to_pylist()[0]
+    reason = f"row 1: {first} chunk 0 at value 0 with {n} values, expected chunk 1 at value {n}"
+    v = timef.open(d)
+    for read in (lambda: v.read_series(first), lambda: v.read_series(SERIES[-1]), lambda: v.scan().read_all()):
+        with pytest.raises(timef.CorruptVersionError, match=reason):
+            read()

@@ -83,7 +83,8 @@ class PartRecordError(ValueError):
     """The shard number, when known."""
     problem: Literal[
         "missing_shard", "duplicate_shard", "unknown_shard", "hash_mismatch", "size_mismatch", "index_mismatch",
-        "unplanned_series", "missing_series", "wrong_write", "plan_mismatch", "stray_file", "wrong_staging", "other",
+        "unplanned_series", "missing_series", "wrong_write", "plan_mismatch", "stray_file", "wrong_staging",
+        "statistics_mismatch", "other",
     ]
     reason: str
     """What is wrong, in words (expected and actual sha256 or size, the series, ...)."""

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, PartProblem, Result};
-use crate::manifest::MAX_MANIFEST_BYTES;
+use crate::limits::MAX_MANIFEST_BYTES;
 
 /// Environment variable naming a point of a write where the process stops: it
 /// prints `timef: paused at <point>` to stderr and sleeps until it is killed
@@ -573,19 +573,20 @@ impl Staging {
     /// already in the staging directory. Object store: while the claim is this
     /// writer's, a server-side copy from the parts' prefix onto the version's
     /// key (only the claim holder writes under the version); the copy is what
-    /// gets hashed, so the committed bytes are the ones checked.
+    /// gets hashed, so the committed bytes are the ones checked. Also returns
+    /// where that file is, for the commit's reads of it.
     ///
     /// # Errors
     /// I/O and store errors (a missing file: `NotFound`); an object-store
     /// claim that is no longer this writer's.
-    pub(crate) fn take_part_file(&mut self, rel: &str) -> Result<WrittenFile> {
+    pub(crate) fn take_part_file(&mut self, rel: &str) -> Result<(WrittenFile, Location)> {
         let loc = match &mut self.0 {
             StagingInner::Local(s) => Location::local(s.dir().join(rel)),
             StagingInner::Object(s) => Location(Inner::Object(s.copy_part_file(rel)?)),
         };
         let mut hasher = Sha256::new();
         let bytes = loc.stream(&mut |b| hasher.update(b))?;
-        Ok(WrittenFile { path: rel.to_string(), bytes, sha256: hex::encode(hasher.finalize()) })
+        Ok((WrittenFile { path: rel.to_string(), bytes, sha256: hex::encode(hasher.finalize()) }, loc))
     }
 
     /// Commits: the version becomes visible whole, or not at all, and never

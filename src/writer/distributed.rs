@@ -501,7 +501,7 @@ impl DistributedWrite {
                     ),
                 });
             }
-            let staged = self.staging.take_part_file(&entry.path)?;
+            let (staged, loc) = self.staging.take_part_file(&entry.path)?;
             if staged.bytes != entry.bytes {
                 return Err(err(
                     part,
@@ -517,12 +517,121 @@ impl DistributedWrite {
                 let why = format!("file records {} rows where the plan has {}", entry.rows, next_in_shard[s]);
                 return Err(err(part, shard, PartProblem::IndexMismatch(why)));
             }
+            check_statistics(&loc, &rows_of[s], |problem| err(part, shard, problem))?;
             files.push((*entry).clone());
         }
         let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
         let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(metas.iter())));
         Ok(SeriesOutput { files, index: index.finish()?, keys })
     }
+}
+
+/// Refuses a record whose chunk statistics are not those of the values in
+/// its staged shard (docs/format.md "Trust model"): the shard at `loc` is
+/// decoded row group by row group, and each row's [`Partial`] is compared,
+/// field by field and bit for bit, with the record's row at that place
+/// (`rows`, the record's rows of this shard in row order, already checked
+/// against the plan's placement).
+///
+/// # Errors
+/// `mismatch(`[`PartProblem::StatisticsMismatch`]`)` naming the chunk and
+/// field, or [`PartProblem::IndexMismatch`] when the shard's rows are not the
+/// record's; [`Error::Corrupt`] when the shard does not decode; I/O and store errors.
+fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(PartProblem) -> Error) -> Result<()> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Float32Type;
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    use parquet::arrow::ProjectionMask;
+    use parquet::file::metadata::PageIndexPolicy;
+
+    use crate::footer::{contain, version_parquet_error, CheckedPages};
+    use crate::limits::DEFAULT_BATCH_ROWS;
+    use crate::parquet_read::{col, decode_error, open_parquet};
+
+    let path = loc.to_path_buf();
+    let (_, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
+    let arrow = ArrowReaderMetadata::try_new(Arc::clone(&meta), ArrowReaderOptions::new())
+        .map_err(|e| version_parquet_error(&path, e))?;
+    let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
+    let values_root = meta
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .get_fields()
+        .iter()
+        .position(|f| f.name() == "values")
+        .ok_or_else(|| corrupt("shard has no values column".into()))?;
+    let unexpected = |why: String| mismatch(PartProblem::IndexMismatch(why));
+    let mut expected = rows.iter();
+    for (rg, group) in meta.row_groups().iter().enumerate() {
+        let values_chunk = group
+            .columns()
+            .iter()
+            .find(|c| c.column_path().string() == crate::chunks::VALUES_LEAF)
+            .ok_or_else(|| corrupt("shard has no values column".into()))?;
+        let entries: u64 =
+            rows.iter().filter(|r| r.row_group as usize == rg).map(|r| u64::from(r.n_values.max(1))).sum();
+        let file = CheckedPages::new(loc.open()?, &meta).values_budget(values_chunk.byte_range(), entries);
+        let failure = file.inner().read_failure();
+        let decode = || -> Result<()> {
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(ProjectionMask::roots(meta.file_metadata().schema_descr(), [values_root]))
+                .with_batch_size(DEFAULT_BATCH_ROWS)
+                .build()
+                .map_err(|e| version_parquet_error(&path, e))?;
+            let mut row_offset = 0u32;
+            for batch in reader {
+                let batch = batch.map_err(|e| decode_error(&path, &failure, e))?;
+                let list = col(&path, &batch, "values")?
+                    .as_list_opt::<i32>()
+                    .ok_or_else(|| corrupt("values is not a list".into()))?;
+                let items = list
+                    .values()
+                    .as_primitive_opt::<Float32Type>()
+                    .ok_or_else(|| corrupt("values are not float32".into()))?;
+                let offsets = list.value_offsets();
+                for i in 0..list.len() {
+                    let Some(row) = expected.next().filter(|r| (r.row_group, r.row_offset) == (rg as u32, row_offset))
+                    else {
+                        return Err(unexpected(format!(
+                            "row group {rg} row {row_offset} of the staged shard is not the record's next row"
+                        )));
+                    };
+                    let staged = Partial::of(&items.values()[offsets[i] as usize..offsets[i + 1] as usize]);
+                    let fields = [
+                        ("n", row.n as f64, staged.n as f64),
+                        ("min", row.min, staged.min),
+                        ("max", row.max, staged.max),
+                        ("mean", row.mean, staged.mean),
+                        ("m2", row.m2, staged.m2),
+                    ];
+                    let differs = (row.n != staged.n).then_some(fields[0]).or_else(|| {
+                        fields[1..].iter().copied().find(|(_, recorded, staged)| recorded.to_bits() != staged.to_bits())
+                    });
+                    if let Some((field, recorded, staged)) = differs {
+                        return Err(mismatch(PartProblem::StatisticsMismatch {
+                            time_series_id: row.time_series_id.clone(),
+                            chunk_idx: row.chunk_idx,
+                            field,
+                            recorded: format!("{recorded:?}"),
+                            staged: format!("{staged:?}"),
+                        }));
+                    }
+                    row_offset += 1;
+                }
+            }
+            Ok(())
+        };
+        contain(decode).unwrap_or_else(|panic| Err(corrupt(panic)))?;
+    }
+    if let Some(row) = expected.next() {
+        return Err(unexpected(format!(
+            "{} chunk {} at row group {} row {} is not in the staged shard",
+            row.time_series_id, row.chunk_idx, row.row_group, row.row_offset
+        )));
+    }
+    Ok(())
 }
 
 /// Writes one part: the shards of `task` from `series` (each series of the

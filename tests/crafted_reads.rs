@@ -1,0 +1,281 @@
+//! Crafted versions on every read path (docs/format.md "Limits a reader
+//! checks", §7 "Reading"): a file of a real version is rewritten and resealed
+//! in the manifest (size and sha256), so only what the test crafted is wrong.
+//! Every verb refuses with the exact error and exit 2 (`verify`: a finding,
+//! exit 1), the library with `Error::Corrupt`; never a panic (101) or an abort
+//! (134).
+
+mod common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch, UInt32Array};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::Float32Type;
+use common::{cli, commit, ecg_dataset, parquet_metadata, read_parquet, reseal, small_options};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use timef::reader::Version;
+use timef::Error;
+
+const INDEX: &str = "time_series_index.parquet";
+const SHARD: &str = "time_series/shard-00000.parquet";
+
+/// A committed 3-sample ECG version (small options: 2 chunks per series) under `tmp`.
+fn version(tmp: &Path) -> PathBuf {
+    commit(&tmp.join("root"), ecg_dataset("ecg", "1", 3), small_options())
+}
+
+/// Writes `batches` as the file `rel` of `dir`, one row group each, with
+/// `props`, and reseals it in the manifest.
+fn rewrite(dir: &Path, rel: &str, batches: &[RecordBatch], props: WriterProperties) {
+    let path = dir.join(rel);
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), batches[0].schema(), Some(props)).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+        w.flush().unwrap();
+    }
+    w.close().unwrap();
+    reseal(dir, rel);
+}
+
+/// The shard's rows cut at its row groups, after `edit` of the whole batch.
+fn shard_row_groups(dir: &Path, edit: impl FnOnce(RecordBatch) -> RecordBatch) -> Vec<RecordBatch> {
+    let path = dir.join(SHARD);
+    let whole = edit(read_parquet(&path));
+    let mut at = 0;
+    parquet_metadata(&path)
+        .row_groups()
+        .iter()
+        .map(|g| {
+            let n = g.num_rows() as usize;
+            at += n;
+            whole.slice(at - n, n)
+        })
+        .collect()
+}
+
+fn zstd() -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap()))
+}
+
+/// Runs every read verb on `dir`: each must exit 2 with one line on stderr
+/// that starts with `prefix` and ends with `problem` (`edit` may name the
+/// series whose loader met it) and nothing on stdout; `verify` exits 1 with a
+/// FAIL line containing `finding`.
+fn every_verb_refuses(tmp: &Path, dir: &Path, series: &str, (prefix, problem): (&str, &str), finding: &str) {
+    let d = dir.to_str().unwrap();
+    let out = tmp.join("edited");
+    let export = tmp.join("export.arrow");
+    let verbs: Vec<Vec<&str>> = vec![
+        vec!["cat", d, series],
+        vec!["edit", d, "--out-root", out.to_str().unwrap(), "--version", "2", "--remove-sample", "s002"],
+        vec!["export", d, "--out", export.to_str().unwrap()],
+        vec!["export", d, "--count"],
+    ];
+    for args in verbs {
+        let (code, stdout, err) = cli(&args);
+        let err = err.replace(&format!("timef: error: loading series {series}: "), "timef: error: ");
+        assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{args:?}: {err}");
+        assert!(
+            err.starts_with(prefix) && err.trim_end().ends_with(problem),
+            "{args:?}:\n{err}\nwant {prefix}...{problem}"
+        );
+    }
+    assert!(!out.join("ecg/2").exists() && !export.exists());
+    let (code, stdout, _) = cli(&["verify", d]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("FAIL ") && l.contains(finding)), "{stdout}\nwant {finding}");
+}
+
+/// `verify --json` of `dir` lists shard 0's row group 0 as not decoded.
+fn assert_row_group_0_not_decoded(dir: &Path) {
+    let (code, stdout, _) = cli(&["verify", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let skipped = format!("{SHARD}: row group 0 not decoded: its pages have findings");
+    assert!(report["skipped"].as_array().unwrap().iter().any(|s| s == &skipped[..]), "{stdout}");
+}
+
+/// The index with row `row` repeated (the panic of `RowSelection` on rows
+/// sorted but not de-duplicated, exit 101 before): every read path refuses the
+/// version as corrupt, naming the repeated row, before any shard is read.
+#[test]
+fn a_repeated_index_row_is_a_corrupt_version_on_every_read_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let v = Version::open(&dir).unwrap();
+    let row = v.index().unwrap().iter().position(|e| e.meta.time_series_id == "s000/I").unwrap();
+    let n = v.index().unwrap()[row].n_values;
+    let batch = read_parquet(&dir.join(INDEX));
+    let mut rows: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    rows.insert(row + 1, row as u32);
+    let repeated = arrow::compute::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
+    rewrite(&dir, INDEX, &[repeated], WriterProperties::builder().build());
+
+    let reason = format!("row {}: s000/I chunk 0 at value 0 with {n} values, expected chunk 1 at value {n}", row + 1);
+    let path = dir.join(INDEX);
+    let want = format!("timef: error: corrupt version: {}: {reason}\n", path.display());
+    // the series on the repeated row, and one that is not
+    for series in ["s000/I", "s002/II"] {
+        every_verb_refuses(tmp.path(), &dir, series, (&want, &reason), &format!("row {}", row + 1));
+    }
+    let d = dir.to_str().unwrap();
+    for args in [vec!["info", d], vec!["info", d, "--json"], vec!["dedup", d, d]] {
+        assert_eq!(cli(&args), (2, String::new(), want.clone()), "{args:?}");
+    }
+    let v = Version::open(&dir).unwrap();
+    let sample = v.samples().unwrap().into_iter().next().unwrap();
+    for got in [v.read_series("s000/I"), v.read_series("s001/I"), v.read_sample_series(&sample, "s000/I")] {
+        match got {
+            Err(Error::Corrupt { path: p, reason: r }) => assert_eq!((p, r), (path.clone(), reason.clone())),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A values page that is dictionary-encoded (the format never writes one; a
+/// dictionary run expands a few bytes to any count) is refused before it is
+/// decoded, on every read path; `verify` reports it and does not decode it.
+#[test]
+fn a_dictionary_encoded_values_page_is_refused_before_it_is_decoded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let groups = shard_row_groups(&dir, |b| b);
+    rewrite(&dir, SHARD, &groups, zstd().set_dictionary_enabled(true).build());
+    let problem = "a dictionary page in a values column chunk (the format never writes one)";
+    let path = dir.join(SHARD);
+    // every series of the shard lies on a refused page: cat's read of s000/I meets it first
+    let (code, stdout, err) = cli(&["cat", dir.to_str().unwrap(), "s000/I"]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    let prefix = format!("timef: error: corrupt version: {}: ", path.display());
+    assert!(err.starts_with(&prefix) && err.trim_end().ends_with(problem), "{err}\nwant {prefix}...{problem}");
+    every_verb_refuses(tmp.path(), &dir, "s000/I", (&prefix, problem), problem);
+    assert_row_group_0_not_decoded(&dir);
+}
+
+/// A values page claiming more values than the index puts in its row group
+/// (here a chunk of 2^20 zeros, a 4 MiB page stored in a few hundred bytes,
+/// where the index says 256 values) is refused before it is decoded.
+#[test]
+fn a_values_page_past_what_the_index_says_is_refused_before_it_is_decoded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let v = Version::open(&dir).unwrap();
+    let first = &v
+        .index()
+        .unwrap()
+        .iter()
+        .find(|e| e.shard_path == SHARD && e.row_group == 0 && e.row_offset == 0)
+        .unwrap()
+        .clone();
+    let entries: i64 = v
+        .index()
+        .unwrap()
+        .iter()
+        .filter(|e| e.shard_path == SHARD && e.row_group == 0)
+        .map(|e| i64::from(e.n_values))
+        .sum();
+    let groups = shard_row_groups(&dir, |b| {
+        // row 0's values become 2^20 zeros
+        let i = b.schema().index_of("values").unwrap();
+        let list = b.column(i).as_list::<i32>();
+        let items = list.values().as_primitive::<Float32Type>();
+        let mut values: Vec<f32> = vec![0.0; 1 << 20];
+        let mut lengths = vec![1usize << 20];
+        for r in 1..list.len() {
+            let (s, e) = (list.value_offsets()[r] as usize, list.value_offsets()[r + 1] as usize);
+            values.extend_from_slice(&items.values()[s..e]);
+            lengths.push(e - s);
+        }
+        let field = match b.schema().field(i).data_type() {
+            arrow::datatypes::DataType::List(f) => Arc::clone(f),
+            other => panic!("{other}"),
+        };
+        let list = ListArray::new(
+            field,
+            OffsetBuffer::from_lengths(lengths),
+            Arc::new(arrow::array::Float32Array::from(values)) as ArrayRef,
+            None,
+        );
+        let mut columns = b.columns().to_vec();
+        columns[i] = Arc::new(list);
+        RecordBatch::try_new(b.schema(), columns).unwrap()
+    });
+    rewrite(&dir, SHARD, &groups, zstd().set_dictionary_enabled(false).build());
+    assert!(std::fs::metadata(dir.join(SHARD)).unwrap().len() < 64 << 10);
+    // the writer closes a page once past its size limit: row 0's page holds its 2^20 values alone
+    let claimed = 1 << 20;
+    let problem = format!("a values page claims {claimed} values, the index puts {entries} in its row group");
+    let path = dir.join(SHARD);
+    let id = first.meta.time_series_id.as_str();
+    let (code, stdout, err) = cli(&["cat", dir.to_str().unwrap(), id]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    let prefix = format!("timef: error: corrupt version: {}: ", path.display());
+    assert!(err.starts_with(&prefix) && err.trim_end().ends_with(&problem), "{err}\nwant {prefix}...{problem}");
+    match Version::open(&dir).unwrap().read_series(id) {
+        Err(Error::Corrupt { path: p, reason }) => {
+            assert_eq!(p, path);
+            assert!(reason.ends_with(&problem), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (code, stdout, err) = cli(&["export", dir.to_str().unwrap(), "--count"]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    assert!(err.trim_end().ends_with(&problem), "{err}");
+}
+
+/// A values page header whose `num_values` is negative (which cancelled a
+/// huge page in `verify`'s sum before) is refused by the reader and is a
+/// finding of `verify`, whose row group is then not decoded.
+#[test]
+fn a_negative_values_count_is_refused_and_a_verify_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let path = dir.join(SHARD);
+    let meta = parquet_metadata(&path);
+    let rg = meta.row_group(0);
+    let c = (0..rg.num_columns()).find(|&c| rg.column(c).column_path().string() == "values.list.element").unwrap();
+    let at = rg.column(c).byte_range().0 as usize;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (header, _) = timef::thrift::PageHeader::decode(&bytes[at..]).unwrap();
+    let timef::thrift::PageKind::Data { num_values, .. } = header.kind else { panic!("{header:?}") };
+    // type, both sizes and the crc are short-form i32 fields; then the data page header's num_values
+    let mut p = at;
+    for _ in 0..4 {
+        assert_eq!(bytes[p], 0x15);
+        p += 1;
+        while bytes[p] & 0x80 != 0 {
+            p += 1;
+        }
+        p += 1;
+    }
+    assert_eq!(bytes[p..p + 2], [0x1c, 0x15], "data_page_header, num_values at {p}");
+    let varint = |mut v: u64| {
+        let mut out = Vec::new();
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+        out
+    };
+    let (old, new) = (varint(2 * num_values as u64), varint(2 * num_values as u64 - 1));
+    assert_eq!(bytes[p + 2..p + 2 + old.len()], old[..]);
+    assert_eq!(old.len(), new.len(), "zigzag(-n) is as long as zigzag(n) here");
+    bytes.splice(p + 2..p + 2 + old.len(), new);
+    std::fs::write(&path, &bytes).unwrap();
+    reseal(&dir, SHARD);
+    let problem = format!("a values page claims -{num_values} values");
+    let (code, stdout, err) = cli(&["cat", dir.to_str().unwrap(), "s000/I"]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    assert!(err.trim_end().ends_with(&problem), "{err}\nwant ...{problem}");
+    let (code, stdout, _) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let line = format!("FAIL [page-header] {SHARD} row group 0, column values.list.element, page 0: {problem}");
+    assert!(stdout.lines().any(|l| l == line), "{stdout}\nwant {line}");
+    assert_row_group_0_not_decoded(&dir);
+}
