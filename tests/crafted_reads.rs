@@ -14,7 +14,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch, UInt32Array};
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::Float32Type;
-use common::{cli, commit, ecg_dataset, parquet_metadata, read_parquet, reseal, small_options};
+use common::{cli, commit, ecg_dataset, parquet_metadata, read_parquet, reseal, small_options, varint};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use timef::reader::Version;
@@ -254,15 +254,6 @@ fn a_negative_values_count_is_refused_and_a_verify_finding() {
         p += 1;
     }
     assert_eq!(bytes[p..p + 2], [0x1c, 0x15], "data_page_header, num_values at {p}");
-    let varint = |mut v: u64| {
-        let mut out = Vec::new();
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-        out
-    };
     let (old, new) = (varint(2 * num_values as u64), varint(2 * num_values as u64 - 1));
     assert_eq!(bytes[p + 2..p + 2 + old.len()], old[..]);
     assert_eq!(old.len(), new.len(), "zigzag(-n) is as long as zigzag(n) here");

@@ -332,15 +332,6 @@ fn claim_uncompressed(path: &Path, at: usize, plain: i32, bit_packed_levels: boo
             }
         }
     }
-    fn encode(mut v: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-        out
-    }
     let zigzag = |v: i32| ((v << 1) ^ (v >> 31)) as u32 as u64;
     let mut bytes = std::fs::read(path).unwrap();
     let (before, len) = timef::thrift::PageHeader::decode(&bytes[at..]).unwrap();
@@ -352,10 +343,10 @@ fn claim_uncompressed(path: &Path, at: usize, plain: i32, bit_packed_levels: boo
         fields.push(bytes[p + 1..p + 1 + n].to_vec());
         p += 1 + n;
     }
-    let new_size = encode(zigzag(plain));
+    let new_size = common::varint(zigzag(plain));
     let crc_len = fields[3].len() - (new_size.len() - fields[1].len());
     fields[1] = new_size;
-    fields[3] = encode(1 << (7 * (crc_len - 1)));
+    fields[3] = common::varint(1 << (7 * (crc_len - 1)));
     let patch: Vec<u8> = fields.iter().flat_map(|f| [vec![0x15], f.clone()].concat()).collect();
     assert_eq!(patch.len(), p - at, "the patched fields keep their length");
     bytes.splice(at..p, patch);

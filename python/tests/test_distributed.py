@@ -378,3 +378,27 @@ def test_s3_abort_while_a_worker_uploads_leaves_nothing_in_the_way(cli: Path) ->
     assert run_cli(cli, "gc", url, "--older-than-s", "0") == (
         f"removed s3://{bucket}/{a_prefix.rstrip('/')}\n1 claim(s) cleared, 1 file(s) removed")
     assert s3_keys(client, bucket) == version_keys
+
+
+def test_commit_refuses_forged_chunk_statistics(tmp_path: Path) -> None:
+    """A record whose chunk min, max, mean or m2 is forged: PartRecordError
+    `statistics_mismatch` naming the part, shard, chunk and field; nothing published."""
+    table = gluonts_rows(20, seed=4)
+    root = tmp_path / "dist"
+    for field in ("min", "max", "mean", "m2"):
+        w = plan(root, [table], parts=2)
+        records = write_parts(w, [table])
+        honest: dict = {}
+
+        def forge(doc: dict) -> None:
+            row = doc["index"][0]
+            honest.update(row)
+            row[field] = row[field] * 2 + 1
+
+        bad = tampered(records[1], forge)
+        with pytest.raises(timef.PartRecordError) as e:
+            timef.commit(w, [records[0], bad])
+        assert (e.value.problem, e.value.part, e.value.shard) == ("statistics_mismatch", 1, honest["shard"])
+        chunk = f"{honest['time_series_id']} chunk {honest['chunk_idx']}: {field} is "
+        assert chunk in e.value.reason and e.value.reason.endswith(" in the staged shard"), e.value.reason
+        assert listing(root / "d") == [], "no version, no staging left"

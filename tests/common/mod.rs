@@ -676,3 +676,14 @@ pub fn ingest_ucr(root: &Path, name: &str, version: &str, file: &Path) -> PathBu
     assert_eq!(code, 0, "{err}");
     root.join(name).join(version)
 }
+
+/// `v` as a ULEB128 varint (Thrift compact protocol), for crafting page headers.
+pub fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
