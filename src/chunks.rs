@@ -84,6 +84,11 @@ impl Index {
         let mut first: Option<&IndexEntry> = None;
         let (mut next_chunk, mut next_value) = (0i32, 0i64);
         let mut row_group_entries: HashMap<(String, i32), u64> = HashMap::new();
+        let mut run: Option<(&str, i32, u64)> = None;
+        let add = |map: &mut HashMap<(String, i32), u64>, shard: &str, rg: i32, n: u64| {
+            let total = map.entry((shard.to_string(), rg)).or_default();
+            *total = total.saturating_add(n);
+        };
         for (i, e) in entries.iter().enumerate() {
             let id = e.meta.time_series_id.as_str();
             match first {
@@ -118,8 +123,19 @@ impl Index {
             }
             next_chunk = next_chunk.saturating_add(1);
             next_value = next_value.saturating_add(i64::from(e.n_values));
-            let entries = row_group_entries.entry((e.shard_path.clone(), e.row_group)).or_default();
-            *entries = entries.saturating_add(u64::from(e.n_values.unsigned_abs().max(1)));
+            // consecutive rows share a row group: one map entry per run, not per row
+            let chunk_entries = u64::from(e.n_values.unsigned_abs().max(1));
+            match &mut run {
+                Some((shard, rg, n)) if *shard == e.shard_path && *rg == e.row_group => *n += chunk_entries,
+                _ => {
+                    if let Some((shard, rg, n)) = run.replace((e.shard_path.as_str(), e.row_group, chunk_entries)) {
+                        add(&mut row_group_entries, shard, rg, n);
+                    }
+                }
+            }
+        }
+        if let Some((shard, rg, n)) = run {
+            add(&mut row_group_entries, shard, rg, n);
         }
         Ok(Index { path, entries, row_group_entries })
     }
