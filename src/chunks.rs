@@ -7,7 +7,7 @@
 //! scan ([`crate::scan`], on threads) both read through it, so a decoder panic
 //! on crafted bytes is contained here, once.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -57,8 +57,9 @@ pub struct IndexEntry {
     pub std: f64,
 }
 
-/// The index of a version, checked as a whole when it is read: each series'
-/// chunks are consecutive rows, numbered 0, 1, ... with `value_offset` the sum
+/// The index of a version, checked as a whole when it is read: series in
+/// `(spec_type, channel, time_series_id)` order, each series' chunks
+/// consecutive rows, numbered 0, 1, ... with `value_offset` the sum
 /// of the chunks before, every chunk carries its chunk 0's metadata, and no
 /// count, row group or row offset is negative. So a repeated or reordered row
 /// is refused before any shard is read, by every read path.
@@ -80,7 +81,6 @@ impl Index {
     pub(crate) fn new(path: PathBuf, entries: Vec<IndexEntry>) -> Result<Index> {
         let corrupt =
             |row: usize, reason: String| Error::Corrupt { path: path.clone(), reason: format!("row {row}: {reason}") };
-        let mut seen: BTreeSet<&str> = BTreeSet::new();
         let mut first: Option<&IndexEntry> = None;
         let (mut next_chunk, mut next_value) = (0i32, 0i64);
         let mut row_group_entries: HashMap<(String, i32), u64> = HashMap::new();
@@ -100,11 +100,24 @@ impl Index {
                         ));
                     }
                 }
-                _ => {
-                    // the index is sorted by series: a series seen before is not contiguous
-                    if !seen.insert(id) {
-                        return Err(corrupt(i, format!("the chunks of {id} are not consecutive")));
+                Some(f) => {
+                    // sorted by series (no set of the ids seen, so memory does not grow with
+                    // them): a series met again after others sorts before the previous one
+                    let (a, b) = (&e.meta, &f.meta);
+                    if (&a.spec_type, &a.channel, &a.time_series_id) <= (&b.spec_type, &b.channel, &b.time_series_id) {
+                        return Err(corrupt(
+                            i,
+                            format!(
+                                "{id} does not sort after the previous series {} (spec_type, channel, time_series_id): \
+                                 a series' chunks are consecutive rows, in series order",
+                                f.meta.time_series_id
+                            ),
+                        ));
                     }
+                    first = Some(e);
+                    (next_chunk, next_value) = (0, 0);
+                }
+                None => {
                     first = Some(e);
                     (next_chunk, next_value) = (0, 0);
                 }

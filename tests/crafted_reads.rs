@@ -270,3 +270,33 @@ fn a_negative_values_count_is_refused_and_a_verify_finding() {
     assert!(stdout.lines().any(|l| l == line), "{stdout}\nwant {line}");
     assert_row_group_0_not_decoded(&dir);
 }
+
+/// The index with its first series' rows moved to the end (each series'
+/// chunks still consecutive, so no set of seen ids could catch it): refused
+/// by its sort order, naming the row, on every read path.
+#[test]
+fn an_index_out_of_series_order_is_a_corrupt_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let v = Version::open(&dir).unwrap();
+    let index = v.index().unwrap();
+    let first = &index[0].meta.time_series_id;
+    let k = index.iter().take_while(|e| &e.meta.time_series_id == first).count();
+    let (n, last) = (index.len(), index[index.len() - 1].meta.time_series_id.clone());
+    let batch = read_parquet(&dir.join(INDEX));
+    let rows: Vec<u32> = (k..n).chain(0..k).map(|r| r as u32).collect();
+    let moved = arrow::compute::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
+    rewrite(&dir, INDEX, &[moved], WriterProperties::builder().build());
+    let reason = format!(
+        "row {}: {first} does not sort after the previous series {last} (spec_type, channel, time_series_id): \
+         a series' chunks are consecutive rows, in series order",
+        n - k
+    );
+    let path = dir.join(INDEX);
+    let want = format!("timef: error: corrupt version: {}: {reason}\n", path.display());
+    every_verb_refuses(tmp.path(), &dir, first, (&want, &reason), &format!("row {}", n - k));
+    match Version::open(&dir).unwrap().read_series(&last) {
+        Err(Error::Corrupt { path: p, reason: r }) => assert_eq!((p, r), (path, reason)),
+        other => panic!("{other:?}"),
+    }
+}
