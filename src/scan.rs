@@ -10,7 +10,9 @@
 //! the reader's checks: shard paths must be listed in the manifest, page
 //! claims are checked ([`crate::footer::CheckedPages`]), every decoded row must
 //! be the `(time_series_id, chunk_idx, n_values)` the index points at, and a
-//! decoder panic on crafted bytes becomes [`Error::Corrupt`].
+//! decoder panic on crafted bytes becomes [`Error::Corrupt`]: each row group
+//! goes through the reader's one row-group decode (`chunks::decode`), the one
+//! [`Version::read_series`] uses for a single series.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
