@@ -18,7 +18,7 @@ process of its own (so its peak RSS is its own):
               the same non-overlapping windows), for --hf-seconds
   zstd        zstd level-3 single-thread decompression of the same values in
               1 MiB frames (pyarrow's codec): the decoder's ceiling
-  s3          timef with threads=0 on the version copied to moto S3 (with --s3-endpoint)
+  timef-s3    timef with threads=0 on the same version written to moto S3 (with --s3-endpoint)
 
 Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB.
 """
@@ -169,9 +169,9 @@ def main() -> None:
     plan = [("zstd", [str(stream)]), ("timef-1", [str(vdir), "1"]), ("timef", [str(vdir), "0"]),
             ("loader-1", [str(vdir), "1"]), ("loader-2", [str(vdir), "2"]), ("hf", [str(stream)])]
     if a.s3_endpoint:
-        url = copy_to_s3(vdir, a.s3_endpoint, tag)
         options = {"aws_endpoint": a.s3_endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
                    "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+        url = copy_to_s3(source, a.s3_endpoint, tag, options)
         plan.append(("timef-s3", [url, "0", json.dumps(options)]))
     for mode, args in plan:
         r = run(mode, *common, *[x for arg in args for x in ("--arg", arg)])
@@ -189,18 +189,17 @@ def main() -> None:
         print(f"s3 / local time: {results['timef-s3']['seconds'] / t['seconds']:.2f}x")
 
 
-def copy_to_s3(vdir: Path, endpoint: str, tag: str) -> str:
-    """The version copied to a new bucket of the local S3 server (plain HTTP PUTs; moto does not check signatures)."""
+def copy_to_s3(source: Path, endpoint: str, tag: str, options: dict) -> str:
+    """The version of `source` written to a new bucket of the local S3 server by
+    timef.ingest_arrow (the same bytes as the local version: writes are deterministic)."""
     import urllib.request
+
+    import timef
 
     bucket = f"timef-bench-{os.getpid()}"
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT")).read()
-    for p in sorted(vdir.rglob("*")):
-        if p.is_file():
-            key = f"bench/{tag}/{p.relative_to(vdir)}"
-            req = urllib.request.Request(f"{endpoint}/{bucket}/{key}", data=p.read_bytes(), method="PUT")
-            urllib.request.urlopen(req).read()
-    return f"s3://{bucket}/bench/{tag}"
+    return timef.ingest_arrow(str(source), f"s3://{bucket}/data", dataset_name="bench", dataset_version=tag,
+                              storage_options=options)
 
 
 if __name__ == "__main__":

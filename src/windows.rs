@@ -576,10 +576,14 @@ impl WindowPlan {
         let (context, length) = (self.options.context_length, self.options.window_length());
         let padding = (-start.min(0)) as usize;
         let from = start.max(0) as usize;
-        let mut window = vec![0f32; padding];
-        window.extend_from_slice(&values[from..from + length - padding]);
-        batch.past_values.extend_from_slice(&window[..context]);
-        batch.future_values.extend_from_slice(&window[context..]);
+        // the window is `padding` zeros then `values[from..]`, cut at `context`
+        let observed = &values[from..from + length - padding];
+        let (past_zeros, future_zeros) = (padding.min(context), padding.saturating_sub(context));
+        let (past, future) = observed.split_at(context - past_zeros);
+        batch.past_values.resize(batch.past_values.len() + past_zeros, 0.0);
+        batch.past_values.extend_from_slice(past);
+        batch.future_values.resize(batch.future_values.len() + future_zeros, 0.0);
+        batch.future_values.extend_from_slice(future);
         let meta = &self.blocks.series()[series];
         batch.series.push(series);
         batch.start.push(start);
