@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training windows, one run (issue 26, section 5): timef against HF datasets.
 
-  bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3-endpoint URL]
+  bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3-endpoint URL] [--gen PATH]
 
 Makes (once, kept in WORK) a ../shared/tools/gen_bench.py mixed input of
 --total-mib, its TimeF version (timef.ingest_arrow, default options) and an
@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=64)
     ap.add_argument("--hf-seconds", type=float, default=20)
     ap.add_argument("--s3-endpoint")
+    ap.add_argument("--gen", default=str(GEN), help="gen_bench.py (default: ../shared/tools/gen_bench.py)")
     ap.add_argument("--mode")
     ap.add_argument("--arg", action="append", default=[])
     a = ap.parse_args()
@@ -151,7 +152,7 @@ def main() -> None:
     source = work / f"{tag}.arrow"
     stream = work / f"{tag}.stream.arrow"
     if not source.exists():
-        subprocess.run([sys.executable, str(GEN), str(source), "--total-mib", str(a.total_mib), "--shape", "mixed"],
+        subprocess.run([sys.executable, a.gen, str(source), "--total-mib", str(a.total_mib), "--shape", "mixed"],
                        check=True)
     if not stream.exists():
         with pa.memory_map(str(source)) as f:

@@ -102,9 +102,9 @@ impl WindowOptions {
 
 /// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
 /// generators", 2014): the state advances by 0x9E3779B97F4A7C15 and each output
-/// is the state mixed by `z = (z ^ z>>30) * 0xBF58476D1CE4E5B9; z = (z ^ z>>27)
-/// * 0x94D049BB133111EB; z ^ z>>31`. The shuffle's only randomness
-/// (docs/format.md §10).
+/// is the state mixed by `z = (z ^ z>>30) * 0xBF58476D1CE4E5B9;`
+/// `z = (z ^ z>>27) * 0x94D049BB133111EB; z ^ z>>31`. The shuffle's only
+/// randomness (docs/format.md §10).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
