@@ -15,7 +15,7 @@
 //! of the selection, read with the row groups their chunks span, through the
 //! bulk read path's one seam ([`crate::scan`]'s `RowGroups`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -248,24 +248,28 @@ impl SeriesBlocks {
     pub fn read_row_group(&self, i: usize) -> Result<Vec<RecordBatch>> {
         self.row_groups.read(i)
     }
-    /// The values of every series of `blocks`, by series number, reading each
-    /// row group they span once, on `threads` threads (0: one per core).
+    /// The values of every series of `blocks`, reading each row group they
+    /// span once, on `threads` threads (0: one per core).
     ///
     /// # Errors
     /// Those of [`SeriesBlocks::read_row_group`].
-    pub fn read_blocks(&self, blocks: &[usize], threads: usize) -> Result<BTreeMap<usize, Vec<f32>>> {
-        let mut wanted: BTreeMap<usize, Vec<f32>> = BTreeMap::new();
+    pub fn read_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
+        let mut wanted: BTreeSet<usize> = BTreeSet::new();
         let mut units: Vec<usize> = Vec::new();
         for &b in blocks {
             let block = &self.blocks[b];
-            for s in block.series.clone() {
-                wanted.insert(s, Vec::with_capacity(usize::try_from(self.lengths[s]).unwrap_or(0)));
-            }
+            wanted.extend(block.series.clone());
             units.extend(block.row_groups.clone());
         }
         units.sort_unstable();
         units.dedup();
         let decoded = self.read_units(&units, threads)?;
+        // one allocation for the whole buffer: many series-sized ones in a shuffled order
+        // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows
+        let total: u64 = wanted.iter().map(|&s| self.lengths[s]).sum();
+        let mut out =
+            BlockValues { values: Vec::with_capacity(usize::try_from(total).unwrap_or(0)), series: Vec::new() };
+        // sorted row groups hold the wanted chunks in index order: each series is one run
         for (&unit, batches) in units.iter().zip(decoded) {
             let mut chunks = self.row_groups.chunks(unit);
             for batch in batches {
@@ -274,13 +278,21 @@ impl SeriesBlocks {
                 let offsets = list.value_offsets();
                 for row in 0..batch.num_rows() {
                     let Some((series, _, _)) = chunks.next() else { break };
-                    if let Some(values) = wanted.get_mut(&series) {
-                        values.extend_from_slice(&items[offsets[row] as usize..offsets[row + 1] as usize]);
+                    if !wanted.contains(&series) {
+                        continue;
+                    }
+                    let at = out.values.len();
+                    if out.series.last().is_none_or(|(last, _)| *last != series) {
+                        out.series.push((series, at..at));
+                    }
+                    out.values.extend_from_slice(&items[offsets[row] as usize..offsets[row + 1] as usize]);
+                    if let Some((_, range)) = out.series.last_mut() {
+                        range.end = out.values.len();
                     }
                 }
             }
         }
-        Ok(wanted)
+        Ok(out)
     }
 
     /// Row groups `units` decoded on up to `threads` threads, in the order given.
@@ -318,6 +330,27 @@ impl SeriesBlocks {
             out.push(r?);
         }
         Ok(out)
+    }
+}
+
+/// The values of the series of some blocks ([`SeriesBlocks::read_blocks`]),
+/// held in one buffer, series in index order.
+#[derive(Debug, Default)]
+pub struct BlockValues {
+    values: Vec<f32>,
+    /// `(series number, range of values)`, ascending.
+    series: Vec<(usize, Range<usize>)>,
+}
+
+impl BlockValues {
+    /// The values of series number `series`, if read.
+    pub fn get(&self, series: usize) -> Option<&[f32]> {
+        let at = self.series.binary_search_by_key(&series, |(s, _)| *s).ok()?;
+        Some(&self.values[self.series[at].1.clone()])
+    }
+    /// `(series number, values)` of every series read, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[f32])> + '_ {
+        self.series.iter().map(|(s, r)| (*s, &self.values[r.clone()]))
     }
 }
 
@@ -599,10 +632,10 @@ impl WindowPlan {
     pub fn block_windows(&self, block: usize) -> Result<WindowBatch> {
         let values = self.blocks.read_blocks(&[block], self.options.threads)?;
         let mut batch = WindowBatch::default();
-        for (series, values) in &values {
-            let n = self.blocks.series_len(*series);
+        for (series, values) in values.iter() {
+            let n = self.blocks.series_len(series);
             for k in 0..windows_of(&self.options, n) {
-                self.push_window(&mut batch, values, *series, window_start(&self.options, n, k));
+                self.push_window(&mut batch, values, series, window_start(&self.options, n, k));
             }
         }
         Ok(batch)
@@ -652,7 +685,7 @@ fn window_start(options: &WindowOptions, n: u64, k: u64) -> i64 {
 
 /// A decoded buffer and the windows taken from it.
 struct Buffer {
-    values: BTreeMap<usize, Vec<f32>>,
+    values: BlockValues,
     items: Vec<(usize, i64)>,
     next: usize,
 }
@@ -719,7 +752,8 @@ impl Windows {
             while buffer.next < buffer.items.len() && batch.len() < max.max(1) {
                 let (series, start) = buffer.items[buffer.next];
                 buffer.next += 1;
-                self.plan.push_window(&mut batch, &buffer.values[&series], series, start);
+                let Some(values) = buffer.values.get(series) else { continue };
+                self.plan.push_window(&mut batch, values, series, start);
             }
         }
         (!batch.is_empty()).then_some(Ok(batch))

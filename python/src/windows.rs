@@ -120,13 +120,17 @@ impl PyWindowPlan {
         let values = py.detach(|| plan.blocks().read_blocks(&[block], plan.options().threads)).map_err(to_py)?;
         let blocks = self.inner.blocks();
         let series = blocks.series();
+        let numbers: Vec<usize> = values.iter().map(|(s, _)| s).collect();
         let columns = PyDict::new(py);
-        let ids: Vec<&str> = values.keys().map(|&s| series[s].time_series_id.as_str()).collect();
-        columns.set_item("time_series_id", ids)?;
-        columns.set_item("sample_id", values.keys().map(|&s| blocks.sample_id(s)).collect::<Vec<_>>())?;
-        columns.set_item("t_start_s", values.keys().map(|&s| series[s].t_start_s).collect::<Vec<_>>())?;
-        columns.set_item("sampling_rate_hz", values.keys().map(|&s| series[s].sampling_rate_hz).collect::<Vec<_>>())?;
-        let arrays: Vec<Bound<'py, PyArray1<f32>>> = values.into_values().map(|v| PyArray1::from_vec(py, v)).collect();
+        columns.set_item(
+            "time_series_id",
+            numbers.iter().map(|&s| series[s].time_series_id.as_str()).collect::<Vec<_>>(),
+        )?;
+        columns.set_item("sample_id", numbers.iter().map(|&s| blocks.sample_id(s)).collect::<Vec<_>>())?;
+        columns.set_item("t_start_s", numbers.iter().map(|&s| series[s].t_start_s).collect::<Vec<_>>())?;
+        columns
+            .set_item("sampling_rate_hz", numbers.iter().map(|&s| series[s].sampling_rate_hz).collect::<Vec<_>>())?;
+        let arrays: Vec<Bound<'py, PyArray1<f32>>> = values.iter().map(|(_, v)| PyArray1::from_slice(py, v)).collect();
         let pa = py.import("pyarrow")?;
         let list_type = pa.call_method1("list_", (pa.call_method0("float32")?,))?;
         let kwargs = PyDict::new(py);
