@@ -180,6 +180,13 @@ pub(crate) struct Unit {
     values_entries: u64,
 }
 
+impl Unit {
+    /// `(series number in [`Plan::series`], chunk_idx, n_values)` of the selected rows, in row order.
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = (usize, i32, i32)> + '_ {
+        self.rows.iter().map(|r| (r.series, r.chunk_idx, r.n_values))
+    }
+}
+
 /// A shard and its footer, read once by the first read that needs it.
 struct Shard {
     loc: Location,

@@ -33,6 +33,7 @@ pub mod storage;
 pub mod tables;
 pub mod thrift;
 pub mod verify;
+pub mod windows;
 pub mod writer;
 
 /// The README's Rust example, compiled as a doctest so it cannot rot.

@@ -567,3 +567,30 @@ impl Version {
         Ok(d)
     }
 }
+
+/// The row groups of a selection, each read on its own by number: the one
+/// seam the window loader (`src/windows.rs`) reads through, in any order.
+pub(crate) struct RowGroups(Plan);
+
+impl RowGroups {
+    /// The row groups holding the chunks `selection` takes, in index order.
+    pub(crate) fn plan(version: &Version, selection: &Selection) -> Result<RowGroups> {
+        plan(version, selection).map(RowGroups)
+    }
+    /// The selected series, in index order.
+    pub(crate) fn series(&self) -> &[SeriesMeta] {
+        self.0.series()
+    }
+    /// Row groups, numbered `0..len()` in index order.
+    pub(crate) fn len(&self) -> usize {
+        self.0.units().len()
+    }
+    /// `(series number, chunk_idx, n_values)` of the selected chunks of row group `i`, in row order.
+    pub(crate) fn chunks(&self, i: usize) -> impl Iterator<Item = (usize, i32, i32)> + '_ {
+        self.0.units()[i].chunks()
+    }
+    /// Row group `i` decoded and checked (`chunks::decode`), as batches of [`scan_schema`].
+    pub(crate) fn read(&self, i: usize) -> Result<Vec<RecordBatch>> {
+        chunks::decode(&self.0, &self.0.units()[i])
+    }
+}

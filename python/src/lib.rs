@@ -17,6 +17,7 @@ mod distributed;
 mod errors;
 mod reader;
 mod values;
+mod windows;
 mod writer;
 
 use dataset::PyDataset;
@@ -192,6 +193,8 @@ fn _timef(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::PyWriter>()?;
     m.add_class::<writer::PyProgressEvent>()?;
     m.add_class::<reader::PyVersion>()?;
+    m.add_class::<windows::PyWindowPlan>()?;
+    m.add_class::<windows::PyWindows>()?;
     m.add_function(wrap_pyfunction!(new_id, m)?)?;
     m.add_function(wrap_pyfunction!(read_ucr, m)?)?;
     m.add_function(wrap_pyfunction!(read_tsf, m)?)?;

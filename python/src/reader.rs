@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 
 use crate::errors::to_py;
 use crate::values::to_numpy;
+use crate::windows::{PyWindowPlan, PyWindows};
 use crate::{core_root, json_to_py};
 
 /// A committed version opened for reading (`timef.open`).
@@ -122,20 +123,8 @@ impl PyVersion {
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         use arrow::pyarrow::IntoPyArrow;
-        use timef::scan::{scan_schema, ScanOptions, Selection};
-        if split.is_some() && task.is_none() {
-            return Err(to_py(timef::Error::InvalidOption { option: "split", reason: "needs task".into() }));
-        }
-        let mut selection = Selection::all();
-        if let Some(samples) = samples {
-            selection = selection.samples(samples);
-        }
-        if let Some(channels) = channels {
-            selection = selection.channels(channels);
-        }
-        if let Some(task) = task {
-            selection = selection.task(task, split.as_deref());
-        }
+        use timef::scan::{scan_schema, ScanOptions};
+        let selection = selection(samples, channels, task, split)?;
         let v = Arc::clone(&self.inner);
         let scan = py
             .detach(|| {
@@ -149,6 +138,89 @@ impl PyVersion {
         reader.into_pyarrow(py)
     }
 
+    /// The windows of `context_length + prediction_length` values at `stride`
+    /// (default: the window length) over the selected series (as `scan` takes
+    /// them), shuffled with `seed` (`shuffle`) by blocks of row groups in
+    /// buffers of `shuffle_buffer_row_groups` (`timef::windows`, docs/format.md §10).
+    #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
+                        channels = None, stride = None, pad = false, shuffle = true, seed = 0,
+                        shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS, threads = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn window_plan(
+        &self,
+        py: Python<'_>,
+        context_length: usize,
+        prediction_length: usize,
+        task: Option<String>,
+        split: Option<String>,
+        samples: Option<Vec<String>>,
+        channels: Option<Vec<String>>,
+        stride: Option<usize>,
+        pad: bool,
+        shuffle: bool,
+        seed: u64,
+        shuffle_buffer_row_groups: usize,
+        threads: usize,
+    ) -> PyResult<PyWindowPlan> {
+        let options = timef::windows::WindowOptions {
+            stride,
+            pad,
+            shuffle,
+            seed,
+            shuffle_buffer_row_groups,
+            threads,
+            ..timef::windows::WindowOptions::new(context_length, prediction_length)
+        };
+        PyWindowPlan::new(py, &self.inner, selection(samples, channels, task, split)?, options)
+    }
+
+    /// The windows of `window_plan(...)` that rank `rank` of `world_size`
+    /// takes in `epoch`, as dict batches of at most `batch_size` numpy arrays
+    /// (see `WindowPlan.windows`).
+    #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
+                        channels = None, stride = None, pad = false, shuffle = true, seed = 0, epoch = 0, rank = 0,
+                        world_size = 1, batch_size = 256,
+                        shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS, threads = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn windows(
+        &self,
+        py: Python<'_>,
+        context_length: usize,
+        prediction_length: usize,
+        task: Option<String>,
+        split: Option<String>,
+        samples: Option<Vec<String>>,
+        channels: Option<Vec<String>>,
+        stride: Option<usize>,
+        pad: bool,
+        shuffle: bool,
+        seed: u64,
+        epoch: u64,
+        rank: usize,
+        world_size: usize,
+        batch_size: usize,
+        shuffle_buffer_row_groups: usize,
+        threads: usize,
+    ) -> PyResult<PyWindows> {
+        let plan = self.window_plan(
+            py,
+            context_length,
+            prediction_length,
+            task,
+            split,
+            samples,
+            channels,
+            stride,
+            pad,
+            shuffle,
+            seed,
+            shuffle_buffer_row_groups,
+            threads,
+        )?;
+        let share = timef::windows::Share { consumer: rank, consumers: world_size, consumed: Vec::new(), taken: 0 };
+        plan.iter(py, epoch, share, batch_size)
+    }
+
     /// Checks the version end to end; returns the report as a dict
     /// (`findings`: list of {file, location, check, message}; empty when conforming).
     fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -158,6 +230,29 @@ impl PyVersion {
     fn __repr__(&self) -> String {
         format!("Version({:?})", self.dir())
     }
+}
+
+/// The selection of `scan`, `window_plan` and `windows`.
+fn selection(
+    samples: Option<Vec<String>>,
+    channels: Option<Vec<String>>,
+    task: Option<String>,
+    split: Option<String>,
+) -> PyResult<timef::scan::Selection> {
+    if split.is_some() && task.is_none() {
+        return Err(to_py(timef::Error::InvalidOption { option: "split", reason: "needs task".into() }));
+    }
+    let mut selection = timef::scan::Selection::all();
+    if let Some(samples) = samples {
+        selection = selection.samples(samples);
+    }
+    if let Some(channels) = channels {
+        selection = selection.channels(channels);
+    }
+    if let Some(task) = task {
+        selection = selection.task(task, split.as_deref());
+    }
+    Ok(selection)
 }
 
 fn verify_at(py: Python<'_>, loc: &timef::storage::Location) -> PyResult<Py<PyAny>> {

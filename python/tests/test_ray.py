@@ -174,3 +174,30 @@ def test_readme_ray_example_runs(local_ray: None, tmp_path: Path, monkeypatch: p
     v = timef.open(tmp_path / "out" / "meters" / "v1")
     assert v.samples().num_rows == 100
     assert v.verify()["findings"] == []
+
+
+def test_read_gives_the_series_chunks_and_windows_of_a_version(local_ray: None, tmp_path: Path) -> None:
+    """timef.ray.read: one task per row group or block; the rows equal the local reads."""
+    vdir = timef.ingest_arrow(gluonts_rows(20, seed=3), tmp_path, dataset_name="r", dataset_version="v1", **SMALL)
+    v = timef.open(vdir)
+    plan = v.window_plan(32, 8, shuffle=False)
+    assert plan.row_groups > plan.blocks > 1, "series span row groups"
+    ids = list(dict.fromkeys(v.index().column("time_series_id").to_pylist()))
+    series = timef.ray.read(vdir).take_all()
+    assert sorted(r["time_series_id"] for r in series) == sorted(ids)
+    for r in series:
+        np.testing.assert_array_equal(r["values"], v.read_series(r["time_series_id"]))
+    chunks = pa.concat_tables(ray.get(timef.ray.read(vdir, what="chunks").to_arrow_refs()))
+    scanned = v.scan().read_all()
+    assert sorted(zip(*(chunks.column(c).to_pylist() for c in ("time_series_id", "chunk_idx")))) == sorted(
+        zip(*(scanned.column(c).to_pylist() for c in ("time_series_id", "chunk_idx"))))
+    windows = timef.ray.read(vdir, what="windows", context_length=32, prediction_length=8).take_all()
+    local = [(i, int(s)) for b in v.windows(32, 8, shuffle=False) for i, s in zip(b["time_series_id"], b["start"])]
+    assert sorted((w["time_series_id"], int(w["start"])) for w in windows) == sorted(local)
+    for w in windows[:50]:
+        values = v.read_series(w["time_series_id"])
+        s = int(w["start"])
+        np.testing.assert_array_equal(np.asarray(w["past_values"]), values[s : s + 32])
+        np.testing.assert_array_equal(np.asarray(w["future_values"]), values[s + 32 : s + 40])
+    with pytest.raises(ValueError, match="what='windows' needs context_length"):
+        timef.ray.read(vdir, what="windows")

@@ -320,9 +320,116 @@ class Version:
         split, or ``split`` without ``task`` (``field`` names it); a corrupt
         shard met while reading raises from the reader's ``read_next_batch`` /
         ``read_all`` (pyarrow's exception, carrying timef's message)."""
+    def window_plan(
+        self,
+        context_length: int,
+        prediction_length: int = 0,
+        *,
+        task: str | None = None,
+        split: str | None = None,
+        samples: list[str] | None = None,
+        channels: list[str] | None = None,
+        stride: int | None = None,
+        pad: bool = False,
+        shuffle: bool = True,
+        seed: int = 0,
+        shuffle_buffer_row_groups: int = 8,
+        threads: int = 0,
+    ) -> WindowPlan:
+        """The windows of ``context_length + prediction_length`` values at
+        ``stride`` (default: the window length, no overlap) over the series
+        ``scan`` would select (docs/format.md §10). ``pad``: a series shorter
+        than a window gives one, zeros first (masked). ``shuffle``: the epoch's
+        order is a function of ``seed`` and the epoch only, with locality
+        (blocks of row groups permuted, windows permuted within buffers of
+        ``shuffle_buffer_row_groups`` blocks; memory about two buffers of
+        decoded values); otherwise index order. Raises ``ValueError``
+        (``field`` names the option) for ``context_length`` 0, ``stride`` 0,
+        ``shuffle_buffer_row_groups`` 0; ``TimeFValidationError`` as ``scan``."""
+    def windows(
+        self,
+        context_length: int,
+        prediction_length: int = 0,
+        *,
+        task: str | None = None,
+        split: str | None = None,
+        samples: list[str] | None = None,
+        channels: list[str] | None = None,
+        stride: int | None = None,
+        pad: bool = False,
+        shuffle: bool = True,
+        seed: int = 0,
+        epoch: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        batch_size: int = 256,
+        shuffle_buffer_row_groups: int = 8,
+        threads: int = 0,
+    ) -> Windows:
+        """Rank ``rank`` of ``world_size``'s windows of ``window_plan(...)`` in
+        ``epoch`` (a contiguous share of the epoch's one order), as dict
+        batches of up to ``batch_size`` windows (see :class:`Windows`)."""
     def verify(self) -> dict[str, Any]:
         """End-to-end check; ``findings`` (list of dicts with file, location, check,
         message) is empty for a conforming version."""
+
+class WindowPlan:
+    """The windows of a selection (:meth:`Version.window_plan`); ``len()`` is
+    the windows per epoch. Not picklable: build one per process."""
+
+    def __len__(self) -> int: ...
+    @property
+    def blocks(self) -> int:
+        """Blocks: the series starting in one row group (``read_block``, ``block_windows``)."""
+    @property
+    def row_groups(self) -> int:
+        """Row groups of the selection (``read_row_group``)."""
+    def windows(
+        self,
+        *,
+        epoch: int = 0,
+        consumer: int = 0,
+        consumers: int = 1,
+        consumed: list[tuple[int, int]] = ...,
+        taken: int = 0,
+        batch_size: int = 256,
+    ) -> Windows:
+        """Consumer ``consumer`` of ``consumers``'s contiguous span of the
+        epoch's windows not in ``consumed`` (global positions, half-open
+        ranges), less its first ``taken``. Raises ``ValueError`` for a consumer
+        outside ``consumers``."""
+    def order(
+        self,
+        *,
+        epoch: int = 0,
+        consumer: int = 0,
+        consumers: int = 1,
+        consumed: list[tuple[int, int]] = ...,
+        taken: int = 0,
+    ) -> list[tuple[str, int]]:
+        """``(time_series_id, start)`` of the same windows, from the index alone."""
+    def merge_consumed(self, consumed: list[tuple[int, int]], taken: list[int]) -> list[tuple[int, int]]:
+        """The positions handed out once consumer ``c`` of ``len(taken)`` took
+        ``taken[c]`` windows of its span: the ``consumed`` of any later split."""
+    def block_windows(self, block: int) -> dict[str, Any]:
+        """Every window of one block in index order, as one batch."""
+    def read_block(self, block: int) -> pa.Table:
+        """The whole series of one block: time_series_id, sample_id, t_start_s,
+        sampling_rate_hz, values (list<float32>)."""
+    def read_row_group(self, i: int) -> pa.Table:
+        """Row group ``i`` of the selection as chunk rows (``scan``'s columns)."""
+
+class Windows:
+    """An iterator of dict batches: ``time_series_id``, ``sample_id`` (lists of
+    str), ``start`` (int64 ``[n]``, index of the first value; negative when
+    padded), ``start_s`` (float64 ``[n]``, its time in seconds),
+    ``past_values`` (float32 ``[n, context_length]``), ``future_values``
+    (float32 ``[n, prediction_length]``), and with ``pad``
+    ``past_observed_mask``/``future_observed_mask`` (bool). Reads one buffer
+    ahead on a thread of its own; a read error raises from ``next``."""
+
+    def __iter__(self) -> Windows: ...
+    def __next__(self) -> dict[str, Any]: ...
 
 def new_id() -> str:
     """A new UUIDv7 (canonical lowercase hyphenated string), time ordered."""

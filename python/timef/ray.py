@@ -31,12 +31,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+import numpy as np
 import pyarrow as pa
 import ray
 
 import timef
 
-__all__ = ["DEFAULT_MAX_RETRIES", "write"]
+__all__ = ["DEFAULT_MAX_RETRIES", "read", "write"]
 
 DEFAULT_MAX_RETRIES = 3
 """Times Ray reruns a split or part task whose worker process died (a
@@ -160,3 +161,104 @@ def write(
             ]
         )
         return plan.commit(records)
+
+
+_READ_WHAT = ("chunks", "series", "windows")
+
+
+def read(
+    version_dir: StrPath,
+    *,
+    what: str = "series",
+    context_length: int | None = None,
+    prediction_length: int = 0,
+    task: str | None = None,
+    split: str | None = None,
+    samples: Sequence[str] | None = None,
+    channels: Sequence[str] | None = None,
+    stride: int | None = None,
+    pad: bool = False,
+    threads: int = 1,
+    storage_options: Mapping[str, str] | None = None,
+) -> ray.data.Dataset:
+    """The selected series of the version at ``version_dir`` as a Ray Dataset,
+    read in parallel by row group (one read task per unit, on any worker that
+    sees ``version_dir`` or the object store):
+
+    - ``what="chunks"``: one row per chunk (the columns of ``Version.scan``),
+      one task per row group;
+    - ``what="series"`` (default): one row per whole series (time_series_id,
+      sample_id, t_start_s, sampling_rate_hz, values), one task per block (the
+      series starting in one row group, read with the row groups they span);
+    - ``what="windows"``: one row per window of ``context_length +
+      prediction_length`` values at ``stride`` (the fields of
+      ``Version.windows``: past_values and future_values as fixed-shape
+      tensors), one task per block, each block's windows in index order.
+
+    ``task``/``split``, ``samples`` and ``channels`` select as ``Version.scan``
+    does; ``threads`` decode row groups in parallel within a task. Rows come in
+    index order when the dataset preserves order.
+
+    Raises ``ValueError`` for an unknown ``what`` or ``what="windows"`` without
+    ``context_length``; those of :func:`timef.open` and
+    :meth:`timef.Version.window_plan` on the driver."""
+    if what not in _READ_WHAT:
+        raise ValueError(f"what={what!r} is not one of {', '.join(_READ_WHAT)}")
+    if what == "windows" and context_length is None:
+        raise ValueError("what='windows' needs context_length")
+    plan_args = dict(
+        # chunks and series do not cut windows: any window length plans their units
+        context_length=context_length if what == "windows" else 1,
+        prediction_length=prediction_length if what == "windows" else 0,
+        task=task,
+        split=split,
+        samples=list(samples) if samples is not None else None,
+        channels=list(channels) if channels is not None else None,
+        stride=stride,
+        pad=pad,
+        shuffle=False,
+        threads=threads,
+    )
+    options = dict(storage_options) if storage_options is not None else None
+    source = os.fspath(version_dir)
+    plan = timef.open(source, storage_options=options).window_plan(**plan_args)
+    units = plan.row_groups if what == "chunks" else plan.blocks
+    if units == 0:
+        return ray.data.from_items([])
+
+    def read_units(batch: dict[str, np.ndarray]) -> Any:
+        p = _plan_in_worker(source, options, plan_args)
+        out = []
+        for unit in batch["unit"]:
+            if what == "chunks":
+                out.append(p.read_row_group(int(unit)))
+            elif what == "series":
+                out.append(p.read_block(int(unit)))
+            else:
+                out.append(_window_table(p.block_windows(int(unit))))
+        return pa.concat_tables(out)
+
+    ds = ray.data.range(units, override_num_blocks=units).rename_columns({"id": "unit"})
+    return ds.map_batches(read_units, batch_size=1, batch_format="numpy")
+
+
+_PLANS: dict[tuple[Any, ...], Any] = {}
+
+
+def _plan_in_worker(source: str, options: Mapping[str, str] | None, plan_args: Mapping[str, Any]) -> Any:
+    """The window plan of a read task, built once per worker process."""
+    key = (os.getpid(), source, repr(sorted((options or {}).items())), repr(sorted(plan_args.items())))
+    if key not in _PLANS:
+        _PLANS[key] = timef.open(source, storage_options=options).window_plan(**plan_args)
+    return _PLANS[key]
+
+
+def _window_table(batch: Mapping[str, Any]) -> pa.Table:
+    """A ``Version.windows`` batch as a table, 2-d arrays as fixed-shape tensors."""
+    columns = {}
+    for key, value in batch.items():
+        if isinstance(value, np.ndarray) and value.ndim == 2:
+            columns[key] = pa.FixedShapeTensorArray.from_numpy_ndarray(np.ascontiguousarray(value))
+        else:
+            columns[key] = pa.array(value)
+    return pa.table(columns)

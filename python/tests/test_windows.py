@@ -1,0 +1,263 @@
+"""Training windows from Python: `Version.windows` (numpy batches) and
+`timef.torch.WindowDataset` (DataLoader workers and ranks, resume through
+torchdata's StatefulDataLoader, fork and spawn on local and S3 versions), on a
+version of 60 GluonTS-style series of 40 to 2400 values in 1 KiB chunks and
+4 KiB row groups (series span row groups)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import timef
+from conftest import REPO, _skip_or_fail, gluonts_rows, s3_bucket, s3_endpoint, s3_options
+
+try:
+    import torch
+    from torch.utils.data import DataLoader
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    import timef.torch
+except ImportError as e:  # visible skip on a dev machine; under CI a failure (see `needs_torch`)
+    torch = None
+    TORCH_MISSING = str(e)
+
+SMALL = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
+CONTEXT, HORIZON = 48, 16
+CHILD_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def needs_torch() -> None:
+    if torch is None:
+        _skip_or_fail(f"torch/torchdata are not installed ({TORCH_MISSING}); .ci/run installs them")
+
+
+@pytest.fixture(scope="module")
+def vdir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("win")
+    return timef.ingest_arrow(gluonts_rows(60, seed=5), root, dataset_name="w", dataset_version="v1", **SMALL)
+
+
+def expected(vdir: str, length: int, stride: int) -> list[tuple[str, int]]:
+    """Every window (id, start) in index order, from the series lengths alone."""
+    v = timef.open(vdir)
+    out = []
+    for sid in dict.fromkeys(v.index().column("time_series_id").to_pylist()):
+        n = len(v.read_series(sid))
+        out.extend((sid, s) for s in range(0, n - length + 1, stride))
+    return out
+
+
+def keys(batch: dict[str, Any]) -> list[tuple[str, int]]:
+    return list(zip(batch["time_series_id"], (int(s) for s in batch["start"])))
+
+
+def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir: str) -> None:
+    v = timef.open(vdir)
+    want = expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON)
+    assert len(want) == 390
+    series = {sid: v.read_series(sid) for sid, _ in want}
+    got: list[tuple[str, int]] = []
+    for batch in v.windows(CONTEXT, HORIZON, shuffle=False, batch_size=100):
+        assert batch["past_values"].shape == (len(batch["start"]), CONTEXT)
+        assert batch["past_values"].dtype == np.float32 and batch["future_values"].shape[1] == HORIZON
+        for i, (sid, s) in enumerate(keys(batch)):
+            np.testing.assert_array_equal(batch["past_values"][i], series[sid][s : s + CONTEXT])
+            np.testing.assert_array_equal(batch["future_values"][i], series[sid][s + CONTEXT : s + CONTEXT + HORIZON])
+            assert batch["start_s"][i] == 1_600_000_000 + 3600 * int(sid.split("-")[-1]) + s * 1.0
+        got.extend(keys(batch))
+    assert got == want
+    shuffled = [k for b in v.windows(CONTEXT, HORIZON, seed=3) for k in keys(b)]
+    assert shuffled != want and sorted(shuffled) == sorted(want)
+    assert [k for b in v.windows(CONTEXT, HORIZON, seed=3) for k in keys(b)] == shuffled
+    assert [k for b in v.windows(CONTEXT, HORIZON, seed=4) for k in keys(b)] != shuffled
+    assert [k for b in v.windows(CONTEXT, HORIZON, seed=3, epoch=1) for k in keys(b)] != shuffled
+    # rank shares are contiguous spans of the one order
+    ranks = [[k for b in v.windows(CONTEXT, HORIZON, seed=3, rank=r, world_size=3) for k in keys(b)] for r in range(3)]
+    assert ranks[0] + ranks[1] + ranks[2] == shuffled
+    with pytest.raises(ValueError, match="invalid option stride: must be at least 1"):
+        v.windows(CONTEXT, stride=0)
+
+
+def test_padding_masks_short_series(vdir: str) -> None:
+    v = timef.open(vdir)
+    plan = v.window_plan(1000, 500, pad=True, shuffle=False)
+    (batch,) = list(plan.windows(batch_size=len(plan)))
+    padded = [i for i, s in enumerate(batch["start"]) if s < 0]
+    assert len(padded) == 56 and len(plan) == 56 + 4  # the 4 series of 2400 values give one window each
+    for i in padded:
+        sid, start = keys(batch)[i]
+        n = len(v.read_series(sid))
+        assert start == n - 1500
+        past, future = batch["past_observed_mask"][i], batch["future_observed_mask"][i]
+        assert past.sum() + future.sum() == n and not past[0] and future[-1] and past[1500 - n:].all()
+        window = np.concatenate([batch["past_values"][i], batch["future_values"][i]])
+        np.testing.assert_array_equal(window[1500 - n:], v.read_series(sid))
+        assert not window[: 1500 - n].any()
+
+
+def test_import_timef_does_not_import_torch() -> None:
+    out = subprocess.run([sys.executable, "-c", "import sys, timef; print('torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def dataset(vdir: str, **kw: Any) -> "timef.torch.WindowDataset":
+    return timef.torch.WindowDataset(vdir, CONTEXT, HORIZON, **{"seed": 7, **kw})
+
+
+def loader_keys(loader: Any) -> list[tuple[str, int]]:
+    return [k for batch in loader for k in keys(batch)]
+
+
+def test_ranks_and_workers_take_every_window_exactly_once(needs_torch: None, vdir: str) -> None:
+    plan = timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7)
+    whole = plan.order(epoch=2)
+    assert sorted(whole) == sorted(expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON))
+    for ranks, workers in [(1, 1), (1, 2), (2, 1), (2, 2), (3, 2)]:
+        seen: list[tuple[str, int]] = []
+        for rank in range(ranks):
+            ds = dataset(vdir, rank=rank, world_size=ranks)
+            ds.set_epoch(2)
+            got = loader_keys(DataLoader(ds, batch_size=10, num_workers=workers,
+                                         multiprocessing_context="fork" if workers else None))
+            shares = [plan.order(epoch=2, consumer=rank * workers + k, consumers=ranks * workers)
+                      for k in range(workers)]
+            assert Counter(got) == Counter(k for s in shares for k in s), (ranks, workers, rank)
+            if workers == 1:
+                assert got == shares[0]
+            seen.extend(got)
+        assert Counter(seen) == Counter(whole) and len(seen) == len(whole), (ranks, workers)
+
+
+def test_the_order_is_fixed_by_seed_and_epoch(needs_torch: None, vdir: str) -> None:
+    def order(**kw: Any) -> list[tuple[str, int]]:
+        ds = dataset(vdir, **{k: v for k, v in kw.items() if k != "epoch"})
+        ds.set_epoch(kw.get("epoch", 0))
+        return [(w["time_series_id"], w["start"]) for w in ds]
+
+    first = order()
+    assert order() == first
+    assert order(epoch=1) != first and sorted(order(epoch=1)) == sorted(first)
+    assert order(seed=8) != first
+    window = next(iter(dataset(vdir)))
+    assert window["past_values"].shape == (CONTEXT,) and window["past_values"].dtype == torch.float32
+    assert set(window) == {"time_series_id", "sample_id", "start", "start_s", "past_values", "future_values"}
+    assert window["sample_id"] == window["time_series_id"]
+
+
+def test_resume_in_one_process_continues_exactly(needs_torch: None, vdir: str) -> None:
+    ds = dataset(vdir)
+    ds.set_epoch(4)
+    whole = [(w["time_series_id"], w["start"]) for w in ds]
+    ds = dataset(vdir)
+    ds.set_epoch(4)
+    it = iter(ds)
+    head = [(w["time_series_id"], w["start"]) for _, w in zip(range(37), it)]
+    state = ds.state_dict()
+    assert (state["epoch"], state["taken"], state["consumers"]) == (4, 37, 1)
+    resumed = dataset(vdir)
+    resumed.load_state_dict(state)
+    resumed.set_epoch(4)  # the training loop's call keeps the resume of the same epoch
+    assert head + [(w["time_series_id"], w["start"]) for w in resumed] == whole
+    # a state of another seed is refused
+    with pytest.raises(ValueError, match="state of another seed"):
+        timef.torch.WindowDataset(vdir, CONTEXT, HORIZON, seed=8).load_state_dict(state)
+
+
+def test_resume_through_stateful_dataloader_also_with_other_workers(needs_torch: None, vdir: str) -> None:
+    def loader(ds: Any, workers: int) -> Any:
+        return StatefulDataLoader(ds, batch_size=8, num_workers=workers, multiprocessing_context="fork")
+
+    whole = [keys(b) for b in loader(dataset(vdir), 2)]
+    dl = loader(dataset(vdir), 2)
+    it = iter(dl)
+    head = [keys(next(it)) for _ in range(5)]
+    state = dl.state_dict()
+    del it
+    again = loader(dataset(vdir), 2)
+    again.load_state_dict(state)
+    assert head + [keys(b) for b in again] == whole, "the same batches as the uninterrupted run"
+    # three workers after two: the windows not handed out yet, each once
+    ds = dataset(vdir)
+    ds.load_state_dict(state)
+    rest = [k for b in loader(ds, 3) for k in keys(b)]
+    done = [k for b in head for k in b]
+    assert Counter(done + rest) == Counter(k for b in whole for k in b)
+    assert len(done) + len(rest) == sum(len(b) for b in whole)
+
+
+def _child_script(url: str, options: dict[str, str] | None, context: str) -> str:
+    return textwrap.dedent(f"""
+        import json, torch.utils.data, timef.torch
+        ds = timef.torch.WindowDataset({url!r}, {CONTEXT}, {HORIZON}, seed=7, storage_options={options!r})
+        n = len(ds)  # the parent reads the version before the workers start
+        dl = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context={context!r})
+        got = sorted((i, int(s)) for b in dl for i, s in zip(b["time_series_id"], b["start"]))
+        print(json.dumps([n, got]))
+    """)
+
+
+def _run_child(url: str, options: dict[str, str] | None, context: str) -> list[Any]:
+    """The windows a DataLoader of 2 workers reads in a child process, which
+    must finish within CHILD_TIMEOUT_S (a hang fails the test)."""
+    # its own session, so that on a timeout its DataLoader workers are killed with it
+    child = subprocess.Popen([sys.executable, "-c", _child_script(url, options, context)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail(f"a DataLoader with {context} workers on {url} hung (> {CHILD_TIMEOUT_S} s)")
+    assert child.returncode == 0, stderr[-3000:]
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_dataloader_workers_on_a_local_version(needs_torch: None, vdir: str, context: str) -> None:
+    want = sorted(expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON))
+    n, got = _run_child(vdir, None, context)
+    assert n == len(want) and [tuple(k) for k in got] == want
+
+
+@pytest.fixture(scope="module")
+def s3_version(vdir: str) -> tuple[str, dict[str, str]]:
+    endpoint = s3_endpoint()
+    options = s3_options(endpoint)
+    url = f"s3://{s3_bucket(endpoint)}/data"
+    rows = gluonts_rows(60, seed=5)
+    return timef.ingest_arrow(rows, url, dataset_name="w", dataset_version="v1", storage_options=options,
+                              **SMALL), options
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_dataloader_workers_on_an_s3_version(needs_torch: None, vdir: str, s3_version: tuple[str, dict[str, str]],
+                                             context: str) -> None:
+    url, options = s3_version
+    want = sorted(expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON))
+    n, got = _run_child(url, options, context)
+    assert n == len(want) and [tuple(k) for k in got] == want
+
+
+def test_readme_training_example_runs(needs_torch: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    text = (REPO / "README.md").read_text()
+    blocks = re.findall(r"<!-- training-example -->\s*```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "README.md must hold one ```python block after <!-- training-example -->"
+    assert len(blocks[0].strip().splitlines()) <= 12
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "README.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "epoch 1: 40 batches of torch.Size([32, 512])"

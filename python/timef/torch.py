@@ -1,0 +1,263 @@
+"""Training windows of a TimeF version as a PyTorch ``IterableDataset``.
+
+``WindowDataset`` yields the windows of :meth:`timef.Version.window_plan` (the
+Rust core cuts, orders and reads them; ``docs/format.md`` §10): every window of
+``context_length + prediction_length`` values, in an elastic deterministic
+shuffle. The order of an epoch is a function of (version, selection, window
+parameters, seed, epoch) only; rank ``r`` of ``W`` and DataLoader worker ``k``
+of ``K`` take consumer ``r * K + k``'s contiguous share of it, so together they
+take every window exactly once, whatever ``W`` and ``K``.
+
+Resume: ``state_dict()`` / ``load_state_dict()`` continue an epoch exactly
+after the last window handed out, in one process and through torchdata's
+``StatefulDataLoader`` (each worker saves and restores its own share). When the
+number of workers or ranks changes, pass the old states (a ``StatefulDataLoader``
+state dict, or a list of every rank's) to ``load_state_dict`` of the dataset
+before building the new loader: the windows already handed out are skipped and
+the rest is split among the new consumers.
+
+``import timef`` does not import torch; ``import timef.torch`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Union
+
+import torch
+import torch.distributed
+import torch.utils.data
+
+import timef
+
+__all__ = ["STATE_KEY", "WindowDataset"]
+
+STATE_KEY = "timef_window_state"
+"""Key marking a ``WindowDataset`` state dict (its value is the format number, 1)."""
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+class WindowDataset(torch.utils.data.IterableDataset):
+    """The windows of the version at ``version_dir`` (a path or an object-store
+    URL with ``storage_options``), as dicts of ``time_series_id`` (str),
+    ``sample_id`` (str: the first sample listing the series), ``start`` (int:
+    index of the first value in the series), ``start_s`` (float: its time in
+    seconds), ``past_values`` (float32 tensor ``[context_length]``) and
+    ``future_values`` (float32 tensor ``[prediction_length]``), plus
+    ``past_observed_mask`` / ``future_observed_mask`` (bool) with ``pad``.
+
+    With ``batch_size`` set, each item is a batch of up to ``batch_size``
+    windows (tensors with a leading window dimension, lists of str): use it
+    with ``DataLoader(batch_size=None)``; it avoids a collate per window.
+
+    ``task``/``split``, ``samples`` and ``channels`` select series as
+    ``Version.scan`` does; ``stride`` defaults to the window length (no
+    overlap); ``pad`` gives a series shorter than one window one window padded
+    at the front with zeros. ``shuffle`` orders by ``seed`` and the epoch
+    (:meth:`set_epoch`) in buffers of ``shuffle_buffer_row_groups`` blocks of
+    row groups (memory: two buffers of decoded values); otherwise index order.
+    ``rank`` and ``world_size`` default to ``torch.distributed``'s when it is
+    initialized, else 0 and 1. ``threads`` decode row groups in parallel per
+    process (0: one per core).
+
+    Raises (when iterated, or at the first ``state_dict``/``len``) those of
+    :func:`timef.open` and :meth:`timef.Version.window_plan`.
+    """
+
+    def __init__(
+        self,
+        version_dir: StrPath,
+        context_length: int,
+        prediction_length: int = 0,
+        *,
+        task: str | None = None,
+        split: str | None = None,
+        samples: Sequence[str] | None = None,
+        channels: Sequence[str] | None = None,
+        stride: int | None = None,
+        pad: bool = False,
+        shuffle: bool = True,
+        seed: int = 0,
+        rank: int | None = None,
+        world_size: int | None = None,
+        batch_size: int | None = None,
+        shuffle_buffer_row_groups: int = 8,
+        threads: int = 0,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.version_dir = os.fspath(version_dir)
+        self.storage_options = dict(storage_options) if storage_options is not None else None
+        self.plan_args: dict[str, Any] = dict(
+            context_length=context_length,
+            prediction_length=prediction_length,
+            task=task,
+            split=split,
+            samples=list(samples) if samples is not None else None,
+            channels=list(channels) if channels is not None else None,
+            stride=stride,
+            pad=pad,
+            shuffle=shuffle,
+            seed=seed,
+            shuffle_buffer_row_groups=shuffle_buffer_row_groups,
+            threads=threads,
+        )
+        self.rank = rank
+        self.world_size = world_size
+        self.batch_size = batch_size
+        self.epoch = 0
+        self._plan_of: tuple[int, Any] | None = None
+        self._manifest_sha256: str | None = None
+        # the resume the next iteration starts from (None: the epoch's start)
+        self._resume: dict[str, Any] | None = None
+        self._state: dict[str, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_plan_of"] = None  # built again in each process (never shared across a fork)
+        return state
+
+    def _plan(self) -> Any:
+        if self._plan_of is None or self._plan_of[0] != os.getpid():
+            version = timef.open(self.version_dir, storage_options=self.storage_options)
+            self._manifest_sha256 = version.manifest_sha256
+            self._plan_of = (os.getpid(), version.window_plan(**self.plan_args))
+        return self._plan_of[1]
+
+    def __len__(self) -> int:
+        """Windows per epoch, over every rank and worker."""
+        return len(self._plan())
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration reads (its order with ``shuffle``).
+        A resume loaded for another epoch is dropped."""
+        if self._resume is not None and self._resume["epoch"] != epoch:
+            self._resume = None
+        self.epoch = epoch
+
+    def _consumer(self) -> tuple[int, int]:
+        rank, world = self.rank, self.world_size
+        if rank is None or world is None:
+            initialized = torch.distributed.is_available() and torch.distributed.is_initialized()
+            rank = rank if rank is not None else (torch.distributed.get_rank() if initialized else 0)
+            world = world if world is not None else (torch.distributed.get_world_size() if initialized else 1)
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return rank * workers + worker, world * workers
+
+    def _start(self) -> dict[str, Any]:
+        """The state of an iteration starting now: the loaded resume, if any."""
+        consumer, consumers = self._consumer()
+        consumed: list[list[int]] = []
+        taken = 0
+        resume, self._resume = self._resume, None
+        if resume is not None:
+            consumed = [list(r) for r in resume["consumed"]]
+            if resume["consumers"] is not None:
+                if (resume["consumer"], resume["consumers"]) == (consumer, consumers):
+                    taken = resume["taken"]
+                else:
+                    # another split: the one share's windows are skipped, the rest re-split
+                    counts = [0] * resume["consumers"]
+                    counts[resume["consumer"]] = resume["taken"]
+                    consumed = [list(r) for r in self._plan().merge_consumed(consumed, counts)]
+        return self._describe(consumed, consumer, consumers, taken)
+
+    def _describe(self, consumed: list[list[int]], consumer: int | None, consumers: int | None, taken: int) -> dict[str, Any]:
+        plan = self._plan()
+        return {
+            STATE_KEY: 1,
+            "manifest_sha256": self._manifest_sha256,
+            "windows": len(plan),
+            "seed": self.plan_args["seed"],
+            "epoch": self.epoch,
+            "consumed": consumed,
+            "consumer": consumer,
+            "consumers": consumers,
+            "taken": taken,
+        }
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        state = self._start()
+        self._state = state
+        plan = self._plan()
+        batches = plan.windows(
+            epoch=self.epoch,
+            consumer=state["consumer"],
+            consumers=state["consumers"],
+            consumed=[tuple(r) for r in state["consumed"]],
+            taken=state["taken"],
+            batch_size=self.batch_size or 256,
+        )
+        for batch in batches:
+            tensors = {k: (torch.from_numpy(v) if hasattr(v, "dtype") else v) for k, v in batch.items()}
+            n = len(batch["time_series_id"])
+            if self.batch_size is not None:
+                state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
+                yield tensors
+                continue
+            for i in range(n):
+                state["taken"] += 1
+                yield {k: (v[i] if not hasattr(v, "dtype") or v.dim() > 1 else v[i].item()) for k, v in tensors.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the epoch stands: the windows handed out by this consumer
+        (``consumer`` of ``consumers``) after those in ``consumed`` (global
+        positions), with the version's ``manifest_sha256``, ``windows``,
+        ``seed`` and ``epoch`` it applies to. Before any iteration, the resume
+        the next iteration will start from."""
+        if self._resume is not None:
+            return dict(self._resume)
+        if self._state is not None:
+            return {**self._state, "consumed": [list(r) for r in self._state["consumed"]]}
+        return self._describe([], None, None, 0)
+
+    def load_state_dict(self, state: Any) -> None:
+        """Resumes the next iteration from ``state``: one ``state_dict()`` (the
+        same consumer continues exactly; another split skips what it took), a
+        list of the states of every rank and worker, or a ``StatefulDataLoader``
+        state dict (every worker's state in it). Several states are merged:
+        the next iteration, with any number of ranks and workers, takes every
+        window not handed out yet. A consumer whose state is not given counts
+        as having taken nothing.
+
+        Raises ``ValueError`` for a state of another version, seed, window
+        count or epoch, or a state with none of a ``WindowDataset``."""
+        states = _find_states(state)
+        if not states:
+            raise ValueError("no WindowDataset state in the state given")
+        current = self._describe([], None, None, 0)
+        for s in states:
+            for key in ("manifest_sha256", "windows", "seed", "epoch"):
+                if s[key] != states[0][key] or (key != "epoch" and s[key] != current[key]):
+                    raise ValueError(f"state of another {key}: {s[key]!r}, this dataset has {current[key]!r}")
+            if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
+                raise ValueError("states of different resumes: their consumed positions differ")
+        self.epoch = states[0]["epoch"]
+        if len(states) == 1:
+            self._resume = dict(states[0])
+            return
+        split = [s for s in states if s["consumers"] is not None]
+        consumed = [list(r) for r in states[0]["consumed"]]
+        if split:
+            consumers = split[0]["consumers"]
+            if any(s["consumers"] != consumers for s in split):
+                raise ValueError("states of different splits: their consumers differ")
+            counts = [0] * consumers
+            for s in split:
+                counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
+            consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
+        self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
+
+
+def _find_states(obj: Any) -> list[dict[str, Any]]:
+    """Every ``WindowDataset`` state inside ``obj`` (dicts, lists, tuples), in order."""
+    if isinstance(obj, Mapping):
+        if STATE_KEY in obj:
+            return [dict(obj)]
+        return [s for v in obj.values() for s in _find_states(v)]
+    if isinstance(obj, (list, tuple)):
+        return [s for v in obj for s in _find_states(v)]
+    return []

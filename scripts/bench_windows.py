@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Training windows, one run (issue 26, section 5): timef against HF datasets.
+
+  bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3-endpoint URL] [--gen PATH]
+
+Makes (once, kept in WORK) a ../shared/tools/gen_bench.py mixed input of
+--total-mib, its TimeF version (timef.ingest_arrow, default options) and an
+Arrow stream file of the same rows for HF `datasets`; then, each mode in a
+process of its own (so its peak RSS is its own):
+
+  timef-1     Version.windows(context, horizon, shuffle=True, batch_size=256,
+              threads=1): every window of the epoch, one decoding thread
+  timef       the same with threads=0 (one per core)
+  loader-1/2  timef.torch.WindowDataset(batch_size=256) through
+              DataLoader(batch_size=None, num_workers=1|2), threads=1 each
+  hf          Dataset.from_file(stream).with_format("numpy"): random windows
+              ds[row]["target"][s:s+L] (rows and starts drawn uniformly among
+              the same non-overlapping windows), for --hf-seconds
+  zstd        zstd level-3 single-thread decompression of the same values in
+              1 MiB frames (pyarrow's codec): the decoder's ceiling
+  timef-s3    timef with threads=0 on the same version written to moto S3 (with --s3-endpoint)
+
+Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GEN = REPO.parent / "shared" / "tools" / "gen_bench.py"
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def mode_timef(url: str, ctx: int, horizon: int, threads: int, options: dict | None) -> dict:
+    import timef
+
+    v = timef.open(url, storage_options=options)
+    t0 = time.perf_counter()
+    n = 0
+    for b in v.windows(ctx, horizon, shuffle=True, seed=0, batch_size=256, threads=threads):
+        n += len(b["start"])
+    dt = time.perf_counter() - t0
+    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon)}
+
+
+def mode_loader(url: str, ctx: int, horizon: int, workers: int) -> dict:
+    import torch.utils.data
+
+    import timef.torch
+
+    ds = timef.torch.WindowDataset(url, ctx, horizon, batch_size=256, threads=1)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers, multiprocessing_context="fork")
+    t0 = time.perf_counter()
+    n = sum(len(b["start"]) for b in dl)
+    dt = time.perf_counter() - t0
+    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon)}
+
+
+def mode_hf(stream: str, ctx: int, horizon: int, seconds: float) -> dict:
+    import numpy as np
+    from datasets import Dataset
+
+    ds = Dataset.from_file(stream).with_format("numpy")
+    length = ctx + horizon
+    table = ds.with_format("arrow")[:]["target"]
+    lengths = np.diff(table.combine_chunks().offsets.to_numpy())
+    per_row = lengths // length
+    rows = np.repeat(np.arange(len(per_row)), per_row)
+    starts = np.concatenate([np.arange(k) * length for k in per_row])
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(rows))
+    t0 = time.perf_counter()
+    n = 0
+    for i in order:
+        w = ds[int(rows[i])]["target"][starts[i] : starts[i] + length]
+        assert len(w) == length
+        n += 1
+        if n % 256 == 0 and time.perf_counter() - t0 > seconds:
+            break
+    dt = time.perf_counter() - t0
+    return {"windows": n, "seconds": dt, "values": n * length, "epoch_windows": int(len(rows))}
+
+
+def mode_zstd(stream: str) -> dict:
+    import numpy as np
+    import pyarrow as pa
+
+    with pa.memory_map(stream) as f:
+        t = pa.ipc.open_stream(f).read_all()
+    values = t.column("target").combine_chunks().values.to_numpy().tobytes()
+    codec = pa.Codec("zstd", compression_level=3)
+    frame = 1 << 20
+    frames = [codec.compress(values[i : i + frame], asbytes=True) for i in range(0, len(values), frame)]
+    t0 = time.perf_counter()
+    for i, c in enumerate(frames):
+        codec.decompress(c, decompressed_size=min(frame, len(values) - i * frame), asbytes=True)
+    dt = time.perf_counter() - t0
+    return {"windows": 0, "seconds": dt, "values": len(values) // 4}
+
+
+def run(mode: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--mode", mode, *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("work", nargs="?")
+    ap.add_argument("--total-mib", type=float, default=256)
+    ap.add_argument("--context", type=int, default=512)
+    ap.add_argument("--horizon", type=int, default=64)
+    ap.add_argument("--hf-seconds", type=float, default=20)
+    ap.add_argument("--s3-endpoint")
+    ap.add_argument("--gen", default=str(GEN), help="gen_bench.py (default: ../shared/tools/gen_bench.py)")
+    ap.add_argument("--mode")
+    ap.add_argument("--arg", action="append", default=[])
+    a = ap.parse_args()
+    if a.mode:
+        args = a.arg
+        if a.mode.startswith("timef"):
+            options = json.loads(args[2]) if len(args) > 2 else None
+            r = mode_timef(args[0], a.context, a.horizon, int(args[1]), options)
+        elif a.mode.startswith("loader"):
+            r = mode_loader(args[0], a.context, a.horizon, int(args[1]))
+        elif a.mode == "hf":
+            r = mode_hf(args[0], a.context, a.horizon, a.hf_seconds)
+        else:
+            r = mode_zstd(args[0])
+        r["rss_mib"] = rss_mib()
+        print(json.dumps(r))
+        return
+
+    import pyarrow as pa
+
+    import timef
+
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    tag = f"mixed-{a.total_mib:g}"
+    source = work / f"{tag}.arrow"
+    stream = work / f"{tag}.stream.arrow"
+    if not source.exists():
+        subprocess.run([sys.executable, a.gen, str(source), "--total-mib", str(a.total_mib), "--shape", "mixed"],
+                       check=True)
+    if not stream.exists():
+        with pa.memory_map(str(source)) as f:
+            t = pa.ipc.open_file(f).read_all()
+        with pa.ipc.new_stream(str(stream), t.schema) as w:
+            w.write_table(t)
+    vdir = work / "timef" / "bench" / tag
+    if not vdir.exists():
+        timef.ingest_arrow(str(source), work / "timef", dataset_name="bench", dataset_version=tag)
+    size = sum(p.stat().st_size for p in (vdir / "time_series").iterdir())
+    print(f"input {source.stat().st_size / 2**20:.0f} MiB of float32, version shards {size / 2**20:.0f} MiB; "
+          f"context {a.context}, horizon {a.horizon}, shuffle on, seed 0")
+    common = ["--context", str(a.context), "--horizon", str(a.horizon), "--hf-seconds", str(a.hf_seconds)]
+    results = {}
+    plan = [("zstd", [str(stream)]), ("timef-1", [str(vdir), "1"]), ("timef", [str(vdir), "0"]),
+            ("loader-1", [str(vdir), "1"]), ("loader-2", [str(vdir), "2"]), ("hf", [str(stream)])]
+    if a.s3_endpoint:
+        options = {"aws_endpoint": a.s3_endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
+                   "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+        url = copy_to_s3(source, a.s3_endpoint, tag, options)
+        plan.append(("timef-s3", [url, "0", json.dumps(options)]))
+    for mode, args in plan:
+        r = run(mode, *common, *[x for arg in args for x in ("--arg", arg)])
+        results[mode] = r
+        rate = r["windows"] / r["seconds"] if r["windows"] else 0
+        mib_s = r["values"] * 4 / 2**20 / r["seconds"]
+        print(f"{mode:9s} {r['windows']:>8d} windows in {r['seconds']:7.2f} s: {rate:>10.0f} windows/s, "
+              f"{mib_s:8.0f} MiB/s of values, peak RSS {r['rss_mib']:.0f} MiB")
+    t, hf = results["timef"], results["hf"]
+    print(f"timef / hf windows/s: {t['windows'] / t['seconds'] / (hf['windows'] / hf['seconds']):.1f}x; "
+          f"timef-1 decoded MiB/s / zstd: "
+          f"{results['timef-1']['values'] / results['timef-1']['seconds'] / (results['zstd']['values'] / results['zstd']['seconds']):.2f}; "
+          f"2 workers / 1: {results['loader-1']['seconds'] / results['loader-2']['seconds']:.2f}x")
+    if "timef-s3" in results:
+        print(f"s3 / local time: {results['timef-s3']['seconds'] / t['seconds']:.2f}x")
+
+
+def copy_to_s3(source: Path, endpoint: str, tag: str, options: dict) -> str:
+    """The version of `source` written to a new bucket of the local S3 server by
+    timef.ingest_arrow (the same bytes as the local version: writes are deterministic)."""
+    import urllib.request
+
+    import timef
+
+    bucket = f"timef-bench-{os.getpid()}"
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT")).read()
+    return timef.ingest_arrow(str(source), f"s3://{bucket}/data", dataset_name="bench", dataset_version=tag,
+                              storage_options=options)
+
+
+if __name__ == "__main__":
+    main()

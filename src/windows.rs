@@ -1,0 +1,793 @@
+//! Training windows over a version (docs/format.md §10, "Windows for
+//! training"): every window of `context_length + prediction_length` values at
+//! a stride, over the series a [`Selection`] takes, in index order or in an
+//! elastic deterministic shuffle with locality, split among any number of
+//! consumers (ranks x DataLoader workers) that together take every window
+//! exactly once per epoch, and resumable after any window.
+//!
+//! The order is a pure function of (version, selection, window parameters,
+//! seed, epoch), never of the consumers: consumers only cut the one global
+//! sequence into contiguous spans ([`Share`]). The shuffle is computed here with
+//! SplitMix64 ([`SplitMix64`]), not a dependency's generator, so it stays the
+//! same across dependency versions.
+//!
+//! Data is read by *block*: the series whose first chunk lies in one row group
+//! of the selection, read with the row groups their chunks span, through the
+//! bulk read path's one seam ([`crate::scan`]'s `RowGroups`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::Float32Type;
+
+use crate::dataset::SeriesMeta;
+use crate::error::{Error, Result};
+use crate::reader::Version;
+use crate::scan::{RowGroups, Selection};
+
+/// Blocks (row groups where series start) whose windows are shuffled
+/// together, when none is set (8). Memory: about two buffers' decoded values
+/// are held (the one handed out and the next, read ahead), `8 x` a row group's
+/// values each; with the writer's 4 MiB row groups about 64 MiB at most.
+pub const DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS: usize = 8;
+
+/// How windows are cut and ordered; `WindowOptions::new(context, prediction)`
+/// then set fields. Checked by [`WindowPlan::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowOptions {
+    /// Values of a window's past part (>= 1).
+    pub context_length: usize,
+    /// Values of a window's future part (>= 0).
+    pub prediction_length: usize,
+    /// Values between the starts of consecutive windows of a series (>= 1);
+    /// `None`: the window length (windows do not overlap).
+    pub stride: Option<usize>,
+    /// A series shorter than one window (but not empty) gives one window, its
+    /// values at the end and zeros before them ([`WindowBatch::padding`]);
+    /// otherwise (default) it gives none.
+    pub pad: bool,
+    /// Shuffled order (default), or index order.
+    pub shuffle: bool,
+    /// Seed of the shuffle (default 0).
+    pub seed: u64,
+    /// Blocks whose windows are shuffled together ([`DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS`], >= 1).
+    pub shuffle_buffer_row_groups: usize,
+    /// Row groups decoded in parallel (0, default: one per available core).
+    pub threads: usize,
+}
+
+impl WindowOptions {
+    /// Windows of `context_length + prediction_length` values, not
+    /// overlapping, shuffled with seed 0, no padding.
+    pub fn new(context_length: usize, prediction_length: usize) -> WindowOptions {
+        WindowOptions {
+            context_length,
+            prediction_length,
+            stride: None,
+            pad: false,
+            shuffle: true,
+            seed: 0,
+            shuffle_buffer_row_groups: DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
+            threads: 0,
+        }
+    }
+    /// Values of a window.
+    pub fn window_length(&self) -> usize {
+        self.context_length + self.prediction_length
+    }
+    fn stride(&self) -> usize {
+        self.stride.unwrap_or(self.window_length())
+    }
+    fn check(&self) -> Result<()> {
+        let bad = |option: &'static str, reason: &str| Err(Error::InvalidOption { option, reason: reason.into() });
+        if self.context_length == 0 {
+            return bad("context_length", "must be at least 1");
+        }
+        if self.context_length.checked_add(self.prediction_length).is_none_or(|l| l > i32::MAX as usize) {
+            return bad("prediction_length", "the window length must be below 2^31 values");
+        }
+        if self.stride == Some(0) {
+            return bad("stride", "must be at least 1");
+        }
+        if self.shuffle_buffer_row_groups == 0 {
+            return bad("shuffle_buffer_row_groups", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", 2014): the state advances by 0x9E3779B97F4A7C15 and each output
+/// is the state mixed by `z = (z ^ z>>30) * 0xBF58476D1CE4E5B9;`
+/// `z = (z ^ z>>27) * 0x94D049BB133111EB; z ^ z>>31`. The shuffle's only
+/// randomness (docs/format.md §10).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator with this state.
+    pub fn new(state: u64) -> SplitMix64 {
+        SplitMix64(state)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A uniform integer in `0..n` (`n >= 1`): Lemire's multiply-shift with
+    /// rejection ("Fast random integer generation in an interval", 2019):
+    /// `m = x * n` (128-bit); while `low64(m) < (2^64 - n) % n` draw again;
+    /// the result is `m >> 64`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(n);
+            }
+        }
+        (m >> 64) as u64
+    }
+    /// The generator of one shuffle: `s1 = f(seed) ^ epoch`, `s2 = f(s1) ^ stream`,
+    /// state `f(s2)`, where `f(x)` is the first output of a generator of state `x`.
+    /// Stream 0 orders the blocks, stream `g + 1` the windows of buffer `g`.
+    pub fn for_shuffle(seed: u64, epoch: u64, stream: u64) -> SplitMix64 {
+        let f = |x: u64| SplitMix64(x).next_u64();
+        SplitMix64(f(f(f(seed) ^ epoch) ^ stream))
+    }
+    /// Fisher-Yates: for `i` from `len - 1` down to 1, swap `items[i]` with `items[below(i + 1)]`.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+/// The series whose first chunk lies in one row group of the selection.
+#[derive(Debug, Clone)]
+struct Block {
+    /// Row groups to read: the first holds the series' first chunks.
+    row_groups: Range<usize>,
+    /// Series numbers (index order).
+    series: Range<usize>,
+}
+
+/// The selection's series grouped in blocks, read one block at a time: the
+/// unit of the shuffle's locality and of `timef.ray.read`'s parallel reads.
+pub struct SeriesBlocks {
+    row_groups: RowGroups,
+    blocks: Vec<Block>,
+    lengths: Vec<u64>,
+    sample_ids: Vec<String>,
+}
+
+impl SeriesBlocks {
+    /// The blocks of the series `selection` takes from `version`.
+    ///
+    /// # Errors
+    /// Those of [`crate::scan::scan`] (an unknown sample, channel, task or
+    /// split; a contradictory index).
+    pub fn new(version: &Version, selection: &Selection) -> Result<SeriesBlocks> {
+        let row_groups = RowGroups::plan(version, selection)?;
+        let n = row_groups.series().len();
+        let mut lengths = vec![0u64; n];
+        let mut last_row_group = vec![0usize; n];
+        let mut blocks: Vec<Block> = Vec::new();
+        for i in 0..row_groups.len() {
+            for (series, chunk_idx, n_values) in row_groups.chunks(i) {
+                lengths[series] += u64::try_from(n_values).unwrap_or(0);
+                last_row_group[series] = i;
+                if chunk_idx == 0 {
+                    match blocks.last_mut() {
+                        Some(b) if b.row_groups.start == i => b.series.end = series + 1,
+                        _ => blocks.push(Block { row_groups: i..i + 1, series: series..series + 1 }),
+                    }
+                }
+            }
+        }
+        for b in &mut blocks {
+            b.row_groups.end = b.series.clone().map(|s| last_row_group[s] + 1).max().unwrap_or(b.row_groups.end);
+        }
+        // each series' window carries the first sample (samples.parquet order) that lists it
+        let mut sample_ids = vec![String::new(); n];
+        let number: BTreeMap<&str, usize> =
+            row_groups.series().iter().enumerate().map(|(i, m)| (m.time_series_id.as_str(), i)).collect();
+        for sample in version.samples()? {
+            for r in &sample.series {
+                if let Some(&i) = number.get(r.time_series_id.as_str()) {
+                    if sample_ids[i].is_empty() {
+                        sample_ids[i] = sample.sample_id.clone();
+                    }
+                }
+            }
+        }
+        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids })
+    }
+    /// Blocks, numbered `0..len()` in index order.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+    /// Whether the selection has no series.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+    /// The selected series in index order; series numbers index it.
+    pub fn series(&self) -> &[SeriesMeta] {
+        self.row_groups.series()
+    }
+    /// Values of series number `series`.
+    pub fn series_len(&self, series: usize) -> u64 {
+        self.lengths[series]
+    }
+    /// The sample of series number `series`: the first sample (in
+    /// `samples.parquet` order) listing it, `""` for none.
+    pub fn sample_id(&self, series: usize) -> &str {
+        &self.sample_ids[series]
+    }
+    /// Series numbers of block `block`.
+    pub fn block_series(&self, block: usize) -> Range<usize> {
+        self.blocks[block].series.clone()
+    }
+    /// Row groups of the selection (the units [`SeriesBlocks::read_row_group`] reads).
+    pub fn row_groups(&self) -> usize {
+        self.row_groups.len()
+    }
+    /// Row group `i` of the selection, decoded and checked, as batches of
+    /// [`crate::scan::scan_schema`] (its selected chunks, in index order).
+    ///
+    /// # Errors
+    /// Those of a scan's shard reads ([`Error::Corrupt`], [`Error::Io`]...).
+    pub fn read_row_group(&self, i: usize) -> Result<Vec<RecordBatch>> {
+        self.row_groups.read(i)
+    }
+    /// The values of every series of `blocks`, reading each row group they
+    /// span once, on `threads` threads (0: one per core).
+    ///
+    /// # Errors
+    /// Those of [`SeriesBlocks::read_row_group`].
+    pub fn read_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
+        let mut wanted: BTreeSet<usize> = BTreeSet::new();
+        let mut units: Vec<usize> = Vec::new();
+        for &b in blocks {
+            let block = &self.blocks[b];
+            wanted.extend(block.series.clone());
+            units.extend(block.row_groups.clone());
+        }
+        units.sort_unstable();
+        units.dedup();
+        let decoded = self.read_units(&units, threads)?;
+        // one allocation for the whole buffer: many series-sized ones in a shuffled order
+        // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows
+        let total: u64 = wanted.iter().map(|&s| self.lengths[s]).sum();
+        let mut out =
+            BlockValues { values: Vec::with_capacity(usize::try_from(total).unwrap_or(0)), series: Vec::new() };
+        // sorted row groups hold the wanted chunks in index order: each series is one run
+        for (&unit, batches) in units.iter().zip(decoded) {
+            let mut chunks = self.row_groups.chunks(unit);
+            for batch in batches {
+                let list = batch.column(3).as_list::<i32>();
+                let items = list.values().as_primitive::<Float32Type>().values();
+                let offsets = list.value_offsets();
+                for row in 0..batch.num_rows() {
+                    let Some((series, _, _)) = chunks.next() else { break };
+                    if !wanted.contains(&series) {
+                        continue;
+                    }
+                    let at = out.values.len();
+                    if out.series.last().is_none_or(|(last, _)| *last != series) {
+                        out.series.push((series, at..at));
+                    }
+                    out.values.extend_from_slice(&items[offsets[row] as usize..offsets[row + 1] as usize]);
+                    if let Some((_, range)) = out.series.last_mut() {
+                        range.end = out.values.len();
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Row groups `units` decoded on up to `threads` threads, in the order given.
+    fn read_units(&self, units: &[usize], threads: usize) -> Result<Vec<Vec<RecordBatch>>> {
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+        .min(units.len())
+        .max(1);
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<Result<Vec<RecordBatch>>>>> = units.iter().map(|_| Mutex::new(None)).collect();
+        let work = || loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&unit) = units.get(at) else { return };
+            let result = self.read_row_group(unit);
+            let failed = result.is_err();
+            *slots[at].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            if failed {
+                next.store(units.len(), Ordering::Relaxed);
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(work);
+            }
+            work();
+        });
+        let results: Vec<Option<Result<Vec<RecordBatch>>>> =
+            slots.into_iter().map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
+        // every row group taken before a failure was read (the scope joined its thread), so
+        // the first failure comes before any row group left unread
+        let mut out = Vec::with_capacity(units.len());
+        for r in results.into_iter().flatten() {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+}
+
+/// The values of the series of some blocks ([`SeriesBlocks::read_blocks`]),
+/// held in one buffer, series in index order.
+#[derive(Debug, Default)]
+pub struct BlockValues {
+    values: Vec<f32>,
+    /// `(series number, range of values)`, ascending.
+    series: Vec<(usize, Range<usize>)>,
+}
+
+impl BlockValues {
+    /// The values of series number `series`, if read.
+    pub fn get(&self, series: usize) -> Option<&[f32]> {
+        let at = self.series.binary_search_by_key(&series, |(s, _)| *s).ok()?;
+        Some(&self.values[self.series[at].1.clone()])
+    }
+    /// `(series number, values)` of every series read, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[f32])> + '_ {
+        self.series.iter().map(|(s, r)| (*s, &self.values[r.clone()]))
+    }
+}
+
+/// The windows of a selection under [`WindowOptions`]: how many there are and
+/// their order in each epoch. Cheap to share (`Arc`); each
+/// [`WindowPlan::windows`] iterator reads its own share.
+pub struct WindowPlan {
+    blocks: SeriesBlocks,
+    options: WindowOptions,
+    /// Windows of each block.
+    block_windows: Vec<u64>,
+    total: u64,
+}
+
+/// One consumer's part of an epoch: the `consumer`-th of `consumers`
+/// contiguous spans of equal size (within one window) of the windows not in
+/// `consumed`, in the global order, less the first `taken` of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Share {
+    /// This consumer (`rank * workers + worker`), `< consumers`.
+    pub consumer: usize,
+    /// Consumers of the epoch (`world_size * workers`), >= 1.
+    pub consumers: usize,
+    /// Positions of the global sequence already handed out before this split
+    /// (sorted, disjoint, half-open), from [`merge_consumed`].
+    pub consumed: Vec<(u64, u64)>,
+    /// Windows of this span already handed out.
+    pub taken: u64,
+}
+
+impl Share {
+    /// The whole epoch for one consumer.
+    pub fn all() -> Share {
+        Share { consumer: 0, consumers: 1, consumed: Vec::new(), taken: 0 }
+    }
+}
+
+/// The positions of `0..total` not in `consumed` (sorted, disjoint).
+fn remaining(total: u64, consumed: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &(a, b) in consumed {
+        if a > at {
+            out.push((at, a.min(total)));
+        }
+        at = at.max(b);
+    }
+    if at < total {
+        out.push((at, total));
+    }
+    out.retain(|(a, b)| a < b);
+    out
+}
+
+/// Positions `lo..hi` of the sequence `intervals` (counted over their lengths), as global intervals.
+fn slice(intervals: &[(u64, u64)], lo: u64, hi: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut seen = 0;
+    for &(a, b) in intervals {
+        let (from, to) = (seen, seen + (b - a));
+        let (l, h) = (lo.max(from), hi.min(to));
+        if l < h {
+            out.push((a + (l - from), a + (h - from)));
+        }
+        seen = to;
+    }
+    out
+}
+
+/// The global positions of `share`'s span, less its first `taken`.
+fn span(total: u64, share: &Share) -> Result<Vec<(u64, u64)>> {
+    if share.consumers == 0 || share.consumer >= share.consumers {
+        return Err(Error::InvalidOption {
+            option: "consumer",
+            reason: format!("consumer {} of {} consumers", share.consumer, share.consumers),
+        });
+    }
+    check_consumed(total, &share.consumed)?;
+    let rest = remaining(total, &share.consumed);
+    let n: u64 = rest.iter().map(|(a, b)| b - a).sum();
+    let cut = |c: usize| (u128::from(n) * c as u128 / share.consumers as u128) as u64;
+    let (lo, hi) = (cut(share.consumer), cut(share.consumer + 1));
+    Ok(slice(&rest, lo.saturating_add(share.taken).min(hi), hi))
+}
+
+/// Refuses `consumed` unless its ranges are non-empty, sorted, disjoint and within `0..total`.
+fn check_consumed(total: u64, consumed: &[(u64, u64)]) -> Result<()> {
+    let mut at = 0;
+    for &(a, b) in consumed {
+        if a < at || b <= a || b > total {
+            return Err(Error::InvalidOption {
+                option: "consumed",
+                reason: format!("range {a}..{b} is not sorted, disjoint, non-empty and within 0..{total}"),
+            });
+        }
+        at = b;
+    }
+    Ok(())
+}
+
+/// The positions handed out once each consumer `c` of `consumers` (splitting
+/// the windows not in `consumed`, as [`Share`] does) took its first
+/// `taken[c]`: the `consumed` of a split of the rest among any number of
+/// consumers (an elastic resume).
+///
+/// # Errors
+/// [`Error::InvalidOption`] `taken` unless it has `consumers` counts.
+pub fn merge_consumed(total: u64, consumed: &[(u64, u64)], consumers: usize, taken: &[u64]) -> Result<Vec<(u64, u64)>> {
+    if taken.len() != consumers || consumers == 0 {
+        return Err(Error::InvalidOption {
+            option: "taken",
+            reason: format!("{} counts for {consumers} consumers", taken.len()),
+        });
+    }
+    check_consumed(total, consumed)?;
+    let mut all: Vec<(u64, u64)> = consumed.to_vec();
+    for (c, &t) in taken.iter().enumerate() {
+        let share = Share { consumer: c, consumers, consumed: consumed.to_vec(), taken: 0 };
+        let whole = span(total, &share)?;
+        let lengths: u64 = whole.iter().map(|(a, b)| b - a).sum();
+        all.extend(slice(&whole, 0, t.min(lengths)));
+    }
+    all.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in all {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ if a < b => merged.push((a, b)),
+            _ => {}
+        }
+    }
+    Ok(merged)
+}
+
+/// An epoch's order: buffers of blocks and the windows before each buffer.
+struct EpochOrder {
+    buffers: Vec<Vec<usize>>,
+    /// `starts[g]`: windows of the buffers before `g`; `starts[len]` = total.
+    starts: Vec<u64>,
+}
+
+impl WindowPlan {
+    /// The windows of the series `selection` takes from `version`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for options out of range; those of [`SeriesBlocks::new`].
+    pub fn new(version: &Version, selection: &Selection, options: WindowOptions) -> Result<WindowPlan> {
+        options.check()?;
+        let blocks = SeriesBlocks::new(version, selection)?;
+        let block_windows: Vec<u64> = (0..blocks.len())
+            .map(|b| blocks.block_series(b).map(|s| windows_of(&options, blocks.series_len(s))).sum())
+            .collect();
+        let total = block_windows.iter().sum();
+        Ok(WindowPlan { blocks, options, block_windows, total })
+    }
+    /// Windows per epoch.
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+    /// Whether an epoch has no window.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+    /// The options.
+    pub fn options(&self) -> &WindowOptions {
+        &self.options
+    }
+    /// The series and their blocks.
+    pub fn blocks(&self) -> &SeriesBlocks {
+        &self.blocks
+    }
+
+    fn order(&self, epoch: u64) -> EpochOrder {
+        let mut blocks: Vec<usize> = (0..self.blocks.len()).collect();
+        if self.options.shuffle {
+            SplitMix64::for_shuffle(self.options.seed, epoch, 0).shuffle(&mut blocks);
+        }
+        // index order reads buffers of the same size too, for the same memory
+        let size = self.options.shuffle_buffer_row_groups;
+        let buffers: Vec<Vec<usize>> = blocks.chunks(size).map(<[usize]>::to_vec).collect();
+        let mut starts = vec![0];
+        for buffer in &buffers {
+            let n: u64 = buffer.iter().map(|&b| self.block_windows[b]).sum();
+            starts.push(starts.last().copied().unwrap_or(0) + n);
+        }
+        EpochOrder { buffers, starts }
+    }
+
+    /// `(series number, start)` of every window of buffer `g`, in the epoch's order.
+    fn buffer_windows(&self, order: &EpochOrder, epoch: u64, g: usize) -> Vec<(usize, i64)> {
+        let mut out = Vec::new();
+        for &b in &order.buffers[g] {
+            for s in self.blocks.block_series(b) {
+                let n = self.blocks.series_len(s);
+                out.extend((0..windows_of(&self.options, n)).map(|k| (s, window_start(&self.options, n, k))));
+            }
+        }
+        if self.options.shuffle {
+            SplitMix64::for_shuffle(self.options.seed, epoch, g as u64 + 1).shuffle(&mut out);
+        }
+        out
+    }
+
+    /// `(series number, start)` of the windows `share` takes in `epoch`, in
+    /// order, without reading values: the order alone.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`.
+    pub fn order_of(&self, epoch: u64, share: &Share) -> Result<Vec<(usize, i64)>> {
+        let order = self.order(epoch);
+        let mut out = Vec::new();
+        for (g, ranges) in tasks(&order, &span(self.total, share)?) {
+            let all = self.buffer_windows(&order, epoch, g);
+            for r in ranges {
+                out.extend_from_slice(&all[r]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The windows `share` takes in `epoch`, in order, read ahead by one
+    /// buffer on a thread of their own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`;
+    /// read errors come from the iterator.
+    pub fn windows(self: &Arc<Self>, epoch: u64, share: &Share) -> Result<Windows> {
+        let order = self.order(epoch);
+        let work = tasks(&order, &span(self.total, share)?);
+        let (tx, rx) = sync_channel(0);
+        let plan = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("timef-windows".into())
+            .spawn(move || {
+                for (g, ranges) in work {
+                    let all = plan.buffer_windows(&order, epoch, g);
+                    let items: Vec<(usize, i64)> = ranges.into_iter().flat_map(|r| all[r].iter().copied()).collect();
+                    let result = plan
+                        .blocks
+                        .read_blocks(&order.buffers[g], plan.options.threads)
+                        .map(|values| Buffer { values, items, next: 0 });
+                    let failed = result.is_err();
+                    if tx.send(result).is_err() || failed {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| Error::io(std::path::Path::new("timef-windows thread"), e))?;
+        Ok(Windows { plan: Arc::clone(self), rx, current: None, done: false })
+    }
+}
+
+impl WindowPlan {
+    /// Appends the window of series number `series` (its `values`) at `start` to `batch`.
+    fn push_window(&self, batch: &mut WindowBatch, values: &[f32], series: usize, start: i64) {
+        let (context, length) = (self.options.context_length, self.options.window_length());
+        let padding = (-start.min(0)) as usize;
+        let from = start.max(0) as usize;
+        // the window is `padding` zeros then `values[from..]`, cut at `context`
+        let observed = &values[from..from + length - padding];
+        let (past_zeros, future_zeros) = (padding.min(context), padding.saturating_sub(context));
+        let (past, future) = observed.split_at(context - past_zeros);
+        batch.past_values.resize(batch.past_values.len() + past_zeros, 0.0);
+        batch.past_values.extend_from_slice(past);
+        batch.future_values.resize(batch.future_values.len() + future_zeros, 0.0);
+        batch.future_values.extend_from_slice(future);
+        let meta = &self.blocks.series()[series];
+        batch.series.push(series);
+        batch.start.push(start);
+        batch.start_s.push(meta.t_start_s + start as f64 / meta.sampling_rate_hz);
+        batch.padding.push(padding as u32);
+    }
+
+    /// Every window of block `block` in index order (whatever the shuffle):
+    /// the unit of a distributed read (`timef.ray.read`).
+    ///
+    /// # Errors
+    /// Those of [`SeriesBlocks::read_blocks`].
+    pub fn block_windows(&self, block: usize) -> Result<WindowBatch> {
+        let values = self.blocks.read_blocks(&[block], self.options.threads)?;
+        let mut batch = WindowBatch::default();
+        for (series, values) in values.iter() {
+            let n = self.blocks.series_len(series);
+            for k in 0..windows_of(&self.options, n) {
+                self.push_window(&mut batch, values, series, window_start(&self.options, n, k));
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// The buffers a span covers, each with the ranges of its window list taken.
+fn tasks(order: &EpochOrder, span: &[(u64, u64)]) -> Vec<(usize, Vec<Range<usize>>)> {
+    let mut out: Vec<(usize, Vec<Range<usize>>)> = Vec::new();
+    for &(a, b) in span {
+        // the first buffer holding position a
+        let mut g = order.starts.partition_point(|&s| s <= a).saturating_sub(1);
+        while g < order.buffers.len() && order.starts[g] < b {
+            let (lo, hi) = (a.max(order.starts[g]), b.min(order.starts[g + 1]));
+            if lo < hi {
+                let r = (lo - order.starts[g]) as usize..(hi - order.starts[g]) as usize;
+                match out.last_mut() {
+                    Some((last, ranges)) if *last == g => ranges.push(r),
+                    _ => out.push((g, vec![r])),
+                }
+            }
+            g += 1;
+        }
+    }
+    out
+}
+
+/// Windows of a series of `n` values.
+fn windows_of(options: &WindowOptions, n: u64) -> u64 {
+    let length = options.window_length() as u64;
+    if n >= length {
+        (n - length) / options.stride() as u64 + 1
+    } else {
+        u64::from(options.pad && n > 0)
+    }
+}
+
+/// Start of window `k` of a series of `n` values (negative: padded).
+fn window_start(options: &WindowOptions, n: u64, k: u64) -> i64 {
+    let length = options.window_length() as u64;
+    if n >= length {
+        (k * options.stride() as u64) as i64
+    } else {
+        n as i64 - length as i64
+    }
+}
+
+/// A decoded buffer and the windows taken from it.
+struct Buffer {
+    values: BlockValues,
+    items: Vec<(usize, i64)>,
+    next: usize,
+}
+
+/// Windows handed out together: row `i` of each field is window `i`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WindowBatch {
+    /// Series number of each window ([`SeriesBlocks::series`]).
+    pub series: Vec<usize>,
+    /// Index of each window's first value in its series (negative when padded).
+    pub start: Vec<i64>,
+    /// Time of each window's first value, seconds: `t_start_s + start / sampling_rate_hz`.
+    pub start_s: Vec<f64>,
+    /// `[windows, context_length]` row-major float32.
+    pub past_values: Vec<f32>,
+    /// `[windows, prediction_length]` row-major float32.
+    pub future_values: Vec<f32>,
+    /// Leading padded (zero) values of each window; 0 unless [`WindowOptions::pad`].
+    pub padding: Vec<u32>,
+}
+
+impl WindowBatch {
+    /// Windows in the batch.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+}
+
+/// A consumer's windows ([`WindowPlan::windows`]), read by batch.
+pub struct Windows {
+    plan: Arc<WindowPlan>,
+    rx: Receiver<Result<Buffer>>,
+    current: Option<Buffer>,
+    done: bool,
+}
+
+impl Windows {
+    /// Up to `max` next windows (`None` at the end). After an error the
+    /// iterator ends.
+    ///
+    /// # Errors
+    /// Those of the reads ([`Error::Corrupt`], [`Error::Io`]...).
+    pub fn next_batch(&mut self, max: usize) -> Option<Result<WindowBatch>> {
+        let mut batch = WindowBatch::default();
+        while batch.len() < max.max(1) && !self.done {
+            let buffer = match &mut self.current {
+                Some(b) if b.next < b.items.len() => b,
+                _ => match self.rx.recv() {
+                    Ok(Ok(b)) => self.current.insert(b),
+                    Ok(Err(e)) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                    Err(_) => {
+                        self.done = true;
+                        break;
+                    }
+                },
+            };
+            while buffer.next < buffer.items.len() && batch.len() < max.max(1) {
+                let (series, start) = buffer.items[buffer.next];
+                buffer.next += 1;
+                let Some(values) = buffer.values.get(series) else { continue };
+                self.plan.push_window(&mut batch, values, series, start);
+            }
+        }
+        (!batch.is_empty()).then_some(Ok(batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_reference_outputs() {
+        // the published first outputs of SplitMix64 from state 0
+        let mut g = SplitMix64::new(0);
+        assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(g.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+        assert_eq!(g.next_u64(), 0x06C4_5D18_8009_454F);
+    }
+
+    #[test]
+    fn spans_cover_the_rest_once_and_merge() {
+        let consumed = vec![(3, 5), (10, 12)];
+        let mut all: Vec<u64> = Vec::new();
+        for c in 0..3 {
+            let s = Share { consumer: c, consumers: 3, consumed: consumed.clone(), taken: 0 };
+            for (a, b) in span(20, &s).unwrap() {
+                all.extend(a..b);
+            }
+        }
+        assert_eq!(all, [0, 1, 2, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19]);
+        // spans of the 16 left: [0 1 2 5 6] [7 8 9 12 13] [14..20]; consumer 0
+        // took 2 of its span, 1 took all 5, 2 took none
+        let merged = merge_consumed(20, &consumed, 3, &[2, 5, 0]).unwrap();
+        assert_eq!(merged, vec![(0, 2), (3, 5), (7, 14)]);
+        assert_eq!(remaining(20, &merged), vec![(2, 3), (5, 7), (14, 20)]);
+    }
+}
