@@ -755,15 +755,37 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
             (a.spec_type, a.ids.into(), OnMissing::from(a.missing), TextEncoding::from(a.text));
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
-            let o = ArrowOptions { name: name.clone(), version: a.version.clone(), spec_type: spec_type.clone(), sampling_rate_hz: a.sampling_rate_hz, ids, on_missing };
+            let o = ArrowOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                sampling_rate_hz: a.sampling_rate_hz,
+                ids,
+                on_missing,
+            };
             added.push((vec![file.clone()], timef::connectors::arrow::read_arrow_with_report(file, &o)?));
         }
         if !a.add_ucr.is_empty() {
-            let o = UcrOptions { name: name.clone(), version: a.version.clone(), spec_type: spec_type.clone(), sampling_rate_hz: a.sampling_rate_hz, ids, on_missing, encoding };
+            let o = UcrOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                sampling_rate_hz: a.sampling_rate_hz,
+                ids,
+                on_missing,
+                encoding,
+            };
             added.push((a.add_ucr.clone(), timef::connectors::ucr::read_ucr_with_report(&a.add_ucr, &o)?));
         }
         if let Some(file) = &a.add_tsf {
-            let o = TsfOptions { name: name.clone(), version: a.version.clone(), spec_type: spec_type.clone(), ids, on_missing, encoding };
+            let o = TsfOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                ids,
+                on_missing,
+                encoding,
+            };
             added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
         for (files, (dataset, dropped)) in added {
@@ -804,7 +826,10 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
         && e.license.is_none()
         && e.citation.is_none());
     if !touched {
-        return Err(Error::InvalidOption { option: "--remove-sample", reason: "no operation given (see timef edit --help)".into() });
+        return Err(Error::InvalidOption {
+            option: "--remove-sample",
+            reason: "no operation given (see timef edit --help)".into(),
+        });
     }
     let set: Vec<String> = e
         .set_annotations

@@ -114,7 +114,10 @@ fn resplit(kept: &[String]) -> Vec<(String, Task)> {
     vec![
         (
             "diagnosis".to_string(),
-            Task { split: Some("val".into()), ..Task::new("t-diagnosis", TaskType::Classification, kept[..1].to_vec()) },
+            Task {
+                split: Some("val".into()),
+                ..Task::new("t-diagnosis", TaskType::Classification, kept[..1].to_vec())
+            },
         ),
         (
             "holdout".to_string(),
@@ -168,7 +171,8 @@ fn edit_of(spec: &Spec) -> Edit {
 /// Writes the base (`spec.n` samples), the edit and the fresh write; asserts identity.
 fn check(spec: &Spec) {
     let tmp = tempfile::tempdir().unwrap();
-    let base = common::commit(&tmp.path().join("a"), model("v1", &Spec { n: spec.n, ..Default::default() }), small_options());
+    let base =
+        common::commit(&tmp.path().join("a"), model("v1", &Spec { n: spec.n, ..Default::default() }), small_options());
     let (dir, _) = edit_version(&base, &tmp.path().join("a"), "v2", edit_of(spec)).unwrap();
     let fresh = common::commit(&tmp.path().join("b"), model("v2", spec), small_options());
     assert_fresh(&dir, &fresh);
@@ -278,7 +282,9 @@ fn lineage_lists_each_operation_with_counts_and_id_hashes() {
 
 fn blockers(e: Error) -> Vec<(String, &'static str, String)> {
     match e {
-        Error::Edit { blockers } => blockers.into_iter().map(|EditBlocker { id, field, reason }| (id, field, reason)).collect(),
+        Error::Edit { blockers } => {
+            blockers.into_iter().map(|EditBlocker { id, field, reason }| (id, field, reason)).collect()
+        }
         other => panic!("{other}"),
     }
 }
@@ -315,10 +321,8 @@ fn refusals_name_every_id_and_field_before_any_io() {
         ]
     );
     // a sample left without series: refused, or removed with --cascade
-    let both = || Edit {
-        remove_series_ids: ["s001/I".to_string(), "s001/II".to_string()].into(),
-        ..Default::default()
-    };
+    let both =
+        || Edit { remove_series_ids: ["s001/I".to_string(), "s001/II".to_string()].into(), ..Default::default() };
     assert_eq!(
         blockers(edit_version(&base, root, "v2", both()).unwrap_err()),
         vec![t("s001", "series", "sample s001: its last series would be removed")]
@@ -334,7 +338,11 @@ fn refusals_name_every_id_and_field_before_any_io() {
     let (dir, plan) = edit_version(&base, root, "v2", Edit { cascade: Cascade::RemoveDependents, ..both() }).unwrap();
     assert_eq!(plan.samples, vec!["s001".to_string()]);
     assert_eq!(plan.stripped_tasks, vec![("diagnosis".to_string(), "t-diagnosis".to_string())]);
-    let fresh = common::commit(&root.join("b"), model("v2", &Spec { n: 3, removed: [1].into(), ..Default::default() }), small_options());
+    let fresh = common::commit(
+        &root.join("b"),
+        model("v2", &Spec { n: 3, removed: [1].into(), ..Default::default() }),
+        small_options(),
+    );
     assert_fresh(&dir, &fresh);
 }
 
@@ -429,7 +437,8 @@ fn cli_relabel_resplit_and_describe_from_files() {
     };
     let fresh = common::commit(&tmp.path().join("b"), model("v2", &spec), small_options());
     let csv = tmp.path().join("labels.csv");
-    std::fs::write(&csv, "annotation_id,sample_id,annotation_type,key,value_str\ns001/class,s001,label,class,normal\n").unwrap();
+    std::fs::write(&csv, "annotation_id,sample_id,annotation_type,key,value_str\ns001/class,s001,label,class,normal\n")
+        .unwrap();
     let jsonl = tmp.path().join("labels.jsonl");
     std::fs::write(
         &jsonl,
@@ -463,7 +472,10 @@ fn cli_relabel_resplit_and_describe_from_files() {
         let dir = root.join("ecg").join(version);
         assert_eq!(
             out,
-            format!("set annotation s001/class\nset task diagnosis/t-diagnosis\nset task holdout/t-holdout\n{}\n", dir.display())
+            format!(
+                "set annotation s001/class\nset task diagnosis/t-diagnosis\nset task holdout/t-holdout\n{}\n",
+                dir.display()
+            )
         );
         if version == "v2" {
             assert_fresh(&dir, &fresh);
@@ -482,9 +494,21 @@ fn cli_relabel_resplit_and_describe_from_files() {
     }
     // a row file missing a required column, and one with a column no annotation has
     let bad = tmp.path().join("bad.jsonl");
-    std::fs::write(&bad, "{\"annotation_id\": \"s001/class\", \"sample_id\": \"s001\", \"annotation_type\": \"label\"}\n").unwrap();
-    let (code, _, err) =
-        cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v9", "--set-annotations", bad.to_str().unwrap()]);
+    std::fs::write(
+        &bad,
+        "{\"annotation_id\": \"s001/class\", \"sample_id\": \"s001\", \"annotation_type\": \"label\"}\n",
+    )
+    .unwrap();
+    let (code, _, err) = cli(&[
+        "edit",
+        base.to_str().unwrap(),
+        "--out-root",
+        r,
+        "--version",
+        "v9",
+        "--set-annotations",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!((code, err), (2, format!("timef: error: {}:1: missing field `key`\n", bad.display())));
     let (code, _, err) = cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v9"]);
     assert_eq!(
@@ -524,8 +548,19 @@ fn readme_curation_round_trip_runs() {
     assert_eq!(ops, ["\"set_annotations\"", "\"set_tasks\""]);
     // v2 is the ingest of both files (the description and source of the first)
     let (code, _, err) = cli(&[
-        "--quiet", "ingest", "ucr", "--root", tmp.path().join("c").to_str().unwrap(), "--name", "BasicMotions",
-        "--version", "v2", "--spec-type", "imu", "--sampling-rate-hz", "10",
+        "--quiet",
+        "ingest",
+        "ucr",
+        "--root",
+        tmp.path().join("c").to_str().unwrap(),
+        "--name",
+        "BasicMotions",
+        "--version",
+        "v2",
+        "--spec-type",
+        "imu",
+        "--sampling-rate-hz",
+        "10",
         repo.join("examples/data/BasicMotions_TRAIN.ts").to_str().unwrap(),
         repo.join("examples/data/BasicMotions_TEST.ts").to_str().unwrap(),
     ]);

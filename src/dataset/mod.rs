@@ -606,7 +606,11 @@ impl TimeFDataset {
     /// drops every series no kept sample then references; returns the dropped
     /// series' ids, sorted. A kept sample left with no series is the caller's
     /// to refuse first (the edit does, `docs/format.md` §7).
-    pub(crate) fn retain(&mut self, keep_sample: impl Fn(&str) -> bool, keep_series: impl Fn(&str) -> bool) -> Vec<String> {
+    pub(crate) fn retain(
+        &mut self,
+        keep_sample: impl Fn(&str) -> bool,
+        keep_series: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
         let kept: Vec<bool> = self.samples.ids().map(&keep_sample).collect();
         let mut referenced = vec![false; self.series.len()];
         for row in (0..self.samples.len()).filter(|&r| kept[r]) {

@@ -117,7 +117,8 @@ pub fn apply(
         edit.set_tasks.iter().map(|(_, t)| t.task_id.as_str()).filter(|t| task_ids.contains(t)).collect();
     let mut gone: BTreeSet<String> = edit.remove_task_ids.clone();
     let mut plan = EditPlan::default();
-    plan.tasks = d.tasks().filter(|(_, t)| gone.contains(&t.task_id)).map(|(n, t)| (n.to_string(), t.task_id.clone())).collect();
+    plan.tasks =
+        d.tasks().filter(|(_, t)| gone.contains(&t.task_id)).map(|(n, t)| (n.to_string(), t.task_id.clone())).collect();
     // a fixpoint: removing a task can block the tasks derived from it
     loop {
         let mut found = Vec::new();
@@ -213,9 +214,11 @@ pub fn apply(
     for s in &edit.set_sources {
         d.add_source(s.clone())?;
     }
-    for (field, value) in
-        [(&mut d.info.description, &edit.description), (&mut d.info.license, &edit.license), (&mut d.info.citation, &edit.citation)]
-    {
+    for (field, value) in [
+        (&mut d.info.description, &edit.description),
+        (&mut d.info.license, &edit.license),
+        (&mut d.info.citation, &edit.citation),
+    ] {
         if let Some(v) = value {
             *field = Some(v.clone());
         }

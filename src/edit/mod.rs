@@ -241,7 +241,12 @@ pub fn base_options(base: &Version) -> Result<WriterOptions> {
 
 /// The base opened, checked, read as a dataset named for the new version, and
 /// `edit` applied: the dataset the edit writes and its plan.
-fn prepare(base_dir: &Location, out_root: &Location, new_version: &str, edit: &mut Edit) -> Result<(Arc<Version>, TimeFDataset, EditPlan)> {
+fn prepare(
+    base_dir: &Location,
+    out_root: &Location,
+    new_version: &str,
+    edit: &mut Edit,
+) -> Result<(Arc<Version>, TimeFDataset, EditPlan)> {
     let base = Arc::new(Version::open_at(base_dir.clone())?);
     let name = base.manifest().dataset.name.clone();
     base_options(&base)?;

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
-use arrow::record_batch::RecordBatch;
 use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -164,9 +164,8 @@ fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
     if col.is_null(r) {
         return Ok(Value::Null);
     }
-    let cast = |t: &DataType| {
-        arrow::compute::cast(&col.slice(r, 1), t).map_err(|e| Error::input(path, None, e.to_string()))
-    };
+    let cast =
+        |t: &DataType| arrow::compute::cast(&col.slice(r, 1), t).map_err(|e| Error::input(path, None, e.to_string()));
     Ok(match col.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..) => {
             Value::String(cast(&DataType::Utf8)?.as_string::<i32>().value(0).to_string())
