@@ -9,6 +9,20 @@ use std::path::PathBuf;
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// One reason a copy-on-write edit is refused ([`Error::Edit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditBlocker {
+    /// The entity at fault: a sample, series, annotation, task or source id,
+    /// or a channel name.
+    pub id: String,
+    /// The field at fault: the edit's argument (`remove_sample_ids`, ...) for
+    /// an id it names that does not exist, else the entity's field whose
+    /// reference would be lost or whose content differs.
+    pub field: &'static str,
+    /// One line naming the entity, e.g. `task train/t1: its last sample would be removed`.
+    pub reason: String,
+}
+
 /// Every failure the library reports.
 ///
 /// Variants separate the cases a caller handles differently: a version that
@@ -96,12 +110,14 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// A copy-on-write edit cannot be applied (unknown ids, or required
-    /// references that would be lost without `cascade`). Every blocker is listed.
-    #[error("edit refused: {}", blockers.join("; "))]
+    /// A copy-on-write edit cannot be applied (unknown ids, required
+    /// references that would be lost without `cascade`, an added id that
+    /// exists with other content). Every blocker is listed, sorted as found
+    /// (`docs/format.md` §7).
+    #[error("edit refused: {}", blockers.iter().map(|b| b.reason.as_str()).collect::<Vec<_>>().join("; "))]
     Edit {
-        /// One line per blocking (task, reference) or unknown id.
-        blockers: Vec<String>,
+        /// One per blocking (entity, field); never empty.
+        blockers: Vec<EditBlocker>,
     },
 
     /// A pinned encoding or property did not take in a written file

@@ -132,10 +132,64 @@ struct EditArgs {
     /// A file with one sample id to remove per line (blank lines and #-comments ignored).
     #[arg(long, value_name = "FILE")]
     remove_samples_from: Option<PathBuf>,
-    /// Also remove tasks that would lose a required reference, transitively.
+    /// A series id to remove from its samples (repeatable).
+    #[arg(long = "remove-series", value_name = "ID")]
+    remove_series: Vec<String>,
+    /// A channel whose series are all removed (repeatable).
+    #[arg(long = "remove-channel", value_name = "CHANNEL")]
+    remove_channel: Vec<String>,
+    /// An annotation id to remove (repeatable).
+    #[arg(long = "remove-annotation", value_name = "ID")]
+    remove_annotation: Vec<String>,
+    /// A task id to remove (repeatable).
+    #[arg(long = "remove-task", value_name = "ID")]
+    remove_task: Vec<String>,
+    /// Add the series, samples, annotations and tasks of a GluonTS-style Arrow IPC or Parquet file.
+    #[arg(long, value_name = "FILE")]
+    add_arrow: Option<PathBuf>,
+    /// Add the cases of UCR/UEA .ts files (e.g. X_TEST.ts).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    add_ucr: Vec<PathBuf>,
+    /// Add the series of a Monash .tsf file.
+    #[arg(long, value_name = "FILE")]
+    add_tsf: Option<PathBuf>,
+    /// With --add-*: spec type of every added series (default: unknown).
+    #[arg(long)]
+    spec_type: Option<String>,
+    /// With --add-*: how ids are spelled (as the base was ingested).
+    #[arg(long, value_enum, default_value_t = Ids::String)]
+    ids: Ids,
+    /// With --add-arrow/--add-ucr: sampling rate of every added series in Hz.
+    #[arg(long)]
+    sampling_rate_hz: Option<f64>,
+    #[command(flatten)]
+    missing: Missing,
+    #[command(flatten)]
+    text: Text,
+    /// Annotation rows to set (.jsonl, .parquet or .csv: annotation_id, sample_id, annotation_type,
+    /// key, value_str, value_num, t_start_s, t_end_s, channel); each annotation id is replaced or added.
+    #[arg(long, value_name = "FILE")]
+    set_annotations: Option<PathBuf>,
+    /// Task rows to set (.jsonl or .parquet: task_name, task_id, task_type, split, sample_ids, ...);
+    /// each task id is replaced or added (a re-split).
+    #[arg(long, value_name = "FILE")]
+    set_tasks: Option<PathBuf>,
+    /// Source rows to set (.jsonl, .parquet or .csv: source_id, name, url, license, citation).
+    #[arg(long, value_name = "FILE")]
+    set_sources: Option<PathBuf>,
+    /// The dataset's new description.
+    #[arg(long)]
+    description: Option<String>,
+    /// The dataset's new license.
+    #[arg(long)]
+    license: Option<String>,
+    /// The dataset's new citation.
+    #[arg(long)]
+    citation: Option<String>,
+    /// Also remove samples left without series and tasks that would lose a required reference, transitively.
     #[arg(long)]
     cascade: bool,
-    /// Print what would be removed; write nothing.
+    /// Print what would be removed, added and set; write nothing.
     #[arg(long)]
     dry_run: bool,
 }
@@ -361,15 +415,18 @@ fn check_common(common: &Common, sampling_rate_hz: Option<f64>) -> Result<(), Er
             reason: format!("{value:?} must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'"),
         })?;
     }
-    if let Some(hz) = sampling_rate_hz {
-        if !(hz.is_finite() && hz > 0.0) {
-            return Err(Error::InvalidOption {
-                option: "--sampling-rate-hz",
-                reason: format!("must be finite and > 0, got {hz}"),
-            });
-        }
+    check_rate(sampling_rate_hz)
+}
+
+/// Checks `--sampling-rate-hz`.
+fn check_rate(sampling_rate_hz: Option<f64>) -> Result<(), Error> {
+    match sampling_rate_hz {
+        Some(hz) if !(hz.is_finite() && hz > 0.0) => Err(Error::InvalidOption {
+            option: "--sampling-rate-hz",
+            reason: format!("must be finite and > 0, got {hz}"),
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// `--storage-option KEY=VALUE` pairs (a value is never echoed: it may be a secret).
@@ -455,6 +512,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             };
             if let Some(summary) = dropped.summary() {
                 eprintln!("timef: {summary}");
+            }
+            for w in &dropped.warnings {
+                eprintln!("timef: warning: {w}");
             }
             let dir = write(loc(&root)?, dataset, cli.quiet)?;
             outln!("{}", dir.display());
@@ -667,44 +727,160 @@ fn keep_freed_memory() {
 fn keep_freed_memory() {}
 
 fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
-    use timef::edit::{Cascade, RemoveSamples};
-    let mut ids: std::collections::BTreeSet<String> = a.remove_sample.into_iter().collect();
+    use timef::edit::{Cascade, Edit, InputFile};
+    let mut e = Edit {
+        remove_sample_ids: a.remove_sample.into_iter().collect(),
+        remove_series_ids: a.remove_series.into_iter().collect(),
+        remove_channels: a.remove_channel.into_iter().collect(),
+        remove_annotation_ids: a.remove_annotation.into_iter().collect(),
+        remove_task_ids: a.remove_task.into_iter().collect(),
+        description: a.description,
+        license: a.license,
+        citation: a.citation,
+        cascade: if a.cascade { Cascade::RemoveDependents } else { Cascade::Refuse },
+        ..Default::default()
+    };
     if let Some(file) = &a.remove_samples_from {
         let text = std::fs::read_to_string(file).map_err(|e| Error::InvalidOption {
             option: "--remove-samples-from",
             reason: format!("{}: {e}", file.display()),
         })?;
-        ids.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+        let ids = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from);
+        e.remove_sample_ids.extend(ids);
     }
-    if ids.is_empty() {
-        return Err(Error::InvalidOption { option: "--remove-sample", reason: "no sample to remove".into() });
+    let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
+    if a.add_arrow.is_some() || !a.add_ucr.is_empty() || a.add_tsf.is_some() {
+        check_rate(a.sampling_rate_hz)?;
+        // the additions are read under the base's name, as an ingest of the same files names them
+        let name = Version::open_at(base.clone())?.manifest().dataset.name.clone();
+        let (spec_type, ids, on_missing, encoding) =
+            (a.spec_type, a.ids.into(), OnMissing::from(a.missing), TextEncoding::from(a.text));
+        let mut added = Vec::new();
+        if let Some(file) = &a.add_arrow {
+            let o = ArrowOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                sampling_rate_hz: a.sampling_rate_hz,
+                ids,
+                on_missing,
+            };
+            added.push((vec![file.clone()], timef::connectors::arrow::read_arrow_with_report(file, &o)?));
+        }
+        if !a.add_ucr.is_empty() {
+            let o = UcrOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                sampling_rate_hz: a.sampling_rate_hz,
+                ids,
+                on_missing,
+                encoding,
+            };
+            added.push((a.add_ucr.clone(), timef::connectors::ucr::read_ucr_with_report(&a.add_ucr, &o)?));
+        }
+        if let Some(file) = &a.add_tsf {
+            let o = TsfOptions {
+                name: name.clone(),
+                version: a.version.clone(),
+                spec_type: spec_type.clone(),
+                ids,
+                on_missing,
+                encoding,
+            };
+            added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
+        }
+        for (files, (dataset, dropped)) in added {
+            if let Some(summary) = dropped.summary() {
+                eprintln!("timef: {summary}");
+            }
+            for w in &dropped.warnings {
+                eprintln!("timef: warning: {w}");
+            }
+            for f in &files {
+                e.inputs.push(("add", InputFile::hash(f)?));
+            }
+            e.add.push(dataset);
+        }
     }
-    let op =
-        RemoveSamples { sample_ids: ids, cascade: if a.cascade { Cascade::RemoveDependents } else { Cascade::Refuse } };
-    let print = |plan: &timef::edit::EditPlan| {
+    if let Some(file) = &a.set_annotations {
+        e.set_annotations = timef::edit::read_annotation_rows(file)?;
+        e.inputs.push(("set_annotations", InputFile::hash(file)?));
+    }
+    if let Some(file) = &a.set_tasks {
+        e.set_tasks = timef::edit::read_task_rows(file)?;
+        e.inputs.push(("set_tasks", InputFile::hash(file)?));
+    }
+    if let Some(file) = &a.set_sources {
+        e.set_sources = timef::edit::read_source_rows(file)?;
+        e.inputs.push(("set_sources", InputFile::hash(file)?));
+    }
+    let touched = !(e.remove_sample_ids.is_empty()
+        && e.remove_series_ids.is_empty()
+        && e.remove_channels.is_empty()
+        && e.remove_annotation_ids.is_empty()
+        && e.remove_task_ids.is_empty()
+        && e.add.is_empty()
+        && e.set_annotations.is_empty()
+        && e.set_tasks.is_empty()
+        && e.set_sources.is_empty()
+        && e.description.is_none()
+        && e.license.is_none()
+        && e.citation.is_none());
+    if !touched {
+        return Err(Error::InvalidOption {
+            option: "--remove-sample",
+            reason: "no operation given (see timef edit --help)".into(),
+        });
+    }
+    let set: Vec<String> = e
+        .set_annotations
+        .iter()
+        .map(|(x, _)| format!("set annotation {}", x.annotation_id))
+        .chain(e.set_tasks.iter().map(|(n, t)| format!("set task {n}/{}", t.task_id)))
+        .chain(e.set_sources.iter().map(|s| format!("set source {}", s.source_id)))
+        .collect();
+    let print = |plan: &timef::edit::EditPlan| -> Result<(), Error> {
         for s in &plan.samples {
-            println!("remove sample {s}");
+            outln!("remove sample {s}");
         }
         for (n, t) in &plan.tasks {
-            println!("remove task {n}/{t}");
+            outln!("remove task {n}/{t}");
         }
         for (n, t) in &plan.stripped_tasks {
-            println!("strip samples from task {n}/{t}");
+            outln!("strip samples from task {n}/{t}");
         }
         for x in &plan.annotations {
-            println!("remove annotation {x}");
+            outln!("remove annotation {x}");
         }
         for x in &plan.series {
-            println!("remove series {x}");
+            outln!("remove series {x}");
         }
+        for x in &plan.added_samples {
+            outln!("add sample {x}");
+        }
+        let ad = &plan.added;
+        if !(plan.added_samples.is_empty() && *ad == timef::edit::Added::default()) {
+            outln!(
+                "add {} sample(s), {} series, {} annotation(s), {} task(s), {} source(s)",
+                plan.added_samples.len(),
+                ad.series.len(),
+                ad.annotations.len(),
+                ad.tasks.len(),
+                ad.sources.len()
+            );
+        }
+        for x in &set {
+            outln!("{x}");
+        }
+        Ok(())
     };
-    let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
     if a.dry_run {
-        print(&timef::edit::plan_at(&base, &out_root, &a.version, &op)?);
+        print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
     } else {
-        let (dir, plan) = timef::edit::edit_version_at(&base, &out_root, &a.version, &op)?;
-        print(&plan);
-        println!("{}", dir.display());
+        let (dir, plan) = timef::edit::edit_version_at(&base, &out_root, &a.version, e)?;
+        print(&plan)?;
+        outln!("{}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -764,8 +940,11 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let hint = match &e {
-                Error::Edit { blockers } if blockers.iter().any(|b| b.starts_with("task ")) => {
+                Error::Edit { blockers } if blockers.iter().any(|b| b.reason.starts_with("task ")) => {
                     " (--cascade removes those tasks, and the tasks derived from them, too)"
+                }
+                Error::Edit { blockers } if blockers.iter().any(|b| b.field == "series") => {
+                    " (--cascade removes those samples, and the tasks that would lose them, too)"
                 }
                 Error::AlreadyExists { path } if timef::storage::is_url(&path.to_string_lossy()) => {
                     " (committed, or claimed by another writer; a claim whose writer died stays until \

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::{assert_conforming, cli, real, tree};
-use timef::edit::{edit_version, plan, Cascade, RemoveSamples};
+use timef::edit::{edit_version, plan, Cascade, Edit};
 use timef::reader::Version;
+use timef::error::EditBlocker;
 use timef::Error;
 
 fn ingest(root: &Path, kind: &str, name: &str, files: &[&str]) -> PathBuf {
@@ -20,8 +21,8 @@ fn ingest(root: &Path, kind: &str, name: &str, files: &[&str]) -> PathBuf {
     root.join(name).join("v1")
 }
 
-fn remove(ids: &[&str], cascade: Cascade) -> RemoveSamples {
-    RemoveSamples { sample_ids: ids.iter().map(|s| s.to_string()).collect(), cascade }
+fn remove(ids: &[&str], cascade: Cascade) -> Edit {
+    Edit::remove_samples(ids.iter().copied(), cascade)
 }
 
 /// Every surviving sample, annotation, task and series of `new` equals the base's.
@@ -52,26 +53,35 @@ fn tsf_forecasting_edit_refused_then_cascaded() {
     let before = tree(root.path());
     // removing a target sample breaks its forecasting task: refused before any I/O
     let err =
-        edit_version(&base_dir, root.path(), "v2", &remove(&["tsf-T1/target", "tsf-T3/context"], Cascade::Refuse))
+        edit_version(&base_dir, root.path(), "v2", remove(&["tsf-T1/target", "tsf-T3/context"], Cascade::Refuse))
             .unwrap_err();
     match err {
         Error::Edit { blockers } => assert_eq!(
             blockers,
             vec![
-                "task forecast/tsf-T1/forecast: target_sample_id tsf-T1/target would be removed",
-                "task forecast/tsf-T3/forecast: context_sample_ids entry tsf-T3/context would be removed",
+                EditBlocker {
+                    id: "tsf-T1/forecast".into(),
+                    field: "target_sample_id",
+                    reason: "task forecast/tsf-T1/forecast: target_sample_id tsf-T1/target would be removed".into()
+                },
+                EditBlocker {
+                    id: "tsf-T3/forecast".into(),
+                    field: "context_sample_ids",
+                    reason: "task forecast/tsf-T3/forecast: context_sample_ids entry tsf-T3/context would be removed"
+                        .into()
+                },
             ]
         ),
         other => panic!("{other}"),
     }
     assert_eq!(tree(root.path()), before);
     // unknown ids are an error, not ignored
-    let err = edit_version(&base_dir, root.path(), "v2", &remove(&["nope"], Cascade::Refuse)).unwrap_err();
+    let err = edit_version(&base_dir, root.path(), "v2", remove(&["nope"], Cascade::Refuse)).unwrap_err();
     assert_eq!(err.to_string(), "edit refused: unknown sample id nope");
 
-    let op = remove(&["tsf-T1/target"], Cascade::RemoveDependents);
-    let planned = plan(&base_dir, root.path(), "v2", &op).unwrap();
-    let (dir, done) = edit_version(&base_dir, root.path(), "v2", &op).unwrap();
+    let op = || remove(&["tsf-T1/target"], Cascade::RemoveDependents);
+    let planned = plan(&base_dir, root.path(), "v2", op()).unwrap();
+    let (dir, done) = edit_version(&base_dir, root.path(), "v2", op()).unwrap();
     assert_eq!(planned, done);
     assert_eq!(done.tasks, vec![("forecast".to_string(), "tsf-T1/forecast".to_string())]);
     // T1's series stays: its context sample still references it
@@ -81,7 +91,12 @@ fn tsf_forecasting_edit_refused_then_cascaded() {
     let d = new.manifest().derived_from.clone().unwrap();
     assert_eq!(d.dataset_version, "v1");
     assert_eq!(d.manifest_sha256, base.manifest_sha256());
-    assert_eq!(d.operation, serde_json::json!({"remove_samples": ["tsf-T1/target"], "cascade": true}));
+    // sha256 of "tsf-T1/target\n"
+    assert_eq!(
+        d.operation,
+        serde_json::json!({"cascade": true, "steps": [{"op": "remove_samples", "count": 1,
+            "ids_sha256": "b3f49252eea575f451e86a0b68008012d30e9b50762a91352864f7c10143c5a3"}]})
+    );
     assert_eq!(d.removed["samples"], 1);
     assert_eq!(d.removed["tasks"], 1);
     assert_eq!(new.manifest().counts.tasks["forecast"], 1);
@@ -96,7 +111,7 @@ fn removing_both_windows_drops_the_series() {
         &base_dir,
         root.path(),
         "v2",
-        &remove(&["tsf-T3/context", "tsf-T3/target"], Cascade::RemoveDependents),
+        remove(&["tsf-T3/context", "tsf-T3/target"], Cascade::RemoveDependents),
     )
     .unwrap();
     assert_eq!(done.series, vec!["tsf-T3".to_string()]);
@@ -110,7 +125,7 @@ fn ucr_classification_edit() {
     let root = tempfile::tempdir().unwrap();
     let base_dir = ingest(root.path(), "ucr", "ArrowHead", &["ucr/ArrowHead_TRAIN.ts", "ucr/ArrowHead_TEST.ts"]);
     let ids = ["ArrowHead-train-0", "ArrowHead-train-17", "ArrowHead-test-100"];
-    let (dir, done) = edit_version(&base_dir, root.path(), "v2", &remove(&ids, Cascade::Refuse)).unwrap();
+    let (dir, done) = edit_version(&base_dir, root.path(), "v2", remove(&ids, Cascade::Refuse)).unwrap();
     assert!(done.tasks.is_empty());
     assert_eq!(
         done.stripped_tasks,
@@ -134,10 +149,10 @@ fn removing_every_sample_of_a_task_needs_cascade() {
     let all: Vec<String> = base.samples().unwrap().into_iter().map(|s| s.sample_id).collect();
     let keep_one: Vec<&str> = all.iter().skip(1).map(String::as_str).collect();
     // all but one: the task survives with one sample
-    let (_, done) = edit_version(&base_dir, root.path(), "v2", &remove(&keep_one, Cascade::Refuse)).unwrap();
+    let (_, done) = edit_version(&base_dir, root.path(), "v2", remove(&keep_one, Cascade::Refuse)).unwrap();
     assert!(done.tasks.is_empty());
     let every: Vec<&str> = all.iter().map(String::as_str).collect();
-    let err = edit_version(&base_dir, root.path(), "v3", &remove(&every, Cascade::Refuse)).unwrap_err();
+    let err = edit_version(&base_dir, root.path(), "v3", remove(&every, Cascade::Refuse)).unwrap_err();
     assert_eq!(err.to_string(), "edit refused: task train/UnitTest-train: its last sample would be removed");
 }
 
@@ -158,13 +173,13 @@ fn cascade_follows_from_task_edges() {
     let only = timef::Task::new("t-only", timef::TaskType::Regression, vec!["s001".into()]);
     d.add_task("only", only).unwrap();
     let base_dir = common::commit(root.path(), d, common::small_options());
-    let err = edit_version(&base_dir, root.path(), "v2", &remove(&["s000", "s001"], Cascade::Refuse)).unwrap_err();
+    let err = edit_version(&base_dir, root.path(), "v2", remove(&["s000", "s001"], Cascade::Refuse)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "edit refused: task derived/t-derived: its last sample would be removed; task only/t-only: its last sample would be removed"
     );
     let (dir, done) =
-        edit_version(&base_dir, root.path(), "v2", &remove(&["s000", "s001"], Cascade::RemoveDependents)).unwrap();
+        edit_version(&base_dir, root.path(), "v2", remove(&["s000", "s001"], Cascade::RemoveDependents)).unwrap();
     // t-derived2 still has s003 but derives from the removed t-derived
     assert_eq!(
         done.tasks,

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use timef::edit::{edit_version, plan, RemoveSamples};
+use timef::edit::{edit_version, plan, Cascade, Edit};
 use timef::manifest::{Manifest, MAX_MANIFEST_BYTES};
 use timef::reader::Version;
 use timef::storage::{Location, Staging};
@@ -25,8 +25,8 @@ fn manifest(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
 
-fn remove_s000() -> RemoveSamples {
-    RemoveSamples { sample_ids: ["s000".to_string()].into(), ..Default::default() }
+fn remove_s000() -> Edit {
+    Edit::remove_samples(["s000"], Cascade::Refuse)
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn a_writer_block_is_held_to_the_rules_of_user_options_at_and_past_each_bound() 
         match want {
             None => {
                 assert_eq!(on_writer, [], "{change}");
-                assert!(plan(&base, &out, "v2", &remove_s000()).is_ok(), "{change}");
+                assert!(plan(&base, &out, "v2", remove_s000()).is_ok(), "{change}");
             }
             Some((option, reason)) => {
                 assert_eq!(on_writer, [(format!("writer.{option}"), reason.to_string())], "{change}");
@@ -146,8 +146,8 @@ fn a_writer_block_is_held_to_the_rules_of_user_options_at_and_past_each_bound() 
                     "corrupt version: {}: writer block: invalid option {option}: {reason}",
                     base.join("manifest.json").display()
                 );
-                assert_eq!(plan(&base, &out, "v2", &remove_s000()).unwrap_err().to_string(), err, "{change}");
-                assert_eq!(edit_version(&base, &out, "v2", &remove_s000()).unwrap_err().to_string(), err);
+                assert_eq!(plan(&base, &out, "v2", remove_s000()).unwrap_err().to_string(), err, "{change}");
+                assert_eq!(edit_version(&base, &out, "v2", remove_s000()).unwrap_err().to_string(), err);
                 assert!(!out.exists(), "a refused edit writes nothing");
             }
         }
@@ -163,7 +163,7 @@ fn an_edit_with_options_at_a_bound_commits_what_verify_accepts() {
         common::ecg_dataset("ecg", "v1", 4),
         timef::WriterOptions::builder().chunk_max_bytes(1024).compression_level(22).try_build().unwrap(),
     );
-    let (edited, _) = edit_version(&base, &tmp.path().join("out"), "v2", &remove_s000()).unwrap();
+    let (edited, _) = edit_version(&base, &tmp.path().join("out"), "v2", remove_s000()).unwrap();
     assert_eq!(manifest(&edited)["writer"]["compression_level"], 22);
     let report = verify(&edited).unwrap();
     assert!(report.is_ok(), "{}", report.render());

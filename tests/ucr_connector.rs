@@ -422,3 +422,37 @@ fn inconsistent_files_and_rates_are_refused() {
     let paths = [dir.join("Stamped_TRAIN.ts")];
     assert!(read_ucr(&paths, &UcrOptions::new("toy", "1").with_sampling_rate_hz(1.0)).is_ok());
 }
+
+/// aeon ships splits whose `@problemName`s differ by a suffix (`Covid3MonthDiscrete`,
+/// `JapaneseVowels_eq`): read as one dataset with a warning naming both; other names are refused.
+#[test]
+fn problem_names_differing_by_a_suffix_are_one_dataset_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let train = Path::new(MISMATCH).join("Toy_TRAIN.ts");
+    let test = tmp.path().join("Toy_TEST.ts");
+    std::fs::write(&test, "@problemName toy_eq\n@univariate true\n@classLabel true a b\n@data\n7,8,9:a\n").unwrap();
+    let (ds, report) =
+        timef::connectors::ucr::read_ucr_with_report(&[&train, &test], &UcrOptions::new("toy", "1")).unwrap();
+    assert_eq!(ds.sample_count(), 3);
+    assert_eq!(
+        report.warnings,
+        [format!(
+            "@problemName \"toy\" of {} and \"toy_eq\" of {} differ by a suffix; read as one dataset named toy",
+            train.display(),
+            test.display()
+        )]
+    );
+    assert_eq!(ds.sources().next().unwrap().name, "toy");
+    let other = tmp.path().join("Other_TEST.ts");
+    std::fs::write(&other, "@problemName yot\n@univariate true\n@classLabel true a b\n@data\n7,8,9:a\n").unwrap();
+    match read_ucr(&[&train, &other], &UcrOptions::new("toy", "1")).unwrap_err() {
+        Error::InvalidInput { path, line: None, reason } => {
+            assert_eq!(path, other);
+            assert_eq!(
+                reason,
+                format!("@problemName \"yot\" differ from {}'s; the files are not one dataset", train.display())
+            );
+        }
+        e => panic!("{e}"),
+    }
+}

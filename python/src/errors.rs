@@ -23,9 +23,10 @@ pyo3::create_exception!(
     timef,
     TimeFEditError,
     PyValueError,
-    "A copy-on-write edit was refused before any I/O. Attributes: `id` (None), `field` \
-     (\"remove_sample_ids\"), `reason` (every blocker, joined), `blockers` (list of str, one per \
-     blocking (task, reference) or unknown sample id)."
+    "A copy-on-write edit was refused before any I/O. Attributes: `id` and `field` (the first \
+     blocker's entity and field, e.g. the unknown id and \"remove_sample_ids\", or a task id and \
+     \"target_sample_id\"), `reason` (every blocker, joined with \"; \"), `blockers` (list of str, one \
+     per blocker), `ids` (list of str, each blocker's entity)."
 );
 pyo3::create_exception!(
     timef,
@@ -150,16 +151,21 @@ pub fn to_py(e: Error) -> PyErr {
                 Err(_) => PyRuntimeError::new_err(message),
             },
             Error::Edit { blockers } => {
-                let list =
-                    PyList::new(py, &blockers).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
+                let reasons: Vec<&str> = blockers.iter().map(|b| b.reason.as_str()).collect();
+                let ids: Vec<&str> = blockers.iter().map(|b| b.id.as_str()).collect();
+                let list = |v: &[&str]| {
+                    PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py))
+                };
+                let (id, field) = blockers.first().map(|b| (b.id.as_str(), b.field)).unwrap_or(("", ""));
                 with_attrs(
                     py,
                     TimeFEditError::new_err(message),
                     &[
-                        ("id", py.None().into_bound(py)),
-                        ("field", s("remove_sample_ids")),
-                        ("reason", s(&blockers.join("; "))),
-                        ("blockers", list),
+                        ("id", s(id)),
+                        ("field", s(field)),
+                        ("reason", s(&reasons.join("; "))),
+                        ("blockers", list(&reasons)),
+                        ("ids", list(&ids)),
                     ],
                 )
             }

@@ -227,6 +227,16 @@ impl PyVersion {
         verify_at(py, self.inner.location())
     }
 
+    /// This version as a `TimeFDataset` named `dataset_version` (the dataset's
+    /// name unchanged) whose series load lazily from this version's shards:
+    /// add to it and write it with `TimeFWriter` to derive a new version.
+    fn to_dataset(&self, py: Python<'_>, dataset_version: &str) -> PyResult<crate::dataset::PyDataset> {
+        let v = Arc::clone(&self.inner);
+        let name = v.manifest().dataset.name.clone();
+        let d = py.detach(|| v.to_dataset(&name, dataset_version)).map_err(to_py)?;
+        Ok(crate::dataset::PyDataset::wrap(d))
+    }
+
     fn __repr__(&self) -> String {
         format!("Version({:?})", self.dir())
     }

@@ -265,17 +265,43 @@ impl PyWriter {
     }
 }
 
-/// Writes a new version of `base_dir` with samples removed (copy-on-write) and
+/// Python dicts (or any JSON-serializable objects) as JSON values, through `json.dumps`.
+fn json_values(py: Python<'_>, rows: &[Bound<'_, PyAny>]) -> PyResult<Vec<serde_json::Value>> {
+    let dumps = py.import("json")?.getattr("dumps")?;
+    rows.iter()
+        .map(|r| {
+            let text: String = dumps.call1((r,))?.extract()?;
+            serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+        })
+        .collect()
+}
+
+/// Writes a new version of `base_dir` with an edit applied (copy-on-write) and
 /// returns its directory.
 #[pyfunction]
-#[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(), cascade = false,
-                    storage_options = None))]
-pub fn edit_version(
-    py: Python<'_>,
-    base_dir: &Bound<'_, PyAny>,
-    out_root: &Bound<'_, PyAny>,
+#[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(),
+                    remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),
+                    remove_task_ids = Vec::new(), add = Vec::new(), set_annotations = Vec::new(),
+                    set_tasks = Vec::new(), set_sources = Vec::new(), description = None, license = None,
+                    citation = None, cascade = false, storage_options = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn edit_version<'py>(
+    py: Python<'py>,
+    base_dir: &Bound<'py, PyAny>,
+    out_root: &Bound<'py, PyAny>,
     dataset_version: String,
     remove_sample_ids: Vec<String>,
+    remove_series_ids: Vec<String>,
+    remove_channels: Vec<String>,
+    remove_annotation_ids: Vec<String>,
+    remove_task_ids: Vec<String>,
+    add: Vec<PyRef<'py, PyDataset>>,
+    set_annotations: Vec<Bound<'py, PyAny>>,
+    set_tasks: Vec<Bound<'py, PyAny>>,
+    set_sources: Vec<Bound<'py, PyAny>>,
+    description: Option<String>,
+    license: Option<String>,
+    citation: Option<String>,
     cascade: bool,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<String> {
@@ -294,10 +320,23 @@ pub fn edit_version(
     }
     let base = core_root(base_dir, options_for(base_dir)?)?;
     let out = core_root(out_root, options_for(out_root)?)?;
-    let op = timef::edit::RemoveSamples {
-        sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
+    let edit = timef::edit::Edit {
+        remove_sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
+        remove_series_ids: remove_series_ids.into_iter().collect(),
+        remove_channels: remove_channels.into_iter().collect(),
+        remove_annotation_ids: remove_annotation_ids.into_iter().collect(),
+        remove_task_ids: remove_task_ids.into_iter().collect(),
+        add: add.iter().map(|d| d.take()).collect::<PyResult<_>>()?,
+        set_annotations: timef::edit::annotation_rows("<set_annotations>", json_values(py, &set_annotations)?)
+            .map_err(to_py)?,
+        set_tasks: timef::edit::task_rows("<set_tasks>", json_values(py, &set_tasks)?).map_err(to_py)?,
+        set_sources: timef::edit::source_rows("<set_sources>", json_values(py, &set_sources)?).map_err(to_py)?,
+        description,
+        license,
+        citation,
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
+        inputs: Vec::new(),
     };
-    let (dir, _plan) = py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, &op)).map_err(to_py)?;
+    let (dir, _plan) = py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
     Ok(dir.display().to_string())
 }

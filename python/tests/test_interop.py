@@ -3,6 +3,7 @@ values; edits of a real file's version; the README example runs."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -132,7 +133,7 @@ def test_edit_a_real_forecasting_version_refused_then_cascaded(tmp_path: Path) -
     assert task["task_type"] == "forecasting" and target
     with pytest.raises(timef.TimeFEditError) as e:
         timef.edit_version(base, tmp_path / "out", dataset_version="v2", remove_sample_ids=[target])
-    assert e.value.field == "remove_sample_ids"
+    assert (e.value.id, e.value.field) == (task["task_id"], "target_sample_id")
     assert any(f"target_sample_id {target} would be removed" in b for b in e.value.blockers)
     assert listing(tmp_path / "out") == []
     with pytest.raises(timef.TimeFEditError, match="unknown sample id nope"):
@@ -145,7 +146,8 @@ def test_edit_a_real_forecasting_version_refused_then_cascaded(tmp_path: Path) -
     assert n.samples().num_rows == v.samples().num_rows - 1
     derived = n.manifest["derived_from"]
     assert derived["dataset_version"] == "v1" and derived["manifest_sha256"] == v.manifest_sha256
-    assert derived["operation"] == {"remove_samples": [target], "cascade": True}
+    assert derived["operation"] == {"cascade": True, "steps": [
+        {"op": "remove_samples", "count": 1, "ids_sha256": hashlib.sha256(f"{target}\n".encode()).hexdigest()}]}
     assert derived["removed"]["samples"] == 1 and derived["removed"]["tasks"] >= 1
     assert tree_bytes(tmp_path / "base") == before
     assert n.verify()["findings"] == []

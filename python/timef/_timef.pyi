@@ -44,13 +44,17 @@ class TimeFValidationError(ValueError):
 class TimeFEditError(ValueError):
     """A copy-on-write edit was refused before any I/O."""
 
-    id: None
+    id: str
+    """The first blocker's entity (sample, series, annotation, task or source id, or a channel)."""
     field: str
-    """Always ``"remove_sample_ids"``."""
+    """The first blocker's field: the argument naming an unknown id (``"remove_sample_ids"``, ...), or
+    the entity's field at fault (``"target_sample_id"``, ``"series"``, ``"values"``, ``"sample_id"``, ...)."""
     reason: str
     """Every blocker, joined with ``"; "``."""
     blockers: list[str]
-    """One line per blocking (task, reference) or unknown sample id."""
+    """One line per blocker."""
+    ids: list[str]
+    """Each blocker's entity, in the order of ``blockers``."""
 
 class TimeFInputError(ValueError):
     """A connector's input file is malformed."""
@@ -372,6 +376,11 @@ class Version:
     def verify(self) -> dict[str, Any]:
         """End-to-end check; ``findings`` (list of dicts with file, location, check,
         message) is empty for a conforming version."""
+    def to_dataset(self, dataset_version: str) -> TimeFDataset:
+        """This version as a :class:`TimeFDataset` named ``dataset_version`` (the
+        dataset name unchanged) whose series load lazily from this version's
+        shards: add samples to it and write it with :class:`TimeFWriter` to derive
+        a new version (the bytes of a fresh write of the same content)."""
 
 class WindowPlan:
     """The windows of a selection (:meth:`Version.window_plan`); ``len()`` is
@@ -447,14 +456,42 @@ def edit_version(
     *,
     dataset_version: str,
     remove_sample_ids: Sequence[str] = (),
+    remove_series_ids: Sequence[str] = (),
+    remove_channels: Sequence[str] = (),
+    remove_annotation_ids: Sequence[str] = (),
+    remove_task_ids: Sequence[str] = (),
+    add: Sequence[TimeFDataset] = (),
+    set_annotations: Sequence[dict[str, Any]] = (),
+    set_tasks: Sequence[dict[str, Any]] = (),
+    set_sources: Sequence[dict[str, Any]] = (),
+    description: str | None = None,
+    license: str | None = None,
+    citation: str | None = None,
     cascade: bool = False,
     storage_options: dict[str, str] | None = None,
 ) -> str:
-    """Writes ``<out_root>/<base name>/<dataset_version>``: the base with samples
-    removed, committed atomically with a ``derived_from`` block; the base is
-    untouched. A task that would lose a required reference makes it fail with
-    ``TimeFEditError`` (every blocker listed) unless ``cascade=True`` removes
-    such tasks transitively. Returns the new version's directory."""
+    """Writes ``<out_root>/<base name>/<dataset_version>``: the base with the
+    edit applied (docs/format.md section 7), committed atomically with a
+    ``derived_from`` lineage block; the base is untouched. The bytes are those
+    of a fresh write of the resulting dataset.
+
+    Removes samples, series, channels (every series of that channel name),
+    annotations and tasks by id; adds the content of each ``add`` dataset (taken
+    by the call: an id the base holds must come with identical content); sets
+    annotations (dicts of one annotation row per sample: ``annotation_id``,
+    ``sample_id``, ``annotation_type``, ``key``, optional ``value_str``,
+    ``value_num``, ``t_start_s``, ``t_end_s``, ``channel``), tasks (``task_name``,
+    ``task_id``, ``task_type``, ``sample_ids``, optional ``split``, ``target``,
+    ``target_sample_id``, ``context_sample_ids``, ``from_task``, ``horizon``,
+    ``prompt``, ``answer``) and sources (``source_id``, ``name``, optional
+    ``url``, ``license``, ``citation``), each replacing the entity of its id or
+    added; ``description``, ``license`` and ``citation`` replace the dataset's
+    (None: unchanged). Refused before any write with ``TimeFEditError`` (every
+    blocker listed, ``id`` and ``field`` of the first) for an unknown id, an
+    added id with other content, or a sample left without series or a task
+    losing a required reference unless ``cascade=True`` removes those,
+    transitively; ``TimeFInputError`` for a malformed row, ``TimeFValidationError``
+    for an entity breaking a rule. Returns the new version's directory."""
 
 def read_ucr(
     paths: Sequence[StrPath],

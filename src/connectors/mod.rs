@@ -76,12 +76,16 @@ pub enum OnMissing {
     DropCase,
 }
 
-/// The cases a connector left out under [`OnMissing::DropCase`], in input order.
+/// The cases a connector left out under [`OnMissing::DropCase`], in input
+/// order, and what it accepted with a warning.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Dropped {
     /// One entry per dropped case: its readable id (Arrow `item_id`, `.tsf`
     /// series name, `.ts` `"{file}: case {index}"`).
     pub cases: Vec<String>,
+    /// One line per input accepted with a warning (the CLI prints each on
+    /// stderr), e.g. `.ts` splits whose `@problemName`s differ by a suffix.
+    pub warnings: Vec<String>,
 }
 
 impl Dropped {

@@ -242,7 +242,7 @@ pub fn read_tsf(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<TimeFDatase
 /// [`read_tsf`], also returning the series left out under [`OnMissing::DropCase`].
 pub fn read_tsf_with_report(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<(TimeFDataset, Dropped)> {
     let file = parse_tsf_with(path, opts.on_missing, opts.encoding)?;
-    let dropped = Dropped { cases: file.dropped.clone() };
+    let dropped = Dropped { cases: file.dropped.clone(), ..Default::default() };
     Ok((build_dataset(file, opts)?, dropped))
 }
 

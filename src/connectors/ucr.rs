@@ -165,8 +165,21 @@ pub fn read_ucr_with_report(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Re
                     format!("{what} differ from {}'s; the files are not one dataset", first_path.display()),
                 )
             };
-            if file.problem_name.is_some() && name.is_some() && &file.problem_name != name {
-                return Err(differs(format!("@problemName {:?}", file.problem_name.as_deref().unwrap_or(""))));
+            if let (Some(this), Some(first_name)) = (&file.problem_name, name) {
+                // aeon ships splits named so (`Covid3MonthDiscrete`, `JapaneseVowels_eq`):
+                // one problem whose name differs by a suffix is read as one dataset, named by the option
+                if this.starts_with(first_name.as_str()) || first_name.starts_with(this.as_str()) {
+                    if this != first_name {
+                        dropped.warnings.push(format!(
+                            "@problemName {first_name:?} of {} and {this:?} of {} differ by a suffix; read as one dataset named {}",
+                            first_path.display(),
+                            path.display(),
+                            opts.name
+                        ));
+                    }
+                } else {
+                    return Err(differs(format!("@problemName {this:?}")));
+                }
             }
             if &file.response != response {
                 return Err(differs(format!("the declared labels or targets ({:?})", file.response)));

@@ -37,43 +37,74 @@ impl StrColumn {
     }
 }
 
-/// A hash index from the strings of a [`StrColumn`] to their row numbers
-/// (`u32`: a dataset holds fewer than 2^32 series or samples).
+/// The ids of a column of rows (series or samples): the strings end to end
+/// with a hash index to their row numbers (`u32`: a dataset holds fewer than
+/// 2^32 series or samples).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct IdIndex {
+pub(crate) struct Ids {
+    text: StrColumn,
     table: hashbrown::HashTable<u32>,
     hasher: RandomState,
-    /// The table was dropped ([`IdIndex::release`]): lookups scan.
+    /// The table was dropped ([`Ids::release_index`]): lookups scan.
     released: bool,
 }
 
-impl IdIndex {
-    pub(crate) fn find(&self, ids: &StrColumn, id: &str) -> Option<u32> {
+impl Ids {
+    pub(crate) fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// The id of row `row`.
+    pub(crate) fn get(&self, row: usize) -> &str {
+        self.text.get(row)
+    }
+
+    /// Every id in row order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.text.iter()
+    }
+
+    /// The row holding `id`.
+    pub(crate) fn find(&self, id: &str) -> Option<u32> {
         if self.released {
-            return ids.iter().position(|x| x == id).map(|r| r as u32);
+            return self.text.iter().position(|x| x == id).map(|r| r as u32);
         }
         let hash = self.hasher.hash_one(id);
-        self.table.find(hash, |&r| ids.get(r as usize) == id).copied()
+        self.table.find(hash, |&r| self.text.get(r as usize) == id).copied()
     }
 
     /// Frees the table (the writer needs no lookup by id; at 10 million ids
-    /// it is ~80 MiB). Later lookups scan, and later inserts rebuild it.
-    pub(crate) fn release(&mut self) {
+    /// it is ~80 MiB). Later lookups scan, and later pushes rebuild it.
+    pub(crate) fn release_index(&mut self) {
         self.table = hashbrown::HashTable::new();
         self.released = true;
     }
 
-    /// Indexes row `row` of `ids` (not indexed yet).
-    pub(crate) fn insert(&mut self, ids: &StrColumn, row: u32) {
+    /// Appends `id` (not present yet: the caller checks) as a new row and returns it.
+    pub(crate) fn push(&mut self, id: &str) -> u32 {
+        let row = self.text.len() as u32;
+        self.text.push(id);
         if self.released {
             self.released = false;
             for r in 0..row {
-                self.insert(ids, r);
+                self.index(r);
             }
         }
-        let hasher = &self.hasher;
-        let hash = hasher.hash_one(ids.get(row as usize));
-        self.table.insert_unique(hash, row, |&r| hasher.hash_one(ids.get(r as usize)));
+        self.index(row);
+        row
+    }
+
+    fn index(&mut self, row: u32) {
+        let (text, hasher) = (&self.text, &self.hasher);
+        let hash = hasher.hash_one(text.get(row as usize));
+        self.table.insert_unique(hash, row, |&r| hasher.hash_one(text.get(r as usize)));
+    }
+
+    /// Every row sorted by id.
+    pub(crate) fn by_id(&self) -> Vec<u32> {
+        let mut rows: Vec<u32> = (0..self.len() as u32).collect();
+        sort_rows(&mut rows, |a, b| self.get(a as usize).cmp(self.get(b as usize)));
+        rows
     }
 }
 
@@ -188,8 +219,7 @@ impl<T: Cell> Column<T> {
 /// observed: readers sort).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SeriesColumns {
-    ids: StrColumn,
-    index: IdIndex,
+    pub(crate) ids: Ids,
     /// spec types, channels and units
     cats: Interner,
     spec_type: Column<u32>,
@@ -214,20 +244,9 @@ impl SeriesColumns {
         self.ids.len()
     }
 
-    pub(crate) fn find(&self, id: &str) -> Option<u32> {
-        self.index.find(&self.ids, id)
-    }
-
-    /// Frees the id index ([`IdIndex::release`]).
-    pub(crate) fn release_index(&mut self) {
-        self.index.release();
-    }
-
     /// Appends `meta` as a new row and returns it.
     pub(crate) fn push(&mut self, meta: &SeriesMeta) -> u32 {
-        let row = self.ids.len() as u32;
-        self.ids.push(&meta.time_series_id);
-        self.index.insert(&self.ids, row);
+        let row = self.ids.push(&meta.time_series_id);
         let spec = self.cats.intern(&meta.spec_type);
         self.spec_type.push(spec);
         let channel = self.cats.intern(&meta.channel);
@@ -289,13 +308,6 @@ impl SeriesColumns {
             && self.t_end_s(row) == meta.t_end_s
     }
 
-    /// Every row sorted by id.
-    pub(crate) fn by_id(&self) -> Vec<u32> {
-        let mut rows: Vec<u32> = (0..self.len() as u32).collect();
-        sort_rows(&mut rows, |a, b| self.id(a as usize).cmp(self.id(b as usize)));
-        rows
-    }
-
     /// Every row in write order: `(spec_type, channel, time_series_id)`
     /// (FORMAT-BRIEF §5).
     pub(crate) fn write_order(&self) -> Vec<u32> {
@@ -333,8 +345,7 @@ const PENDING: u32 = 1 << 31;
 /// Every sample, in insertion order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SampleColumns {
-    ids: StrColumn,
-    index: IdIndex,
+    pub(crate) ids: Ids,
     /// source ids, subject ids and views
     cats: Interner,
     source: Column<u32>,
@@ -359,15 +370,6 @@ impl SampleColumns {
         self.ids.len()
     }
 
-    pub(crate) fn find(&self, id: &str) -> Option<u32> {
-        self.index.find(&self.ids, id)
-    }
-
-    /// Frees the id index ([`IdIndex::release`]).
-    pub(crate) fn release_index(&mut self) {
-        self.index.release();
-    }
-
     /// References stored by id (to series not added when their sample was).
     pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()
@@ -375,9 +377,7 @@ impl SampleColumns {
 
     /// Appends `sample`, naming its series by row where `series` knows them.
     pub(crate) fn push(&mut self, sample: &Sample, series: &SeriesColumns) {
-        let row = self.ids.len() as u32;
-        self.ids.push(&sample.sample_id);
-        self.index.insert(&self.ids, row);
+        let row = self.ids.push(&sample.sample_id);
         let source = self.cats.intern(&sample.source_id);
         self.source.push(source);
         let subject = sample.subject_id.as_deref().map(|s| self.cats.intern(s));
@@ -391,7 +391,7 @@ impl SampleColumns {
             self.ref_ends = (1..=row as u64).map(|r| r * u64::from(self.ref_counts.first)).collect();
         }
         for r in &sample.series {
-            let target = match series.find(&r.time_series_id) {
+            let target = match series.ids.find(&r.time_series_id) {
                 Some(row) if row < PENDING => row,
                 _ => {
                     self.pending.push(&r.time_series_id);
@@ -457,7 +457,7 @@ impl SampleColumns {
     /// The series row of reference `k`, `None` for a series the dataset does not hold.
     pub(crate) fn ref_row(&self, k: usize, series: &SeriesColumns) -> Option<u32> {
         match self.refs[k] {
-            r if r & PENDING != 0 => series.find(self.pending.get((r & !PENDING) as usize)),
+            r if r & PENDING != 0 => series.ids.find(self.pending.get((r & !PENDING) as usize)),
             r => Some(r),
         }
     }
@@ -485,19 +485,21 @@ impl SampleColumns {
         }
     }
 
-    /// Every row sorted by id.
-    pub(crate) fn by_id(&self) -> Vec<u32> {
-        let mut rows: Vec<u32> = (0..self.len() as u32).collect();
-        sort_rows(&mut rows, |a, b| self.id(a as usize).cmp(self.id(b as usize)));
-        rows
-    }
-
     /// The samples `keep` marks, in order, referencing `series` (the series
-    /// columns they are then stored against).
-    pub(crate) fn retain(&self, keep: &[bool], old: &SeriesColumns, series: &SeriesColumns) -> SampleColumns {
+    /// columns they are then stored against), each without its references to
+    /// the series `keep_series` rejects (by id).
+    pub(crate) fn retain(
+        &self,
+        keep: &[bool],
+        old: &SeriesColumns,
+        series: &SeriesColumns,
+        keep_series: impl Fn(&str) -> bool,
+    ) -> SampleColumns {
         let mut out = SampleColumns::default();
         for row in (0..self.len()).filter(|&r| keep[r]) {
-            out.push(&self.sample(row, old), series);
+            let mut sample = self.sample(row, old);
+            sample.series.retain(|r| keep_series(&r.time_series_id));
+            out.push(&sample, series);
         }
         out
     }
@@ -560,14 +562,14 @@ mod tests {
         for (id, spec, ch) in [("b", "ecg", "II"), ("a", "ecg", "II"), ("c", "acc", "x"), ("d", "ecg", "I")] {
             s.push(&SeriesMeta::new(id, spec, ch, 100.0));
         }
-        assert_eq!([s.find("a"), s.find("d"), s.find("zz")], [Some(1), Some(3), None]);
-        s.release_index();
-        assert_eq!([s.find("a"), s.find("d"), s.find("zz")], [Some(1), Some(3), None]);
+        assert_eq!([s.ids.find("a"), s.ids.find("d"), s.ids.find("zz")], [Some(1), Some(3), None]);
+        s.ids.release_index();
+        assert_eq!([s.ids.find("a"), s.ids.find("d"), s.ids.find("zz")], [Some(1), Some(3), None]);
         s.push(&SeriesMeta::new("e", "ecg", "I", 100.0));
-        assert_eq!([s.find("a"), s.find("e")], [Some(1), Some(4)]);
+        assert_eq!([s.ids.find("a"), s.ids.find("e")], [Some(1), Some(4)]);
         let order: Vec<&str> = s.write_order().into_iter().map(|r| s.id(r as usize)).collect();
         assert_eq!(order, ["c", "d", "e", "a", "b"]);
-        let by_id: Vec<&str> = s.by_id().into_iter().map(|r| s.id(r as usize)).collect();
+        let by_id: Vec<&str> = s.ids.by_id().into_iter().map(|r| s.id(r as usize)).collect();
         assert_eq!(by_id, ["a", "b", "c", "d", "e"]);
         assert!(s.equals(2, &SeriesMeta::new("c", "acc", "x", 100.0)));
         assert!(!s.equals(2, &SeriesMeta::new("c", "acc", "x", 50.0)));

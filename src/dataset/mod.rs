@@ -8,6 +8,7 @@
 //! depends on insertion order.
 
 pub(crate) mod columns;
+mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -423,7 +424,7 @@ impl TimeFDataset {
 
     fn insert_series(&mut self, meta: SeriesMeta, values: ValuesSource) -> Result<()> {
         meta.validate()?;
-        match self.series.find(&meta.time_series_id) {
+        match self.series.ids.find(&meta.time_series_id) {
             Some(row) if self.series.equals(row as usize, &meta) => Ok(()),
             Some(_) => {
                 Err(Error::validation(&meta.time_series_id, "time_series_id", "added twice with different metadata"))
@@ -456,7 +457,7 @@ impl TimeFDataset {
     /// most once; the writer then refuses the dataset). For tests and tools that
     /// need a series' values without writing.
     pub fn take_loader(&mut self, time_series_id: &str) -> Option<Loader> {
-        let row = self.series.find(time_series_id)? as usize;
+        let row = self.series.ids.find(time_series_id)? as usize;
         match std::mem::replace(&mut self.values[row], ValuesSource::Taken) {
             ValuesSource::Ready(v) => Some(Box::new(move || Ok(v))),
             ValuesSource::Stored { store, offset, len } => {
@@ -491,7 +492,7 @@ impl TimeFDataset {
                 return Err(Error::validation(id, "t_end_s", format!("{b} is before t_start_s {a}")));
             }
         }
-        match self.samples.find(id) {
+        match self.samples.ids.find(id) {
             Some(row) if self.samples.sample(row as usize, &self.series) == sample => Ok(()),
             Some(_) => Err(Error::validation(id, "sample_id", "added twice with different content")),
             None if self.samples.len() >= MAX_ROWS => {
@@ -554,11 +555,11 @@ impl TimeFDataset {
     }
     /// Samples, sorted by id (each built from the columns as it is handed out).
     pub fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
-        self.samples.by_id().into_iter().map(move |r| self.samples.sample(r as usize, &self.series))
+        self.samples.ids.by_id().into_iter().map(move |r| self.samples.sample(r as usize, &self.series))
     }
     /// Series metadata, sorted by id (each built from the columns as it is handed out).
     pub fn series(&self) -> impl Iterator<Item = SeriesMeta> + '_ {
-        self.series.by_id().into_iter().map(move |r| self.series.meta(r as usize))
+        self.series.ids.by_id().into_iter().map(move |r| self.series.meta(r as usize))
     }
     /// Number of samples.
     pub fn sample_count(&self) -> usize {
@@ -570,19 +571,19 @@ impl TimeFDataset {
     }
     /// The sample `sample_id`, if the dataset holds it.
     pub fn sample(&self, sample_id: &str) -> Option<Sample> {
-        self.samples.find(sample_id).map(|r| self.samples.sample(r as usize, &self.series))
+        self.samples.ids.find(sample_id).map(|r| self.samples.sample(r as usize, &self.series))
     }
     /// True when the dataset holds sample `sample_id`.
     pub fn contains_sample(&self, sample_id: &str) -> bool {
-        self.samples.find(sample_id).is_some()
+        self.samples.ids.find(sample_id).is_some()
     }
     /// True when the dataset holds series `time_series_id`.
     pub fn contains_series(&self, time_series_id: &str) -> bool {
-        self.series.find(time_series_id).is_some()
+        self.series.ids.find(time_series_id).is_some()
     }
     /// The metadata of series `time_series_id`, if the dataset holds it.
     pub fn series_meta(&self, time_series_id: &str) -> Option<SeriesMeta> {
-        self.series.find(time_series_id).map(|r| self.series.meta(r as usize))
+        self.series.ids.find(time_series_id).map(|r| self.series.meta(r as usize))
     }
     /// Annotations with the samples they are attached to, sorted by annotation id.
     pub fn annotations(&self) -> impl Iterator<Item = (&Annotation, &BTreeSet<String>)> {
@@ -596,24 +597,31 @@ impl TimeFDataset {
     /// Frees the id indexes (lookups by id then scan): the writer needs none
     /// once the references are checked.
     pub(crate) fn release_indexes(&mut self) {
-        Arc::make_mut(&mut self.series).release_index();
-        self.samples.release_index();
+        Arc::make_mut(&mut self.series).ids.release_index();
+        self.samples.ids.release_index();
     }
 
-    /// Keeps the samples `keep` accepts (by id) and drops the series no kept
-    /// sample references; returns the dropped series' ids, sorted.
-    pub(crate) fn retain_samples(&mut self, keep: impl Fn(&str) -> bool) -> Vec<String> {
-        let kept: Vec<bool> = self.samples.ids().map(&keep).collect();
+    /// Keeps the samples `keep_sample` accepts (by id), drops from the kept
+    /// samples' series lists the series `keep_series` rejects (by id), and
+    /// drops every series no kept sample then references; returns the dropped
+    /// series' ids, sorted. A kept sample left with no series is the caller's
+    /// to refuse first (the edit does, `docs/format.md` §7).
+    pub(crate) fn retain(
+        &mut self,
+        keep_sample: impl Fn(&str) -> bool,
+        keep_series: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let kept: Vec<bool> = self.samples.ids().map(&keep_sample).collect();
         let mut referenced = vec![false; self.series.len()];
         for row in (0..self.samples.len()).filter(|&r| kept[r]) {
             for k in self.samples.refs_of(row) {
                 if let Some(s) = self.samples.ref_row(k, &self.series) {
-                    referenced[s as usize] = true;
+                    referenced[s as usize] |= keep_series(self.series.id(s as usize));
                 }
             }
         }
         let (series, remap) = self.series.retain(&referenced);
-        self.samples = self.samples.retain(&kept, &self.series, &series);
+        self.samples = self.samples.retain(&kept, &self.series, &series, &keep_series);
         let mut dropped: Vec<String> =
             (0..remap.len()).filter(|&r| remap[r] == u32::MAX).map(|r| self.series.id(r).to_string()).collect();
         dropped.sort();

@@ -173,7 +173,7 @@ fn write_samples(
     created_by: &str,
 ) -> Result<manifest::FileEntry> {
     let (c, series) = (&d.samples, &*d.series);
-    let order = c.by_id();
+    let order = c.ids.by_id();
     let s = order.as_slice();
     let (sample, source, subject) = (ids.get(IdSpace::Sample), ids.get(IdSpace::Source), ids.get(IdSpace::Subject));
     let series_enc = ids.get(IdSpace::TimeSeries);

@@ -1,0 +1,141 @@
+"""Issue 25: `timef.edit_version` keyword operations and `Version.to_dataset`:
+an edit writes the bytes of a fresh write of its result; refusals carry the
+id and field; the README's curation round trip runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import timef
+from conftest import REPO, check_conforming, listing, real, tree_bytes
+
+
+def files_sans_manifest(version_dir: str | Path) -> dict[str, bytes]:
+    files = tree_bytes(version_dir)
+    del files["manifest.json"]
+    return files
+
+
+def manifest_sans_lineage(version_dir: str | Path) -> dict:
+    m = json.loads((Path(version_dir) / "manifest.json").read_text())
+    m.pop("derived_from", None)
+    m.pop("manifest_sha256", None)
+    return m
+
+
+def ids_sha256(ids: list[str]) -> str:
+    return hashlib.sha256("".join(f"{i}\n" for i in sorted(set(ids))).encode()).hexdigest()
+
+
+def test_add_relabel_resplit_and_describe_from_keywords(tmp_path: Path) -> None:
+    train, test = real("ucr/ArrowHead_TRAIN.ts"), real("ucr/ArrowHead_TEST.ts")
+    base = timef.ingest_ucr([train], tmp_path / "a", dataset_name="ArrowHead", dataset_version="v1")
+    added = timef.read_ucr([test], dataset_name="ArrowHead", dataset_version="ignored")
+    new = timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added])
+    fresh = timef.ingest_ucr([train, test], tmp_path / "b", dataset_name="ArrowHead", dataset_version="v2")
+    assert files_sans_manifest(new) == files_sans_manifest(fresh)
+    assert manifest_sans_lineage(new) == manifest_sans_lineage(fresh)
+    test_ids = [f"ArrowHead-test-{i}" for i in range(175)]
+    assert timef.open(new).manifest["derived_from"]["operation"] == {"cascade": False, "steps": [
+        {"op": "add", "count": 175, "ids_sha256": ids_sha256(test_ids), "samples": 175, "time_series": 175,
+         "annotations": 175, "tasks": 1, "sources": 0}]}
+    with pytest.raises(ValueError, match="already handed to a writer"):
+        added.sample_ids
+
+    relabel = {"annotation_id": "ArrowHead-train-0/class", "sample_id": "ArrowHead-train-0",
+               "annotation_type": "label", "key": "class", "value_str": "2"}
+    split = {"task_name": "val", "task_id": "ArrowHead-val", "task_type": "classification", "split": "val",
+             "sample_ids": ["ArrowHead-test-0", "ArrowHead-test-1"]}
+    v3 = timef.edit_version(new, tmp_path / "a", dataset_version="v3", set_annotations=[relabel],
+                            set_tasks=[split], remove_task_ids=["ArrowHead-test"], description="relabelled")
+    v = timef.open(v3)
+    assert v.task_names() == ["train", "val"]
+    assert [t["split"] for t in v.task("val").to_pylist()] == ["val"]
+    ann = v.annotations().to_pylist()
+    assert [a["value_str"] for a in ann if a["sample_id"] == "ArrowHead-train-0"] == ["2"]
+    assert v.manifest["dataset"]["description"] == "relabelled"
+    assert v.manifest["derived_from"]["operation"] == {"cascade": False, "steps": [
+        {"op": "remove_tasks", "count": 1, "ids_sha256": ids_sha256(["ArrowHead-test"])},
+        {"op": "set_annotations", "count": 1, "ids_sha256": ids_sha256(["ArrowHead-train-0/class"])},
+        {"op": "set_tasks", "count": 1, "ids_sha256": ids_sha256(["ArrowHead-val"])},
+        {"op": "set_dataset", "fields": ["description"]}]}
+    assert v.verify()["findings"] == []
+    check_conforming(v3)
+
+
+def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
+    base = timef.ingest_ucr([real("ucr/BasicMotions_TRAIN.ts")], tmp_path, dataset_name="bm", dataset_version="v1")
+    before = listing(tmp_path)
+    with pytest.raises(timef.TimeFEditError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v2", remove_channels=["9", "5"],
+                           remove_series_ids=["bm-train-0/0"], remove_sample_ids=["nope"])
+    assert (e.value.id, e.value.field) == ("nope", "remove_sample_ids")
+    assert e.value.blockers == ["unknown sample id nope", "unknown channel 9"]
+    assert e.value.ids == ["nope", "9"]
+    assert str(e.value) == "edit refused: unknown sample id nope; unknown channel 9"
+    all_channels = [str(c) for c in range(6)]
+    with pytest.raises(timef.TimeFEditError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v2", remove_channels=all_channels)
+    assert (e.value.id, e.value.field) == ("bm-train-0", "series")
+    assert e.value.blockers[0] == "sample bm-train-0: its last series would be removed"
+    assert listing(tmp_path) == before
+    new = timef.edit_version(base, tmp_path, dataset_version="v2", remove_channels=["5"],
+                             remove_series_ids=["bm-train-0/0"])
+    v = timef.open(new)
+    assert v.manifest["counts"]["time_series"] == 40 * 5 - 1
+    assert v.manifest["derived_from"]["removed"] == {"annotations": 0, "samples": 0, "tasks": 0, "time_series": 41}
+    assert list(v.read_sample("bm-train-0")) == [f"bm-train-0/{d}" for d in range(1, 5)]
+    # an added series that exists with other values
+    other = timef.TimeFDataset("bm", "x")
+    other.add_source(source_id="bm", name="BasicMotions")
+    meta = timef.open(base).index().to_pylist()[0]
+    other.add_series(time_series_id="bm-train-0/0", spec_type=meta["spec_type"], channel="0",
+                     sampling_rate_hz=meta["sampling_rate_hz"], values=np.zeros(100, np.float32))
+    other.add_sample(sample_id="bm-train-0-copy", source_id="bm", series=["bm-train-0/0"])
+    with pytest.raises(timef.TimeFEditError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v3", add=[other])
+    assert (e.value.id, e.value.field) == ("bm-train-0/0", "values")
+    assert e.value.blockers == ["added series bm-train-0/0 exists with other values"]
+    with pytest.raises(timef.TimeFInputError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v3", set_annotations=[{"annotation_id": "a"}])
+    assert (e.value.path, e.value.line) == ("<set_annotations>", 1)
+    assert e.value.reason == "missing field `sample_id`"
+
+
+def test_a_version_as_dataset_extends_to_a_fresh_write(tmp_path: Path) -> None:
+    train = real("ucr/ArrowHead_TRAIN.ts")
+    base = timef.ingest_ucr([train], tmp_path / "a", dataset_name="ArrowHead", dataset_version="v1")
+
+    def extend(d: timef.TimeFDataset) -> timef.TimeFDataset:
+        d.add_series(time_series_id="new-rec/0", spec_type="unknown", channel="0", sampling_rate_hz=1.0,
+                     values=np.arange(251, dtype=np.float32))
+        d.add_sample(sample_id="new-rec", source_id="ArrowHead", series=["new-rec/0"])
+        return d
+
+    d = extend(timef.open(base).to_dataset("v2"))
+    assert (d.dataset_name, d.dataset_version) == ("ArrowHead", "v2")
+    with timef.TimeFWriter(tmp_path / "a", d) as w:
+        w.write()
+    fresh = extend(timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2"))
+    with timef.TimeFWriter(tmp_path / "b", fresh) as w:
+        w.write()
+    assert tree_bytes(tmp_path / "a" / "ArrowHead" / "v2") == tree_bytes(tmp_path / "b" / "ArrowHead" / "v2")
+
+
+def test_readme_curation_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (REPO / "README.md").read_text()
+    blocks = re.findall(r"<!-- curation-python-example -->\s*```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "README.md must hold one ```python block after <!-- curation-python-example -->"
+    assert len(blocks[0].strip().splitlines()) <= 12
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "README.md", "exec"), {})
+    v = timef.open(tmp_path / "out" / "BasicMotions" / "v2")
+    assert v.task_names() == ["test", "train", "val"]
+    assert v.manifest["counts"]["samples"] == 80

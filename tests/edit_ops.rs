@@ -1,0 +1,570 @@
+//! Issue 25 §1: every edit operation (remove series and channels, add,
+//! set annotations, re-split, change metadata, and any combination) writes
+//! byte for byte a fresh write of the resulting dataset (the manifest equal but
+//! for its lineage and seal), from the library and the CLI; refusals name the
+//! id and field; the lineage lists each operation.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use common::{assert_conforming, cli, file_bytes, real, small_options};
+use proptest::prelude::*;
+use timef::edit::{edit_version, ids_sha256, Cascade, Edit};
+use timef::error::EditBlocker;
+use timef::{Annotation, Error, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset};
+
+/// `manifest.json` of `dir` without its lineage and seal.
+fn manifest_sans_lineage(dir: &Path) -> serde_json::Value {
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let o = m.as_object_mut().unwrap();
+    o.remove("derived_from");
+    o.remove("manifest_sha256");
+    m
+}
+
+/// `edited` holds the files of `fresh` with the same bytes, the manifest
+/// aside, whose content but for the lineage and seal is the same too.
+fn assert_fresh(edited: &Path, fresh: &Path) {
+    let (mut a, mut b) = (file_bytes(edited), file_bytes(fresh));
+    a.remove("manifest.json");
+    b.remove("manifest.json");
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "file lists differ");
+    for (rel, bytes) in &a {
+        assert!(bytes == &b[rel], "{rel} differs between {} and {}", edited.display(), fresh.display());
+    }
+    assert_eq!(manifest_sans_lineage(edited), manifest_sans_lineage(fresh));
+}
+
+fn operation(dir: &Path) -> serde_json::Value {
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    m["derived_from"]["operation"].clone()
+}
+
+fn ingest(root: &Path, kind: &str, name: &str, version: &str, files: &[PathBuf]) -> PathBuf {
+    let r = root.to_str().unwrap();
+    let mut args = vec!["--quiet", "ingest", kind, "--root", r, "--name", name, "--version", version];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let (code, _, err) = cli(&args);
+    assert_eq!(code, 0, "{err}");
+    root.join(name).join(version)
+}
+
+/// What the model dataset holds: `n` base samples of channels I and II
+/// (`s000`, ...), each with a class label and all in task `t-diagnosis`,
+/// changed as an edit would change them.
+#[derive(Debug, Clone, Default)]
+struct Spec {
+    n: usize,
+    removed: BTreeSet<usize>,
+    drop_channel: Option<&'static str>,
+    relabel: BTreeMap<usize, String>,
+    added: usize,
+    resplit: bool,
+    description: Option<String>,
+}
+
+fn sid(i: usize) -> String {
+    format!("s{i:03}")
+}
+
+fn label(i: usize) -> Annotation {
+    Annotation {
+        annotation_id: format!("{}/class", sid(i)),
+        annotation_type: "label".into(),
+        key: "class".into(),
+        value_str: Some(if i % 2 == 0 { "normal" } else { "afib" }.into()),
+        ..Default::default()
+    }
+}
+
+/// Adds sample `i` with its series (the channels in `channels`) and its label.
+fn add_sample(d: &mut TimeFDataset, i: usize, channels: &[&str], value: Option<&String>) {
+    let mut refs = Vec::new();
+    for (c, ch) in ["I", "II"].iter().enumerate().filter(|(_, ch)| channels.contains(ch)) {
+        let id = format!("{}/{ch}", sid(i));
+        common::add_series(d, &id, "ecg", ch, 250.0, (i * 2 + c) as u32, 60 + 41 * i);
+        refs.push(SeriesRef { time_series_id: id, view: "main".into() });
+    }
+    d.add_sample(Sample {
+        sample_id: sid(i),
+        source_id: "src".into(),
+        subject_id: Some(format!("p{}", i % 3)),
+        series: refs,
+        metadata: BTreeMap::from([("site".to_string(), format!("site-{}", i % 2))]),
+        ..Default::default()
+    })
+    .unwrap();
+    let a = Annotation { value_str: value.cloned().or(label(i).value_str), ..label(i) };
+    d.add_annotation(a, &[sid(i)]).unwrap();
+}
+
+/// The samples of `spec` that are added (`n..n + added`), as a dataset.
+fn added(spec: &Spec) -> TimeFDataset {
+    let mut d = common::dataset_with_source("other-name", "x");
+    for i in spec.n..spec.n + spec.added {
+        add_sample(&mut d, i, &["I", "II"], None);
+    }
+    d
+}
+
+/// The tasks `spec` re-splits to (task name, task) over the kept base samples.
+fn resplit(kept: &[String]) -> Vec<(String, Task)> {
+    vec![
+        (
+            "diagnosis".to_string(),
+            Task {
+                split: Some("val".into()),
+                ..Task::new("t-diagnosis", TaskType::Classification, kept[..1].to_vec())
+            },
+        ),
+        (
+            "holdout".to_string(),
+            Task { split: Some("test".into()), ..Task::new("t-holdout", TaskType::Classification, kept.to_vec()) },
+        ),
+    ]
+}
+
+/// The dataset `spec` describes, built from scratch (the fresh write's input).
+fn model(version: &str, spec: &Spec) -> TimeFDataset {
+    let mut d = common::dataset_with_source("ecg", version);
+    d.info.description = spec.description.clone();
+    let channels: Vec<&str> = ["I", "II"].into_iter().filter(|c| Some(*c) != spec.drop_channel).collect();
+    let kept: Vec<String> = (0..spec.n).filter(|i| !spec.removed.contains(i)).map(sid).collect();
+    for i in (0..spec.n).filter(|i| !spec.removed.contains(i)) {
+        add_sample(&mut d, i, &channels, spec.relabel.get(&i));
+    }
+    for i in spec.n..spec.n + spec.added {
+        add_sample(&mut d, i, &["I", "II"], None);
+    }
+    let tasks = if spec.resplit {
+        resplit(&kept)
+    } else {
+        let t = Task { split: Some("train".into()), ..Task::new("t-diagnosis", TaskType::Classification, kept) };
+        vec![("diagnosis".to_string(), t)]
+    };
+    for (name, t) in tasks {
+        d.add_task(&name, t).unwrap();
+    }
+    d
+}
+
+/// The edit that turns the base of `spec.n` samples into `spec`'s dataset.
+fn edit_of(spec: &Spec) -> Edit {
+    let kept: Vec<String> = (0..spec.n).filter(|i| !spec.removed.contains(i)).map(sid).collect();
+    Edit {
+        remove_sample_ids: spec.removed.iter().map(|&i| sid(i)).collect(),
+        remove_channels: spec.drop_channel.iter().map(|c| c.to_string()).collect(),
+        add: if spec.added > 0 { vec![added(spec)] } else { Vec::new() },
+        set_annotations: spec
+            .relabel
+            .iter()
+            .map(|(&i, v)| (Annotation { value_str: Some(v.clone()), ..label(i) }, BTreeSet::from([sid(i)])))
+            .collect(),
+        set_tasks: if spec.resplit { resplit(&kept) } else { Vec::new() },
+        description: spec.description.clone(),
+        ..Default::default()
+    }
+}
+
+/// Writes the base (`spec.n` samples), the edit and the fresh write; asserts identity.
+fn check(spec: &Spec) {
+    let tmp = tempfile::tempdir().unwrap();
+    let base =
+        common::commit(&tmp.path().join("a"), model("v1", &Spec { n: spec.n, ..Default::default() }), small_options());
+    let (dir, _) = edit_version(&base, &tmp.path().join("a"), "v2", edit_of(spec)).unwrap();
+    let fresh = common::commit(&tmp.path().join("b"), model("v2", spec), small_options());
+    assert_fresh(&dir, &fresh);
+}
+
+#[test]
+fn each_operation_writes_a_fresh_write_of_its_result() {
+    let n = 5;
+    let base = Spec { n, ..Default::default() };
+    check(&Spec { removed: [1, 3].into(), ..base.clone() });
+    check(&Spec { drop_channel: Some("II"), ..base.clone() });
+    check(&Spec { relabel: [(0, "afib".to_string()), (4, "other".to_string())].into(), ..base.clone() });
+    check(&Spec { added: 3, ..base.clone() });
+    check(&Spec { resplit: true, ..base.clone() });
+    check(&Spec { description: Some("twelve-lead, re-labelled".into()), ..base.clone() });
+    check(&Spec {
+        removed: [2].into(),
+        drop_channel: Some("I"),
+        relabel: [(3, "normal".to_string())].into(),
+        added: 2,
+        resplit: true,
+        description: Some("all at once".into()),
+        ..base
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #[test]
+    fn random_combinations_write_a_fresh_write(
+        n in 2usize..6,
+        removed_mask in 0u32..32,
+        channel in 0usize..3,
+        relabel_mask in 0u32..32,
+        added in 0usize..3,
+        resplit in any::<bool>(),
+        describe in any::<bool>(),
+    ) {
+        // at least one base sample stays (sample 0 is never removed)
+        let removed: BTreeSet<usize> = (1..n).filter(|i| removed_mask & (1 << i) != 0).collect();
+        let relabel = (0..n)
+            .filter(|i| relabel_mask & (1 << i) != 0 && !removed.contains(i))
+            .map(|i| (i, format!("label-{i}")))
+            .collect();
+        check(&Spec {
+            n,
+            removed,
+            drop_channel: [None, Some("I"), Some("II")][channel],
+            relabel,
+            added,
+            resplit,
+            description: describe.then(|| "described".to_string()),
+        });
+    }
+}
+
+#[test]
+fn lineage_lists_each_operation_with_counts_and_id_hashes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let base = common::commit(root, model("v1", &Spec { n: 4, ..Default::default() }), small_options());
+    let spec = Spec {
+        n: 4,
+        removed: [1].into(),
+        drop_channel: Some("II"),
+        relabel: [(0, "afib".to_string())].into(),
+        added: 1,
+        resplit: true,
+        description: Some("d".into()),
+    };
+    let mut e = edit_of(&spec);
+    e.remove_annotation_ids.insert("s002/class".into());
+    let (dir, plan) = edit_version(&base, root, "v2", e).unwrap();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(plan.samples, s(&["s001"]));
+    assert_eq!(plan.series, s(&["s000/II", "s001/I", "s001/II", "s002/II", "s003/II"]));
+    assert_eq!(plan.annotations, s(&["s001/class", "s002/class"]));
+    assert_eq!(plan.added_samples, s(&["s004"]));
+    assert_eq!(plan.added.series, s(&["s004/I", "s004/II"]));
+    assert_eq!(plan.added.annotations, s(&["s004/class"]));
+    assert!(plan.added.sources.is_empty() && plan.added.tasks.is_empty());
+    let sha = |ids: &[&str]| ids_sha256(s(ids).iter());
+    assert_eq!(sha(&["s001"]), "a67472d2757e74c5bc99f1a1f748e9b5263b0775db1a54523e3d3ccaa882f925");
+    assert_eq!(
+        operation(&dir),
+        serde_json::json!({"cascade": false, "steps": [
+            {"op": "remove_annotations", "count": 1, "ids_sha256": sha(&["s002/class"])},
+            {"op": "remove_channels", "count": 1, "ids_sha256": sha(&["II"])},
+            {"op": "remove_samples", "count": 1, "ids_sha256": sha(&["s001"])},
+            {"op": "add", "count": 1, "ids_sha256": sha(&["s004"]), "samples": 1, "time_series": 2,
+             "annotations": 1, "tasks": 0, "sources": 0},
+            {"op": "set_annotations", "count": 1, "ids_sha256": sha(&["s000/class"])},
+            {"op": "set_tasks", "count": 2, "ids_sha256": sha(&["t-diagnosis", "t-holdout"])},
+            {"op": "set_dataset", "fields": ["description"]},
+        ]})
+    );
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        m["derived_from"]["removed"],
+        serde_json::json!({"annotations": 2, "samples": 1, "tasks": 0, "time_series": 5})
+    );
+    assert_conforming(&dir);
+    let (code, out, _) = cli(&["info", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("derived from version v1 ({})", operation(&dir))), "{out}");
+}
+
+fn blockers(e: Error) -> Vec<(String, &'static str, String)> {
+    match e {
+        Error::Edit { blockers } => {
+            blockers.into_iter().map(|EditBlocker { id, field, reason }| (id, field, reason)).collect()
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn refusals_name_every_id_and_field_before_any_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let base = common::commit(root, model("v1", &Spec { n: 3, ..Default::default() }), small_options());
+    let before = common::tree(root);
+    let t = |id: &str, field: &'static str, reason: &str| (id.to_string(), field, reason.to_string());
+    let e = Edit {
+        remove_sample_ids: ["nope".to_string()].into(),
+        remove_series_ids: ["s000/III".to_string()].into(),
+        remove_channels: ["V1".to_string()].into(),
+        remove_annotation_ids: ["s000/label".to_string()].into(),
+        remove_task_ids: ["t-none".to_string()].into(),
+        ..Default::default()
+    };
+    let err = edit_version(&base, root, "v2", e).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "edit refused: unknown sample id nope; unknown series id s000/III; unknown channel V1; \
+         unknown annotation id s000/label; unknown task id t-none"
+    );
+    assert_eq!(
+        blockers(err),
+        vec![
+            t("nope", "remove_sample_ids", "unknown sample id nope"),
+            t("s000/III", "remove_series_ids", "unknown series id s000/III"),
+            t("V1", "remove_channels", "unknown channel V1"),
+            t("s000/label", "remove_annotation_ids", "unknown annotation id s000/label"),
+            t("t-none", "remove_task_ids", "unknown task id t-none"),
+        ]
+    );
+    // a sample left without series: refused, or removed with --cascade
+    let both =
+        || Edit { remove_series_ids: ["s001/I".to_string(), "s001/II".to_string()].into(), ..Default::default() };
+    assert_eq!(
+        blockers(edit_version(&base, root, "v2", both()).unwrap_err()),
+        vec![t("s001", "series", "sample s001: its last series would be removed")]
+    );
+    // every channel: every sample and then the task's last sample
+    let all = Edit { remove_channels: ["I".to_string(), "II".to_string()].into(), ..Default::default() };
+    assert_eq!(
+        edit_version(&base, root, "v2", all).unwrap_err().to_string(),
+        "edit refused: sample s000: its last series would be removed; sample s001: its last series would be removed; \
+         sample s002: its last series would be removed"
+    );
+    assert_eq!(common::tree(root), before, "a refused edit writes nothing");
+    let (dir, plan) = edit_version(&base, root, "v2", Edit { cascade: Cascade::RemoveDependents, ..both() }).unwrap();
+    assert_eq!(plan.samples, vec!["s001".to_string()]);
+    assert_eq!(plan.stripped_tasks, vec![("diagnosis".to_string(), "t-diagnosis".to_string())]);
+    let fresh = common::commit(
+        &root.join("b"),
+        model("v2", &Spec { n: 3, removed: [1].into(), ..Default::default() }),
+        small_options(),
+    );
+    assert_fresh(&dir, &fresh);
+}
+
+#[test]
+fn an_added_id_is_refused_unless_identical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let base = common::commit(root, model("v1", &Spec { n: 2, ..Default::default() }), small_options());
+    // the base's own samples again: identical, nothing added, the same bytes
+    let mut same = common::dataset_with_source("x", "y");
+    add_sample(&mut same, 1, &["I", "II"], None);
+    let (dir, plan) = edit_version(&base, root, "v2", Edit { add: vec![same], ..Default::default() }).unwrap();
+    assert!(plan.added_samples.is_empty() && plan.added == Default::default());
+    let fresh = common::commit(&root.join("b"), model("v2", &Spec { n: 2, ..Default::default() }), small_options());
+    assert_fresh(&dir, &fresh);
+    assert_eq!(operation(&dir), serde_json::json!({"cascade": false, "steps": []}));
+    // other values, other metadata, another label, another source name
+    let mut other = TimeFDataset::new("x", "y").unwrap();
+    other.add_source(Source { source_id: "src".into(), name: "renamed".into(), ..Default::default() }).unwrap();
+    other.add_series_values(SeriesMeta::new("s000/I", "ecg", "I", 250.0), vec![1.0f32; 60].into()).unwrap();
+    other.add_series_values(SeriesMeta::new("s000/II", "ecg", "II", 100.0), vec![1.0f32; 60].into()).unwrap();
+    other
+        .add_sample(Sample {
+            sample_id: "s000".into(),
+            source_id: "src".into(),
+            series: common::main_refs(&["s000/I"]),
+            ..Default::default()
+        })
+        .unwrap();
+    other.add_annotation(Annotation { value_str: Some("x".into()), ..label(1) }, &["s000".to_string()]).unwrap();
+    let err = edit_version(&base, root, "v3", Edit { add: vec![other], ..Default::default() }).unwrap_err();
+    let t = |id: &str, field: &'static str, reason: &str| (id.to_string(), field, reason.to_string());
+    assert_eq!(
+        blockers(err),
+        vec![
+            t("src", "source_id", "added source src exists with other content"),
+            t("s000/II", "time_series_id", "added series s000/II exists with other content"),
+            t("s000", "sample_id", "added sample s000 exists with other content"),
+            t("s001/class", "annotation_id", "added annotation s001/class exists with other content"),
+            t("s000/I", "values", "added series s000/I exists with other values"),
+        ]
+    );
+}
+
+#[test]
+fn cli_add_ucr_equals_an_ingest_of_both_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (train, test) = (real("ucr/ArrowHead_TRAIN.ts"), real("ucr/ArrowHead_TEST.ts"));
+    let base = ingest(&tmp.path().join("a"), "ucr", "ArrowHead", "v1", &[train.clone()]);
+    let fresh = ingest(&tmp.path().join("b"), "ucr", "ArrowHead", "v2", &[train, test.clone()]);
+    let r = tmp.path().join("a");
+    let (code, out, err) = cli(&[
+        "--quiet",
+        "edit",
+        base.to_str().unwrap(),
+        "--out-root",
+        r.to_str().unwrap(),
+        "--version",
+        "v2",
+        "--add-ucr",
+        test.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let dir = r.join("ArrowHead/v2");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 175 + 2);
+    assert_eq!(lines[0], "add sample ArrowHead-test-0");
+    assert_eq!(lines[175], "add 175 sample(s), 175 series, 175 annotation(s), 1 task(s), 0 source(s)");
+    assert_eq!(lines[176], dir.display().to_string());
+    assert_fresh(&dir, &fresh);
+    let added: Vec<String> = (0..175).map(|i| format!("ArrowHead-test-{i}")).collect();
+    assert_eq!(
+        operation(&dir),
+        serde_json::json!({"cascade": false, "steps": [{"op": "add", "count": 175, "ids_sha256": ids_sha256(added.iter()),
+            "inputs": [{"file": "ArrowHead_TEST.ts",
+                        "sha256": "5417dab42626d41df5e435bb22458c2df40dfad4bcd3b59559bbe72e20e84904"}],
+            "samples": 175, "time_series": 175, "annotations": 175, "tasks": 1, "sources": 0}]})
+    );
+}
+
+#[test]
+fn cli_relabel_resplit_and_describe_from_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("a");
+    let base = common::commit(&root, model("v1", &Spec { n: 4, ..Default::default() }), small_options());
+    let spec = Spec {
+        n: 4,
+        relabel: [(1, "normal".to_string())].into(),
+        resplit: true,
+        description: Some("relabelled".into()),
+        ..Default::default()
+    };
+    let fresh = common::commit(&tmp.path().join("b"), model("v2", &spec), small_options());
+    let csv = tmp.path().join("labels.csv");
+    std::fs::write(&csv, "annotation_id,sample_id,annotation_type,key,value_str\ns001/class,s001,label,class,normal\n")
+        .unwrap();
+    let jsonl = tmp.path().join("labels.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"annotation_id\": \"s001/class\", \"sample_id\": \"s001\", \"annotation_type\": \"label\", \"key\": \"class\", \"value_str\": \"normal\"}\n",
+    )
+    .unwrap();
+    let tasks = tmp.path().join("split.jsonl");
+    std::fs::write(
+        &tasks,
+        "{\"task_name\": \"diagnosis\", \"task_id\": \"t-diagnosis\", \"task_type\": \"classification\", \"split\": \"val\", \"sample_ids\": [\"s000\"]}\n\
+         {\"task_name\": \"holdout\", \"task_id\": \"t-holdout\", \"task_type\": \"classification\", \"split\": \"test\", \"sample_ids\": [\"s000\", \"s001\", \"s002\", \"s003\"]}\n",
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    for (version, labels) in [("v2", &csv), ("v3", &jsonl)] {
+        let (code, out, err) = cli(&[
+            "edit",
+            base.to_str().unwrap(),
+            "--out-root",
+            r,
+            "--version",
+            version,
+            "--set-annotations",
+            labels.to_str().unwrap(),
+            "--set-tasks",
+            tasks.to_str().unwrap(),
+            "--description",
+            "relabelled",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let dir = root.join("ecg").join(version);
+        assert_eq!(
+            out,
+            format!(
+                "set annotation s001/class\nset task diagnosis/t-diagnosis\nset task holdout/t-holdout\n{}\n",
+                dir.display()
+            )
+        );
+        if version == "v2" {
+            assert_fresh(&dir, &fresh);
+        } else {
+            // the same bytes as the CSV's edit (the version name is in the manifest only)
+            let (mut a, mut b) = (file_bytes(&dir), file_bytes(&root.join("ecg/v2")));
+            a.remove("manifest.json");
+            b.remove("manifest.json");
+            assert_eq!(a, b);
+        }
+        let steps = &operation(&dir)["steps"];
+        let file = labels.file_name().unwrap().to_str().unwrap();
+        assert_eq!(steps[0]["op"], "set_annotations");
+        assert_eq!(steps[0]["inputs"][0]["file"], file);
+        assert_eq!(steps[0]["inputs"][0]["sha256"], timef::edit::InputFile::hash(labels).unwrap().sha256);
+    }
+    // a row file missing a required column, and one with a column no annotation has
+    let bad = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"annotation_id\": \"s001/class\", \"sample_id\": \"s001\", \"annotation_type\": \"label\"}\n",
+    )
+    .unwrap();
+    let (code, _, err) = cli(&[
+        "edit",
+        base.to_str().unwrap(),
+        "--out-root",
+        r,
+        "--version",
+        "v9",
+        "--set-annotations",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!((code, err), (2, format!("timef: error: {}:1: missing field `key`\n", bad.display())));
+    let (code, _, err) = cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v9"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "timef: error: invalid option --remove-sample: no operation given (see timef edit --help)\n")
+    );
+}
+
+#[test]
+fn readme_curation_round_trip_runs() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let blocks: Vec<&str> = text.split("<!-- curation-example -->\n```sh\n").skip(1).collect();
+    assert_eq!(blocks.len(), 1, "README.md must hold one ```sh block after <!-- curation-example -->");
+    let block = blocks[0].split("```").next().unwrap();
+    assert!(block.lines().count() <= 8);
+    let tmp = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(repo.join("examples"), tmp.path().join("examples")).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_timef")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new("sh")
+        .args(["-ec", block])
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}{stdout}", String::from_utf8_lossy(&out.stderr));
+    let dir = tmp.path().join("out/BasicMotions");
+    let v3 = timef::reader::Version::open(dir.join("v3")).unwrap();
+    assert_eq!(v3.manifest().counts.samples, 80);
+    assert_eq!(v3.task_names(), ["test", "train", "val"]);
+    let label = v3.annotations().unwrap().into_iter().find(|(s, _)| s == "BasicMotions-train-0").unwrap().1;
+    assert_eq!(label.value_str.as_deref(), Some("Walking"));
+    let ops: Vec<String> =
+        operation(&dir.join("v3"))["steps"].as_array().unwrap().iter().map(|s| s["op"].to_string()).collect();
+    assert_eq!(ops, ["\"set_annotations\"", "\"set_tasks\""]);
+    // v2 is the ingest of both files (the description and source of the first)
+    let (code, _, err) = cli(&[
+        "--quiet",
+        "ingest",
+        "ucr",
+        "--root",
+        tmp.path().join("c").to_str().unwrap(),
+        "--name",
+        "BasicMotions",
+        "--version",
+        "v2",
+        "--spec-type",
+        "imu",
+        "--sampling-rate-hz",
+        "10",
+        repo.join("examples/data/BasicMotions_TRAIN.ts").to_str().unwrap(),
+        repo.join("examples/data/BasicMotions_TEST.ts").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_fresh(&dir.join("v2"), &tmp.path().join("c/BasicMotions/v2"));
+    assert!(stdout.lines().last().unwrap().contains(" pages shared; "), "{stdout}");
+}
