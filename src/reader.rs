@@ -200,13 +200,13 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
 }
 
 /// `loc` opened as a version ([`Location::open_version`]); a missing
-/// directory, or a file, is not a version.
+/// directory is [`Error::Missing`], a file is not a version.
 pub(crate) fn open_version(loc: &Location) -> Result<Location> {
     match loc.open_version() {
         Err(Error::Io { source, .. })
             if matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
         {
-            Err(Error::NotAVersion { path: loc.to_path_buf(), reason: "no manifest.json".into() })
+            Err(loc.no_manifest())
         }
         other => other,
     }
@@ -215,13 +215,14 @@ pub(crate) fn open_version(loc: &Location) -> Result<Location> {
 /// The bytes of the `manifest.json` of the version at `loc`.
 ///
 /// # Errors
-/// [`Error::NotAVersion`] when it is missing, or not a regular file of sane
+/// [`Error::Missing`] when nothing is at `loc`; [`Error::NotAVersion`] when
+/// the manifest is missing, or not a regular file of sane
 /// size (so a FIFO or /dev/zero in its place cannot hang or exhaust memory).
 pub(crate) fn manifest_bytes(loc: &Location) -> Result<Vec<u8>> {
     let dir = loc.to_path_buf();
     match open_version(loc)?.version_file(MANIFEST)?.read_small(MAX_MANIFEST_BYTES)? {
         Small::Bytes(b) => Ok(b),
-        Small::Missing => Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
+        Small::Missing => Err(loc.no_manifest()),
         Small::Refused(why) => Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") }),
     }
 }
