@@ -126,9 +126,10 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// An object store refused or failed a request on `url` (a missing bucket,
-    /// denied access, a network failure, a timeout). `url` never carries
-    /// credentials; the CLI exits 3.
+    /// An object store refused or failed a request on `url` (denied access, a
+    /// network failure, a timeout; a missing bucket is [`Error::Missing`]).
+    /// `url` never carries credentials; an XML error body shows as its code and
+    /// message. The CLI exits 3.
     #[error("object store {url}: {}", crate::storage::condensed(source))]
     ObjectStore {
         /// The object's or prefix's URL.

@@ -232,8 +232,10 @@ impl Version {
     /// an object-store URL with options from the environment.
     ///
     /// # Errors
-    /// [`Error::NotAVersion`] without `manifest.json`, or with a manifest of another
-    /// `format` / `format_version` or one that does not parse; [`Error::InvalidUrl`].
+    /// [`Error::Missing`] when nothing is at `dir` (no directory; no bucket; no
+    /// object under the prefix); [`Error::NotAVersion`] without `manifest.json`,
+    /// or with a manifest of another `format` / `format_version` or one that
+    /// does not parse; [`Error::InvalidUrl`], [`Error::UnknownStorageOption`].
     pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
         Version::open_at(Location::from_path(dir.as_ref())?)
     }

@@ -180,7 +180,7 @@ pub fn to_py(e: Error) -> PyErr {
                 &[
                     ("id", s(&key)),
                     ("field", s("storage_options")),
-                    ("reason", s(&format!("unknown; close: {}", close.join(", ")))),
+                    ("reason", s(&format!("not a key of this store; closest: {}", close.join(", ")))),
                 ],
             ),
             // the store failed (denied, network, timeout) or cannot take a write safely: an OSError naming the URL

@@ -104,7 +104,7 @@ impl Upload {
 
     /// Completes the file (the last PUT, or the last part and the multipart
     /// completion) and returns what the store holds.
-    pub(crate) fn finish(mut self: Box<Self>) -> Result<Landed> {
+    pub(crate) fn finish(mut self) -> Result<Landed> {
         let landed = match self.complete() {
             Ok(result) => Landed::of(&result, self.bytes),
             Err(e) => {
