@@ -142,10 +142,11 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// An object store refused or failed a request on `url` (a missing bucket,
-    /// denied access, a network failure, a timeout). `url` never carries
-    /// credentials; the CLI exits 3.
-    #[error("object store {url}: {source}")]
+    /// An object store refused or failed a request on `url` (denied access, a
+    /// network failure, a timeout; a missing bucket is [`Error::Missing`]).
+    /// `url` never carries credentials; an XML error body shows as its code and
+    /// message. The CLI exits 3.
+    #[error("object store {url}: {}", crate::storage::condensed(source))]
     ObjectStore {
         /// The object's or prefix's URL.
         url: String,
@@ -163,6 +164,43 @@ pub enum Error {
         url: String,
         /// What is wrong.
         reason: String,
+    },
+
+    /// Nothing is at `path`: no such local directory or file, no such bucket or
+    /// container, or no object under the prefix (docs/format.md "Exit codes":
+    /// one rule for every backend). `what` says which. The CLI exits 2.
+    #[error("not found: {}: {what}", path.display())]
+    Missing {
+        /// The path or URL that was named.
+        path: PathBuf,
+        /// What does not exist (e.g. "bucket b does not exist").
+        what: String,
+    },
+
+    /// A storage option key the store at `url` does not take; `close` lists
+    /// the keys it takes that are closest to it. The CLI exits 2.
+    #[error(
+        "unknown storage option `{key}` for {url}{}",
+        if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")) }
+    )]
+    UnknownStorageOption {
+        /// The store's URL, without credentials.
+        url: String,
+        /// The key as given.
+        key: String,
+        /// The store's keys closest to it, closest first.
+        close: Vec<String>,
+    },
+
+    /// The object store at `url` lacks what a safe commit needs (`lacks`
+    /// says what, e.g. conditional writes); found before any data file was
+    /// written (docs/format.md §1 "Storage backends and the commit"). The CLI exits 3.
+    #[error("object store {url} cannot take a TimeF write: it lacks {lacks}; nothing was written")]
+    UnsafeStore {
+        /// The store's URL (`s3://bucket`), without credentials.
+        url: String,
+        /// What it lacks and how that was found.
+        lacks: String,
     },
 
     /// The parquet crate failed while encoding or decoding `path`.
@@ -310,6 +348,8 @@ impl Error {
                 | Error::Loader { .. }
                 | Error::Edit { .. }
                 | Error::InvalidUrl { .. }
+                | Error::UnknownStorageOption { .. }
+                | Error::Missing { .. }
                 | Error::Part { .. }
         )
     }

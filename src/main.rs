@@ -25,8 +25,9 @@ use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions}
     name = "timef",
     version,
     about = "Write, inspect and verify TimeF time-series dataset versions",
-    after_help = "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, or a corrupt \
-                  version (every verb but verify); 3 I/O, object-store or internal failure; 130 interrupted."
+    after_help = "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, a place that does \
+                  not exist (directory, bucket, container, prefix), or a corrupt version (every verb but \
+                  verify); 3 I/O, object-store or internal failure; 130 interrupted."
 )]
 struct Cli {
     /// No progress bar.
@@ -559,11 +560,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // local staging is stale once its owner's flock is gone; an object-store
             // claim only by age (docs/format.md §1, "Clearing a dead writer's claim")
             let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
-            let mut stale = timef::storage::stale_per_dataset(&root, age_s)?;
             let mut by_name: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+            // the versions first: a root that does not exist is named so (`Error::Missing`)
             for (name, version) in timef::reader::list_versions_at(&root)? {
                 by_name.entry(name).or_default().push(version);
             }
+            let mut stale = timef::storage::stale_per_dataset(&root, age_s)?;
             for name in stale.keys() {
                 by_name.entry(name.clone()).or_default();
             }

@@ -78,13 +78,13 @@ fn read_table(loc: &Location) -> Result<RecordBatch> {
 }
 
 /// `loc` opened as a version ([`Location::open_version`]); a missing
-/// directory, or a file, is not a version.
+/// directory is [`Error::Missing`], a file is not a version.
 pub(crate) fn open_version(loc: &Location) -> Result<Location> {
     match loc.open_version() {
         Err(Error::Io { source, .. })
             if matches!(source.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) =>
         {
-            Err(Error::NotAVersion { path: loc.to_path_buf(), reason: "no manifest.json".into() })
+            Err(loc.no_manifest())
         }
         other => other,
     }
@@ -93,13 +93,14 @@ pub(crate) fn open_version(loc: &Location) -> Result<Location> {
 /// The bytes of the `manifest.json` of the version at `loc`.
 ///
 /// # Errors
-/// [`Error::NotAVersion`] when it is missing, or not a regular file of sane
+/// [`Error::Missing`] when nothing is at `loc`; [`Error::NotAVersion`] when
+/// the manifest is missing, or not a regular file of sane
 /// size (so a FIFO or /dev/zero in its place cannot hang or exhaust memory).
 pub(crate) fn manifest_bytes(loc: &Location) -> Result<Vec<u8>> {
     let dir = loc.to_path_buf();
     match open_version(loc)?.version_file(MANIFEST)?.read_small(MAX_MANIFEST_BYTES)? {
         Small::Bytes(b) => Ok(b),
-        Small::Missing => Err(Error::NotAVersion { path: dir, reason: "no manifest.json".into() }),
+        Small::Missing => Err(loc.no_manifest()),
         Small::Refused(why) => Err(Error::NotAVersion { path: dir, reason: format!("manifest.json is {why}") }),
     }
 }
@@ -109,8 +110,10 @@ impl Version {
     /// an object-store URL with options from the environment.
     ///
     /// # Errors
-    /// [`Error::NotAVersion`] without `manifest.json`, or with a manifest of another
-    /// `format` / `format_version` or one that does not parse; [`Error::InvalidUrl`].
+    /// [`Error::Missing`] when nothing is at `dir` (no directory; no bucket; no
+    /// object under the prefix); [`Error::NotAVersion`] without `manifest.json`,
+    /// or with a manifest of another `format` / `format_version` or one that
+    /// does not parse; [`Error::InvalidUrl`], [`Error::UnknownStorageOption`].
     pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
         Version::open_at(Location::from_path(dir.as_ref())?)
     }

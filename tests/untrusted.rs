@@ -327,8 +327,9 @@ fn help_documents_the_exit_codes() {
     assert_eq!(code, 0);
     assert!(
         stdout.contains(
-            "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, or a corrupt version (every verb \
-             but verify); 3 I/O, object-store or internal failure; 130 interrupted."
+            "Exit codes: 0 success; 1 verify found problems; 2 bad usage, bad input, a place that does not exist \
+             (directory, bucket, container, prefix), or a corrupt version (every verb but verify); 3 I/O, \
+             object-store or internal failure; 130 interrupted."
         ),
         "{stdout}"
     );

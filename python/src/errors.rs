@@ -6,7 +6,7 @@
 //! A Python exception raised inside a loader or progress callback travels
 //! through the core boxed in its error and comes back unchanged.
 
-use pyo3::exceptions::{PyFileExistsError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyFileExistsError, PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use timef::error::PartProblem;
@@ -179,8 +179,19 @@ pub fn to_py(e: Error) -> PyErr {
                 TimeFValidationError::new_err(message),
                 &[("id", s(&url)), ("field", s("root")), ("reason", s(&reason))],
             ),
-            // the store failed (missing bucket, denied, network, timeout): an OSError naming the URL
-            Error::ObjectStore { url, .. } => PyOSError::new_err((0, message, url)),
+            // nothing there (directory, bucket, container, prefix): the one rule of every backend
+            Error::Missing { path, .. } => PyFileNotFoundError::new_err((ENOENT, message, path.display().to_string())),
+            Error::UnknownStorageOption { key, close, .. } => with_attrs(
+                py,
+                TimeFValidationError::new_err(message),
+                &[
+                    ("id", s(&key)),
+                    ("field", s("storage_options")),
+                    ("reason", s(&format!("not a key of this store; closest: {}", close.join(", ")))),
+                ],
+            ),
+            // the store failed (denied, network, timeout) or cannot take a write safely: an OSError naming the URL
+            Error::ObjectStore { url, .. } | Error::UnsafeStore { url, .. } => PyOSError::new_err((0, message, url)),
             Error::Part { write_id, part, shard, problem } => {
                 let int = |v: Option<u32>| match v {
                     Some(v) => v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py)),

@@ -15,7 +15,8 @@ Example::
         writer.write()                               # committed at out/my-ecg/v1
     timef.open("out/my-ecg/v1").read_series("rec-1/I")   # float32 numpy array
 
-Exceptions: ``FileExistsError`` (the version exists), ``TimeFValidationError``,
+Exceptions: ``FileExistsError`` (the version exists), ``FileNotFoundError``
+(nothing at a path or URL: directory, bucket, container, prefix), ``TimeFValidationError``,
 ``TimeFEditError``, ``TimeFInputError``, ``NotAVersionError``,
 ``CorruptVersionError`` (all ``ValueError``), ``OSError`` with ``filename`` for
 I/O. An exception raised by a loader or ``progress_cb`` aborts the write (nothing

@@ -445,7 +445,12 @@ def new_id() -> str:
 
 def open(version_dir: StrPath, *, storage_options: dict[str, str] | None = None) -> Version:
     """Opens a committed version (a local directory or an object-store URL, as
-    :class:`TimeFWriter`'s ``root``). Raises ``NotAVersionError``, ``OSError``."""
+    :class:`TimeFWriter`'s ``root``). Raises ``FileNotFoundError`` when nothing is
+    there (no directory, bucket, container, or no object under the prefix),
+    ``NotAVersionError`` for a place without ``manifest.json``,
+    ``TimeFValidationError`` for an unknown storage option, ``OSError``.
+    Safe in ``fork``- and ``spawn``-started children (each process uses its own
+    object-store runtime and connections)."""
 
 def verify(version_dir: StrPath, *, storage_options: dict[str, str] | None = None) -> dict[str, Any]:
     """End-to-end check of a version (see :meth:`Version.verify`)."""

@@ -332,10 +332,14 @@ impl SeriesColumns {
 }
 
 /// Sorts row numbers by `cmp` (ids are unique, so an unstable sort is
-/// deterministic), on the rayon pool.
+/// deterministic), on the process's pool ([`crate::storage::compute_pool`];
+/// on this thread if it cannot be built).
 fn sort_rows(rows: &mut [u32], cmp: impl Fn(u32, u32) -> std::cmp::Ordering + Sync) {
     use rayon::slice::ParallelSliceMut;
-    rows.par_sort_unstable_by(|&a, &b| cmp(a, b));
+    match crate::storage::compute_pool() {
+        Ok(pool) => pool.install(|| rows.par_sort_unstable_by(|&a, &b| cmp(a, b))),
+        Err(_) => rows.sort_unstable_by(|&a, &b| cmp(a, b)),
+    }
 }
 
 /// A sample's reference to a series: the series' row when it was known when

@@ -24,6 +24,9 @@
 
 pub mod local;
 pub mod object;
+mod runtime;
+pub mod store_options;
+pub(crate) use runtime::compute_pool;
 pub mod version_path;
 
 use std::collections::BTreeMap;
@@ -105,6 +108,9 @@ pub const IO_THREADS: usize = 2;
 /// `aws_allow_http`, `google_service_account`, `azure_storage_account_name`,
 /// `timeout`, ...), plus `max_retries` and `retry_timeout_s` (seconds). Values
 /// may be secrets: they never appear in errors, progress or Debug output.
+/// Defaults ([`store_options`]): `timeout` 20 s, `connect_timeout` 5 s,
+/// `retry_timeout_s` 15, so a server that never answers fails a request in
+/// about 20 s.
 pub type StorageOptions = BTreeMap<String, String>;
 
 /// Where a version, a dataset or a root lives: a local path or an object-store URL.
@@ -157,7 +163,8 @@ impl Location {
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] for a URL that does not parse, a scheme that is not
-    /// supported (or whose cargo feature is off), or an unknown option key.
+    /// supported (or whose cargo feature is off), or a malformed option value;
+    /// [`Error::UnknownStorageOption`] for a key the store does not take.
     pub fn parse(text: &str, options: &StorageOptions) -> Result<Location> {
         if is_url(text) {
             Ok(Location(Inner::Object(object::ObjectLocation::parse(text, options)?)))
@@ -296,10 +303,42 @@ impl Location {
     }
 
     /// The names of the directories (common prefixes) directly under this location, sorted.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when nothing is at this location (no directory; no
+    /// bucket; no object under the prefix); I/O and store errors.
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
         match &self.0 {
-            Inner::Local(p, _) => local::list_dirs(p),
+            Inner::Local(p, _) => local::list_dirs(p).map_err(|e| match e {
+                Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => missing_dir(p),
+                other => other,
+            }),
             Inner::Object(o) => o.list_dirs(),
+        }
+    }
+
+    /// The error for a version at this location without `manifest.json`
+    /// (docs/format.md "Exit codes"): [`Error::Missing`] when nothing is
+    /// there (no directory; no bucket or container; no object under the
+    /// prefix), [`Error::NotAVersion`] for a place that exists.
+    pub(crate) fn no_manifest(&self) -> Error {
+        let exists = match &self.0 {
+            Inner::Local(p, _) => match p.symlink_metadata() {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(Error::io(p, e)),
+            },
+            Inner::Object(o) => o.exists(),
+        };
+        match exists {
+            Ok(true) => Error::NotAVersion { path: self.to_path_buf(), reason: "no manifest.json".into() },
+            Ok(false) => match &self.0 {
+                Inner::Local(p, _) => missing_dir(p),
+                Inner::Object(_) => {
+                    Error::Missing { path: self.to_path_buf(), what: "no object under this prefix".into() }
+                }
+            },
+            Err(e) => e,
         }
     }
 
@@ -330,6 +369,28 @@ impl Location {
             Inner::Object(o) => o.ensure_absent(),
         }
     }
+}
+
+/// The [`Error::Missing`] of a local directory that is not there.
+fn missing_dir(p: &Path) -> Error {
+    Error::Missing { path: p.to_path_buf(), what: "no such directory".into() }
+}
+
+/// An object store's error as one line: an XML error body the server sent
+/// (S3, GCS, Azure) is condensed to its code and message, and the causes the
+/// message leaves out are appended (the HTTP client's "error sending request"
+/// says why only in its source: "operation timed out", "connection refused").
+pub(crate) fn condensed(e: &object_store::Error) -> String {
+    let mut text = object::condense_xml(&e.to_string());
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let line = object::condense_xml(&c.to_string());
+        if !text.contains(&line) {
+            text = format!("{text}: {line}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// What [`Location::read_small`] found.
@@ -809,7 +870,9 @@ impl StagedFile {
                 file.sync_all().map_err(|e| Error::io(&display, e))?;
             }
             Sink::LocalRename(mut part) => part.finish()?,
-            Sink::Object(upload) => upload.finish()?,
+            Sink::Object(upload) => {
+                upload.finish()?;
+            }
         }
         Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(hasher.finalize()) })
     }

@@ -7,10 +7,15 @@
 //!    other gets [`Error::AlreadyExists`] before it writes any byte. Then check
 //!    again that no manifest exists (a writer that committed and released its
 //!    claim just before).
-//! 3. Stream every data file to its final key through `object_store`'s
-//!    `BufWriter` (one PUT up to [`DEFAULT_SINGLE_PUT_BYTES`], multipart past it).
-//!    Readers ignore a prefix without a manifest, so nothing is visible yet.
-//! 4. Check the claim is still this writer's, write `manifest.json` with
+//!    Create the claim a second time the same way: a store that accepts that
+//!    ignores conditional writes, and the write stops ([`Error::UnsafeStore`])
+//!    before any data file is written.
+//! 3. Stream every data file to its final key ([`Upload`]: one PUT up to
+//!    [`super::DEFAULT_SINGLE_PUT_BYTES`], multipart past it), keeping the size
+//!    and ETag the store answered. Readers ignore a prefix without a manifest,
+//!    so nothing is visible yet.
+//! 4. Check the claim is still this writer's and every file still has the
+//!    size and ETag it was written with, write `manifest.json` with
 //!    `PutMode::Create`: the version is now visible, and never replaced.
 //! 5. Delete the claim.
 //!
@@ -32,26 +37,24 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::Range;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use object_store::buffered::BufWriter;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWrite;
 
-use super::{
-    LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY,
-    IO_THREADS, MANIFEST,
-};
+use super::runtime::{block_on, PerProcess};
+use super::store_options;
+use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST};
 use crate::error::{Error, Result};
 
-/// Bytes an upload collects before handing them to the buffered writer.
-const WRITE_BLOCK_BYTES: usize = 1 << 20;
+mod upload;
+use upload::Landed;
+pub(crate) use upload::Upload;
+
 /// Bytes of the first ranged GET behind a sequential read (`ChunkReader::get_read`,
 /// which parquet calls per page: mostly a page header and its page); each next
 /// GET doubles, up to [`READ_BLOCK_MAX_BYTES`].
@@ -59,30 +62,39 @@ const READ_BLOCK_BYTES: u64 = 16 << 10;
 /// Largest ranged GET behind a sequential read.
 const READ_BLOCK_MAX_BYTES: u64 = 4 << 20;
 
-/// The runtime that runs every object-store request, built on first use.
-fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RT: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(IO_THREADS)
-            .thread_name("timef-io")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| Error::io("<object-store runtime>", io::Error::other(e.clone())))
-}
-
-/// Runs `fut` to completion on the internal runtime.
-fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
-    Ok(runtime()?.block_on(fut))
-}
+/// Builds a store's client again in a forked child ([`runtime`]).
+type Rebuild = Box<dyn Fn() -> object_store::Result<Arc<dyn ObjectStore>> + Send + Sync>;
 
 /// One store and the URL prefix that names it (`s3://bucket`), without credentials.
 struct Backend {
-    store: Arc<dyn ObjectStore>,
+    /// The client this process uses (see [`runtime::PerProcess`]).
+    store: PerProcess<Arc<dyn ObjectStore>>,
+    /// The client as first built, for a store that is not rebuilt.
+    first: Arc<dyn ObjectStore>,
+    /// How a child process builds its own client (from the parent's settings,
+    /// the environment not read again); `None` for a store without connections
+    /// (`memory://`) or one the caller built.
+    rebuild: Option<Rebuild>,
     label: String,
+}
+
+impl Backend {
+    fn new(store: Arc<dyn ObjectStore>, rebuild: Option<Rebuild>, label: String) -> Backend {
+        Backend { store: PerProcess::with(Arc::clone(&store)), first: store, rebuild, label }
+    }
+
+    /// This process's client: the first one, or in a forked child one built
+    /// again. The rebuild repeats, from the same settings, a build that already
+    /// succeeded; should it fail all the same, its error is reported by the
+    /// first request (through the parent's client, which fails or hangs).
+    fn store(&self) -> &Arc<dyn ObjectStore> {
+        let Some(rebuild) = &self.rebuild else { return &self.first };
+        self.store
+            .get_or_try_init(|| {
+                rebuild().map_err(|e| Error::ObjectStore { url: self.label.clone(), source: Box::new(e) })
+            })
+            .unwrap_or(&self.first)
+    }
 }
 
 /// A path on an object store.
@@ -116,59 +128,22 @@ fn invalid(url: &str, reason: impl Into<String>) -> Error {
     Error::InvalidUrl { url: url.to_string(), reason: reason.into() }
 }
 
-/// The retry settings timef reads from the options (not `object_store` keys).
-#[derive(Default)]
-struct Retry {
-    max_retries: Option<usize>,
-    retry_timeout_s: Option<f64>,
-}
-
-fn split_retry(url: &str, options: &StorageOptions) -> Result<(Retry, Vec<(String, String)>)> {
-    let mut retry = Retry::default();
-    let mut rest = Vec::new();
-    for (k, v) in options {
-        match k.to_ascii_lowercase().as_str() {
-            "max_retries" => {
-                retry.max_retries =
-                    Some(v.parse().map_err(|_| invalid(url, format!("option {k}: not a whole number")))?)
-            }
-            "retry_timeout_s" => {
-                let s: f64 = v.parse().map_err(|_| invalid(url, format!("option {k}: not a number")))?;
-                if !(s.is_finite() && s >= 0.0) {
-                    return Err(invalid(url, format!("option {k}: must be >= 0")));
-                }
-                retry.retry_timeout_s = Some(s);
-            }
-            _ => rest.push((k.to_ascii_lowercase(), v.clone())),
-        }
-    }
-    Ok((retry, rest))
-}
-
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn retry_config(r: &Retry) -> object_store::RetryConfig {
-    let mut c = object_store::RetryConfig::default();
-    if let Some(n) = r.max_retries {
-        c.max_retries = n;
-    }
-    if let Some(s) = r.retry_timeout_s {
-        c.retry_timeout = Duration::from_secs_f64(s);
-    }
-    c
-}
-
 /// Builds a cloud store: the builder's `from_env`, the URL, then each option
-/// (an unknown key is refused by name; its value is never shown).
+/// (an unknown key is refused by name, with close matches; its value is never
+/// shown). Returns the store and how a forked child builds its own.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 macro_rules! cloud_store {
     ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr) => {{
         let mut b = <$builder>::from_env().with_url($url.as_str());
-        for (k, v) in $options {
-            let key: $key = k.parse().map_err(|_| invalid($url.as_str(), format!("unknown storage option {k}")))?;
+        for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
+            let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
             b = b.with_config(key, v);
         }
-        Arc::new(b.with_retry(retry_config(&$retry)).build().map_err(|e| invalid($url.as_str(), e.to_string()))?)
-            as Arc<dyn ObjectStore>
+        let b = b.with_retry(store_options::retry_config(&$retry));
+        let store =
+            Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), e.to_string()))?) as Arc<dyn ObjectStore>;
+        let rebuild: Rebuild = Box::new(move || Ok(Arc::new(b.clone().build()?) as Arc<dyn ObjectStore>));
+        (store, Some(rebuild))
     }};
 }
 
@@ -188,13 +163,17 @@ impl ObjectLocation {
         let (scheme, path) =
             object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;
         let path = ObjPath::parse(path).map_err(|e| invalid(&shown, e.to_string()))?;
-        let (retry, options) = split_retry(&shown, options)?;
+        let (retry, options) = store_options::split_retry(&shown, options)?;
         use object_store::ObjectStoreScheme as S;
         let host = url.host_str().unwrap_or("");
-        let store: Arc<dyn ObjectStore> = match scheme {
+        let (store, rebuild): (Arc<dyn ObjectStore>, Option<Rebuild>) = match scheme {
             // durable like the local backend: data, manifest and directories fsynced
-            S::Local => Arc::new(object_store::local::LocalFileSystem::new().with_fsync(true)),
-            S::Memory => memory_store(host),
+            S::Local => {
+                let local =
+                    || Arc::new(object_store::local::LocalFileSystem::new().with_fsync(true)) as Arc<dyn ObjectStore>;
+                (local(), Some(Box::new(move || Ok(local()))))
+            }
+            S::Memory => (memory_store(host), None),
             #[cfg(feature = "s3")]
             S::AmazonS3 => cloud_store!(
                 object_store::aws::AmazonS3Builder,
@@ -231,12 +210,12 @@ impl ObjectLocation {
             S::Local => "file://".to_string(),
             _ => format!("{}://{host}", url.scheme()),
         };
-        Ok(ObjectLocation { backend: Arc::new(Backend { store, label }), path })
+        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, rebuild, label)), path })
     }
 
     pub(crate) fn from_store(store: Arc<dyn ObjectStore>, label: &str, prefix: &str) -> Result<ObjectLocation> {
         let path = ObjPath::parse(prefix).map_err(|e| invalid(label, e.to_string()))?;
-        Ok(ObjectLocation { backend: Arc::new(Backend { store, label: label.to_string() }), path })
+        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, None, label.to_string())), path })
     }
 
     pub(crate) fn join(&self, rel: &str) -> ObjectLocation {
@@ -261,12 +240,33 @@ impl ObjectLocation {
     }
 
     fn store(&self) -> &Arc<dyn ObjectStore> {
-        &self.backend.store
+        self.backend.store()
     }
 
-    /// The error of a request on this location (the URL names it, never a credential).
+    /// The error of a request on this location (the URL names it, never a
+    /// credential): [`Error::Missing`] when the store answered that the bucket
+    /// or container does not exist, else [`Error::ObjectStore`].
     fn err(&self, source: object_store::Error) -> Error {
-        Error::ObjectStore { url: self.to_string(), source: Box::new(source) }
+        let kind = match xml_error(&source.to_string()) {
+            Some((code, _)) if code == "NoSuchBucket" => Some("no such bucket"),
+            Some((code, _)) if code == "ContainerNotFound" => Some("no such container"),
+            _ => None,
+        };
+        match kind {
+            Some(what) => Error::Missing { path: self.backend.label.clone().into(), what: what.into() },
+            None => Error::ObjectStore { url: self.to_string(), source: Box::new(source) },
+        }
+    }
+
+    /// True when the store holds something at this location: an object under
+    /// the prefix, or (the store's root) the bucket itself.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when the bucket or container does not exist; store errors.
+    pub(crate) fn exists(&self) -> Result<bool> {
+        let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
+        let listed = block_on(self.store().list_with_delimiter(prefix))?.map_err(|e| self.err(e))?;
+        Ok(prefix.is_none() || !listed.objects.is_empty() || !listed.common_prefixes.is_empty())
     }
 
     pub(crate) fn size(&self) -> Result<Option<u64>> {
@@ -340,6 +340,9 @@ impl ObjectLocation {
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
         let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
         let listed = block_on(self.store().list_with_delimiter(prefix))?.map_err(|e| self.err(e))?;
+        if prefix.is_some() && listed.objects.is_empty() && listed.common_prefixes.is_empty() {
+            return Err(Error::Missing { path: self.to_string().into(), what: "no object under this prefix".into() });
+        }
         let mut out: Vec<String> = listed
             .common_prefixes
             .iter()
@@ -629,6 +632,27 @@ impl PartPrefix {
     }
 }
 
+/// The code and message of an XML error body in `text` (S3, GCS's XML API,
+/// Azure: `<Error><Code>..</Code><Message>..</Message>..</Error>`).
+fn xml_error(text: &str) -> Option<(String, String)> {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&format!("</{name}>"))? + start;
+        Some(text[start..end].lines().next().unwrap_or("").trim().to_string())
+    };
+    Some((tag("Code")?, tag("Message").unwrap_or_default()))
+}
+
+/// `text` with an XML error body replaced by `<code>: <message>`.
+pub(crate) fn condense_xml(text: &str) -> String {
+    let Some((code, message)) = xml_error(text) else { return text.to_string() };
+    let start = text.find("<?xml").or_else(|| text.find("<Error")).unwrap_or(text.len());
+    let head = text[..start].trim_end().trim_end_matches(':');
+    let body = if message.is_empty() { code } else { format!("{code}: {message}") };
+    format!("{head}: {body}")
+}
+
 /// `text` without user info, query or fragment (where credentials could hide).
 fn redact(text: &str) -> String {
     match url::Url::parse(text) {
@@ -700,73 +724,6 @@ impl Read for RangeRead {
     }
 }
 
-/// One file streaming to the store through `object_store`'s `BufWriter`: a single
-/// PUT when it stays under [`DEFAULT_SINGLE_PUT_BYTES`], a multipart upload
-/// otherwise. Dropped before [`Upload::finish`], the upload is aborted.
-pub(crate) struct Upload {
-    loc: ObjectLocation,
-    writer: Option<BufWriter>,
-    pending: Vec<u8>,
-}
-
-impl fmt::Display for Upload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.loc)
-    }
-}
-
-impl Upload {
-    pub(crate) fn new(loc: ObjectLocation) -> Upload {
-        let writer = BufWriter::with_capacity(Arc::clone(loc.store()), loc.path.clone(), DEFAULT_SINGLE_PUT_BYTES)
-            .with_max_concurrency(DEFAULT_UPLOAD_CONCURRENCY);
-        Upload { loc, writer: Some(writer), pending: Vec::with_capacity(WRITE_BLOCK_BYTES) }
-    }
-
-    fn push_pending(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let block = Bytes::from(std::mem::replace(&mut self.pending, Vec::with_capacity(WRITE_BLOCK_BYTES)));
-        let Some(w) = self.writer.as_mut() else { return Ok(()) };
-        block_on(w.put(block))?.map_err(|e| self.loc.err(e))
-    }
-
-    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.pending.extend_from_slice(buf);
-        if self.pending.len() >= WRITE_BLOCK_BYTES {
-            self.push_pending().map_err(io::Error::other)?;
-        }
-        Ok(buf.len())
-    }
-
-    pub(crate) fn finish(mut self: Box<Self>) -> Result<()> {
-        self.push_pending()?;
-        let Some(mut w) = self.writer.take() else { return Ok(()) };
-        let done = block_on(futures::future::poll_fn(|cx| Pin::new(&mut w).poll_shutdown(cx)))?;
-        if let Err(e) = done {
-            // the writer is shut down (it refuses an abort); parts of an
-            // uncompleted multipart upload are never an object (docs/format.md)
-            let source = e.into_inner().and_then(|inner| inner.downcast::<object_store::Error>().ok());
-            return Err(match source {
-                Some(e) => self.loc.err(*e),
-                None => Error::io(self.loc.to_string(), io::Error::other("upload failed")),
-            });
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Upload {
-    fn drop(&mut self) {
-        if let Some(mut w) = self.writer.take() {
-            // best effort: the error that caused the abort is what the caller
-            // sees; a writer in a state that refuses an abort must not panic here
-            use futures::FutureExt;
-            let _ = block_on(std::panic::AssertUnwindSafe(w.abort()).catch_unwind());
-        }
-    }
-}
-
 /// The claim's content: who holds it and since when (no secret).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Claim {
@@ -781,7 +738,9 @@ struct Claim {
 pub(crate) struct Staging {
     target: ObjectLocation,
     writer_id: String,
-    written: Vec<ObjectLocation>,
+    /// Every object this writer put under the version, and what the store
+    /// answered once it was complete (unset until then).
+    written: Vec<(ObjectLocation, Arc<OnceLock<Landed>>)>,
     /// Parts of a distributed write upload under [`Staging::parts_location`].
     for_parts: bool,
     manifest: Option<Vec<u8>>,
@@ -820,13 +779,36 @@ impl Staging {
             created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             created_by: format!("timef {}", env!("CARGO_PKG_VERSION")),
         };
-        let bytes = serde_json::to_vec(&claim).unwrap_or_default();
+        let bytes = Bytes::from(serde_json::to_vec(&claim).unwrap_or_default());
         let claim_loc = target.join(CLAIM);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), opts))? {
+        match block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes.clone()), opts))? {
             Ok(_) => {}
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                 return Err(Error::AlreadyExists { path: target.to_string().into() })
+            }
+            Err(e) => return Err(claim_loc.err(e)),
+        }
+        // a store that ignores `If-None-Match: *` takes a second create of the
+        // claim too; then the claim above proves nothing, and two writers could
+        // overwrite each other's files: stop before any data is written
+        let again = PutOptions { mode: PutMode::Create, ..Default::default() };
+        let probe = block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), again))?;
+        match probe {
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+            Ok(_) => {
+                // the claim is deleted only while it is ours (it may have replaced another writer's)
+                if claim_writer(&claim_loc)?.as_deref() == Some(writer_id.as_str()) {
+                    let _ = claim_loc.delete();
+                }
+                return Err(Error::UnsafeStore {
+                    url: target.backend.label.clone(),
+                    lacks: format!(
+                        "conditional writes: a second create of {claim_loc} with If-None-Match: * was accepted, \
+                         so two writers of one version could overwrite each other's files (a proxy that drops \
+                         the header, or a server without the feature)"
+                    ),
+                });
             }
             Err(e) => return Err(claim_loc.err(e)),
         }
@@ -869,8 +851,9 @@ impl Staging {
 
     pub(crate) fn create_file(&mut self, rel: &str) -> Result<Upload> {
         let loc = self.target.join(rel);
-        self.written.push(loc.clone());
-        Ok(Upload::new(loc))
+        let record = Arc::new(OnceLock::new());
+        self.written.push((loc.clone(), Arc::clone(&record)));
+        Ok(Upload::recorded(loc, record))
     }
 
     /// Copies the part file `rel` from the parts' prefix onto its key under the
@@ -881,8 +864,12 @@ impl Staging {
         }
         let from = self.parts_location().join(rel);
         let to = self.target.join(rel);
-        self.written.push(to.clone());
+        let record = Arc::new(OnceLock::new());
+        self.written.push((to.clone(), Arc::clone(&record)));
         block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
+        // a copy answers no ETag: what the store holds right after it is what this writer put
+        let meta = block_on(self.target.store().head(&to.path))?.map_err(|e| to.err(e))?;
+        let _ = record.set(Landed { bytes: meta.size, e_tag: meta.e_tag });
         Ok(to)
     }
 
@@ -894,6 +881,42 @@ impl Staging {
         };
         self.manifest = Some(bytes);
         written
+    }
+
+    /// Checks that every file this writer put still has the size and ETag
+    /// the store answered for it: another writer (one whose claim was
+    /// cleared, or one on a store that ignored the claim's condition) may have
+    /// put other bytes at the same key.
+    fn check_files(&self) -> Result<()> {
+        for (loc, landed) in &self.written {
+            let changed = |found: String| {
+                Error::io(
+                    loc.to_string(),
+                    io::Error::other(format!(
+                        "changed since this writer put it ({found}); another writer wrote the version; nothing was committed"
+                    )),
+                )
+            };
+            let Some(landed) = landed.get() else {
+                return Err(changed("its upload never finished".into()));
+            };
+            let meta = match block_on(loc.store().head(&loc.path))? {
+                Ok(meta) => meta,
+                Err(object_store::Error::NotFound { .. }) => return Err(changed("it is gone".into())),
+                Err(e) => return Err(loc.err(e)),
+            };
+            let tag_differs = matches!((&landed.e_tag, &meta.e_tag), (Some(a), Some(b)) if a != b);
+            if meta.size != landed.bytes || tag_differs {
+                return Err(changed(format!(
+                    "written: {} bytes, ETag {}; found: {} bytes, ETag {}",
+                    landed.bytes,
+                    landed.e_tag.as_deref().unwrap_or("-"),
+                    meta.size,
+                    meta.e_tag.as_deref().unwrap_or("-")
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// True while the claim is this writer's.
@@ -908,6 +931,7 @@ impl Staging {
         if !self.holds_claim()? {
             return Err(claim_lost(&self.target));
         }
+        self.check_files()?;
         let manifest = self.target.join(MANIFEST);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes.clone()), opts))? {
@@ -947,7 +971,7 @@ impl Drop for Staging {
             let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
             if !committed && self.holds_claim().unwrap_or(false) {
                 let mut all_deleted = true;
-                for loc in &self.written {
+                for (loc, _) in &self.written {
                     all_deleted &= loc.delete().is_ok();
                 }
                 // a claim over files that could not be deleted is what lets gc find them
@@ -962,5 +986,29 @@ impl Drop for Staging {
         if self.for_parts {
             let _ = self.parts_location().delete_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_error_bodies_are_condensed_to_code_and_message() {
+        let raw = "Object at location root/ds/v1/manifest.json not found: Error performing GET \
+                   http://127.0.0.1:1/b/root in 2ms - Server returned non-2xx status code: 404 Not Found: \
+                   <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code><Message>The \
+                   specified bucket does not exist</Message><BucketName>b</BucketName></Error>";
+        assert_eq!(
+            condense_xml(raw),
+            "Object at location root/ds/v1/manifest.json not found: Error performing GET http://127.0.0.1:1/b/root \
+             in 2ms - Server returned non-2xx status code: 404 Not Found: NoSuchBucket: The specified bucket does \
+             not exist"
+        );
+        // Azure: the message's first line only
+        let azure = "403 Forbidden: <?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code><Message>This \
+                     request is not authorized.\nRequestId:1\nTime:2026</Message></Error>";
+        assert_eq!(condense_xml(azure), "403 Forbidden: AuthorizationFailure: This request is not authorized.");
+        assert_eq!(condense_xml("no body here"), "no body here");
     }
 }

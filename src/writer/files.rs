@@ -98,11 +98,13 @@ fn write_table(
     let mut file = ParquetFile::create(&mut *staging, rel, Arc::clone(&schema), &props)?;
     if !hashes.is_empty() {
         use rayon::prelude::*;
-        let chunks = leaves
-            .par_iter()
-            .enumerate()
-            .map(|(i, build)| encode_leaf_pages(rel, schema.descr.column(i), &props, hashes, build))
-            .collect::<Result<Vec<_>>>()?;
+        let chunks = crate::storage::compute_pool()?.install(|| {
+            leaves
+                .par_iter()
+                .enumerate()
+                .map(|(i, build)| encode_leaf_pages(rel, schema.descr.column(i), &props, hashes, build))
+                .collect::<Result<Vec<_>>>()
+        })?;
         file.append_row_group(chunks)?;
     }
     file.finish(&*staging)

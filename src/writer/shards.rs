@@ -3,7 +3,7 @@
 //! `docs/format.md` §1 "One write pipeline").
 //!
 //! Both the single-machine writer and a part of a distributed write run it:
-//! each row group is encoded on the rayon pool while the next chunks arrive,
+//! each row group is encoded on the process's rayon pool while the next chunks arrive,
 //! and encoded row groups are appended to their shard file strictly in order,
 //! so bytes never depend on threads. At most a few row groups are in flight:
 //! memory is bounded by the row-group target, not by the dataset.
@@ -116,7 +116,7 @@ impl<'a> ShardStream<'a> {
             planner,
             rg: Vec::new(),
             in_flight: VecDeque::new(),
-            max_in_flight: 2 * rayon::current_num_threads() + 1,
+            max_in_flight: 2 * crate::storage::compute_pool()?.current_num_threads() + 1,
             current: None,
             files: Vec::new(),
             index: IndexSpill::new()?,
@@ -179,7 +179,7 @@ impl<'a> ShardStream<'a> {
         let (tx, rx) = sync_channel(1);
         let (schema, props, keys, enc) =
             (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
-        rayon::spawn(move || {
+        crate::storage::compute_pool()?.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 encode_shard_row_group(&rows, &schema, &props, &keys, enc)
             }))

@@ -1,0 +1,232 @@
+"""Stores that misbehave (issue 24 items 2 and 6): conditional writes ignored, files
+changed under a writer, missing buckets and prefixes, a server that never answers, a
+failed multipart upload, an unknown storage option. Exact messages and exit codes.
+
+The faulty stores are `store_faults.py`'s, on 127.0.0.1, started by each test in
+front of the S3 server `.ci/run` starts (moto).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import timef
+from conftest import gluonts_rows, s3_bucket, s3_endpoint, s3_options, write_ipc
+from store_faults import MuteServer, Proxy
+
+GUARD_S = 120
+
+
+def s3_client(endpoint: str):
+    """A boto3 client of the S3 server under test (boto3 comes with moto)."""
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+                        region_name="us-east-1")
+
+
+def s3_keys(endpoint: str, bucket: str, prefix: str) -> list[str]:
+    """Every key under `prefix`, sorted."""
+    listed = s3_client(endpoint).list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(o["Key"] for o in listed.get("Contents", []))
+
+
+def storage_args(options: dict[str, str]) -> list[str]:
+    return [a for k, v in options.items() for a in ("--storage-option", f"{k}={v}")]
+
+
+def run(cli: Path, *args: str, env: dict[str, str] | None = None, timeout: float = GUARD_S):
+    return subprocess.run([str(cli), "--quiet", *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def ingest(cli: Path, tmp_path: Path, root: str, options: dict[str, str], **popen) -> subprocess.Popen:
+    """Starts `timef ingest arrow` of a small dataset into ROOT/ds/v1."""
+    data = write_ipc(gluonts_rows(6, seed=3), tmp_path / "rows.arrow")
+    args = [str(cli), "--quiet", "ingest", "arrow", "--root", root, "--name", "ds", "--version", "v1",
+            "--sampling-rate-hz", "1", *storage_args(options), str(data)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def paused_env(point: str, resume: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "TIMEF_TEST_PAUSE_AT": point, "TIMEF_TEST_RESUME_ON": str(resume)}
+
+
+def wait_paused(proc: subprocess.Popen, point: str) -> None:
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line == f"timef: paused at {point}\n", line + proc.stderr.read()
+
+
+def finish(proc: subprocess.Popen) -> tuple[int, str]:
+    _, err = proc.communicate(timeout=GUARD_S)
+    return proc.returncode, err
+
+
+def unsafe_message(bucket: str) -> str:
+    return (f"timef: error: object store s3://{bucket} cannot take a TimeF write: it lacks conditional writes: a "
+            f"second create of s3://{bucket}/root/ds/v1/_timef_claim.json with If-None-Match: * was accepted, so two "
+            "writers of one version could overwrite each other's files (a proxy that drops the header, or a server "
+            "without the feature); nothing was written\n")
+
+
+# -- item 2: stores that ignore conditional writes --------------------------------------------
+
+def test_a_store_ignoring_conditional_writes_is_refused_before_any_data(cli: Path, tmp_path: Path) -> None:
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    with Proxy(endpoint, strip_conditions=True) as proxy:
+        # the issue's writer A: it would pause once its staging is created; it never gets there
+        a = ingest(cli, tmp_path, f"s3://{bucket}/root", s3_options(proxy.url),
+                   env=paused_env("staging-created", tmp_path / "never"))
+        code, err = finish(a)
+        assert proxy.stripped >= 2
+    assert (code, err) == (3, unsafe_message(bucket))
+    assert s3_keys(endpoint, bucket, "root/") == []
+
+
+def test_a_claim_taken_over_through_such_a_store_publishes_nothing(cli: Path, tmp_path: Path) -> None:
+    """A claims through the real store and pauses; B claims over it through the stripping proxy."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    resume = tmp_path / "resume"
+    a = ingest(cli, tmp_path, f"s3://{bucket}/root", s3_options(endpoint), env=paused_env("staging-created", resume))
+    wait_paused(a, "staging-created")
+    with Proxy(endpoint, strip_conditions=True) as proxy:
+        b = ingest(cli, tmp_path, f"s3://{bucket}/root", s3_options(proxy.url))
+        assert finish(b) == (3, unsafe_message(bucket))
+    resume.touch()
+    code, err = finish(a)
+    assert code == 3
+    assert err == (f"timef: error: I/O on s3://{bucket}/root/ds/v1/_timef_claim.json: the claim is no longer this "
+                   "writer's (cleared by gc?); nothing was committed\n")
+    assert f"root/ds/v1/manifest.json" not in s3_keys(endpoint, bucket, "root/")
+
+
+def test_a_file_changed_under_the_writer_stops_the_commit(cli: Path, tmp_path: Path) -> None:
+    """Whatever the interleaving, a version with a manifest verifies: bytes another writer put at one of
+    this writer's keys (same size) are found before the manifest is written."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    resume = tmp_path / "resume"
+    a = ingest(cli, tmp_path, f"s3://{bucket}/root", s3_options(endpoint), env=paused_env("manifest-staged", resume))
+    wait_paused(a, "manifest-staged")
+    s3 = s3_client(endpoint)
+    key = "root/ds/v1/samples.parquet"
+    head = s3.head_object(Bucket=bucket, Key=key)
+    size, written_tag = head["ContentLength"], head["ETag"]
+    other_tag = s3.put_object(Bucket=bucket, Key=key, Body=b"x" * size)["ETag"]
+    resume.touch()
+    code, err = finish(a)
+    assert code == 3
+    assert err == (f"timef: error: I/O on s3://{bucket}/root/ds/v1/samples.parquet: changed since this writer put it "
+                   f"(written: {size} bytes, ETag {written_tag}; found: {size} bytes, ETag {other_tag}); another "
+                   "writer wrote the version; nothing was committed\n")
+    assert "root/ds/v1/manifest.json" not in s3_keys(endpoint, bucket, "root/")
+
+
+# -- item 6: failures named truthfully ---------------------------------------------------------
+
+def test_missing_bucket_prefix_and_directory_are_one_rule(cli: Path, tmp_path: Path) -> None:
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    opts = s3_options(endpoint)
+    args = storage_args(opts)
+    missing = [
+        (f"s3://no-such-bucket-timef/root/ds/v1", "not found: s3://no-such-bucket-timef: no such bucket"),
+        (f"s3://{bucket}/nothing/ds/v1", f"not found: s3://{bucket}/nothing/ds/v1: no object under this prefix"),
+        (str(tmp_path / "none" / "ds" / "v1"), f"not found: {tmp_path}/none/ds/v1: no such directory"),
+        (f"file://{tmp_path}/none/ds/v1", f"not found: file://{tmp_path}/none/ds/v1: no object under this prefix"),
+    ]
+    for url, message in missing:
+        for verb in (["info", url], ["verify", url], ["cat", url, "s0"], ["export", url, "--count"],
+                     ["dedup", url, url], ["edit", url, "--out-root", str(tmp_path / "o"), "--version", "v2",
+                                           "--remove-sample", "x"]):
+            out = run(cli, *verb, *args)
+            assert (out.returncode, out.stderr) == (2, f"timef: error: {message}\n"), verb
+        with pytest.raises(FileNotFoundError) as e:
+            timef.open(url, storage_options=opts if url.startswith("s3://") else None)
+        assert str(e.value) == f"[Errno 2] {message}: '{e.value.filename}'"
+    out = run(cli, "ls", str(tmp_path / "none"))
+    assert (out.returncode, out.stderr) == (2, f"timef: error: not found: {tmp_path}/none: no such directory\n")
+    out = run(cli, "ls", "s3://no-such-bucket-timef/root", *args)
+    assert (out.returncode, out.stderr) == (2, "timef: error: not found: s3://no-such-bucket-timef: no such bucket\n")
+    # ingest into a missing bucket: the same error, before any data
+    code, err = finish(ingest(cli, tmp_path, "s3://no-such-bucket-timef/root", opts))
+    assert (code, err) == (2, "timef: error: not found: s3://no-such-bucket-timef: no such bucket\n")
+    # a place that exists without a manifest is "not a version"
+    s3_client(endpoint).put_object(Bucket=bucket, Key="some/ds/v1/notes.txt", Body=b"x")
+    out = run(cli, "info", f"s3://{bucket}/some/ds/v1", *args)
+    assert (out.returncode, out.stderr) == (
+        2, f"timef: error: not a TimeF version: s3://{bucket}/some/ds/v1: no manifest.json\n")
+    with pytest.raises(timef.NotAVersionError):
+        timef.open(f"s3://{bucket}/some/ds/v1", storage_options=opts)
+
+
+def test_a_server_that_never_answers_fails_within_the_default_timeouts(cli: Path) -> None:
+    """The default timeouts fail `ls` on a mute server in about 20 s (a run past the 45 s guard fails the
+    test: before them it took 181 s); `timeout` overrides them."""
+    opts = s3_options("http://unused")
+    with MuteServer() as mute:
+        opts["aws_endpoint"] = mute.url
+        start = time.monotonic()
+        out = run(cli, "ls", "s3://bucket/root", *storage_args(opts), timeout=45)
+        took_default = time.monotonic() - start
+        short = run(cli, "ls", "s3://bucket/root", *storage_args({**opts, "timeout": "1s", "retry_timeout_s": "0"}),
+                    timeout=45)
+    print(f"mute server: `timef ls` failed after {took_default:.1f} s with the default timeouts")
+    pattern = (r"timef: error: object store s3://bucket/root: Generic S3 error: Error performing list request: Error "
+               r"performing GET http://127\.0\.0\.1:\d+/bucket\?delimiter=%2F&list-type=2&prefix=root%2F in "
+               r"(\d+)\.\d+s - HTTP error: error sending request: operation timed out\n")
+    for o, seconds in ((out, "20"), (short, "1")):
+        assert o.returncode == 3, o.stderr
+        m = re.fullmatch(pattern, o.stderr)
+        assert m is not None, o.stderr
+        # the client's own measure of the request: its timeout, not a test clock
+        assert m.group(1) == seconds, o.stderr
+
+
+def test_a_failed_multipart_upload_reports_its_own_error(tmp_path: Path) -> None:
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    ds = timef.TimeFDataset("big", "v1")
+    ds.add_source(source_id="src", name="src")
+    # incompressible: the one shard passes 10 MiB, so it goes out as a multipart upload
+    ds.add_series(time_series_id="noise", spec_type="ecg", channel="I", sampling_rate_hz=1.0,
+                  values=np.random.default_rng(0).standard_normal(3_500_000).astype(np.float32))
+    ds.add_sample(sample_id="a", source_id="src", series=["noise"])
+    with Proxy(endpoint, fail_parts=True) as proxy:
+        with pytest.raises(OSError) as e:
+            with timef.TimeFWriter(f"s3://{bucket}/root", ds, storage_options=s3_options(proxy.url)) as w:
+                w.write()
+    text = str(e.value)
+    assert "InvalidPart: injected part failure" in text, text
+    assert "NoSuchUpload" not in text and "<?xml" not in text, text
+    assert re.fullmatch(rf"\[Errno 0\] object store s3://{bucket}/root/big/v1/time_series/shard-00000\.parquet: "
+                        r".* - Server returned non-2xx status code: 400 Bad Request: InvalidPart: injected part "
+                        r"failure: '.*'", text), text
+    assert s3_keys(endpoint, bucket, "root/") == []
+
+
+def test_an_unknown_storage_option_is_named_with_close_matches(cli: Path) -> None:
+    out = run(cli, "ls", "s3://bucket/root", "--storage-option", "bogus_key=1")
+    assert (out.returncode, out.stderr) == (2, "timef: error: unknown storage option `bogus_key` for s3://bucket/root\n")
+    out = run(cli, "ls", "s3://bucket/root", "--storage-option", "aws_endpont=http://x", "--storage-option",
+              "timout=5s")
+    assert (out.returncode, out.stderr) == (
+        2, "timef: error: unknown storage option `aws_endpont` for s3://bucket/root (did you mean `aws_endpoint`?)\n")
+    out = run(cli, "ls", "s3://bucket/root", "--storage-option", "timout=5s")
+    assert (out.returncode, out.stderr) == (
+        2, "timef: error: unknown storage option `timout` for s3://bucket/root (did you mean `timeout`?)\n")
+    with pytest.raises(timef.TimeFValidationError) as e:
+        timef.open("s3://bucket/root/ds/v1", storage_options={"aws_secret_acess_key": "x"})
+    assert str(e.value) == ("unknown storage option `aws_secret_acess_key` for s3://bucket/root/ds/v1 "
+                            "(did you mean `aws_secret_access_key`?)")
+    assert (e.value.id, e.value.field) == ("aws_secret_acess_key", "storage_options")
