@@ -23,9 +23,10 @@ use std::sync::Arc;
 use crate::dataset::{Task, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::manifest::DerivedFrom;
+use crate::options::WriterOptions;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
-use crate::writer::{TimeFWriter, WriterOptions};
+use crate::writer::TimeFWriter;
 
 /// What to do with tasks that would lose a required reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

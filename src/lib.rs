@@ -24,6 +24,7 @@ pub mod encoding;
 mod float_order;
 pub mod layout;
 pub mod manifest;
+pub mod options;
 pub mod reader;
 pub mod scan;
 pub mod storage;

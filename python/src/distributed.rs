@@ -160,7 +160,7 @@ impl PyPartTask {
     /// The ids of the series the part's shards hold (in write order).
     #[getter]
     fn time_series_ids(&self) -> Vec<String> {
-        self.task.series.iter().map(|s| s.time_series_id.clone()).collect()
+        self.task.series.iter().map(|s| s.meta.time_series_id.clone()).collect()
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
