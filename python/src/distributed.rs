@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use arrow::array::RecordBatch;
 use arrow::ffi_stream::RecordBatchStreamReader;
-use arrow::pyarrow::{FromPyArrow, ToPyArrow};
+use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::pyarrow::ToPyArrow;
+use arrow_pyarrow::ToPyArrow;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -121,7 +121,7 @@ impl PyVersion {
         split: Option<String>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        use arrow::pyarrow::IntoPyArrow;
+        use arrow_pyarrow::IntoPyArrow;
         use timef::scan::{scan_schema, ScanOptions, Selection};
         if split.is_some() && task.is_none() {
             return Err(to_py(timef::Error::InvalidOption { option: "split", reason: "needs task".into() }));
