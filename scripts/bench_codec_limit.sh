@@ -19,13 +19,9 @@ for _ in $(seq "$runs"); do
   line=$($bin/examples/codec_limit "$work/in.arrow" "$threads")
   ceiling=$(python3 -c "import sys; print(max($ceiling, float('$line'.split()[5])))")
 done
-best=999999 kb=0
-for _ in $(seq "$runs"); do
-  rm -rf "$work/out"
-  /usr/bin/time -f "%e %M" -o "$work/t" $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow" >/dev/null
-  read -r s kb < "$work/t"
-  best=$(python3 -c "print(min($best, $s))")
-done
+. scripts/bench_lib.sh
+before_run() { rm -rf "$work/out"; }
+read -r _ best kb < <(best_of writer $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow")
 python3 - "$mib" "$shape" "$ceiling" "$best" "$kb" "$threads" <<'PY'
 import sys
 mib, shape, ceiling, s, kb, threads = float(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]

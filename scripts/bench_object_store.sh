@@ -20,15 +20,10 @@ export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_ALLOW_HTTP=true AWS_REGION=us
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
 curl -s -X PUT "$AWS_ENDPOINT_URL/bench" >/dev/null
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib"
-run() { # label, root
-  local label=$1 root=$2 best=999999 rss=0
-  for i in $(seq "$runs"); do
-    rm -rf "$work/out"
-    /usr/bin/time -f "%e %M" -o "$work/t" "$bin" ingest arrow --quiet --root "$root/r$i" --name b --version v1 "$work/in.arrow" >/dev/null
-    read -r s kb < "$work/t"
-    best=$(python3 -c "print(min($best, $s))"); rss=$kb
-  done
-  echo "$label $best $rss"
+. scripts/bench_lib.sh
+run() { # label, root: each run writes a version of its own under root/r<run>
+  best_of "$1" sh -c '"$0" ingest arrow --quiet --root "$1/r$BENCH_RUN" --name b --version v1 "$2"' \
+    "$bin" "$2" "$work/in.arrow"
 }
 a=$(run local "$work/out")
 b=$(run s3-moto "s3://bench/run")

@@ -15,23 +15,14 @@ cargo build --release --quiet --bin timef
 cli=${CARGO_TARGET_DIR:-target}/release/timef
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-run() { # label, command... (writes under $work/out-<label>)
-  local label=$1; shift
-  local best=999999 rss=0
-  for i in $(seq "$runs"); do
-    rm -rf "$work/out-$label"
-    /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null
-    read -r s kb < "$work/t"
-    best=$(python3 -c "print(min($best, $s))"); rss=$kb
-  done
-  echo "$label $best $rss"
-}
+. scripts/bench_lib.sh
+before_run() { rm -rf "$work/out-$1"; } # each command writes under $work/out-<label>
 results=(
-  "$(run cli "$cli" ingest arrow --quiet --root "$work/out-cli" --name b --version v1 "$work/in.arrow")"
-  "$(run py-values $py scripts/bench_python.py values "$work/in.arrow" "$work/out-py-values" "$work/s-py-values")"
-  "$(run py-loaders $py scripts/bench_python.py loaders "$work/in.arrow" "$work/out-py-loaders" "$work/s-py-loaders")"
-  "$(run py-ingest $py scripts/bench_python.py ingest_arrow "$work/in.arrow" "$work/out-py-ingest" "$work/s-py-ingest")"
-  "$(run ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out-ref_writer" --name b --version v1)"
+  "$(best_of cli "$cli" ingest arrow --quiet --root "$work/out-cli" --name b --version v1 "$work/in.arrow")"
+  "$(best_of py-values $py scripts/bench_python.py values "$work/in.arrow" "$work/out-py-values" "$work/s-py-values")"
+  "$(best_of py-loaders $py scripts/bench_python.py loaders "$work/in.arrow" "$work/out-py-loaders" "$work/s-py-loaders")"
+  "$(best_of py-ingest $py scripts/bench_python.py ingest_arrow "$work/in.arrow" "$work/out-py-ingest" "$work/s-py-ingest")"
+  "$(best_of ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out-ref_writer" --name b --version v1)"
 )
 for label in py-values py-loaders py-ingest; do
   diff -r "$work/out-cli" "$work/out-$label" >/dev/null || { echo "$label: bytes differ from the CLI's" >&2; exit 1; }

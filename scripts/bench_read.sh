@@ -29,24 +29,15 @@ version() { # mib -> version dir (made once)
   fi
   echo "$dir"
 }
-run() { # label, command... -> "label seconds rss_kb"
-  local label=$1; shift
-  local best=999999 kb=0
-  for _ in $(seq "$runs"); do
-    rm -f "$work/out.arrow"
-    /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null
-    read -r s kb < "$work/t"
-    best=$(python3 -c "print(min($best, $s))")
-  done
-  echo "$label $best $kb"
-}
+. scripts/bench_lib.sh
+before_run() { rm -f "$work/out.arrow"; }
 v=$(version "$scan_mib")
 echo "full scan of $v ($scan_mib MiB of float32 values; best of $runs):"
 {
-  run timef-count $bin/timef export "$v" --count
-  run timef-export $bin/timef export "$v" --out "$work/out.arrow"
-  run pyarrow $py "$peers" pyarrow-scan "$v"
-  run duckdb $py "$peers" duckdb-scan "$v"
+  best_of timef-count $bin/timef export "$v" --count
+  best_of timef-export $bin/timef export "$v" --out "$work/out.arrow"
+  best_of pyarrow $py "$peers" pyarrow-scan "$v"
+  best_of duckdb $py "$peers" duckdb-scan "$v"
 } > "$work/scan.txt"
 rm -f "$work/out.arrow"
 python3 - "$scan_mib" "$work/scan.txt" <<'PY'

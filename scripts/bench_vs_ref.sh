@@ -12,19 +12,10 @@ cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-run() { # label, command...
-  local label=$1; shift
-  local best=999999 rss=0
-  for i in $(seq "$runs"); do
-    rm -rf "$work/out"
-    /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null
-    read -r s kb < "$work/t"
-    best=$(python3 -c "print(min($best, $s))"); rss=$kb
-  done
-  echo "$label $best $rss"
-}
-ours=$(run timef $bin/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
-theirs=$(run ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out" --name b --version v1)
+. scripts/bench_lib.sh
+before_run() { rm -rf "$work/out"; }
+ours=$(best_of timef $bin/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
+theirs=$(best_of ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out" --name b --version v1)
 python3 - "$mib" "$ours" "$theirs" <<'PY'
 import sys
 mib = float(sys.argv[1]); o = sys.argv[2].split(); t = sys.argv[3].split()

@@ -27,6 +27,7 @@ pub mod layout;
 pub mod limits;
 pub mod manifest;
 mod parquet_read;
+pub mod options;
 pub mod reader;
 pub mod scan;
 pub mod storage;

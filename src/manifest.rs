@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::{Annotation, SeriesMeta, Task};
 use crate::error::{Error, Result};
-use crate::writer::WriterOptions;
+use crate::options::WriterOptions;
 
 /// The manifest's `format` value.
 pub const FORMAT: &str = "timef";
@@ -434,7 +434,7 @@ impl WriterBlock {
     }
 
     /// The writer options this block records, validated as options a user
-    /// gives ([`crate::writer::WriterOptionsBuilder::try_build`]), with every
+    /// gives ([`crate::options::WriterOptionsBuilder::try_build`]), with every
     /// other field (derived caps, compression, content-defined chunking)
     /// checked against the block those options give
     /// ([`WriterBlock::from_options`]): a block no writer can produce is refused.

@@ -173,7 +173,7 @@ fn series_of(task: &PartTask, batches: &[RecordBatch]) -> Vec<(String, SeriesVal
     let mut all = read_arrow_batches(batches.to_vec(), label(), &opts()).unwrap();
     task.series
         .iter()
-        .map(|s| (s.time_series_id.clone(), all.take_loader(&s.time_series_id).unwrap()().unwrap()))
+        .map(|s| (s.meta.time_series_id.clone(), all.take_loader(&s.meta.time_series_id).unwrap()().unwrap()))
         .collect()
 }
 
@@ -405,10 +405,13 @@ fn a_part_refuses_series_not_in_its_shards_and_reports_missing_ones() {
     for id in &ids {
         values.insert(id.clone(), all.take_loader(id).unwrap()().unwrap());
     }
-    let in_task = |t: &PartTask, id: &str| t.series.iter().any(|s| s.time_series_id == id);
+    let in_task = |t: &PartTask, id: &str| t.series.iter().any(|s| s.meta.time_series_id == id);
     let outsider = ids.iter().find(|id| !in_task(&tasks[0], id)).unwrap().clone();
-    let mut given: Vec<_> =
-        tasks[0].series.iter().map(|s| (s.time_series_id.clone(), values[&s.time_series_id].clone())).collect();
+    let mut given: Vec<_> = tasks[0]
+        .series
+        .iter()
+        .map(|s| (s.meta.time_series_id.clone(), values[&s.meta.time_series_id].clone()))
+        .collect();
     given.push((outsider.clone(), values[&outsider].clone()));
     let err = write_part(&tasks[0], given.clone(), &StorageOptions::new()).unwrap_err();
     assert_eq!(part_error(err), (Some(0), None, PartProblem::UnplannedSeries(outsider)));

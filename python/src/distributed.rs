@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use arrow::array::RecordBatch;
 use arrow::ffi_stream::RecordBatchStreamReader;
-use arrow::pyarrow::{FromPyArrow, ToPyArrow};
+use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
@@ -160,7 +160,7 @@ impl PyPartTask {
     /// The ids of the series the part's shards hold (in write order).
     #[getter]
     fn time_series_ids(&self) -> Vec<String> {
-        self.task.series.iter().map(|s| s.time_series_id.clone()).collect()
+        self.task.series.iter().map(|s| s.meta.time_series_id.clone()).collect()
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {

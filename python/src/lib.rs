@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use arrow::ffi_stream::RecordBatchStreamReader;
-use arrow::pyarrow::FromPyArrow;
+use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, IdMode, OnMissing, TextEncoding};

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::pyarrow::ToPyArrow;
+use arrow_pyarrow::ToPyArrow;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -122,7 +122,7 @@ impl PyVersion {
         split: Option<String>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        use arrow::pyarrow::IntoPyArrow;
+        use arrow_pyarrow::IntoPyArrow;
         use timef::scan::{scan_schema, ScanOptions};
         let selection = selection(samples, channels, task, split)?;
         let v = Arc::clone(&self.inner);

@@ -361,7 +361,7 @@ pub fn arrow_part_series(
         }
         read.batch(batch, None)?;
     }
-    let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.time_series_id.as_str()).collect();
+    let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.meta.time_series_id.as_str()).collect();
     let (mut dataset, _, _) = read.finish()?;
     let mut out = Vec::new();
     let samples: Vec<crate::dataset::Sample> = dataset.samples().collect();

@@ -101,7 +101,7 @@ pub struct Source {
 }
 
 /// Series-level metadata: one row of the index per chunk repeats it (FORMAT-BRIEF §3).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SeriesMeta {
     /// Id in the `time_series_id` space.
     pub time_series_id: String,

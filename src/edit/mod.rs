@@ -33,7 +33,8 @@ use crate::error::{Error, Result};
 use crate::manifest::DerivedFrom;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
-use crate::writer::{TimeFWriter, WriterOptions};
+use crate::options::WriterOptions;
+use crate::writer::TimeFWriter;
 
 /// What to do with samples left without series and tasks that would lose a
 /// required reference.

@@ -39,7 +39,7 @@ use super::plan::{bad_plan, chunks, Layout, PlannedSeries, PlannedShard, Planner
 use super::shards::{SeriesKeys, ShardStream};
 use super::{decide_ids, push_series, WriterOptions};
 use crate::dataset::columns::SeriesColumns;
-use crate::dataset::{validate_name, SeriesMeta, SeriesValues, TimeFDataset};
+use crate::dataset::{validate_name, SeriesValues, TimeFDataset};
 use crate::encoding::{Codec, IdEncoding};
 use crate::error::{Error, PartProblem, Result};
 use crate::layout::shard_path;
@@ -99,14 +99,14 @@ pub struct TaskOptions {
 impl TaskOptions {
     fn of(o: &WriterOptions) -> TaskOptions {
         TaskOptions {
-            shard_target_bytes: o.shard_target_bytes,
-            row_group_target_bytes: o.row_group_target_bytes,
-            chunk_max_bytes: o.chunk_max_bytes,
-            compression_level: o.compression_level,
+            shard_target_bytes: o.shard_target_bytes(),
+            row_group_target_bytes: o.row_group_target_bytes(),
+            chunk_max_bytes: o.chunk_max_bytes(),
+            compression_level: o.compression_level(),
         }
     }
 
-    /// The options, validated as [`super::WriterOptionsBuilder::try_build`] does.
+    /// The options, validated as [`crate::options::WriterOptionsBuilder::try_build`] does.
     ///
     /// # Errors
     /// [`Error::InvalidOption`].
@@ -136,7 +136,7 @@ impl Plan {
         let mut out: HashMap<String, Vec<u32>> = HashMap::new();
         for shard in &self.layout.shards {
             for i in self.layout.series_of(shard, chunk_values) {
-                let parts = out.entry(self.layout.series[i as usize].time_series_id.clone()).or_default();
+                let parts = out.entry(self.layout.series[i as usize].meta.time_series_id.clone()).or_default();
                 let p = part_of_shard[shard.shard as usize];
                 if parts.last() != Some(&p) {
                     parts.push(p);
@@ -281,7 +281,7 @@ impl DistributedWrite {
             let n = n_values.get(&m.time_series_id).ok_or_else(|| {
                 Error::validation(&m.time_series_id, "n_values", "the plan input gives no number of values")
             })?;
-            series.push(PlannedSeries::new(&m, *n));
+            series.push(PlannedSeries { meta: m, n_values: *n });
         }
         if let Some(extra) = n_values.keys().find(|id| !dataset.contains_series(id)) {
             return Err(Error::validation(
@@ -448,11 +448,11 @@ impl DistributedWrite {
         let mut next_in_shard = vec![0usize; found.len()];
         for (i, k, offset, n) in chunks(&plan.layout.series, chunk_values) {
             let s = &plan.layout.series[i as usize];
-            let at = planner.place(n, crate::layout::key_hash(&s.time_series_id, k)).at;
+            let at = planner.place(n, crate::layout::key_hash(&s.meta.time_series_id, k)).at;
             let shard = at.shard as usize;
             let part = found.get(shard).and_then(|f| *f).map(|(p, _)| p);
             let got = rows_of.get(shard).and_then(|rows| rows.get(next_in_shard[shard]));
-            let want = (s.time_series_id.as_str(), k, offset, n, at.shard, at.row_group, at.row_offset);
+            let want = (s.meta.time_series_id.as_str(), k, offset, n, at.shard, at.row_group, at.row_offset);
             let Some(row) = got.filter(|r| {
                 (r.time_series_id.as_str(), r.chunk_idx, r.value_offset, r.n_values, r.shard, r.row_group, r.row_offset)
                     == want
@@ -460,7 +460,7 @@ impl DistributedWrite {
             }) else {
                 let why = format!(
                     "expected {} chunk {k} at row group {} row {}",
-                    s.time_series_id, at.row_group, at.row_offset
+                    s.meta.time_series_id, at.row_group, at.row_offset
                 );
                 return Err(err(part, Some(at.shard), PartProblem::IndexMismatch(why)));
             };
@@ -520,8 +520,8 @@ impl DistributedWrite {
             check_statistics(&loc, &rows_of[s], |problem| err(part, shard, problem))?;
             files.push((*entry).clone());
         }
-        let metas: Vec<SeriesMeta> = plan.layout.series.iter().map(PlannedSeries::meta).collect();
-        let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(metas.iter())));
+        let columns = SeriesColumns::from_metas(plan.layout.series.iter().map(|s| &s.meta));
+        let keys = Arc::new(SeriesKeys::as_stored(columns));
         Ok(SeriesOutput { files, index: index.finish()?, keys })
     }
 }
@@ -659,7 +659,7 @@ pub fn write_part(
     let id = task.write_id.as_str();
     let err = |problem| Error::Part { write_id: id.to_string(), part: Some(task.part), shard: None, problem };
     let position: HashMap<&str, usize> =
-        task.series.iter().enumerate().map(|(i, s)| (s.time_series_id.as_str(), i)).collect();
+        task.series.iter().enumerate().map(|(i, s)| (s.meta.time_series_id.as_str(), i)).collect();
     let mut values: Vec<Option<SeriesValues>> = vec![None; task.series.len()];
     for (sid, v) in series {
         match position.get(sid.as_str()) {
@@ -675,7 +675,7 @@ pub fn write_part(
         }
     }
     if let Some(i) = values.iter().position(Option::is_none) {
-        return Err(err(PartProblem::MissingSeries(task.series[i].time_series_id.clone())));
+        return Err(err(PartProblem::MissingSeries(task.series[i].meta.time_series_id.clone())));
     }
     let options = task.options.to_options()?;
     let enc = id_encoding(id, &task.time_series_id_encoding)?;
@@ -683,8 +683,7 @@ pub fn write_part(
     let codec = Codec { zstd_level: options.compression_level() };
     let schema = Arc::new(tables::shard_schema(tables::IdEncodings([enc; 6]))?);
     let props = schema.properties(codec, &files::created_by())?;
-    let metas: Vec<SeriesMeta> = task.series.iter().map(PlannedSeries::meta).collect();
-    let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(metas.iter())));
+    let keys = Arc::new(SeriesKeys::as_stored(SeriesColumns::from_metas(task.series.iter().map(|s| &s.meta))));
     let chunk_values = options.chunk_max_values();
     let first = task.shards.first().map_or(0, |s| s.shard);
     let mut stream = ShardStream::new(&mut staging, schema, props, keys, enc, Planner::new(&options, first))?;
@@ -700,9 +699,9 @@ pub fn write_part(
             let count = crate::layout::chunk_count(v.len(), chunk_values);
             let take = (count.saturating_sub(k) as u64).min(left) as usize;
             if take == 0 {
-                return Err(mismatch(format!("series {} has no chunk {k}", metas[i].time_series_id)));
+                return Err(mismatch(format!("series {} has no chunk {k}", task.series[i].meta.time_series_id)));
             }
-            let sid = metas[i].time_series_id.as_str();
+            let sid = task.series[i].meta.time_series_id.as_str();
             for placed in push_series(&mut stream, i as u32, sid, v, chunk_values, k..k + take)? {
                 if placed.at.shard != shard.shard {
                     return Err(mismatch("the planner closed the shard early".into()));
@@ -717,7 +716,7 @@ pub fn write_part(
     let mut index = Vec::with_capacity(rows.len());
     rows.for_each(|r| {
         index.push(PartIndexRow {
-            time_series_id: metas[r.series as usize].time_series_id.clone(),
+            time_series_id: task.series[r.series as usize].meta.time_series_id.clone(),
             chunk_idx: r.chunk_idx,
             value_offset: r.value_offset,
             n_values: r.n_values,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Partial;
 
 /// One index row: a chunk, where it landed, and its partial statistics.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct IndexRow {
     /// Position of the chunk's series in write order.
     pub(crate) series: u32,
@@ -27,51 +27,79 @@ pub(crate) struct IndexRow {
 /// Bytes of one spilled row: seven integers and the partial's five numbers, little-endian.
 const RECORD_BYTES: usize = 4 * 6 + 8 + 8 * 5;
 
+/// A fixed-width little-endian field of a spilled record.
+trait LeField: Sized {
+    const BYTES: usize;
+    fn put(&self, out: &mut [u8]);
+    fn get(b: &[u8]) -> Self;
+}
+
+macro_rules! le_field {
+    ($($t:ty),*) => {$(
+        impl LeField for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            fn put(&self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                let mut x = [0u8; std::mem::size_of::<$t>()];
+                x.copy_from_slice(b);
+                <$t>::from_le_bytes(x)
+            }
+        }
+    )*};
+}
+le_field!(u32, u64, f64);
+
+/// What is done to each field of a record, in record order.
+trait FieldVisitor {
+    fn field<T: LeField>(&mut self, value: &mut T);
+}
+
 impl IndexRow {
+    /// The record's field table: every field in record order. `encode` and
+    /// `decode` both walk it, so they cannot disagree.
+    fn fields(&mut self, v: &mut impl FieldVisitor) {
+        v.field(&mut self.series);
+        v.field(&mut self.chunk_idx);
+        v.field(&mut self.value_offset);
+        v.field(&mut self.n_values);
+        v.field(&mut self.shard);
+        v.field(&mut self.row_group);
+        v.field(&mut self.row_offset);
+        let p = &mut self.partial;
+        v.field(&mut p.n);
+        v.field(&mut p.min);
+        v.field(&mut p.max);
+        v.field(&mut p.mean);
+        v.field(&mut p.m2);
+    }
+
     fn encode(&self, out: &mut [u8; RECORD_BYTES]) {
-        let p = &self.partial;
-        let mut at = 0;
-        let mut put = |b: &[u8]| {
-            out[at..at + b.len()].copy_from_slice(b);
-            at += b.len();
-        };
-        put(&self.series.to_le_bytes());
-        put(&self.chunk_idx.to_le_bytes());
-        put(&self.value_offset.to_le_bytes());
-        put(&self.n_values.to_le_bytes());
-        put(&self.shard.to_le_bytes());
-        put(&self.row_group.to_le_bytes());
-        put(&self.row_offset.to_le_bytes());
-        put(&p.n.to_le_bytes());
-        put(&p.min.to_le_bytes());
-        put(&p.max.to_le_bytes());
-        put(&p.mean.to_le_bytes());
-        put(&p.m2.to_le_bytes());
+        struct Put<'a>(&'a mut [u8]);
+        impl FieldVisitor for Put<'_> {
+            fn field<T: LeField>(&mut self, value: &mut T) {
+                let (head, rest) = std::mem::take(&mut self.0).split_at_mut(T::BYTES);
+                value.put(head);
+                self.0 = rest;
+            }
+        }
+        let mut row = *self;
+        row.fields(&mut Put(out));
     }
 
     fn decode(b: &[u8]) -> IndexRow {
-        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        let u64_at = |i: usize| {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(x)
-        };
-        IndexRow {
-            series: u32_at(0),
-            chunk_idx: u32_at(4),
-            value_offset: u64_at(8),
-            n_values: u32_at(16),
-            shard: u32_at(20),
-            row_group: u32_at(24),
-            row_offset: u32_at(28),
-            partial: Partial {
-                n: u64_at(32),
-                min: f64::from_bits(u64_at(40)),
-                max: f64::from_bits(u64_at(48)),
-                mean: f64::from_bits(u64_at(56)),
-                m2: f64::from_bits(u64_at(64)),
-            },
+        struct Get<'a>(&'a [u8]);
+        impl FieldVisitor for Get<'_> {
+            fn field<T: LeField>(&mut self, value: &mut T) {
+                let (head, rest) = self.0.split_at(T::BYTES);
+                *value = T::get(head);
+                self.0 = rest;
+            }
         }
+        let mut row = IndexRow::default();
+        row.fields(&mut Get(b));
+        row
     }
 }
 
@@ -154,6 +182,32 @@ impl IndexRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_field_table_is_one_record() {
+        struct Count(usize);
+        impl FieldVisitor for Count {
+            fn field<T: LeField>(&mut self, _: &mut T) {
+                self.0 += T::BYTES;
+            }
+        }
+        let mut count = Count(0);
+        IndexRow::default().fields(&mut count);
+        assert_eq!(count.0, RECORD_BYTES);
+        assert_eq!(RECORD_BYTES, 72);
+        let row = IndexRow {
+            series: 1,
+            chunk_idx: 2,
+            value_offset: 3,
+            partial: Partial { m2: -2.0, ..Partial::default() },
+            ..IndexRow::default()
+        };
+        let mut bytes = [0u8; RECORD_BYTES];
+        row.encode(&mut bytes);
+        assert_eq!(&bytes[..16], &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(bytes[64..], (-2.0f64).to_le_bytes());
+        assert!(bytes[16..64].iter().all(|&b| b == 0));
+    }
 
     #[test]
     fn spilled_rows_read_back_exactly_by_range() {

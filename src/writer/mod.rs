@@ -27,152 +27,20 @@ mod shards;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::dataset::columns::SeriesColumns;
 use crate::dataset::{validate_name, SeriesValues, TimeFDataset, ValuesSource};
 use crate::encoding::Codec;
 use crate::error::{Error, Result};
-use crate::layout::{self, CutRules, VALUE_BYTES};
+use crate::layout;
 use crate::manifest::{self, Manifest, Partial};
+pub use crate::options::{
+    WriterOptions, WriterOptionsBuilder, DEFAULT_CHUNK_MAX_BYTES, DEFAULT_COMPRESSION_LEVEL,
+    DEFAULT_ROW_GROUP_TARGET_BYTES, DEFAULT_SHARD_TARGET_BYTES, ROW_GROUP_SLACK_CHUNKS,
+};
 use crate::storage::{Location, Staging};
 use crate::tables::{self, IdEncodings, IdSpace};
 use files::SeriesOutput;
 use plan::Planner;
 use shards::{SeriesKeys, ShardStream};
-
-/// Default shard target: a shard closes after the row group that takes its
-/// uncompressed float32 value bytes past this (128 MiB; seed).
-pub const DEFAULT_SHARD_TARGET_BYTES: u64 = 128 << 20;
-/// Default row-group target in uncompressed float32 value bytes (4 MiB; seed).
-pub const DEFAULT_ROW_GROUP_TARGET_BYTES: u64 = 4 << 20;
-/// Default largest chunk in bytes of float32 values (1 MiB = 262144 values; seed).
-pub const DEFAULT_CHUNK_MAX_BYTES: u64 = 1 << 20;
-/// Default pinned zstd level (3; seed).
-pub const DEFAULT_COMPRESSION_LEVEL: i32 = 3;
-/// A row group may exceed its target by at most this many chunks' worth of
-/// bytes: `row_group_max_bytes = row_group_target_bytes + 4 * chunk_max_bytes`.
-pub const ROW_GROUP_SLACK_CHUNKS: u64 = 4;
-
-/// Largest row group in values: `list` offsets are 32-bit (FORMAT-BRIEF §5).
-const MAX_ROW_GROUP_VALUES: u64 = (1 << 31) - 1;
-
-/// Options that shape a version's bytes; immutable, built with
-/// [`WriterOptions::builder`]. All sizes are uncompressed float32 value bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriterOptions {
-    shard_target_bytes: u64,
-    row_group_target_bytes: u64,
-    chunk_max_bytes: u64,
-    compression_level: i32,
-}
-
-impl Default for WriterOptions {
-    fn default() -> Self {
-        WriterOptions {
-            shard_target_bytes: DEFAULT_SHARD_TARGET_BYTES,
-            row_group_target_bytes: DEFAULT_ROW_GROUP_TARGET_BYTES,
-            chunk_max_bytes: DEFAULT_CHUNK_MAX_BYTES,
-            compression_level: DEFAULT_COMPRESSION_LEVEL,
-        }
-    }
-}
-
-impl WriterOptions {
-    /// A builder starting from the defaults.
-    pub fn builder() -> WriterOptionsBuilder {
-        WriterOptionsBuilder(WriterOptions::default())
-    }
-    /// Shard target in bytes ([`DEFAULT_SHARD_TARGET_BYTES`]).
-    pub fn shard_target_bytes(&self) -> u64 {
-        self.shard_target_bytes
-    }
-    /// Row-group target in bytes ([`DEFAULT_ROW_GROUP_TARGET_BYTES`]).
-    pub fn row_group_target_bytes(&self) -> u64 {
-        self.row_group_target_bytes
-    }
-    /// Hard cap of a row group in bytes: target + [`ROW_GROUP_SLACK_CHUNKS`] chunks.
-    pub fn row_group_max_bytes(&self) -> u64 {
-        self.row_group_target_bytes + ROW_GROUP_SLACK_CHUNKS * self.chunk_max_bytes
-    }
-    /// Hard cap of a shard in bytes: shard target + one row group's cap.
-    pub fn shard_max_bytes(&self) -> u64 {
-        self.shard_target_bytes + self.row_group_max_bytes()
-    }
-    /// Largest chunk in bytes ([`DEFAULT_CHUNK_MAX_BYTES`]).
-    pub fn chunk_max_bytes(&self) -> u64 {
-        self.chunk_max_bytes
-    }
-    /// Largest chunk in values.
-    pub fn chunk_max_values(&self) -> usize {
-        (self.chunk_max_bytes / VALUE_BYTES) as usize
-    }
-    /// zstd level ([`DEFAULT_COMPRESSION_LEVEL`]).
-    pub fn compression_level(&self) -> i32 {
-        self.compression_level
-    }
-    pub(crate) fn cut_rules(&self) -> CutRules {
-        CutRules {
-            row_group_target_bytes: self.row_group_target_bytes,
-            row_group_max_bytes: self.row_group_max_bytes(),
-            shard_target_bytes: self.shard_target_bytes,
-        }
-    }
-}
-
-/// Consuming builder of [`WriterOptions`]; [`WriterOptionsBuilder::try_build`] validates.
-#[derive(Debug, Clone)]
-pub struct WriterOptionsBuilder(WriterOptions);
-
-impl WriterOptionsBuilder {
-    /// Shard target in uncompressed value bytes (> 0).
-    pub fn shard_target_bytes(mut self, bytes: u64) -> Self {
-        self.0.shard_target_bytes = bytes;
-        self
-    }
-    /// Row-group target in uncompressed value bytes (> 0).
-    pub fn row_group_target_bytes(mut self, bytes: u64) -> Self {
-        self.0.row_group_target_bytes = bytes;
-        self
-    }
-    /// Largest chunk in bytes (a positive multiple of 4).
-    pub fn chunk_max_bytes(mut self, bytes: u64) -> Self {
-        self.0.chunk_max_bytes = bytes;
-        self
-    }
-    /// zstd level (1..=22).
-    pub fn compression_level(mut self, level: i32) -> Self {
-        self.0.compression_level = level;
-        self
-    }
-    /// Validates and returns the options.
-    ///
-    /// # Errors
-    /// [`Error::InvalidOption`] naming the option: a zero target, a chunk size
-    /// that is not a positive multiple of 4, a level outside 1..=22, or a row-group
-    /// cap that would allow 2^31 values.
-    pub fn try_build(self) -> Result<WriterOptions> {
-        let o = self.0;
-        let bad = |option: &'static str, reason: String| Err(Error::InvalidOption { option, reason });
-        if o.shard_target_bytes == 0 {
-            return bad("shard_target_bytes", "must be > 0".into());
-        }
-        if o.row_group_target_bytes == 0 {
-            return bad("row_group_target_bytes", "must be > 0".into());
-        }
-        if o.chunk_max_bytes == 0 || !o.chunk_max_bytes.is_multiple_of(VALUE_BYTES) {
-            return bad("chunk_max_bytes", format!("{} is not a positive multiple of 4", o.chunk_max_bytes));
-        }
-        if !(1..=22).contains(&o.compression_level) {
-            return bad("compression_level", format!("{} is outside 1..=22", o.compression_level));
-        }
-        let cap = o.row_group_target_bytes.checked_add(ROW_GROUP_SLACK_CHUNKS.saturating_mul(o.chunk_max_bytes));
-        if cap.is_none_or(|c| c / VALUE_BYTES > MAX_ROW_GROUP_VALUES)
-            || o.shard_target_bytes.checked_add(cap.unwrap_or(0)).is_none()
-        {
-            return bad("row_group_target_bytes", "row groups could reach 2^31 values".into());
-        }
-        Ok(o)
-    }
-}
 
 /// What the writer reports while it works (seed: `WriteProgressEvent`).
 #[derive(Debug, Clone, PartialEq)]
@@ -358,7 +226,7 @@ impl TimeFWriter {
         // the metadata stays in the dataset's columns, shared by the shard
         // encoders and the index; the write order is a permutation of its rows
         let keys = Arc::new(SeriesKeys::in_write_order(Arc::clone(&dataset.series)));
-        let codec = Codec { zstd_level: self.options.compression_level };
+        let codec = Codec { zstd_level: self.options.compression_level() };
         let schema = Arc::new(tables::shard_schema(ids)?);
         let props = schema.properties(codec, &files::created_by())?;
         let planner = Planner::new(&self.options, 0);
@@ -372,7 +240,8 @@ impl TimeFWriter {
             let id = series.id(row);
             let values =
                 dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
-            validate_count(&series, row, values.len() as u64)?;
+            let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
+            validate_count(id, start_s, rate_hz, end_s, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);
             layout::check_chunks(id, n_chunks)?;
             push_series(&mut stream, pos, id, &values, chunk_values, 0..n_chunks)?;
@@ -411,15 +280,21 @@ pub(crate) fn push_series(
     Ok(placed)
 }
 
-/// Per-series checks of the number of values of row `row` of `series`, before
-/// any value is read (FORMAT-BRIEF §5): at least one, and the count `t_end_s` implies.
-pub(crate) fn validate_count(series: &SeriesColumns, row: usize, n_values: u64) -> Result<()> {
-    let id = series.id(row);
+/// Per-series checks of the number of values of series `id` (start, rate and
+/// end as in its metadata), before any value is read (FORMAT-BRIEF §5): at
+/// least one, and the count `t_end_s` implies.
+pub(crate) fn validate_count(
+    id: &str,
+    t_start_s: f64,
+    sampling_rate_hz: f64,
+    t_end_s: Option<f64>,
+    n_values: u64,
+) -> Result<()> {
     if n_values == 0 {
         return Err(Error::validation(id, "values", "a series needs at least one value"));
     }
-    if let Some(end) = series.t_end_s(row) {
-        let expected = ((end - series.t_start_s(row)) * series.sampling_rate_hz(row)).round_ties_even();
+    if let Some(end) = t_end_s {
+        let expected = ((end - t_start_s) * sampling_rate_hz).round_ties_even();
         if expected != n_values as f64 {
             return Err(Error::validation(
                 id,

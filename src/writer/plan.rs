@@ -14,11 +14,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, RowGroupCutter, ShardCutter, VALUE_BYTES};
-use crate::writer::WriterOptions;
+use crate::options::WriterOptions;
 
 /// Where one chunk lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,54 +119,15 @@ impl Planner {
     }
 }
 
-/// One series as the plan knows it: the index's metadata and its number of values.
+/// One series as the plan knows it: the index's metadata and its number of
+/// values (in a task's JSON, the metadata's fields then `n_values`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedSeries {
-    /// Id in the `time_series_id` space.
-    pub time_series_id: String,
-    /// Spec type.
-    pub spec_type: String,
-    /// Channel.
-    pub channel: String,
-    /// Units.
-    pub units: Option<String>,
-    /// Sampling rate in Hz.
-    pub sampling_rate_hz: f64,
-    /// Start in seconds.
-    pub t_start_s: f64,
-    /// End in seconds, when known.
-    pub t_end_s: Option<f64>,
+    /// The series' metadata.
+    #[serde(flatten)]
+    pub meta: SeriesMeta,
     /// Number of float32 values (>= 1).
     pub n_values: u64,
-}
-
-impl PlannedSeries {
-    /// `meta` with `n_values` values.
-    pub fn new(meta: &SeriesMeta, n_values: u64) -> PlannedSeries {
-        PlannedSeries {
-            time_series_id: meta.time_series_id.clone(),
-            spec_type: meta.spec_type.clone(),
-            channel: meta.channel.clone(),
-            units: meta.units.clone(),
-            sampling_rate_hz: meta.sampling_rate_hz,
-            t_start_s: meta.t_start_s,
-            t_end_s: meta.t_end_s,
-            n_values,
-        }
-    }
-
-    /// The series' metadata.
-    pub fn meta(&self) -> SeriesMeta {
-        SeriesMeta {
-            time_series_id: self.time_series_id.clone(),
-            spec_type: self.spec_type.clone(),
-            channel: self.channel.clone(),
-            units: self.units.clone(),
-            sampling_rate_hz: self.sampling_rate_hz,
-            t_start_s: self.t_start_s,
-            t_end_s: self.t_end_s,
-        }
-    }
 }
 
 /// One shard of a plan: its chunks are `chunks` consecutive chunks of the
@@ -215,13 +175,14 @@ impl Layout {
     /// 32-bit chunk count allows, or an `n_values` that contradicts its `t_end_s`.
     pub fn new(mut series: Vec<PlannedSeries>, options: &WriterOptions) -> Result<Layout> {
         series.sort_by(|a, b| {
+            let (a, b) = (&a.meta, &b.meta);
             (&a.spec_type, &a.channel, &a.time_series_id).cmp(&(&b.spec_type, &b.channel, &b.time_series_id))
         });
-        let columns = SeriesColumns::from_metas(series.iter().map(PlannedSeries::meta).collect::<Vec<_>>().iter());
-        for (row, s) in series.iter().enumerate() {
-            super::validate_count(&columns, row, s.n_values)?;
+        for s in &series {
+            let m = &s.meta;
+            super::validate_count(&m.time_series_id, m.t_start_s, m.sampling_rate_hz, m.t_end_s, s.n_values)?;
             layout::check_chunks(
-                &s.time_series_id,
+                &m.time_series_id,
                 layout::chunk_count(s.n_values as usize, options.chunk_max_values()),
             )?;
         }
@@ -234,7 +195,7 @@ impl Layout {
             }
         };
         for (i, k, _, n) in chunks(&series, options.chunk_max_values()) {
-            let placed = planner.place(n, key_hash(&series[i as usize].time_series_id, k));
+            let placed = planner.place(n, key_hash(&series[i as usize].meta.time_series_id, k));
             layout::check_row_group(placed.at.shard, placed.at.row_group)?;
             close(placed.before, &mut open);
             let s = open.get_or_insert(PlannedShard {

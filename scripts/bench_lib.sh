@@ -1,0 +1,19 @@
+# Sourced by the benchmark scripts (scripts/bench_*.sh): the one timing helper.
+#
+# best_of LABEL COMMAND...: runs COMMAND $runs times, its stdout discarded, and
+# prints "LABEL <best wall time, s> <peak RSS of the last run, KiB>" (GNU time).
+# Before each run it calls the caller's `before_run LABEL` when one is defined
+# (e.g. to remove the previous run's output) and exports BENCH_RUN (1..$runs),
+# which a command can use to write each run to a root of its own.
+# Needs $runs and $work (a scratch directory) set by the caller.
+best_of() {
+  local label=$1; shift
+  local best=999999 kb=0 s i
+  for i in $(seq "$runs"); do
+    if declare -F before_run >/dev/null; then before_run "$label"; fi
+    BENCH_RUN=$i /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null
+    read -r s kb < "$work/t"
+    best=$(python3 -c "print(min($best, $s))")
+  done
+  echo "$label $best $kb"
+}
