@@ -225,7 +225,9 @@ pub fn edit_version_at(
         }),
         removed: plan.counts(),
     };
-    let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?).with_derived_from(derived_from);
+    let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?)
+        .with_derived_from(derived_from)
+        .with_base(Arc::clone(&base));
     let dir = writer.write(d)?.commit()?;
     Ok((dir, plan))
 }

@@ -390,32 +390,30 @@ pub(crate) type PagePlan = [usize];
 /// A column chunk encoded into memory, ready to splice into a row group.
 pub(crate) struct EncodedChunk {
     pub bytes: Bytes,
+    /// Offset of `bytes` in the file the offsets of `close` refer to: 0 for a
+    /// chunk encoded here, the chunk's offset in its file for a chunk copied
+    /// from a base version ([`crate::writer`]).
+    pub at: u64,
     pub close: ColumnCloseResult,
 }
 
-/// Encodes `data` as one column chunk of `descr` with pages cut after the row
-/// counts of `pages`.
+/// Encodes `data` as one column chunk of `descr` in a single data page (the
+/// shards' id, chunk index, spec type and channel columns). `rel` names the
+/// file in errors.
 pub(crate) fn encode_chunk(
+    rel: &str,
     descr: ColumnDescPtr,
     props: &WriterPropertiesPtr,
-    data: &LeafData,
-    pages: &PagePlan,
-) -> parquet::errors::Result<EncodedChunk> {
-    let mut buf = Vec::new();
-    let descr_max_def = descr.max_def_level();
-    let close = {
-        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
-        let ranges = page_ranges(data, pages, descr_max_def)?;
-        match &data.values {
-            Values::I32(v) => write_pages::<Int32Type>(writer, v, data, &ranges)?,
-            Values::I64(v) => write_pages::<Int64Type>(writer, v, data, &ranges)?,
-            Values::F32(v) => write_pages::<FloatType>(writer, v, data, &ranges)?,
-            Values::F64(v) => write_pages::<DoubleType>(writer, v, data, &ranges)?,
-            Values::Bytes(v) => write_pages::<ByteArrayType>(writer, v, data, &ranges)?,
-            Values::Fixed(v) => write_pages::<FixedLenByteArrayType>(writer, v, data, &ranges)?,
-        }
-    };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+    data: LeafData,
+) -> Result<EncodedChunk> {
+    let rows = row_bytes(&data, descr.max_def_level(), false).len();
+    // the builder of the one page hands out `data` itself, once
+    let data = std::sync::Mutex::new(Some(data));
+    let build: LeafBuilder<'_> = Box::new(move |_| {
+        let taken = data.lock().ok().and_then(|mut d| d.take());
+        taken.ok_or_else(|| general(rel, "a one-page chunk was built twice".into()))
+    });
+    encode_pages(rel, descr, props, &[rows], &build)
 }
 
 /// Builds the data of one leaf column of a small table for a range of its
@@ -451,24 +449,35 @@ pub(crate) fn encode_leaf_pages(
         }
         lo = hi;
     }
-    let pages = cuts.finish();
+    encode_pages(rel, descr, props, &cuts.finish(), build)
+}
+
+/// Encodes one leaf column chunk with one data page per entry of `pages` (row
+/// counts), each page's data made by `build`: the one dispatch over physical types.
+fn encode_pages(
+    rel: &str,
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    pages: &PagePlan,
+    build: &LeafBuilder<'_>,
+) -> Result<EncodedChunk> {
     let mut buf = Vec::new();
     let close = {
         let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
         match descr.physical_type() {
-            PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, &pages, build)?,
-            PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, &pages, build)?,
-            PhysicalType::FLOAT => write_built::<FloatType>(rel, writer, &pages, build)?,
-            PhysicalType::DOUBLE => write_built::<DoubleType>(rel, writer, &pages, build)?,
-            PhysicalType::BYTE_ARRAY => write_built::<ByteArrayType>(rel, writer, &pages, build)?,
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => write_built::<FixedLenByteArrayType>(rel, writer, &pages, build)?,
-            other => return Err(general(rel, format!("no small-table leaf is {other}"))),
+            PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, pages, build)?,
+            PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, pages, build)?,
+            PhysicalType::FLOAT => write_built::<FloatType>(rel, writer, pages, build)?,
+            PhysicalType::DOUBLE => write_built::<DoubleType>(rel, writer, pages, build)?,
+            PhysicalType::BYTE_ARRAY => write_built::<ByteArrayType>(rel, writer, pages, build)?,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => write_built::<FixedLenByteArrayType>(rel, writer, pages, build)?,
+            other => return Err(general(rel, format!("no leaf of a TimeF file is {other}"))),
         }
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+    Ok(EncodedChunk { bytes: Bytes::from(buf), at: 0, close })
 }
 
-/// The physical types a small-table leaf holds, and where [`Values`] keeps them.
+/// The physical types a leaf holds, and where [`Values`] keeps them.
 trait Physical: DataType {
     fn slice(values: &Values) -> Option<&[Self::T]>;
 }
@@ -592,64 +601,7 @@ pub(crate) fn encode_values(
         }
         w.close()?
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
-}
-
-/// One page: (level range, value range).
-type PageRange = (std::ops::Range<usize>, std::ops::Range<usize>);
-
-fn page_ranges(data: &LeafData, pages: &PagePlan, max_def: i16) -> parquet::errors::Result<Vec<PageRange>> {
-    let n_levels = data.def.as_ref().or(data.rep.as_ref()).map(|l| l.len()).unwrap_or(data.values.len());
-    let mut out = Vec::with_capacity(pages.len());
-    let (mut level, mut value) = (0usize, 0usize);
-    for &rows in pages {
-        let start = level;
-        match &data.rep {
-            // a row starts at every repetition level 0
-            Some(rep) => {
-                let mut seen = 0;
-                while level < rep.len() {
-                    if rep[level] == 0 {
-                        if seen == rows {
-                            break;
-                        }
-                        seen += 1;
-                    }
-                    level += 1;
-                }
-            }
-            None => level += rows,
-        }
-        // a leaf value is present where the definition level is the column's maximum
-        let values = match &data.def {
-            Some(def) => def[start..level.min(def.len())].iter().filter(|&&d| d == max_def).count(),
-            None => level - start,
-        };
-        out.push((start..level, value..value + values));
-        value += values;
-    }
-    if level != n_levels || value != data.values.len() {
-        return Err(parquet::errors::ParquetError::General(format!(
-            "page plan covers {level} of {n_levels} levels and {value} of {} values",
-            data.values.len()
-        )));
-    }
-    Ok(out)
-}
-
-fn write_pages<T: DataType>(
-    writer: ColumnWriter<'_>,
-    values: &[T::T],
-    data: &LeafData,
-    ranges: &[PageRange],
-) -> parquet::errors::Result<ColumnCloseResult> {
-    let mut w = get_typed_column_writer::<T>(writer);
-    for (levels, vals) in ranges {
-        let def = data.def.as_ref().map(|d| &d[levels.clone()]);
-        let rep = data.rep.as_ref().map(|r| &r[levels.clone()]);
-        w.write_batch(&values[vals.clone()], def, rep)?;
-    }
-    w.close()
+    Ok(EncodedChunk { bytes: Bytes::from(buf), at: 0, close })
 }
 
 /// Builds the levels of a list leaf: `rows` yields `None` for a null list and

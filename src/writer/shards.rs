@@ -18,6 +18,7 @@ use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
+use super::base::{At, BaseChunk, BaseCopy, BaseRowGroup, BaseShards, CopyStats, RowGroupValues};
 use super::plan::{Placed, Planner, RowGroupEnd};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
@@ -67,15 +68,27 @@ impl SeriesKeys {
     }
 }
 
+/// Where a chunk's values are until its row group is built.
+enum ChunkValues {
+    /// Held: the series' loader ran, the index row has the chunk's statistics.
+    Held(SeriesValues),
+    /// Index row `.0` of the base, at `.1` ([`super::base`]).
+    Base(usize, BaseChunk),
+}
+
 struct PendingChunk {
-    series: u32,
-    chunk_idx: u32,
-    values: SeriesValues,
+    /// The chunk's index row (statistics filled once its values are known).
+    row: IndexRow,
+    values: ChunkValues,
     hash: u64,
 }
 
+/// A built row group: its column chunks, its index rows and the bytes read from the base.
+type BuiltRowGroup = (Vec<EncodedChunk>, Vec<IndexRow>, u64);
+
 enum InFlight {
-    RowGroup { shard: u32, rx: Receiver<Result<Vec<EncodedChunk>>> },
+    /// A row group being encoded, or copied from the base when `copied`.
+    RowGroup { shard: u32, copied: bool, rx: Receiver<Result<BuiltRowGroup>> },
     CloseShard,
 }
 
@@ -94,6 +107,8 @@ pub(crate) struct ShardStream<'a> {
     current: Option<ParquetFile>,
     files: Vec<manifest::FileEntry>,
     index: IndexSpill,
+    base: Option<BaseShards>,
+    stats: CopyStats,
 }
 
 impl<'a> ShardStream<'a> {
@@ -120,7 +135,57 @@ impl<'a> ShardStream<'a> {
             current: None,
             files: Vec::new(),
             index: IndexSpill::new()?,
+            base: None,
+            stats: CopyStats::default(),
         })
+    }
+
+    /// Takes series from `base` ([`ShardStream::base_series`]) and copies
+    /// each row group that holds exactly the chunks of one of its row groups
+    /// ([`super::base`]).
+    pub(crate) fn with_base(mut self, base: BaseShards) -> Self {
+        self.base = Some(base);
+        self
+    }
+
+    /// The base index rows of series `meta` (in write order) when its values
+    /// are read from the base, else `None` (the series' loader runs).
+    pub(crate) fn base_series(
+        &mut self,
+        meta: &crate::SeriesMeta,
+        chunk_values: usize,
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        match &mut self.base {
+            Some(b) => b.series(meta, chunk_values),
+            None => Ok(None),
+        }
+    }
+
+    /// Values in index row `base_row` of the base.
+    pub(crate) fn base_values(&self, base_row: usize) -> Result<u32> {
+        match &self.base {
+            Some(b) => b.n_values(base_row),
+            None => Ok(0),
+        }
+    }
+
+    /// Adds the next chunk in write order, index row `base_row` of the base
+    /// ([`ShardStream::base_series`]); returns where it landed.
+    pub(crate) fn push_base_chunk(
+        &mut self,
+        series: u32,
+        chunk_idx: u32,
+        value_offset: u64,
+        base_row: usize,
+    ) -> Result<Placed> {
+        let base = self.base.as_mut().ok_or_else(|| Error::SelfCheck {
+            path: "time_series".into(),
+            column: "values".into(),
+            reason: "a base chunk without a base".into(),
+        })?;
+        let n_values = base.n_values(base_row)?;
+        let at = base.chunk(base_row)?;
+        self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(base_row, at))
     }
 
     /// Continues with `planner` (a part starting its next shard); the
@@ -138,23 +203,36 @@ impl<'a> ShardStream<'a> {
         value_offset: u64,
         partial: Partial,
     ) -> Result<Placed> {
+        let n_values = values.len() as u32;
+        self.push(series, chunk_idx, value_offset, n_values, partial, ChunkValues::Held(values))
+    }
+
+    fn push(
+        &mut self,
+        series: u32,
+        chunk_idx: u32,
+        value_offset: u64,
+        n_values: u32,
+        partial: Partial,
+        values: ChunkValues,
+    ) -> Result<Placed> {
         let hash = key_hash(self.keys.id(series), chunk_idx);
-        let placed = self.planner.place(values.len() as u32, hash);
+        let placed = self.planner.place(n_values, hash);
         layout::check_row_group(placed.at.shard, placed.at.row_group)?;
         if let Some(end) = placed.before {
             self.flush_row_group(end)?;
         }
-        self.index.push(&IndexRow {
+        let row = IndexRow {
             series,
             chunk_idx,
             value_offset,
-            n_values: values.len() as u32,
+            n_values,
             shard: placed.at.shard,
             row_group: placed.at.row_group,
             row_offset: placed.at.row_offset,
             partial,
-        })?;
-        self.rg.push(PendingChunk { series, chunk_idx, values, hash });
+        };
+        self.rg.push(PendingChunk { row, values, hash });
         if let Some(end) = placed.after {
             self.flush_row_group(end)?;
         }
@@ -176,12 +254,25 @@ impl<'a> ShardStream<'a> {
 
     fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
         let rows = std::mem::take(&mut self.rg);
+        let base_rows: Option<Vec<usize>> = rows
+            .iter()
+            .map(|r| match r.values {
+                ChunkValues::Base(i, _) => Some(i),
+                ChunkValues::Held(_) => None,
+            })
+            .collect();
+        let copy = match (&mut self.base, base_rows) {
+            (Some(base), Some(base_rows)) => base.copy(&base_rows, &self.schema.descr)?,
+            _ => None,
+        };
         let (tx, rx) = sync_channel(1);
         let (schema, props, keys, enc) =
             (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
+        let copied = copy.is_some();
         rayon::spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                encode_shard_row_group(&rows, &schema, &props, &keys, enc)
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match copy {
+                Some(c) => copy_row_group(rows, &c),
+                None => build_row_group(rows, &schema, &props, &keys, enc),
             }))
             .unwrap_or_else(|_| {
                 Err(Error::SelfCheck {
@@ -193,7 +284,7 @@ impl<'a> ShardStream<'a> {
             // the receiver is gone only if the write already failed
             let _ = tx.send(result);
         });
-        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, rx });
+        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, copied, rx });
         if end.shard_end {
             self.in_flight.push_back(InFlight::CloseShard);
         }
@@ -204,12 +295,27 @@ impl<'a> ShardStream<'a> {
     fn drain(&mut self, limit: usize) -> Result<()> {
         while self.in_flight.len() > limit {
             match self.in_flight.pop_front() {
-                Some(InFlight::RowGroup { shard, rx }) => {
-                    let chunks = receive_helping(&rx).map_err(|_| Error::SelfCheck {
+                Some(InFlight::RowGroup { shard, copied, rx }) => {
+                    let (chunks, rows, read) = receive_helping(&rx).map_err(|_| Error::SelfCheck {
                         path: shard_path(shard).into(),
                         column: "values".into(),
                         reason: "row-group encoder vanished".into(),
                     })??;
+                    for row in &rows {
+                        self.index.push(row)?;
+                    }
+                    self.stats.bytes_read += read;
+                    let pages = chunks
+                        .last()
+                        .and_then(|c| c.close.offset_index.as_ref())
+                        .map_or(0, |o| o.page_locations.len() as u64);
+                    if copied {
+                        self.stats.row_groups_copied += 1;
+                        self.stats.pages_copied += pages;
+                    } else {
+                        self.stats.row_groups_encoded += 1;
+                        self.stats.pages_encoded += pages;
+                    }
                     if self.current.is_none() {
                         let file = ParquetFile::create(
                             &mut *self.staging,
@@ -236,14 +342,17 @@ impl<'a> ShardStream<'a> {
     }
 
     /// Closes the last shard, waits for every row group and returns the shard
-    /// files (in shard order) and the index rows (in chunk order).
-    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows)> {
+    /// files (in shard order), the index rows (in chunk order) and what was
+    /// copied from the base.
+    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows, CopyStats)> {
         self.close_shard()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
             self.files.push(file.finish(&*self.staging)?);
         }
-        Ok((self.files, self.index.finish()?))
+        let mut stats = self.stats;
+        stats.bytes_read += self.base.as_ref().map_or(0, BaseShards::bytes_read);
+        Ok((self.files, self.index.finish()?, stats))
     }
 }
 
@@ -265,31 +374,70 @@ pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, Rec
     }
 }
 
-/// Encodes one shard row group's five column chunks.
-fn encode_shard_row_group(
-    rows: &[PendingChunk],
+/// The row group of base rows `rows` copied from `copy`: the base's column
+/// chunks, and the index rows with each chunk's statistics from its decoded values.
+fn copy_row_group(rows: Vec<PendingChunk>, copy: &BaseCopy) -> Result<BuiltRowGroup> {
+    let (chunks, values, read) = copy.read()?;
+    let mut index = Vec::with_capacity(rows.len());
+    for (k, r) in rows.into_iter().enumerate() {
+        let mut row = r.row;
+        row.partial = copy.chunk(&values, k, row.n_values)?.1;
+        index.push(row);
+    }
+    Ok((chunks, index, read))
+}
+
+/// Encodes one shard row group's five column chunks; the values of base
+/// chunks are decoded from the base row groups that hold them, each once.
+fn build_row_group(
+    rows: Vec<PendingChunk>,
     schema: &FileSchema,
     props: &WriterPropertiesPtr,
     keys: &SeriesKeys,
-    enc: crate::encoding::IdEncoding,
-) -> Result<Vec<EncodedChunk>> {
+    enc: IdEncoding,
+) -> Result<BuiltRowGroup> {
+    let mut decoded: Vec<(BaseRowGroup, RowGroupValues)> = Vec::new();
+    let mut read = 0;
+    for r in &rows {
+        if let ChunkValues::Base(_, c) = &r.values {
+            if !decoded.iter().any(|(g, _)| g.same(&c.at)) {
+                let (values, n) = c.at.values()?;
+                read += n;
+                decoded.push((c.at.clone(), values));
+            }
+        }
+    }
+    let mut index = Vec::with_capacity(rows.len());
+    let mut values: Vec<&[f32]> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut row = r.row.clone();
+        match &r.values {
+            ChunkValues::Held(v) => values.push(&v[..]),
+            ChunkValues::Base(_, c) => {
+                let held = decoded.iter().find(|(g, _)| g.same(&c.at)).map(|(_, v)| v);
+                let held = held.ok_or_else(|| c.at.corrupt("a base row group was not decoded".into()))?;
+                let (v, partial) = c.at.chunk(held, c.row, row.n_values)?;
+                row.partial = partial;
+                values.push(v);
+            }
+        }
+        index.push(row);
+    }
     let leaves = [
-        tables::ids(rows.iter().map(|r| keys.id(r.series)), enc)?,
-        tables::i32s(rows.iter().map(|r| r.chunk_idx as i32).collect()),
-        tables::strs(rows.iter().map(|r| keys.spec_type(r.series))),
-        tables::strs(rows.iter().map(|r| keys.channel(r.series))),
+        tables::ids(rows.iter().map(|r| keys.id(r.row.series)), enc)?,
+        tables::i32s(rows.iter().map(|r| r.row.chunk_idx as i32).collect()),
+        tables::strs(rows.iter().map(|r| keys.spec_type(r.row.series))),
+        tables::strs(rows.iter().map(|r| keys.channel(r.row.series))),
     ];
-    let one_page = [rows.len()];
-    let err = |e| Error::parquet("time_series", e);
     let mut chunks = leaves
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, leaf)| encode_chunk(schema.descr.column(i), props, leaf, &one_page).map_err(err))
+        .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
         .collect::<Result<Vec<_>>>()?;
-    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
-    let values: Vec<&[f32]> = rows.iter().map(|r| &r.values[..]).collect();
+    let err = |e| Error::parquet("time_series", e);
+    let value_pages = layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
     chunks.push(encode_values(schema.descr.column(4), props, &values, &value_pages).map_err(err)?);
-    Ok(chunks)
+    Ok((chunks, index, read))
 }
 
 /// A Parquet file being written in staging from encoded column chunks.
@@ -351,7 +499,8 @@ impl ParquetFile {
         let rel = self.rel.as_str();
         let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(rel, e))?;
         for c in chunks {
-            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(rel, e))?;
+            let chunk = At { bytes: c.bytes, at: c.at };
+            rg.append_column(&chunk, c.close).map_err(|e| Error::parquet(rel, e))?;
         }
         let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
         self.rows += meta.num_rows() as u64;
