@@ -74,10 +74,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let c = staged.copied();
     let dir = staged.commit()?;
     println!(
-        "{}: copied {} of {} row groups ({} of {} values pages), {} bytes read from the base",
+        "{}: copied {} of {} values pages, {} bytes read from the base",
         dir.display(),
-        c.row_groups_copied,
-        c.row_groups_copied + c.row_groups_encoded,
         c.pages_copied,
         c.pages_copied + c.pages_encoded,
         c.bytes_read

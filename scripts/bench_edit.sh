@@ -8,7 +8,8 @@
 # and prints each one's wall time as a share of the ingest's, its peak RSS,
 # what it copied from the base, and `timef dedup` against the base.
 #   scripts/bench_edit.sh [TOTAL_MIB=1024]
-# PY (default .venv/bin/python, made by .ci/run) runs gen_bench.py.
+# PY (default .venv/bin/python, made by .ci/run) runs gen_bench.py from SHARED
+# (default ../shared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mib=${1:-1024}
@@ -19,7 +20,7 @@ target=${CARGO_TARGET_DIR:-target}/release
 bin=$target/timef
 derive=$target/examples/derive_version
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-$py ../shared/tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape mixed
+$py "${SHARED:-../shared}/tools/gen_bench.py" "$work/in.arrow" --total-mib "$mib" --shape mixed
 
 # runs the command; sets wall (s), rss (MiB) and out (its last line)
 run() {

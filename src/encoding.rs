@@ -21,7 +21,8 @@ use bytes::Bytes;
 use parquet::basic::{
     ColumnOrder, Compression, Encoding, LogicalType, Repetition, SortOrder, Type as PhysicalType, ZstdLevel,
 };
-use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
+use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
+use parquet::errors::ParquetError;
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
     ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
@@ -390,10 +391,6 @@ pub(crate) type PagePlan = [usize];
 /// A column chunk encoded into memory, ready to splice into a row group.
 pub(crate) struct EncodedChunk {
     pub bytes: Bytes,
-    /// Offset of `bytes` in the file the offsets of `close` refer to: 0 for a
-    /// chunk encoded here, the chunk's offset in its file for a chunk copied
-    /// from a base version ([`crate::writer`]).
-    pub at: u64,
     pub close: ColumnCloseResult,
 }
 
@@ -463,7 +460,7 @@ fn encode_pages(
 ) -> Result<EncodedChunk> {
     let mut buf = Vec::new();
     let close = {
-        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf, compress: None }));
         match descr.physical_type() {
             PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, pages, build)?,
             PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, pages, build)?,
@@ -474,7 +471,7 @@ fn encode_pages(
             other => return Err(general(rel, format!("no leaf of a TimeF file is {other}"))),
         }
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), at: 0, close })
+    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
 /// The physical types a leaf holds, and where [`Values`] keeps them.
@@ -557,15 +554,26 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<
 /// path of the hot loop: a single-chunk page is handed to the column writer
 /// straight from the series' buffer, and the levels (definition all 1;
 /// repetition 0 at each chunk start, else 1) come from reused buffers.
+///
+/// The column writer runs uncompressed and each page is compressed here, as
+/// the parquet crate's zstd codec does ([`ValuesCodec`]), unless `reuse[i]`
+/// holds a page whose bytes before compression are page `i`'s: then its
+/// compressed bytes are stored as they are (the same bytes zstd would give).
+/// Returns the chunk and how many pages were reused.
 pub(crate) fn encode_values(
     descr: ColumnDescPtr,
-    props: &WriterPropertiesPtr,
+    codec: &ValuesCodec,
     rows: &[&[f32]],
     pages: &PagePlan,
-) -> parquet::errors::Result<EncodedChunk> {
+    reuse: &[Option<ReusablePage<'_>>],
+) -> parquet::errors::Result<(EncodedChunk, u64)> {
     let mut buf = Vec::new();
-    let close = {
-        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+    let mut reused = 0;
+    let mut close = {
+        let zstd = zstd::bulk::Compressor::new(codec.level).map_err(|e| ParquetError::External(Box::new(e)))?;
+        let compress = Some(Compressing { zstd, reuse, next: 0, reused: &mut reused });
+        let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
+        let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
         let mut w = get_typed_column_writer::<FloatType>(writer);
         let longest = pages
             .iter()
@@ -601,7 +609,78 @@ pub(crate) fn encode_values(
         }
         w.close()?
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), at: 0, close })
+    close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
+    Ok((EncodedChunk { bytes: Bytes::from(buf), close }, reused))
+}
+
+/// A page that a `values` page being written may store as it is (a page of
+/// the base of an edit): its bytes before compression, compared with the
+/// page's, and as stored.
+pub(crate) struct ReusablePage<'a> {
+    pub uncompressed: &'a [u8],
+    pub compressed: &'a Bytes,
+}
+
+/// How the `values` column of the shards is compressed: the column writer
+/// runs with `props` (the file's, that column uncompressed) and
+/// [`encode_values`] compresses each page with zstd at `level`, as the parquet
+/// crate's codec does (`zstd::bulk::Compressor`, same level), and records
+/// `codec` in the column chunk's metadata.
+pub(crate) struct ValuesCodec {
+    props: WriterPropertiesPtr,
+    codec: Compression,
+    level: i32,
+}
+
+impl ValuesCodec {
+    /// The codec of leaf `descr` in the file properties `props`.
+    pub(crate) fn new(props: &WriterPropertiesPtr, descr: &ColumnDescPtr) -> Result<ValuesCodec> {
+        let codec = props.compression(descr.path());
+        let Compression::ZSTD(level) = codec else {
+            return Err(general("time_series", format!("the values column is compressed with {codec:?}, not ZSTD")));
+        };
+        let props = props.as_ref().clone().into_builder();
+        let props = Arc::new(props.set_column_compression(descr.path().clone(), Compression::UNCOMPRESSED).build());
+        Ok(ValuesCodec { props, codec, level: level.compression_level() })
+    }
+}
+
+/// The compression step of [`encode_values`]'s page writer.
+struct Compressing<'a> {
+    zstd: zstd::bulk::Compressor<'static>,
+    reuse: &'a [Option<ReusablePage<'a>>],
+    /// The page being written.
+    next: usize,
+    reused: &'a mut u64,
+}
+
+impl Compressing<'_> {
+    /// `page` (uncompressed) compressed, or its reusable page's bytes.
+    fn compress(&mut self, page: CompressedPage) -> parquet::errors::Result<CompressedPage> {
+        let reuse = self.reuse.get(self.next).and_then(Option::as_ref);
+        self.next += 1;
+        let buf = match reuse {
+            Some(r) if r.uncompressed == page.data() => {
+                *self.reused += 1;
+                r.compressed.clone()
+            }
+            _ => Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?),
+        };
+        match page.compressed_page() {
+            Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, statistics, .. } => {
+                let data = Page::DataPage {
+                    buf,
+                    num_values: *num_values,
+                    encoding: *encoding,
+                    def_level_encoding: *def_level_encoding,
+                    rep_level_encoding: *rep_level_encoding,
+                    statistics: statistics.clone(),
+                };
+                Ok(CompressedPage::new(data, page.uncompressed_size()))
+            }
+            _ => Err(ParquetError::General("the values column has v1 data pages only".into())),
+        }
+    }
 }
 
 /// Builds the levels of a list leaf: `rows` yields `None` for a null list and
@@ -640,10 +719,16 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 /// CRC-32 of the page bytes as stored (FORMAT-BRIEF §3; [`crate::thrift`]).
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
+    /// Set when the column writer runs uncompressed ([`encode_values`]).
+    compress: Option<Compressing<'a>>,
 }
 
 impl PageWriter for CrcPageWriter<'_> {
     fn write_page(&mut self, page: CompressedPage) -> parquet::errors::Result<PageWriteSpec> {
+        let page = match &mut self.compress {
+            Some(c) => c.compress(page)?,
+            None => page,
+        };
         let start = self.buf.len();
         let header = crate::thrift::write_page_header(&page)?;
         self.buf.extend_from_slice(&header);

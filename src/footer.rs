@@ -14,7 +14,7 @@ use std::sync::Once;
 
 use bytes::Bytes;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataOptions, ParquetMetaDataReader};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::reader::ChunkReader;
 
 use crate::error::Error;
@@ -158,32 +158,7 @@ pub fn read_metadata<R: ChunkReader>(
     offset_index: PageIndexPolicy,
     column_index: PageIndexPolicy,
 ) -> std::result::Result<ParquetMetaData, ParquetError> {
-    read_metadata_with(reader, offset_index, column_index, None)
-}
-
-/// [`read_metadata`] with both page indexes required, keeping each column
-/// chunk's page encoding statistics as the footer lists them (the parquet
-/// crate's default keeps a mask), so a column chunk can be spliced into
-/// another file with exactly the metadata it was written with
-/// ([`crate::writer`]'s copy of a base row group).
-///
-/// # Errors
-/// As [`read_metadata`].
-pub fn read_metadata_as_written<R: ChunkReader>(reader: &R) -> std::result::Result<ParquetMetaData, ParquetError> {
-    let options = ParquetMetaDataOptions::new().with_encoding_stats_as_mask(false);
-    read_metadata_with(reader, PageIndexPolicy::Required, PageIndexPolicy::Required, Some(options))
-}
-
-fn read_metadata_with<R: ChunkReader>(
-    reader: &R,
-    offset_index: PageIndexPolicy,
-    column_index: PageIndexPolicy,
-    options: Option<ParquetMetaDataOptions>,
-) -> std::result::Result<ParquetMetaData, ParquetError> {
-    let meta = ParquetMetaDataReader::new()
-        .with_page_index_policy(PageIndexPolicy::Skip)
-        .with_metadata_options(options)
-        .parse_and_finish(reader)?;
+    let meta = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Skip).parse_and_finish(reader)?;
     if let Some(problem) = size_problem(&meta, reader.len()) {
         return Err(ParquetError::General(problem));
     }

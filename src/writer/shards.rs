@@ -18,11 +18,11 @@ use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
-use super::base::{At, BaseChunk, BaseCopy, BaseRowGroup, BaseShards, CopyStats, RowGroupValues};
+use super::base::{BaseChunk, BasePages, BaseShards, CopyStats};
 use super::plan::{Placed, Planner, RowGroupEnd};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
-use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding};
+use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding, ValuesCodec};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
 use crate::manifest::{self, Partial};
@@ -72,8 +72,8 @@ impl SeriesKeys {
 enum ChunkValues {
     /// Held: the series' loader ran, the index row has the chunk's statistics.
     Held(SeriesValues),
-    /// Index row `.0` of the base, at `.1` ([`super::base`]).
-    Base(usize, BaseChunk),
+    /// A chunk of the base ([`super::base`]).
+    Base(BaseChunk),
 }
 
 struct PendingChunk {
@@ -83,12 +83,12 @@ struct PendingChunk {
     hash: u64,
 }
 
-/// A built row group: its column chunks, its index rows and the bytes read from the base.
-type BuiltRowGroup = (Vec<EncodedChunk>, Vec<IndexRow>, u64);
+/// A built row group: its column chunks, its index rows, and what it took
+/// from the base (`values` pages copied and bytes read).
+type BuiltRowGroup = (Vec<EncodedChunk>, Vec<IndexRow>, CopyStats);
 
 enum InFlight {
-    /// A row group being encoded, or copied from the base when `copied`.
-    RowGroup { shard: u32, copied: bool, rx: Receiver<Result<BuiltRowGroup>> },
+    RowGroup { shard: u32, rx: Receiver<Result<BuiltRowGroup>> },
     CloseShard,
 }
 
@@ -98,6 +98,7 @@ pub(crate) struct ShardStream<'a> {
     staging: &'a mut dyn FileSink,
     schema: Arc<FileSchema>,
     props: WriterPropertiesPtr,
+    values_codec: Arc<ValuesCodec>,
     keys: Arc<SeriesKeys>,
     ts_enc: IdEncoding,
     planner: Planner,
@@ -122,10 +123,12 @@ impl<'a> ShardStream<'a> {
         ts_enc: IdEncoding,
         planner: Planner,
     ) -> Result<Self> {
+        let values_codec = Arc::new(ValuesCodec::new(&props, &schema.descr.column(4))?);
         Ok(ShardStream {
             staging,
             schema,
             props,
+            values_codec,
             keys,
             ts_enc,
             planner,
@@ -141,8 +144,7 @@ impl<'a> ShardStream<'a> {
     }
 
     /// Takes series from `base` ([`ShardStream::base_series`]) and copies
-    /// each row group that holds exactly the chunks of one of its row groups
-    /// ([`super::base`]).
+    /// each `values` page whose rows are a page of `base` ([`super::base`]).
     pub(crate) fn with_base(mut self, base: BaseShards) -> Self {
         self.base = Some(base);
         self
@@ -185,7 +187,7 @@ impl<'a> ShardStream<'a> {
         })?;
         let n_values = base.n_values(base_row)?;
         let at = base.chunk(base_row)?;
-        self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(base_row, at))
+        self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(at))
     }
 
     /// Continues with `planner` (a part starting its next shard); the
@@ -254,25 +256,17 @@ impl<'a> ShardStream<'a> {
 
     fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
         let rows = std::mem::take(&mut self.rg);
-        let base_rows: Option<Vec<usize>> = rows
-            .iter()
-            .map(|r| match r.values {
-                ChunkValues::Base(i, _) => Some(i),
-                ChunkValues::Held(_) => None,
-            })
-            .collect();
-        let copy = match (&mut self.base, base_rows) {
-            (Some(base), Some(base_rows)) => base.copy(&base_rows, &self.schema.descr)?,
-            _ => None,
-        };
         let (tx, rx) = sync_channel(1);
-        let (schema, props, keys, enc) =
-            (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
-        let copied = copy.is_some();
+        let (schema, props, codec, keys, enc) = (
+            Arc::clone(&self.schema),
+            Arc::clone(&self.props),
+            Arc::clone(&self.values_codec),
+            Arc::clone(&self.keys),
+            self.ts_enc,
+        );
         rayon::spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match copy {
-                Some(c) => copy_row_group(rows, &c),
-                None => build_row_group(rows, &schema, &props, &keys, enc),
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                build_row_group(rows, &schema, &props, &codec, &keys, enc)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::SelfCheck {
@@ -284,7 +278,7 @@ impl<'a> ShardStream<'a> {
             // the receiver is gone only if the write already failed
             let _ = tx.send(result);
         });
-        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, copied, rx });
+        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, rx });
         if end.shard_end {
             self.in_flight.push_back(InFlight::CloseShard);
         }
@@ -295,8 +289,8 @@ impl<'a> ShardStream<'a> {
     fn drain(&mut self, limit: usize) -> Result<()> {
         while self.in_flight.len() > limit {
             match self.in_flight.pop_front() {
-                Some(InFlight::RowGroup { shard, copied, rx }) => {
-                    let (chunks, rows, read) = receive_helping(&rx).map_err(|_| Error::SelfCheck {
+                Some(InFlight::RowGroup { shard, rx }) => {
+                    let (chunks, rows, took) = receive_helping(&rx).map_err(|_| Error::SelfCheck {
                         path: shard_path(shard).into(),
                         column: "values".into(),
                         reason: "row-group encoder vanished".into(),
@@ -304,18 +298,9 @@ impl<'a> ShardStream<'a> {
                     for row in &rows {
                         self.index.push(row)?;
                     }
-                    self.stats.bytes_read += read;
-                    let pages = chunks
-                        .last()
-                        .and_then(|c| c.close.offset_index.as_ref())
-                        .map_or(0, |o| o.page_locations.len() as u64);
-                    if copied {
-                        self.stats.row_groups_copied += 1;
-                        self.stats.pages_copied += pages;
-                    } else {
-                        self.stats.row_groups_encoded += 1;
-                        self.stats.pages_encoded += pages;
-                    }
+                    self.stats.pages_copied += took.pages_copied;
+                    self.stats.pages_encoded += took.pages_encoded;
+                    self.stats.bytes_read += took.bytes_read;
                     if self.current.is_none() {
                         let file = ParquetFile::create(
                             &mut *self.staging,
@@ -374,49 +359,39 @@ pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, Rec
     }
 }
 
-/// The row group of base rows `rows` copied from `copy`: the base's column
-/// chunks, and the index rows with each chunk's statistics from its decoded values.
-fn copy_row_group(rows: Vec<PendingChunk>, copy: &BaseCopy) -> Result<BuiltRowGroup> {
-    let (chunks, values, read) = copy.read()?;
-    let mut index = Vec::with_capacity(rows.len());
-    for (k, r) in rows.into_iter().enumerate() {
-        let mut row = r.row;
-        row.partial = copy.chunk(&values, k, row.n_values)?.1;
-        index.push(row);
-    }
-    Ok((chunks, index, read))
-}
-
-/// Encodes one shard row group's five column chunks; the values of base
-/// chunks are decoded from the base row groups that hold them, each once.
+/// Encodes one shard row group's five column chunks. The values of base
+/// chunks are decoded from the base row groups that hold them (each read
+/// once), and a `values` page whose rows are a base page's is stored as that
+/// page's bytes ([`super::base`]).
 fn build_row_group(
     rows: Vec<PendingChunk>,
     schema: &FileSchema,
     props: &WriterPropertiesPtr,
+    codec: &ValuesCodec,
     keys: &SeriesKeys,
     enc: IdEncoding,
 ) -> Result<BuiltRowGroup> {
-    let mut decoded: Vec<(BaseRowGroup, RowGroupValues)> = Vec::new();
-    let mut read = 0;
+    let mut took = CopyStats::default();
+    let mut bases: Vec<BasePages> = Vec::new();
     for r in &rows {
-        if let ChunkValues::Base(_, c) = &r.values {
-            if !decoded.iter().any(|(g, _)| g.same(&c.at)) {
-                let (values, n) = c.at.values()?;
-                read += n;
-                decoded.push((c.at.clone(), values));
+        if let ChunkValues::Base(c) = &r.values {
+            if !bases.iter().any(|b| b.of(&c.at)) {
+                let (pages, read) = c.at.pages()?;
+                took.bytes_read += read;
+                bases.push(pages);
             }
         }
     }
+    let base_of = |c: &BaseChunk| bases.iter().find(|b| b.of(&c.at));
     let mut index = Vec::with_capacity(rows.len());
     let mut values: Vec<&[f32]> = Vec::with_capacity(rows.len());
     for r in &rows {
         let mut row = r.row.clone();
         match &r.values {
             ChunkValues::Held(v) => values.push(&v[..]),
-            ChunkValues::Base(_, c) => {
-                let held = decoded.iter().find(|(g, _)| g.same(&c.at)).map(|(_, v)| v);
-                let held = held.ok_or_else(|| c.at.corrupt("a base row group was not decoded".into()))?;
-                let (v, partial) = c.at.chunk(held, c.row, row.n_values)?;
+            ChunkValues::Base(c) => {
+                let pages = base_of(c).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))?;
+                let (v, partial) = pages.chunk(c.row, row.n_values)?;
                 row.partial = partial;
                 values.push(v);
             }
@@ -434,10 +409,30 @@ fn build_row_group(
         .enumerate()
         .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
         .collect::<Result<Vec<_>>>()?;
-    let err = |e| Error::parquet("time_series", e);
     let value_pages = layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
-    chunks.push(encode_values(schema.descr.column(4), props, &values, &value_pages).map_err(err)?);
-    Ok((chunks, index, read))
+    // each page whose rows are consecutive rows of one base row group may be that group's page
+    let mut reuse = Vec::with_capacity(value_pages.len());
+    let mut start = 0;
+    for &n in &value_pages {
+        let page = &rows[start..start + n];
+        start += n;
+        let first = match &page[0].values {
+            ChunkValues::Base(c) => Some(c),
+            ChunkValues::Held(_) => None,
+        };
+        let consecutive = first.filter(|f| {
+            page.iter().enumerate().all(|(k, r)| {
+                matches!(&r.values, ChunkValues::Base(c) if c.at.same(&f.at) && c.row == f.row + k)
+            })
+        });
+        reuse.push(consecutive.and_then(|f| base_of(f)?.reusable(f.row..f.row + n)));
+    }
+    let err = |e| Error::parquet("time_series", e);
+    let (chunk, reused) = encode_values(schema.descr.column(4), codec, &values, &value_pages, &reuse).map_err(err)?;
+    chunks.push(chunk);
+    took.pages_copied = reused;
+    took.pages_encoded = value_pages.len() as u64 - reused;
+    Ok((chunks, index, took))
 }
 
 /// A Parquet file being written in staging from encoded column chunks.
@@ -499,8 +494,7 @@ impl ParquetFile {
         let rel = self.rel.as_str();
         let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(rel, e))?;
         for c in chunks {
-            let chunk = At { bytes: c.bytes, at: c.at };
-            rg.append_column(&chunk, c.close).map_err(|e| Error::parquet(rel, e))?;
+            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(rel, e))?;
         }
         let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
         self.rows += meta.num_rows() as u64;
