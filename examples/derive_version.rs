@@ -21,7 +21,9 @@ use timef::{Annotation, Sample, SeriesRef, TimeFWriter};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [base_dir, out_root, version, rest @ ..] = args.as_slice() else {
-        return Err("usage: derive_version BASE OUT_ROOT VERSION [--remove FILE] [--add EVERY] [--relabel EVERY]".into());
+        return Err(
+            "usage: derive_version BASE OUT_ROOT VERSION [--remove FILE] [--add EVERY] [--relabel EVERY]".into()
+        );
     };
     let (mut remove, mut add, mut relabel) = (None, None, None);
     for pair in rest.chunks(2) {

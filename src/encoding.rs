@@ -22,12 +22,12 @@ use parquet::basic::{
     ColumnOrder, Compression, Encoding, LogicalType, Repetition, SortOrder, Type as PhysicalType, ZstdLevel,
 };
 use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
-use parquet::errors::ParquetError;
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
     ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
     Int64Type,
 };
+use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
@@ -460,7 +460,11 @@ fn encode_pages(
 ) -> Result<EncodedChunk> {
     let mut buf = Vec::new();
     let close = {
-        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf, compress: None }));
+        let writer = get_column_writer(
+            descr.clone(),
+            Arc::clone(props),
+            Box::new(CrcPageWriter { buf: &mut buf, compress: None }),
+        );
         match descr.physical_type() {
             PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, pages, build)?,
             PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, pages, build)?,

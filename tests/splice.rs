@@ -102,7 +102,8 @@ fn base(root: &Path) -> PathBuf {
 
 fn row_groups(dir: &Path) -> usize {
     let v = Version::open(dir).unwrap();
-    let mut groups: Vec<(String, i32)> = v.index().unwrap().iter().map(|e| (e.shard_path.clone(), e.row_group)).collect();
+    let mut groups: Vec<(String, i32)> =
+        v.index().unwrap().iter().map(|e| (e.shard_path.clone(), e.row_group)).collect();
     groups.dedup();
     groups.len()
 }
@@ -116,10 +117,7 @@ fn removing_one_sample_copies_every_page_but_the_one_that_held_it() {
         apply(d, &remove(&["s017"])).unwrap();
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(
-        stats,
-        CopyStats { pages_copied: 18, pages_encoded: 1, bytes_read: 40699 }
-    );
+    assert_eq!(stats, CopyStats { pages_copied: 18, pages_encoded: 1, bytes_read: 40699 });
 }
 
 #[test]
@@ -130,10 +128,7 @@ fn removing_two_percent_and_one_series_copies_the_rest() {
         apply(d, &remove(&["s003", "s031"])).unwrap();
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(
-        stats,
-        CopyStats { pages_copied: 14, pages_encoded: 4, bytes_read: 44224 }
-    );
+    assert_eq!(stats, CopyStats { pages_copied: 14, pages_encoded: 4, bytes_read: 44224 });
 }
 
 #[test]
@@ -174,10 +169,7 @@ fn an_added_series_is_encoded_until_the_cuts_meet_again() {
         .unwrap();
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(
-        stats,
-        CopyStats { pages_copied: 12, pages_encoded: 7, bytes_read: 46937 }
-    );
+    assert_eq!(stats, CopyStats { pages_copied: 12, pages_encoded: 7, bytes_read: 46937 });
 }
 
 #[test]
@@ -284,4 +276,3 @@ proptest! {
         assert_same_bytes(&copied, &fresh);
     }
 }
-

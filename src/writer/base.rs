@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use parquet::basic::Compression;
@@ -52,7 +52,9 @@ pub struct CopyStats {
 /// A base shard: its reader and its footer with the offset index.
 pub(crate) struct BaseFooter {
     path: String,
-    source: Source,
+    /// One read at a time: a local file's reads seek a descriptor that its
+    /// clones share, so row groups built on several threads would interleave.
+    source: Mutex<Source>,
     meta: ParquetMetaData,
     /// Its pages may be stored in the write as they are: the shard was
     /// written by this build (the same zstd gives the same bytes).
@@ -187,7 +189,8 @@ impl BaseShards {
         .map_err(|e| crate::footer::version_parquet_error(&file, e))?;
         self.bytes_read += counted.read.load(Ordering::Relaxed);
         let reusable = meta.file_metadata().created_by() == Some(self.created_by.as_str());
-        let footer = Arc::new(BaseFooter { path: path.to_string(), source: counted.inner, meta, reusable });
+        let source = Mutex::new(counted.inner);
+        let footer = Arc::new(BaseFooter { path: path.to_string(), source, meta, reusable });
         self.footers.insert(path.to_string(), Arc::clone(&footer));
         Ok(footer)
     }
@@ -260,7 +263,10 @@ impl BaseRowGroup {
         }
         let (start, len) = column.byte_range();
         let len = usize::try_from(len).map_err(|_| self.corrupt("a column chunk larger than memory".into()))?;
-        let bytes = f.source.get_bytes(start, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))?;
+        let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
+        let bytes =
+            source.get_bytes(start, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))?;
+        drop(source);
         let locations = f
             .meta
             .page_index_for_row_group(self.row_group)
@@ -332,9 +338,11 @@ impl BasePages {
     /// The values of row `row`, which must hold `n_values` finite values, and
     /// their statistics.
     pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<(&[f32], Partial)> {
-        let v = self.page_of(row).and_then(|p| p.values.get(p.starts[row - p.first_row]..p.starts[row - p.first_row + 1]));
+        let v =
+            self.page_of(row).and_then(|p| p.values.get(p.starts[row - p.first_row]..p.starts[row - p.first_row + 1]));
         let v = v.filter(|v| v.len() == n_values as usize);
-        let v = v.ok_or_else(|| self.at.corrupt(format!("row {row} does not hold the {n_values} values the index says")))?;
+        let v =
+            v.ok_or_else(|| self.at.corrupt(format!("row {row} does not hold the {n_values} values the index says")))?;
         let partial = Partial::of(v);
         if !partial.mean.is_finite() {
             return Err(self.at.corrupt(format!("row {row} holds a value that is not finite")));

@@ -28,8 +28,6 @@ mod shards;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use base::CopyStats;
-use base::BaseShards;
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::{validate_name, SeriesValues, TimeFDataset, ValuesSource};
 use crate::encoding::Codec;
@@ -39,6 +37,8 @@ use crate::manifest::{self, Manifest, Partial};
 use crate::reader::Version;
 use crate::storage::{Location, Staging};
 use crate::tables::{self, IdEncodings, IdSpace};
+use base::BaseShards;
+pub use base::CopyStats;
 use files::SeriesOutput;
 use plan::Planner;
 use shards::{SeriesKeys, ShardStream};

@@ -17,8 +17,8 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
-use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::base::{BaseChunk, BasePages, BaseShards, CopyStats};
+use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::plan::{Placed, Planner, RowGroupEnd};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
@@ -409,7 +409,8 @@ fn build_row_group(
         .enumerate()
         .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
         .collect::<Result<Vec<_>>>()?;
-    let value_pages = layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
+    let value_pages =
+        layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
     // each page whose rows are consecutive rows of one base row group may be that group's page
     let mut reuse = Vec::with_capacity(value_pages.len());
     let mut start = 0;
@@ -421,9 +422,9 @@ fn build_row_group(
             ChunkValues::Held(_) => None,
         };
         let consecutive = first.filter(|f| {
-            page.iter().enumerate().all(|(k, r)| {
-                matches!(&r.values, ChunkValues::Base(c) if c.at.same(&f.at) && c.row == f.row + k)
-            })
+            page.iter()
+                .enumerate()
+                .all(|(k, r)| matches!(&r.values, ChunkValues::Base(c) if c.at.same(&f.at) && c.row == f.row + k))
         });
         reuse.push(consecutive.and_then(|f| base_of(f)?.reusable(f.row..f.row + n)));
     }
