@@ -248,7 +248,7 @@ impl StagedVersion {
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }
-    /// What the write copied from its base ([`TimeFWriter::with_base`]) and what it encoded.
+    /// The `values` pages the write copied from its base ([`TimeFWriter::with_base`]) and compressed.
     pub fn copied(&self) -> CopyStats {
         self.copied
     }
@@ -309,12 +309,11 @@ impl TimeFWriter {
     /// ([`Version::to_dataset`], then edited). When the writer's options are
     /// `base`'s, a series that `base` holds with the same id and metadata is
     /// read from `base`'s shards (its loader is not run: its values are
-    /// `base`'s, as `to_dataset` loads them), and each shard row group that
-    /// holds exactly the chunks of a row group of `base` is copied from it as
-    /// bytes (pages, CRCs, statistics, page indexes) instead of encoded. So the
-    /// cost follows the change, and the files stay byte-identical to a fresh
-    /// write of the dataset (`docs/format.md` §7). [`StagedVersion::copied`]
-    /// tells what was copied.
+    /// `base`'s, as `to_dataset` loads them), and each `values` page whose
+    /// rows are those of a page of `base` is stored as that page's compressed
+    /// bytes (CRC-checked, compared before compression) instead of compressed
+    /// again. The files stay byte-identical to a fresh write of the dataset
+    /// (`docs/format.md` §7); [`StagedVersion::copied`] tells what was copied.
     pub fn with_base(mut self, base: Arc<Version>) -> Self {
         self.base = Some(base);
         self
