@@ -163,7 +163,9 @@ impl BaseShards {
         let at = match &self.last {
             Some((last, at)) if *last == g => at.clone(),
             _ => {
-                let footer = self.footer(&shard)?;
+                let e = &self.version.index()?[i];
+                let origin = format!("time_series_index.parquet row {i} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
+                let footer = self.footer(&shard, origin)?;
                 let index = self.version.index()?;
                 let lengths: Arc<[u32]> = index[rows.clone()].iter().map(|e| e.n_values as u32).collect();
                 let at = BaseRowGroup { footer, row_group, lengths };
@@ -175,11 +177,11 @@ impl BaseShards {
     }
 
     /// The footer of base shard `path` with its offset index, read once.
-    fn footer(&mut self, path: &str) -> Result<Arc<BaseFooter>> {
+    fn footer(&mut self, path: &str, origin: String) -> Result<Arc<BaseFooter>> {
         if let Some(f) = self.footers.get(path) {
             return Ok(Arc::clone(f));
         }
-        let loc = self.version.file(path, || format!("time_series_index.parquet shard_path {path:?}"))?;
+        let loc = self.version.file(path, || origin)?;
         let file = loc.to_path_buf();
         let counted = Counted { inner: loc.open()?, read: AtomicU64::new(0) };
         let meta = crate::footer::contain(|| {

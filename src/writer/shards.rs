@@ -186,7 +186,9 @@ impl<'a> ShardStream<'a> {
             reason: "a base chunk without a base".into(),
         })?;
         let n_values = base.n_values(base_row)?;
-        let at = base.chunk(base_row)?;
+        // as a loader reading the base would fail: naming the series
+        let series_id = self.keys.id(series).to_string();
+        let at = base.chunk(base_row).map_err(|e| Error::Loader { series_id, source: Box::new(e) })?;
         self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(at))
     }
 
