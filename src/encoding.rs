@@ -21,12 +21,13 @@ use bytes::Bytes;
 use parquet::basic::{
     ColumnOrder, Compression, Encoding, LogicalType, Repetition, SortOrder, Type as PhysicalType, ZstdLevel,
 };
-use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
+use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
     ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
     Int64Type,
 };
+use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
@@ -393,29 +394,23 @@ pub(crate) struct EncodedChunk {
     pub close: ColumnCloseResult,
 }
 
-/// Encodes `data` as one column chunk of `descr` with pages cut after the row
-/// counts of `pages`.
+/// Encodes `data` as one column chunk of `descr` in a single data page (the
+/// shards' id, chunk index, spec type and channel columns). `rel` names the
+/// file in errors.
 pub(crate) fn encode_chunk(
+    rel: &str,
     descr: ColumnDescPtr,
     props: &WriterPropertiesPtr,
-    data: &LeafData,
-    pages: &PagePlan,
-) -> parquet::errors::Result<EncodedChunk> {
-    let mut buf = Vec::new();
-    let descr_max_def = descr.max_def_level();
-    let close = {
-        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
-        let ranges = page_ranges(data, pages, descr_max_def)?;
-        match &data.values {
-            Values::I32(v) => write_pages::<Int32Type>(writer, v, data, &ranges)?,
-            Values::I64(v) => write_pages::<Int64Type>(writer, v, data, &ranges)?,
-            Values::F32(v) => write_pages::<FloatType>(writer, v, data, &ranges)?,
-            Values::F64(v) => write_pages::<DoubleType>(writer, v, data, &ranges)?,
-            Values::Bytes(v) => write_pages::<ByteArrayType>(writer, v, data, &ranges)?,
-            Values::Fixed(v) => write_pages::<FixedLenByteArrayType>(writer, v, data, &ranges)?,
-        }
-    };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+    data: LeafData,
+) -> Result<EncodedChunk> {
+    let rows = row_bytes(&data, descr.max_def_level(), false).len();
+    // the builder of the one page hands out `data` itself, once
+    let data = std::sync::Mutex::new(Some(data));
+    let build: LeafBuilder<'_> = Box::new(move |_| {
+        let taken = data.lock().ok().and_then(|mut d| d.take());
+        taken.ok_or_else(|| general(rel, "a one-page chunk was built twice".into()))
+    });
+    encode_pages(rel, descr, props, &[rows], &build)
 }
 
 /// Builds the data of one leaf column of a small table for a range of its
@@ -451,24 +446,39 @@ pub(crate) fn encode_leaf_pages(
         }
         lo = hi;
     }
-    let pages = cuts.finish();
+    encode_pages(rel, descr, props, &cuts.finish(), build)
+}
+
+/// Encodes one leaf column chunk with one data page per entry of `pages` (row
+/// counts), each page's data made by `build`: the one dispatch over physical types.
+fn encode_pages(
+    rel: &str,
+    descr: ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    pages: &PagePlan,
+    build: &LeafBuilder<'_>,
+) -> Result<EncodedChunk> {
     let mut buf = Vec::new();
     let close = {
-        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+        let writer = get_column_writer(
+            descr.clone(),
+            Arc::clone(props),
+            Box::new(CrcPageWriter { buf: &mut buf, compress: None }),
+        );
         match descr.physical_type() {
-            PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, &pages, build)?,
-            PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, &pages, build)?,
-            PhysicalType::FLOAT => write_built::<FloatType>(rel, writer, &pages, build)?,
-            PhysicalType::DOUBLE => write_built::<DoubleType>(rel, writer, &pages, build)?,
-            PhysicalType::BYTE_ARRAY => write_built::<ByteArrayType>(rel, writer, &pages, build)?,
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => write_built::<FixedLenByteArrayType>(rel, writer, &pages, build)?,
-            other => return Err(general(rel, format!("no small-table leaf is {other}"))),
+            PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, pages, build)?,
+            PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, pages, build)?,
+            PhysicalType::FLOAT => write_built::<FloatType>(rel, writer, pages, build)?,
+            PhysicalType::DOUBLE => write_built::<DoubleType>(rel, writer, pages, build)?,
+            PhysicalType::BYTE_ARRAY => write_built::<ByteArrayType>(rel, writer, pages, build)?,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => write_built::<FixedLenByteArrayType>(rel, writer, pages, build)?,
+            other => return Err(general(rel, format!("no leaf of a TimeF file is {other}"))),
         }
     };
     Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
-/// The physical types a small-table leaf holds, and where [`Values`] keeps them.
+/// The physical types a leaf holds, and where [`Values`] keeps them.
 trait Physical: DataType {
     fn slice(values: &Values) -> Option<&[Self::T]>;
 }
@@ -548,15 +558,26 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<
 /// path of the hot loop: a single-chunk page is handed to the column writer
 /// straight from the series' buffer, and the levels (definition all 1;
 /// repetition 0 at each chunk start, else 1) come from reused buffers.
+///
+/// The column writer runs uncompressed and each page is compressed here, as
+/// the parquet crate's zstd codec does ([`ValuesCodec`]), unless `reuse[i]`
+/// holds a page whose bytes before compression are page `i`'s: then its
+/// compressed bytes are stored as they are (the same bytes zstd would give).
+/// Returns the chunk and how many pages were reused.
 pub(crate) fn encode_values(
     descr: ColumnDescPtr,
-    props: &WriterPropertiesPtr,
+    codec: &ValuesCodec,
     rows: &[&[f32]],
     pages: &PagePlan,
-) -> parquet::errors::Result<EncodedChunk> {
+    reuse: &[Option<ReusablePage<'_>>],
+) -> parquet::errors::Result<(EncodedChunk, u64)> {
     let mut buf = Vec::new();
-    let close = {
-        let writer = get_column_writer(descr, Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
+    let mut reused = 0;
+    let mut close = {
+        let zstd = zstd::bulk::Compressor::new(codec.level).map_err(|e| ParquetError::External(Box::new(e)))?;
+        let compress = Some(Compressing { zstd, reuse, next: 0, reused: &mut reused });
+        let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
+        let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
         let mut w = get_typed_column_writer::<FloatType>(writer);
         let longest = pages
             .iter()
@@ -592,64 +613,78 @@ pub(crate) fn encode_values(
         }
         w.close()?
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+    close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
+    Ok((EncodedChunk { bytes: Bytes::from(buf), close }, reused))
 }
 
-/// One page: (level range, value range).
-type PageRange = (std::ops::Range<usize>, std::ops::Range<usize>);
+/// A page that a `values` page being written may store as it is (a page of
+/// the base of an edit): its bytes before compression, compared with the
+/// page's, and as stored.
+pub(crate) struct ReusablePage<'a> {
+    pub uncompressed: &'a [u8],
+    pub compressed: &'a Bytes,
+}
 
-fn page_ranges(data: &LeafData, pages: &PagePlan, max_def: i16) -> parquet::errors::Result<Vec<PageRange>> {
-    let n_levels = data.def.as_ref().or(data.rep.as_ref()).map(|l| l.len()).unwrap_or(data.values.len());
-    let mut out = Vec::with_capacity(pages.len());
-    let (mut level, mut value) = (0usize, 0usize);
-    for &rows in pages {
-        let start = level;
-        match &data.rep {
-            // a row starts at every repetition level 0
-            Some(rep) => {
-                let mut seen = 0;
-                while level < rep.len() {
-                    if rep[level] == 0 {
-                        if seen == rows {
-                            break;
-                        }
-                        seen += 1;
-                    }
-                    level += 1;
-                }
-            }
-            None => level += rows,
-        }
-        // a leaf value is present where the definition level is the column's maximum
-        let values = match &data.def {
-            Some(def) => def[start..level.min(def.len())].iter().filter(|&&d| d == max_def).count(),
-            None => level - start,
+/// How the `values` column of the shards is compressed: the column writer
+/// runs with `props` (the file's, that column uncompressed) and
+/// [`encode_values`] compresses each page with zstd at `level`, as the parquet
+/// crate's codec does (`zstd::bulk::Compressor`, same level), and records
+/// `codec` in the column chunk's metadata.
+pub(crate) struct ValuesCodec {
+    props: WriterPropertiesPtr,
+    codec: Compression,
+    level: i32,
+}
+
+impl ValuesCodec {
+    /// The codec of leaf `descr` in the file properties `props`.
+    pub(crate) fn new(props: &WriterPropertiesPtr, descr: &ColumnDescPtr) -> Result<ValuesCodec> {
+        let codec = props.compression(descr.path());
+        let Compression::ZSTD(level) = codec else {
+            return Err(general("time_series", format!("the values column is compressed with {codec:?}, not ZSTD")));
         };
-        out.push((start..level, value..value + values));
-        value += values;
+        let props = props.as_ref().clone().into_builder();
+        let props = Arc::new(props.set_column_compression(descr.path().clone(), Compression::UNCOMPRESSED).build());
+        Ok(ValuesCodec { props, codec, level: level.compression_level() })
     }
-    if level != n_levels || value != data.values.len() {
-        return Err(parquet::errors::ParquetError::General(format!(
-            "page plan covers {level} of {n_levels} levels and {value} of {} values",
-            data.values.len()
-        )));
-    }
-    Ok(out)
 }
 
-fn write_pages<T: DataType>(
-    writer: ColumnWriter<'_>,
-    values: &[T::T],
-    data: &LeafData,
-    ranges: &[PageRange],
-) -> parquet::errors::Result<ColumnCloseResult> {
-    let mut w = get_typed_column_writer::<T>(writer);
-    for (levels, vals) in ranges {
-        let def = data.def.as_ref().map(|d| &d[levels.clone()]);
-        let rep = data.rep.as_ref().map(|r| &r[levels.clone()]);
-        w.write_batch(&values[vals.clone()], def, rep)?;
+/// The compression step of [`encode_values`]'s page writer.
+struct Compressing<'a> {
+    zstd: zstd::bulk::Compressor<'static>,
+    reuse: &'a [Option<ReusablePage<'a>>],
+    /// The page being written.
+    next: usize,
+    reused: &'a mut u64,
+}
+
+impl Compressing<'_> {
+    /// `page` (uncompressed) compressed, or its reusable page's bytes.
+    fn compress(&mut self, page: CompressedPage) -> parquet::errors::Result<CompressedPage> {
+        let reuse = self.reuse.get(self.next).and_then(Option::as_ref);
+        self.next += 1;
+        let buf = match reuse {
+            Some(r) if r.uncompressed == page.data() => {
+                *self.reused += 1;
+                r.compressed.clone()
+            }
+            _ => Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?),
+        };
+        match page.compressed_page() {
+            Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, statistics, .. } => {
+                let data = Page::DataPage {
+                    buf,
+                    num_values: *num_values,
+                    encoding: *encoding,
+                    def_level_encoding: *def_level_encoding,
+                    rep_level_encoding: *rep_level_encoding,
+                    statistics: statistics.clone(),
+                };
+                Ok(CompressedPage::new(data, page.uncompressed_size()))
+            }
+            _ => Err(ParquetError::General("the values column has v1 data pages only".into())),
+        }
     }
-    w.close()
 }
 
 /// Builds the levels of a list leaf: `rows` yields `None` for a null list and
@@ -688,10 +723,16 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 /// CRC-32 of the page bytes as stored (FORMAT-BRIEF §3; [`crate::thrift`]).
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
+    /// Set when the column writer runs uncompressed ([`encode_values`]).
+    compress: Option<Compressing<'a>>,
 }
 
 impl PageWriter for CrcPageWriter<'_> {
     fn write_page(&mut self, page: CompressedPage) -> parquet::errors::Result<PageWriteSpec> {
+        let page = match &mut self.compress {
+            Some(c) => c.compress(page)?,
+            None => page,
+        };
         let start = self.buf.len();
         let header = crate::thrift::write_page_header(&page)?;
         self.buf.extend_from_slice(&header);

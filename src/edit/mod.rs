@@ -296,7 +296,9 @@ pub fn edit_version_at(
         operation: edit.lineage(&plan),
         removed: plan.counts(),
     };
-    let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?).with_derived_from(derived_from);
+    let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?)
+        .with_derived_from(derived_from)
+        .with_base(Arc::clone(&base));
     let dir = writer.write(d)?.commit()?;
     Ok((dir, plan))
 }

@@ -712,7 +712,7 @@ pub fn write_part(
         }
         stream.close_shard()?;
     }
-    let (files, rows) = stream.finish()?;
+    let (files, rows, _) = stream.finish()?;
     let mut index = Vec::with_capacity(rows.len());
     rows.for_each(|r| {
         index.push(PartIndexRow {

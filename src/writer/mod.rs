@@ -18,6 +18,7 @@
 //! Dropping the [`StagedVersion`] (or an error at any step) removes what was
 //! written; [`StagedVersion::commit`] publishes it atomically.
 
+mod base;
 pub mod distributed;
 mod files;
 mod index_rows;
@@ -36,8 +37,11 @@ pub use crate::options::{
     WriterOptions, WriterOptionsBuilder, DEFAULT_CHUNK_MAX_BYTES, DEFAULT_COMPRESSION_LEVEL,
     DEFAULT_ROW_GROUP_TARGET_BYTES, DEFAULT_SHARD_TARGET_BYTES, ROW_GROUP_SLACK_CHUNKS,
 };
+use crate::reader::Version;
 use crate::storage::{Location, Staging};
 use crate::tables::{self, IdEncodings, IdSpace};
+use base::BaseShards;
+pub use base::CopyStats;
 use files::SeriesOutput;
 use plan::Planner;
 use shards::{SeriesKeys, ShardStream};
@@ -89,6 +93,7 @@ pub struct TimeFWriter {
     options: WriterOptions,
     progress: Option<TryProgressFn>,
     derived_from: Option<manifest::DerivedFrom>,
+    base: Option<Arc<Version>>,
 }
 
 impl std::fmt::Debug for TimeFWriter {
@@ -103,12 +108,17 @@ impl std::fmt::Debug for TimeFWriter {
 pub struct StagedVersion {
     staging: Staging,
     manifest: Manifest,
+    copied: CopyStats,
 }
 
 impl StagedVersion {
     /// The manifest that was written.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+    /// The `values` pages the write copied from its base ([`TimeFWriter::with_base`]) and compressed.
+    pub fn copied(&self) -> CopyStats {
+        self.copied
     }
     /// Where the files were written: the local staging directory, or the
     /// version's URL on an object store (where they land in place, unlisted
@@ -139,7 +149,7 @@ impl TimeFWriter {
     /// A writer under `root`, a local path or an object-store URL
     /// ([`Location::parse`]), with `options`.
     pub fn at(root: Location, options: WriterOptions) -> Self {
-        TimeFWriter { root, options, progress: None, derived_from: None }
+        TimeFWriter { root, options, progress: None, derived_from: None, base: None }
     }
 
     /// Calls `f` with each [`WriteProgressEvent`].
@@ -160,6 +170,20 @@ impl TimeFWriter {
     /// Records a `derived_from` lineage block in the manifest (copy-on-write edits).
     pub fn with_derived_from(mut self, derived_from: manifest::DerivedFrom) -> Self {
         self.derived_from = Some(derived_from);
+        self
+    }
+
+    /// Writes derived from `base`, the version the dataset came from
+    /// ([`Version::to_dataset`], then edited). When the writer's options are
+    /// `base`'s, a series that `base` holds with the same id and metadata is
+    /// read from `base`'s shards (its loader is not run: its values are
+    /// `base`'s, as `to_dataset` loads them), and each `values` page whose
+    /// rows are those of a page of `base` is stored as that page's compressed
+    /// bytes (CRC-checked, compared before compression) instead of compressed
+    /// again. The files stay byte-identical to a fresh write of the dataset
+    /// (`docs/format.md` §7); [`StagedVersion::copied`] tells what was copied.
+    pub fn with_base(mut self, base: Arc<Version>) -> Self {
+        self.base = Some(base);
         self
     }
 
@@ -202,13 +226,13 @@ impl TimeFWriter {
             series: dataset.series_count() as u64,
             samples: dataset.sample_count() as u64,
         })?;
-        let series = self.write_series(&mut staging, &mut dataset, ids)?;
+        let (series, copied) = self.write_series(&mut staging, &mut dataset, ids)?;
         crate::storage::pause_point("shards-written");
         let emit = |e| self.emit(e);
         let manifest =
             files::finish_version(&mut staging, &dataset, &self.options, series, self.derived_from.clone(), &emit)?;
         crate::storage::pause_point("manifest-staged");
-        Ok(StagedVersion { staging, manifest })
+        Ok(StagedVersion { staging, manifest, copied })
     }
 
     /// Takes each series' values once in write order and streams their
@@ -218,7 +242,7 @@ impl TimeFWriter {
         staging: &mut Staging,
         dataset: &mut TimeFDataset,
         ids: IdEncodings,
-    ) -> Result<SeriesOutput> {
+    ) -> Result<(SeriesOutput, CopyStats)> {
         let taken = (0..dataset.values.len()).filter(|&r| matches!(dataset.values[r], ValuesSource::Taken));
         if let Some(row) = taken.min_by(|&a, &b| dataset.series.id(a).cmp(dataset.series.id(b))) {
             return Err(Error::validation(dataset.series.id(row), "loader", "the loader already ran"));
@@ -232,12 +256,28 @@ impl TimeFWriter {
         let planner = Planner::new(&self.options, 0);
         let mut stream =
             ShardStream::new(staging, schema, props, Arc::clone(&keys), ids.get(IdSpace::TimeSeries), planner)?;
+        if let Some(base) = &self.base {
+            if let Some(base) = BaseShards::new(Arc::clone(base), &self.options, files::created_by())? {
+                stream = stream.with_base(base);
+            }
+        }
         let chunk_values = self.options.chunk_max_values();
         let total = keys.len() as u64;
         let series = Arc::clone(&keys.columns);
         for pos in 0..keys.len() as u32 {
             let row = keys.row(pos);
             let id = series.id(row);
+            if let Some(base_rows) = stream.base_series(&series.meta(row), chunk_values)? {
+                // the base's chunks: read from its shards as their row groups are built
+                let n_values = (base_rows.len() as u64 - 1) * chunk_values as u64
+                    + u64::from(stream.base_values(base_rows.end - 1)?);
+                validate_count(&series, row, n_values)?;
+                for (k, i) in base_rows.enumerate() {
+                    stream.push_base_chunk(pos, k as u32, (k * chunk_values) as u64, i)?;
+                }
+                self.emit(WriteProgressEvent::SeriesWritten { done: u64::from(pos) + 1, total, values: n_values })?;
+                continue;
+            }
             let values =
                 dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
             let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
@@ -251,8 +291,8 @@ impl TimeFWriter {
                 values: values.len() as u64,
             })?;
         }
-        let (files, index) = stream.finish()?;
-        Ok(SeriesOutput { files, index, keys })
+        let (files, index, copied) = stream.finish()?;
+        Ok((SeriesOutput { files, index, keys }, copied))
     }
 }
 

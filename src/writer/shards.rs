@@ -17,11 +17,12 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
+use super::base::{BaseChunk, BasePages, BaseShards, CopyStats};
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::plan::{Placed, Planner, RowGroupEnd};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
-use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding};
+use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding, ValuesCodec};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
 use crate::manifest::{self, Partial};
@@ -67,15 +68,27 @@ impl SeriesKeys {
     }
 }
 
+/// Where a chunk's values are until its row group is built.
+enum ChunkValues {
+    /// Held: the series' loader ran, the index row has the chunk's statistics.
+    Held(SeriesValues),
+    /// A chunk of the base ([`super::base`]).
+    Base(BaseChunk),
+}
+
 struct PendingChunk {
-    series: u32,
-    chunk_idx: u32,
-    values: SeriesValues,
+    /// The chunk's index row (statistics filled once its values are known).
+    row: IndexRow,
+    values: ChunkValues,
     hash: u64,
 }
 
+/// A built row group: its column chunks, its index rows, and what it took
+/// from the base (`values` pages copied and bytes read).
+type BuiltRowGroup = (Vec<EncodedChunk>, Vec<IndexRow>, CopyStats);
+
 enum InFlight {
-    RowGroup { shard: u32, rx: Receiver<Result<Vec<EncodedChunk>>> },
+    RowGroup { shard: u32, rx: Receiver<Result<BuiltRowGroup>> },
     CloseShard,
 }
 
@@ -85,6 +98,7 @@ pub(crate) struct ShardStream<'a> {
     staging: &'a mut dyn FileSink,
     schema: Arc<FileSchema>,
     props: WriterPropertiesPtr,
+    values_codec: Arc<ValuesCodec>,
     keys: Arc<SeriesKeys>,
     ts_enc: IdEncoding,
     planner: Planner,
@@ -94,6 +108,8 @@ pub(crate) struct ShardStream<'a> {
     current: Option<ParquetFile>,
     files: Vec<manifest::FileEntry>,
     index: IndexSpill,
+    base: Option<BaseShards>,
+    stats: CopyStats,
 }
 
 impl<'a> ShardStream<'a> {
@@ -107,10 +123,12 @@ impl<'a> ShardStream<'a> {
         ts_enc: IdEncoding,
         planner: Planner,
     ) -> Result<Self> {
+        let values_codec = Arc::new(ValuesCodec::new(&props, &schema.descr.column(4))?);
         Ok(ShardStream {
             staging,
             schema,
             props,
+            values_codec,
             keys,
             ts_enc,
             planner,
@@ -120,7 +138,58 @@ impl<'a> ShardStream<'a> {
             current: None,
             files: Vec::new(),
             index: IndexSpill::new()?,
+            base: None,
+            stats: CopyStats::default(),
         })
+    }
+
+    /// Takes series from `base` ([`ShardStream::base_series`]) and copies
+    /// each `values` page whose rows are a page of `base` ([`super::base`]).
+    pub(crate) fn with_base(mut self, base: BaseShards) -> Self {
+        self.base = Some(base);
+        self
+    }
+
+    /// The base index rows of series `meta` (in write order) when its values
+    /// are read from the base, else `None` (the series' loader runs).
+    pub(crate) fn base_series(
+        &mut self,
+        meta: &crate::SeriesMeta,
+        chunk_values: usize,
+    ) -> Result<Option<std::ops::Range<usize>>> {
+        match &mut self.base {
+            Some(b) => b.series(meta, chunk_values),
+            None => Ok(None),
+        }
+    }
+
+    /// Values in index row `base_row` of the base.
+    pub(crate) fn base_values(&self, base_row: usize) -> Result<u32> {
+        match &self.base {
+            Some(b) => b.n_values(base_row),
+            None => Ok(0),
+        }
+    }
+
+    /// Adds the next chunk in write order, index row `base_row` of the base
+    /// ([`ShardStream::base_series`]); returns where it landed.
+    pub(crate) fn push_base_chunk(
+        &mut self,
+        series: u32,
+        chunk_idx: u32,
+        value_offset: u64,
+        base_row: usize,
+    ) -> Result<Placed> {
+        let base = self.base.as_mut().ok_or_else(|| Error::SelfCheck {
+            path: "time_series".into(),
+            column: "values".into(),
+            reason: "a base chunk without a base".into(),
+        })?;
+        let n_values = base.n_values(base_row)?;
+        // as a loader reading the base would fail: naming the series
+        let series_id = self.keys.id(series).to_string();
+        let at = base.chunk(base_row).map_err(|e| Error::Loader { series_id, source: Box::new(e) })?;
+        self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(at))
     }
 
     /// Continues with `planner` (a part starting its next shard); the
@@ -138,23 +207,36 @@ impl<'a> ShardStream<'a> {
         value_offset: u64,
         partial: Partial,
     ) -> Result<Placed> {
+        let n_values = values.len() as u32;
+        self.push(series, chunk_idx, value_offset, n_values, partial, ChunkValues::Held(values))
+    }
+
+    fn push(
+        &mut self,
+        series: u32,
+        chunk_idx: u32,
+        value_offset: u64,
+        n_values: u32,
+        partial: Partial,
+        values: ChunkValues,
+    ) -> Result<Placed> {
         let hash = key_hash(self.keys.id(series), chunk_idx);
-        let placed = self.planner.place(values.len() as u32, hash);
+        let placed = self.planner.place(n_values, hash);
         layout::check_row_group(placed.at.shard, placed.at.row_group)?;
         if let Some(end) = placed.before {
             self.flush_row_group(end)?;
         }
-        self.index.push(&IndexRow {
+        let row = IndexRow {
             series,
             chunk_idx,
             value_offset,
-            n_values: values.len() as u32,
+            n_values,
             shard: placed.at.shard,
             row_group: placed.at.row_group,
             row_offset: placed.at.row_offset,
             partial,
-        })?;
-        self.rg.push(PendingChunk { series, chunk_idx, values, hash });
+        };
+        self.rg.push(PendingChunk { row, values, hash });
         if let Some(end) = placed.after {
             self.flush_row_group(end)?;
         }
@@ -177,11 +259,16 @@ impl<'a> ShardStream<'a> {
     fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
         let rows = std::mem::take(&mut self.rg);
         let (tx, rx) = sync_channel(1);
-        let (schema, props, keys, enc) =
-            (Arc::clone(&self.schema), Arc::clone(&self.props), Arc::clone(&self.keys), self.ts_enc);
+        let (schema, props, codec, keys, enc) = (
+            Arc::clone(&self.schema),
+            Arc::clone(&self.props),
+            Arc::clone(&self.values_codec),
+            Arc::clone(&self.keys),
+            self.ts_enc,
+        );
         crate::storage::compute_pool()?.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                encode_shard_row_group(&rows, &schema, &props, &keys, enc)
+                build_row_group(rows, &schema, &props, &codec, &keys, enc)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::SelfCheck {
@@ -205,11 +292,17 @@ impl<'a> ShardStream<'a> {
         while self.in_flight.len() > limit {
             match self.in_flight.pop_front() {
                 Some(InFlight::RowGroup { shard, rx }) => {
-                    let chunks = receive_helping(&rx).map_err(|_| Error::SelfCheck {
+                    let (chunks, rows, took) = receive_helping(&rx).map_err(|_| Error::SelfCheck {
                         path: shard_path(shard).into(),
                         column: "values".into(),
                         reason: "row-group encoder vanished".into(),
                     })??;
+                    for row in &rows {
+                        self.index.push(row)?;
+                    }
+                    self.stats.pages_copied += took.pages_copied;
+                    self.stats.pages_encoded += took.pages_encoded;
+                    self.stats.bytes_read += took.bytes_read;
                     if self.current.is_none() {
                         let file = ParquetFile::create(
                             &mut *self.staging,
@@ -236,14 +329,17 @@ impl<'a> ShardStream<'a> {
     }
 
     /// Closes the last shard, waits for every row group and returns the shard
-    /// files (in shard order) and the index rows (in chunk order).
-    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows)> {
+    /// files (in shard order), the index rows (in chunk order) and what was
+    /// copied from the base.
+    pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows, CopyStats)> {
         self.close_shard()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
             self.files.push(file.finish(&*self.staging)?);
         }
-        Ok((self.files, self.index.finish()?))
+        let mut stats = self.stats;
+        stats.bytes_read += self.base.as_ref().map_or(0, BaseShards::bytes_read);
+        Ok((self.files, self.index.finish()?, stats))
     }
 }
 
@@ -265,31 +361,81 @@ pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, Rec
     }
 }
 
-/// Encodes one shard row group's five column chunks.
-fn encode_shard_row_group(
-    rows: &[PendingChunk],
+/// Encodes one shard row group's five column chunks. The values of base
+/// chunks are decoded from the base row groups that hold them (each read
+/// once), and a `values` page whose rows are a base page's is stored as that
+/// page's bytes ([`super::base`]).
+fn build_row_group(
+    rows: Vec<PendingChunk>,
     schema: &FileSchema,
     props: &WriterPropertiesPtr,
+    codec: &ValuesCodec,
     keys: &SeriesKeys,
-    enc: crate::encoding::IdEncoding,
-) -> Result<Vec<EncodedChunk>> {
+    enc: IdEncoding,
+) -> Result<BuiltRowGroup> {
+    let mut took = CopyStats::default();
+    let mut bases: Vec<BasePages> = Vec::new();
+    for r in &rows {
+        if let ChunkValues::Base(c) = &r.values {
+            if !bases.iter().any(|b| b.of(&c.at)) {
+                let (pages, read) = c.at.pages()?;
+                took.bytes_read += read;
+                bases.push(pages);
+            }
+        }
+    }
+    let base_of = |c: &BaseChunk| bases.iter().find(|b| b.of(&c.at));
+    let mut index = Vec::with_capacity(rows.len());
+    let mut values: Vec<&[f32]> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut row = r.row.clone();
+        match &r.values {
+            ChunkValues::Held(v) => values.push(&v[..]),
+            ChunkValues::Base(c) => {
+                let pages = base_of(c).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))?;
+                let (v, partial) = pages.chunk(c.row, row.n_values)?;
+                row.partial = partial;
+                values.push(v);
+            }
+        }
+        index.push(row);
+    }
     let leaves = [
-        tables::ids(rows.iter().map(|r| keys.id(r.series)), enc)?,
-        tables::i32s(rows.iter().map(|r| r.chunk_idx as i32).collect()),
-        tables::strs(rows.iter().map(|r| keys.spec_type(r.series))),
-        tables::strs(rows.iter().map(|r| keys.channel(r.series))),
+        tables::ids(rows.iter().map(|r| keys.id(r.row.series)), enc)?,
+        tables::i32s(rows.iter().map(|r| r.row.chunk_idx as i32).collect()),
+        tables::strs(rows.iter().map(|r| keys.spec_type(r.row.series))),
+        tables::strs(rows.iter().map(|r| keys.channel(r.row.series))),
     ];
-    let one_page = [rows.len()];
-    let err = |e| Error::parquet("time_series", e);
     let mut chunks = leaves
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, leaf)| encode_chunk(schema.descr.column(i), props, leaf, &one_page).map_err(err))
+        .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
         .collect::<Result<Vec<_>>>()?;
-    let value_pages = layout::values_pages(rows.iter().map(|r| (r.values.len() as u64 * VALUE_BYTES, r.hash)));
-    let values: Vec<&[f32]> = rows.iter().map(|r| &r.values[..]).collect();
-    chunks.push(encode_values(schema.descr.column(4), props, &values, &value_pages).map_err(err)?);
-    Ok(chunks)
+    let value_pages =
+        layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
+    // each page whose rows are consecutive rows of one base row group may be that group's page
+    let mut reuse = Vec::with_capacity(value_pages.len());
+    let mut start = 0;
+    for &n in &value_pages {
+        let page = &rows[start..start + n];
+        start += n;
+        let first = match &page[0].values {
+            ChunkValues::Base(c) => Some(c),
+            ChunkValues::Held(_) => None,
+        };
+        let consecutive = first.filter(|f| {
+            page.iter()
+                .enumerate()
+                .all(|(k, r)| matches!(&r.values, ChunkValues::Base(c) if c.at.same(&f.at) && c.row == f.row + k))
+        });
+        reuse.push(consecutive.and_then(|f| base_of(f)?.reusable(f.row..f.row + n)));
+    }
+    let err = |e| Error::parquet("time_series", e);
+    let (chunk, reused) = encode_values(schema.descr.column(4), codec, &values, &value_pages, &reuse).map_err(err)?;
+    chunks.push(chunk);
+    took.pages_copied = reused;
+    took.pages_encoded = value_pages.len() as u64 - reused;
+    Ok((chunks, index, took))
 }
 
 /// A Parquet file being written in staging from encoded column chunks.

@@ -1,0 +1,361 @@
+//! Writing a version derived from a base: the base's series are read from the
+//! base's shards by the writer itself, and every `values` page whose rows are
+//! the rows of a base page is copied as its compressed bytes instead of
+//! compressed again (`docs/format.md` §7, "Cost follows the change").
+//!
+//! A `values` page is a function of its rows (section 4: cuts are row-aligned
+//! and content-defined), so after an edit most pages of the write hold exactly
+//! the rows of a page of the base. The writer reads the base row groups that
+//! hold the base's chunks (one ranged read of the `values` column chunk each,
+//! its pages located by the offset index), checks each page's CRC, decompresses
+//! it and takes the values from it. It encodes every row group through the
+//! column writer as a fresh write does (statistics, page index, levels), and
+//! where a page's bytes before compression equal those of the base page with
+//! the same rows, it stores that page's compressed bytes instead of running
+//! zstd: the same bytes zstd would give (same library, same level, same input).
+//! So only pages whose rows changed are compressed, and the files are
+//! byte-identical to a fresh write of the same dataset.
+//!
+//! Which series come from the base ([`BaseShards::series`]): a series whose id
+//! the base holds with the same metadata, when the write's options are the
+//! base's (so its chunks are the base's). Its loader is not run.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use parquet::basic::Compression;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use parquet::file::reader::{ChunkReader, Length};
+
+use super::WriterOptions;
+use crate::encoding::ReusablePage;
+use crate::error::{Error, Result};
+use crate::manifest::Partial;
+use crate::reader::{IndexEntry, Version};
+use crate::storage::Source;
+
+/// What a write took from its base and what it compressed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// `values` pages stored as the base's compressed bytes.
+    pub pages_copied: u64,
+    /// `values` pages compressed.
+    pub pages_encoded: u64,
+    /// Bytes read from the base's shards: footers, offset indexes and the
+    /// `values` column chunks of the base row groups the write takes chunks from.
+    pub bytes_read: u64,
+}
+
+/// A base shard: its reader and its footer with the offset index.
+pub(crate) struct BaseFooter {
+    path: String,
+    /// One read at a time: a local file's reads seek a descriptor that its
+    /// clones share, so row groups built on several threads would interleave.
+    source: Mutex<Source>,
+    meta: ParquetMetaData,
+    /// Its pages may be stored in the write as they are: the shard was
+    /// written by this build (the same zstd gives the same bytes).
+    reusable: bool,
+}
+
+/// Row group `row_group` of a base shard, whose rows hold `lengths` values each.
+#[derive(Clone)]
+pub(crate) struct BaseRowGroup {
+    footer: Arc<BaseFooter>,
+    row_group: usize,
+    lengths: Arc<[u32]>,
+}
+
+/// Where a chunk of the write lies in the base: its row group and row.
+#[derive(Clone)]
+pub(crate) struct BaseChunk {
+    pub(crate) at: BaseRowGroup,
+    pub(crate) row: usize,
+}
+
+/// The base of a write: its index (in write order), grouped by row group, and
+/// the footers of the shards read so far (each read once).
+pub(crate) struct BaseShards {
+    version: Arc<Version>,
+    /// Each base row group as (shard path, row group, index rows), in index order.
+    groups: Vec<(String, usize, Range<usize>)>,
+    /// The index row the walk of [`BaseShards::series`] has reached.
+    next: usize,
+    /// The last row group [`BaseShards::chunk`] handed out, by group.
+    last: Option<(usize, BaseRowGroup)>,
+    footers: BTreeMap<String, Arc<BaseFooter>>,
+    created_by: String,
+    bytes_read: u64,
+}
+
+impl BaseShards {
+    /// The base `version` of a write with `options` whose Parquet files say
+    /// `created_by`, or `None` when the base was written with other options
+    /// (its chunks would not be the write's).
+    pub(crate) fn new(version: Arc<Version>, options: &WriterOptions, created_by: String) -> Result<Option<Self>> {
+        if version.manifest().writer.options().ok() != Some(*options) {
+            return Ok(None);
+        }
+        let index = version.index()?;
+        let mut groups: Vec<(String, usize, Range<usize>)> = Vec::new();
+        for (i, e) in index.iter().enumerate() {
+            let rg = usize::try_from(e.row_group).unwrap_or(usize::MAX);
+            match groups.last_mut() {
+                Some((shard, g, rows)) if *shard == e.shard_path && *g == rg && rows.end == i => rows.end += 1,
+                _ => groups.push((e.shard_path.clone(), rg, i..i + 1)),
+            }
+        }
+        let footers = BTreeMap::new();
+        Ok(Some(BaseShards { version, groups, next: 0, last: None, footers, created_by, bytes_read: 0 }))
+    }
+
+    /// Bytes read so far for footers and offset indexes.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// The base index rows of the series with metadata `meta` when the base
+    /// holds it with exactly this metadata and chunks `0..n` of
+    /// `chunk_values` values each (the last shorter); `None` otherwise. Series
+    /// must be asked in write order: the base's index is walked once.
+    pub(crate) fn series(&mut self, meta: &crate::SeriesMeta, chunk_values: usize) -> Result<Option<Range<usize>>> {
+        fn key_of(e: &IndexEntry) -> (&str, &str, &str) {
+            (&e.meta.spec_type, &e.meta.channel, &e.meta.time_series_id)
+        }
+        let index = self.version.index()?;
+        let key = (meta.spec_type.as_str(), meta.channel.as_str(), meta.time_series_id.as_str());
+        while self.next < index.len() && key_of(&index[self.next]) < key {
+            self.next += 1;
+        }
+        let start = self.next;
+        let mut end = start;
+        while end < index.len() && key_of(&index[end]) == key {
+            end += 1;
+        }
+        self.next = end;
+        let rows = &index[start..end];
+        let chunked = rows.iter().enumerate().all(|(k, e)| {
+            let full = e.n_values as usize == chunk_values;
+            e.chunk_idx as usize == k
+                && e.value_offset as u64 == (k * chunk_values) as u64
+                && e.n_values > 0
+                && (full || k + 1 == rows.len())
+                && e.meta == *meta
+        });
+        Ok((!rows.is_empty() && chunked).then_some(start..end))
+    }
+
+    /// Values in index row `i` of the base.
+    pub(crate) fn n_values(&self, i: usize) -> Result<u32> {
+        Ok(self.version.index()?[i].n_values as u32)
+    }
+
+    /// Where index row `i` of the base lies.
+    pub(crate) fn chunk(&mut self, i: usize) -> Result<BaseChunk> {
+        let g = self.groups.partition_point(|(_, _, rows)| rows.end <= i);
+        let (shard, row_group, rows) = self.groups.get(g).cloned().ok_or_else(|| Error::Corrupt {
+            path: self.version.dir().join("time_series_index.parquet"),
+            reason: format!("no row {i}"),
+        })?;
+        let at = match &self.last {
+            Some((last, at)) if *last == g => at.clone(),
+            _ => {
+                let e = &self.version.index()?[i];
+                let origin = format!("time_series_index.parquet row {i} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
+                let footer = self.footer(&shard, origin)?;
+                let index = self.version.index()?;
+                let lengths: Arc<[u32]> = index[rows.clone()].iter().map(|e| e.n_values as u32).collect();
+                let at = BaseRowGroup { footer, row_group, lengths };
+                self.last = Some((g, at.clone()));
+                at
+            }
+        };
+        Ok(BaseChunk { at, row: i - rows.start })
+    }
+
+    /// The footer of base shard `path` with its offset index, read once.
+    fn footer(&mut self, path: &str, origin: String) -> Result<Arc<BaseFooter>> {
+        if let Some(f) = self.footers.get(path) {
+            return Ok(Arc::clone(f));
+        }
+        let loc = self.version.file(path, || origin)?;
+        let file = loc.to_path_buf();
+        let counted = Counted { inner: loc.open()?, read: AtomicU64::new(0) };
+        let meta = crate::footer::contain(|| {
+            crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Skip)
+        })
+        .map_err(|panic| Error::Corrupt { path: file.clone(), reason: panic })?
+        .map_err(|e| crate::footer::version_parquet_error(&file, e))?;
+        self.bytes_read += counted.read.load(Ordering::Relaxed);
+        let reusable = meta.file_metadata().created_by() == Some(self.created_by.as_str());
+        let source = Mutex::new(counted.inner);
+        let footer = Arc::new(BaseFooter { path: path.to_string(), source, meta, reusable });
+        self.footers.insert(path.to_string(), Arc::clone(&footer));
+        Ok(footer)
+    }
+}
+
+/// A base shard's reader that counts the bytes asked of it (the footer and offset index).
+struct Counted {
+    inner: Source,
+    read: AtomicU64,
+}
+
+impl Length for Counted {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl ChunkReader for Counted {
+    type T = <Source as ChunkReader>::T;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        // the footer reader asks for ranges; a stream counts as the rest of the file
+        self.read.fetch_add(self.inner.len().saturating_sub(start), Ordering::Relaxed);
+        self.inner.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.read.fetch_add(length as u64, Ordering::Relaxed);
+        self.inner.get_bytes(start, length)
+    }
+}
+
+/// One `values` page of a base row group: its rows, its bytes as stored and
+/// before compression, and its values.
+struct BasePage {
+    first_row: usize,
+    rows: usize,
+    compressed: Bytes,
+    uncompressed: Vec<u8>,
+    values: Vec<f32>,
+    /// Start of each row in `values`, and the end.
+    starts: Vec<usize>,
+}
+
+/// The `values` pages of a base row group, decoded.
+pub(crate) struct BasePages {
+    at: BaseRowGroup,
+    pages: Vec<BasePage>,
+}
+
+impl BaseRowGroup {
+    pub(crate) fn corrupt(&self, why: String) -> Error {
+        Error::Corrupt { path: self.footer.path.clone().into(), reason: format!("row group {}: {why}", self.row_group) }
+    }
+
+    /// The same base row group as `other`.
+    pub(crate) fn same(&self, other: &BaseRowGroup) -> bool {
+        Arc::ptr_eq(&self.footer, &other.footer) && self.row_group == other.row_group
+    }
+
+    /// Reads the row group's `values` column chunk (one ranged read), checks
+    /// each page's CRC and decodes it; returns the pages and the bytes read.
+    pub(crate) fn pages(&self) -> Result<(BasePages, u64)> {
+        let f = &self.footer;
+        let rg = f.meta.row_groups().get(self.row_group).ok_or_else(|| self.corrupt("missing".into()))?;
+        let leaf = rg.num_columns().checked_sub(1).ok_or_else(|| self.corrupt("no column".into()))?;
+        let column = rg.column(leaf);
+        if !matches!(column.compression(), Compression::ZSTD(_)) {
+            return Err(self.corrupt(format!("values compressed with {:?}, not ZSTD", column.compression())));
+        }
+        let (start, len) = column.byte_range();
+        let len = usize::try_from(len).map_err(|_| self.corrupt("a column chunk larger than memory".into()))?;
+        let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
+        let bytes =
+            source.get_bytes(start, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))?;
+        drop(source);
+        let locations = f
+            .meta
+            .page_index_for_row_group(self.row_group)
+            .offset_index(leaf)
+            .map(|o| o.page_locations.clone())
+            .ok_or_else(|| self.corrupt("no offset index".into()))?;
+        let mut pages = Vec::with_capacity(locations.len());
+        for (k, loc) in locations.iter().enumerate() {
+            let first_row = loc.first_row_index as usize;
+            let end_row = locations.get(k + 1).map_or(self.lengths.len(), |n| n.first_row_index as usize);
+            let from = (loc.offset as u64).checked_sub(start).map(|f| f as usize);
+            let page = from.and_then(|f| bytes.get(f..f + loc.compressed_page_size as usize));
+            let page = page.ok_or_else(|| self.corrupt(format!("page {k} outside its column chunk")))?;
+            let lengths = self.lengths.get(first_row..end_row).ok_or_else(|| self.corrupt(format!("page {k} rows")))?;
+            let from = from.unwrap_or(0);
+            pages.push(self.page(k, bytes.slice(from..from + page.len()), first_row, lengths)?);
+        }
+        Ok((BasePages { at: self.clone(), pages }, len as u64))
+    }
+
+    /// Decodes page `k` (header and body, as stored) holding rows from
+    /// `first_row` on of `lengths` values each: a v1 data page of the
+    /// `values` leaf is its repetition levels and definition levels (each
+    /// after its 4-byte length), then the values BYTE_STREAM_SPLIT.
+    fn page(&self, k: usize, stored: Bytes, first_row: usize, lengths: &[u32]) -> Result<BasePage> {
+        let bad = |why: String| self.corrupt(format!("values page {k}: {why}"));
+        let (header, header_len) = crate::thrift::PageHeader::decode(&stored).map_err(|e| bad(e.to_string()))?;
+        let compressed = stored.slice(header_len..);
+        if compressed.len() != header.compressed_page_size as usize {
+            return Err(bad("its size is not the offset index's".into()));
+        }
+        if header.crc != Some(crc32fast::hash(&compressed) as i32) {
+            return Err(bad("CRC mismatch".into()));
+        }
+        let size = usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
+        let uncompressed = zstd::bulk::decompress(&compressed, size).map_err(|e| bad(e.to_string()))?;
+        let mut at = 0;
+        for _ in 0..2 {
+            let len = uncompressed.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            at += 4 + len.ok_or_else(|| bad("levels cut short".into()))?;
+        }
+        let split = uncompressed.get(at..).unwrap_or_default();
+        let n: usize = lengths.iter().map(|&l| l as usize).sum();
+        if split.len() != 4 * n {
+            return Err(bad(format!("{} value bytes for {n} values", split.len())));
+        }
+        let values: Vec<f32> =
+            (0..n).map(|i| f32::from_le_bytes([split[i], split[n + i], split[2 * n + i], split[3 * n + i]])).collect();
+        let mut starts = Vec::with_capacity(lengths.len() + 1);
+        starts.push(0);
+        for &l in lengths {
+            starts.push(starts[starts.len() - 1] + l as usize);
+        }
+        Ok(BasePage { first_row, rows: lengths.len(), compressed, uncompressed, values, starts })
+    }
+}
+
+impl BasePages {
+    /// True when these are the pages of `at`.
+    pub(crate) fn of(&self, at: &BaseRowGroup) -> bool {
+        self.at.same(at)
+    }
+
+    fn page_of(&self, row: usize) -> Option<&BasePage> {
+        let p = self.pages.partition_point(|p| p.first_row + p.rows <= row);
+        self.pages.get(p).filter(|p| p.first_row <= row)
+    }
+
+    /// The values of row `row`, which must hold `n_values` finite values, and
+    /// their statistics.
+    pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<(&[f32], Partial)> {
+        let v =
+            self.page_of(row).and_then(|p| p.values.get(p.starts[row - p.first_row]..p.starts[row - p.first_row + 1]));
+        let v = v.filter(|v| v.len() == n_values as usize);
+        let v =
+            v.ok_or_else(|| self.at.corrupt(format!("row {row} does not hold the {n_values} values the index says")))?;
+        let partial = Partial::of(v);
+        if !partial.mean.is_finite() {
+            return Err(self.at.corrupt(format!("row {row} holds a value that is not finite")));
+        }
+        Ok((v, partial))
+    }
+
+    /// The page holding exactly rows `rows` of this row group, when its bytes
+    /// may be stored in the write as they are.
+    pub(crate) fn reusable(&self, rows: Range<usize>) -> Option<ReusablePage<'_>> {
+        let p = self.page_of(rows.start).filter(|p| p.first_row == rows.start && p.rows == rows.len())?;
+        self.at.footer.reusable.then_some(ReusablePage { uncompressed: &p.uncompressed, compressed: &p.compressed })
+    }
+}

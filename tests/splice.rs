@@ -1,0 +1,279 @@
+//! Issue 25 §2: an edit stores the base's unchanged `values` pages as their
+//! compressed bytes and compresses only the pages that changed, and its files
+//! stay byte-identical to a fresh write of the same dataset (`docs/format.md` §7).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use proptest::prelude::*;
+use timef::edit::{apply, Cascade, RemoveSamples};
+use timef::reader::Version;
+use timef::storage::Location;
+use timef::writer::CopyStats;
+use timef::{Annotation, SeriesMeta, TimeFDataset, TimeFWriter, WriterOptions};
+
+use common::*;
+
+/// `n` samples `s000`.., each with one series `x000`.. of `len(i)` values
+/// (seeded by `i`), one label each.
+fn dataset(name: &str, n: usize, len: impl Fn(usize) -> usize) -> TimeFDataset {
+    let mut d = dataset_with_source(name, "v1");
+    for i in 0..n {
+        let (sid, xid) = (format!("s{i:03}"), format!("x{i:03}"));
+        add_series(&mut d, &xid, "eeg", "C3", 256.0, i as u32, len(i));
+        d.add_sample(timef::Sample {
+            sample_id: sid.clone(),
+            source_id: "src".into(),
+            series: main_refs(&[&xid]),
+            ..Default::default()
+        })
+        .unwrap();
+        d.add_annotation(label(&sid, "a"), std::slice::from_ref(&sid)).unwrap();
+    }
+    d
+}
+
+fn label(sample: &str, value: &str) -> Annotation {
+    Annotation {
+        annotation_id: format!("{sample}/class-{value}"),
+        annotation_type: "label".into(),
+        key: "class".into(),
+        value_str: Some(value.into()),
+        ..Default::default()
+    }
+}
+
+/// Every file of the version at `dir`, relative path and bytes, sorted by path.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    listed_files(dir).into_iter().map(|rel| (rel.clone(), std::fs::read(dir.join(&rel)).unwrap())).collect()
+}
+
+/// Writes `base_dir`'s dataset with `change` applied as version `v2` twice: under
+/// `root/copied` with the base (pages copied) and under `root/fresh`
+/// without it (every page compressed); returns both directories and what
+/// the first copied.
+fn edit_both(root: &Path, base_dir: &Path, change: &dyn Fn(&mut TimeFDataset)) -> (PathBuf, PathBuf, CopyStats) {
+    let base = Arc::new(Version::open(base_dir).unwrap());
+    let name = base.manifest().dataset.name.clone();
+    let options = timef::edit::base_options(&base).unwrap();
+    let write = |under: &str, with_base: bool| {
+        let mut d = base.to_dataset(&name, "v2").unwrap();
+        change(&mut d);
+        let mut w = TimeFWriter::new(root.join(under), options);
+        if with_base {
+            w = w.with_base(Arc::clone(&base));
+        }
+        let staged = w.write(d).unwrap_or_else(|e| panic!("write {under}: {e}"));
+        let stats = staged.copied();
+        (staged.commit().unwrap(), stats)
+    };
+    let (copied, stats) = write("copied", true);
+    let (fresh, fresh_stats) = write("fresh", false);
+    assert_eq!(fresh_stats.pages_copied + fresh_stats.bytes_read, 0);
+    assert_eq!(stats.pages_copied + stats.pages_encoded, fresh_stats.pages_encoded);
+    (copied, fresh, stats)
+}
+
+/// The two versions' files are equal byte for byte (the manifests too: both
+/// were written with the same name, version and no lineage).
+fn assert_same_bytes(a: &Path, b: &Path) {
+    let (fa, fb) = (files(a), files(b));
+    assert_eq!(fa.iter().map(|f| &f.0).collect::<Vec<_>>(), fb.iter().map(|f| &f.0).collect::<Vec<_>>());
+    for ((path, x), (_, y)) in fa.iter().zip(&fb) {
+        assert!(x == y, "{path} differs: {} vs {} bytes", x.len(), y.len());
+    }
+    assert_eq!(std::fs::read(a.join("manifest.json")).unwrap(), std::fs::read(b.join("manifest.json")).unwrap());
+}
+
+fn remove(ids: &[&str]) -> RemoveSamples {
+    RemoveSamples { sample_ids: ids.iter().map(|s| s.to_string()).collect(), cascade: Cascade::Refuse }
+}
+
+/// 40 series of 500..1100 values under `small_options` (256-value chunks,
+/// 4 KiB row groups, 16 KiB shards): 19 row groups of one `values` page each.
+fn base(root: &Path) -> PathBuf {
+    commit(&root.join("base"), dataset("ds", 40, |i| 500 + (i * 37) % 600), small_options())
+}
+
+fn row_groups(dir: &Path) -> usize {
+    let v = Version::open(dir).unwrap();
+    let mut groups: Vec<(String, i32)> =
+        v.index().unwrap().iter().map(|e| (e.shard_path.clone(), e.row_group)).collect();
+    groups.dedup();
+    groups.len()
+}
+
+#[test]
+fn removing_one_sample_copies_every_page_but_the_one_that_held_it() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    assert_eq!(row_groups(&base_dir), 19);
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        apply(d, &remove(&["s017"])).unwrap();
+    });
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(stats, CopyStats { pages_copied: 18, pages_encoded: 1, bytes_read: 40699 });
+}
+
+#[test]
+fn removing_two_percent_and_one_series_copies_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        apply(d, &remove(&["s003", "s031"])).unwrap();
+    });
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(stats, CopyStats { pages_copied: 14, pages_encoded: 4, bytes_read: 44224 });
+}
+
+#[test]
+fn a_relabel_copies_every_page() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    });
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(stats.pages_encoded, 0);
+    assert_eq!(stats.pages_copied, 19);
+    // every shard's footer and offset index, and the values column chunks:
+    // less than the shards, whose other columns and column indexes are not read
+    let shard_bytes: u64 = Version::open(&base_dir)
+        .unwrap()
+        .manifest()
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("time_series/"))
+        .map(|f| f.bytes)
+        .sum();
+    assert_eq!((stats.bytes_read, shard_bytes), (40699, 47653));
+}
+
+#[test]
+fn an_added_series_is_encoded_until_the_cuts_meet_again() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        let v = values(99, 900);
+        d.add_series(SeriesMeta::new("x020-new", "eeg", "C3", 256.0), Box::new(move || Ok(v.into()))).unwrap();
+        d.add_sample(timef::Sample {
+            sample_id: "s020-new".into(),
+            source_id: "src".into(),
+            series: main_refs(&["x020-new"]),
+            ..Default::default()
+        })
+        .unwrap();
+    });
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(stats, CopyStats { pages_copied: 12, pages_encoded: 7, bytes_read: 46937 });
+}
+
+#[test]
+fn other_options_than_the_bases_copy_nothing_and_read_no_shard() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    let d = base.to_dataset("ds", "v2").unwrap();
+    let other = WriterOptions::builder().chunk_max_bytes(2048).row_group_target_bytes(4096).try_build().unwrap();
+    let staged = TimeFWriter::new(root.path().join("other"), other).with_base(base).write(d).unwrap();
+    let c = staged.copied();
+    assert_eq!((c.pages_copied, c.bytes_read), (0, 0));
+    assert!(c.pages_encoded > 0);
+}
+
+#[test]
+fn an_edit_on_a_memory_store_writes_the_local_edits_bytes() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let (local, _, local_stats) = edit_both(root.path(), &base_dir, &|d| {
+        apply(d, &remove(&["s017"])).unwrap();
+    });
+    // the same base on memory://, written by the writer
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let mem = Location::from_object_store(Arc::clone(&store), "memory://splice", "root").unwrap();
+    TimeFWriter::at(mem.clone(), small_options())
+        .write(dataset("ds", 40, |i| 500 + (i * 37) % 600))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    apply(&mut d, &remove(&["s017"])).unwrap();
+    let out = mem.join("edited");
+    let staged = TimeFWriter::at(out, small_options()).with_base(base).write(d).unwrap();
+    let stats = staged.copied();
+    staged.commit().unwrap();
+    assert_eq!(stats, local_stats, "the same copies and the same bytes read");
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let prefix = ObjPath::from("root/edited/ds/v2");
+    let listed: Vec<_> = rt.block_on(store.list(Some(&prefix)).collect::<Vec<_>>());
+    let mut remote: Vec<(String, Vec<u8>)> = listed
+        .into_iter()
+        .map(|m| {
+            let m = m.unwrap();
+            let rel = m.location.as_ref().trim_start_matches("root/edited/ds/v2/").to_string();
+            let bytes = rt.block_on(async { store.get(&m.location).await.unwrap().bytes().await.unwrap() });
+            (rel, bytes.to_vec())
+        })
+        .collect();
+    remote.sort();
+    let mut want = files(&local);
+    want.push(("manifest.json".into(), std::fs::read(local.join("manifest.json")).unwrap()));
+    want.sort();
+    assert_eq!(remote.len(), want.len());
+    for ((p, a), (q, b)) in remote.iter().zip(&want) {
+        assert_eq!(p, q);
+        assert!(a == b, "{p} differs");
+    }
+}
+
+/// Row groups of several `values` pages: 48 series of 20 000..80 000 values,
+/// 64 KiB chunks, 2 MiB row groups, 8 MiB shards.
+#[test]
+fn removing_one_sample_copies_the_pages_around_it() {
+    let root = tempfile::tempdir().unwrap();
+    let options = WriterOptions::builder()
+        .chunk_max_bytes(64 << 10)
+        .row_group_target_bytes(2 << 20)
+        .shard_target_bytes(8 << 20)
+        .try_build()
+        .unwrap();
+    let base_dir = commit(&root.path().join("base"), dataset("ds", 48, |i| 20_000 + (i * 7919) % 60_000), options);
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        apply(d, &remove(&["s021"])).unwrap();
+    });
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(stats, CopyStats { pages_copied: 21, pages_encoded: 6, bytes_read: 312572 });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random small datasets and random removals: the edit with its base is
+    /// byte-identical to the fresh write.
+    #[test]
+    fn random_removals_are_byte_identical_to_a_fresh_write(
+        lens in prop::collection::vec(1usize..1400, 2..14),
+        removed in prop::collection::vec(any::<bool>(), 14),
+        relabel in any::<bool>(),
+    ) {
+        let root = tempfile::tempdir().unwrap();
+        let n = lens.len();
+        let base_dir = commit(&root.path().join("base"), dataset("ds", n, |i| lens[i]), small_options());
+        let gone: Vec<String> = (0..n).filter(|&i| removed[i]).map(|i| format!("s{i:03}")).take(n - 1).collect();
+        let (copied, fresh, _) = edit_both(root.path(), &base_dir, &|d| {
+            let ids: Vec<&str> = gone.iter().map(String::as_str).collect();
+            apply(d, &remove(&ids)).unwrap();
+            if relabel {
+                let kept = (0..n).map(|i| format!("s{i:03}")).find(|s| !gone.contains(s)).unwrap();
+                d.add_annotation(label(&kept, "b"), std::slice::from_ref(&kept)).unwrap();
+            }
+        });
+        assert_same_bytes(&copied, &fresh);
+    }
+}
