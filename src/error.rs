@@ -146,7 +146,7 @@ pub enum Error {
     /// network failure, a timeout; a missing bucket is [`Error::Missing`]).
     /// `url` never carries credentials; an XML error body shows as its code and
     /// message. The CLI exits 3.
-    #[error("object store {url}: {}", crate::storage::condensed(source))]
+    #[error("object store {url}: {}", condensed(source))]
     ObjectStore {
         /// The object's or prefix's URL.
         url: String,
@@ -352,5 +352,67 @@ impl Error {
                 | Error::Missing { .. }
                 | Error::Part { .. }
         )
+    }
+}
+
+/// An object store's error as one line: an XML error body the server sent
+/// (S3, GCS, Azure) is condensed to its code and message, and the causes the
+/// message leaves out are appended (the HTTP client's "error sending request"
+/// says why only in its source: "operation timed out", "connection refused").
+fn condensed(e: &object_store::Error) -> String {
+    let mut text = condense_xml(&e.to_string());
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let line = condense_xml(&c.to_string());
+        if !text.contains(&line) {
+            text = format!("{text}: {line}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// The code and message of an XML error body in `text` (S3, GCS's XML API,
+/// Azure: `<Error><Code>..</Code><Message>..</Message>..</Error>`).
+pub(crate) fn xml_error(text: &str) -> Option<(String, String)> {
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&format!("</{name}>"))? + start;
+        Some(text[start..end].lines().next().unwrap_or("").trim().to_string())
+    };
+    Some((tag("Code")?, tag("Message").unwrap_or_default()))
+}
+
+/// `text` with an XML error body replaced by `<code>: <message>`.
+fn condense_xml(text: &str) -> String {
+    let Some((code, message)) = xml_error(text) else { return text.to_string() };
+    let start = text.find("<?xml").or_else(|| text.find("<Error")).unwrap_or(text.len());
+    let head = text[..start].trim_end().trim_end_matches(':');
+    let body = if message.is_empty() { code } else { format!("{code}: {message}") };
+    format!("{head}: {body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_error_bodies_are_condensed_to_code_and_message() {
+        let raw = "Object at location root/ds/v1/manifest.json not found: Error performing GET \
+                   http://127.0.0.1:1/b/root in 2ms - Server returned non-2xx status code: 404 Not Found: \
+                   <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code><Message>The \
+                   specified bucket does not exist</Message><BucketName>b</BucketName></Error>";
+        assert_eq!(
+            condense_xml(raw),
+            "Object at location root/ds/v1/manifest.json not found: Error performing GET http://127.0.0.1:1/b/root \
+             in 2ms - Server returned non-2xx status code: 404 Not Found: NoSuchBucket: The specified bucket does \
+             not exist"
+        );
+        // Azure: the message's first line only
+        let azure = "403 Forbidden: <?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code><Message>This \
+                     request is not authorized.\nRequestId:1\nTime:2026</Message></Error>";
+        assert_eq!(condense_xml(azure), "403 Forbidden: AuthorizationFailure: This request is not authorized.");
+        assert_eq!(condense_xml("no body here"), "no body here");
     }
 }

@@ -29,6 +29,7 @@ pub mod manifest;
 pub mod options;
 mod parquet_read;
 pub mod reader;
+mod runtime;
 pub mod scan;
 pub mod storage;
 pub mod tables;

@@ -552,6 +552,14 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     r.new_shard_bytes,
                     r.shared_ratio()
                 );
+                if r.new_pages < FEW_PAGES {
+                    eprintln!(
+                        "timef: note: the new version has only {} pages; a values page holds at least 256 KiB of \
+                         values (docs/format.md §4), so a small version shares few pages after any edit, and the \
+                         share says little below ~{FEW_PAGES} pages",
+                        r.new_pages
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -928,6 +936,9 @@ const LS_CLAIM_IDLE_S: u64 = 3600;
 
 /// The name standard output goes by in errors.
 const STDOUT: &str = "<stdout>";
+
+/// Below this many pages in the new version `dedup` adds a note that its share says little.
+const FEW_PAGES: u64 = 32;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

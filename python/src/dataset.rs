@@ -16,7 +16,7 @@ use timef::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType};
 use crate::errors::to_py;
 use crate::values::to_values;
 
-/// A dataset version before it is written (seed `TimeFDataset`).
+/// A dataset version before it is written.
 #[pyclass(name = "TimeFDataset", module = "timef._timef", frozen)]
 pub struct PyDataset {
     inner: Mutex<Option<timef::TimeFDataset>>,
@@ -25,10 +25,29 @@ pub struct PyDataset {
 }
 
 /// A loader calling the Python callable `f` with the GIL held; its exception
-/// travels through the core unchanged.
-fn py_loader(f: Py<PyAny>) -> timef::Loader {
+/// travels through the core unchanged, and what it returns that is not values
+/// (`None`, a 2-d array) is a `ValueError` naming series `id`.
+fn py_loader(id: String, f: Py<PyAny>) -> timef::Loader {
     Box::new(move || -> Result<SeriesValues, LoaderError> {
-        Python::attach(|py| to_values(&f.bind(py).call0()?)).map_err(|e| Box::new(e) as LoaderError)
+        Python::attach(|py| {
+            let out = f.bind(py).call0()?;
+            if out.is_none() {
+                return Err(PyValueError::new_err(format!("the loader of series {id} returned None, not its values")));
+            }
+            series_values(py, &id, &out)
+        })
+        .map_err(|e| Box::new(e) as LoaderError)
+    })
+}
+
+/// [`to_values`] of series `id`'s values, its `ValueError` naming the series.
+fn series_values(py: Python<'_>, id: &str, obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
+    to_values(obj).map_err(|e| {
+        if e.is_instance_of::<PyValueError>(py) {
+            PyValueError::new_err(format!("series {id}: {}", e.value(py)))
+        } else {
+            e
+        }
     })
 }
 
@@ -135,10 +154,10 @@ impl PyDataset {
         let time_series_id = id_or_new(time_series_id);
         let loader: timef::Loader = match (values, loader) {
             (Some(v), None) => {
-                let v = to_values(v)?;
+                let v = series_values(v.py(), &time_series_id, v)?;
                 Box::new(move || Ok(v))
             }
-            (None, Some(f)) if f.is_callable() => py_loader(f.clone().unbind()),
+            (None, Some(f)) if f.is_callable() => py_loader(time_series_id.clone(), f.clone().unbind()),
             (None, Some(_)) => return Err(PyTypeError::new_err("loader must be a zero-argument callable")),
             _ => return Err(PyValueError::new_err("give exactly one of values= or loader=")),
         };

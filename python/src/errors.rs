@@ -94,9 +94,22 @@ fn with_attrs<'py>(py: Python<'py>, err: PyErr, attrs: &[(&str, Bound<'py, PyAny
 const ENOENT: i32 = 2;
 
 /// An `OSError` (the subclass Python picks for `errno`) with `filename` set.
-fn os_error(path: &std::path::Path, source: &std::io::Error, message: String) -> PyErr {
+fn os_error(path: &std::path::Path, source: &std::io::Error, message: &str) -> PyErr {
     let errno = source.raw_os_error().or((source.kind() == std::io::ErrorKind::NotFound).then_some(ENOENT));
-    PyOSError::new_err((errno.unwrap_or(0), message, path.display().to_string()))
+    PyOSError::new_err(os_args(errno.unwrap_or(0), message, path))
+}
+
+/// `(errno, strerror, filename)` of an `OSError`: Python prints
+/// `[Errno N] strerror: 'filename'`, so the path is taken out of the message
+/// to be printed once (`version already exists: '/r/d/v1'`).
+fn os_args(errno: i32, message: &str, path: &std::path::Path) -> (i32, String, String) {
+    let path = path.display().to_string();
+    let strerror = if path.is_empty() {
+        message.to_string()
+    } else {
+        message.replacen(&path, "", 1).replacen(": : ", ": ", 1).replacen(" : ", ": ", 1)
+    };
+    (errno, strerror.trim_end_matches([':', ' ']).to_string(), path)
 }
 
 /// The Python exception for `e`. Boxed Python exceptions (from a loader or a
@@ -106,7 +119,7 @@ pub fn to_py(e: Error) -> PyErr {
         let s = |v: &str| v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
         let message = e.to_string();
         match e {
-            Error::AlreadyExists { path } => PyFileExistsError::new_err((17, message, path.display().to_string())),
+            Error::AlreadyExists { path } => PyFileExistsError::new_err(os_args(17, &message, &path)),
             Error::NotAVersion { path, reason } => with_attrs(
                 py,
                 NotAVersionError::new_err(message),
@@ -169,9 +182,9 @@ pub fn to_py(e: Error) -> PyErr {
                     ],
                 )
             }
-            Error::Io { path, source } => os_error(&path, &source, message),
+            Error::Io { path, source } => os_error(&path, &source, &message),
             Error::Parquet { path, .. } | Error::Arrow { path, .. } => {
-                PyOSError::new_err((0, message, path.display().to_string()))
+                PyOSError::new_err(os_args(0, &message, &path))
             }
             // a URL the user typed: a ValueError naming it (never a credential)
             Error::InvalidUrl { url, reason } => with_attrs(
@@ -180,7 +193,7 @@ pub fn to_py(e: Error) -> PyErr {
                 &[("id", s(&url)), ("field", s("root")), ("reason", s(&reason))],
             ),
             // nothing there (directory, bucket, container, prefix): the one rule of every backend
-            Error::Missing { path, .. } => PyFileNotFoundError::new_err((ENOENT, message, path.display().to_string())),
+            Error::Missing { path, .. } => PyFileNotFoundError::new_err(os_args(ENOENT, &message, &path)),
             Error::UnknownStorageOption { key, close, .. } => with_attrs(
                 py,
                 TimeFValidationError::new_err(message),

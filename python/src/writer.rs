@@ -22,7 +22,7 @@ use crate::errors::to_py;
 use crate::{core_root, json_to_py};
 use timef::storage::Location;
 
-/// One progress report of a write (seed `WriteProgressEvent`). `kind` is
+/// One progress report of a write. `kind` is
 /// `"started"` (`series`, `samples` set), `"series_written"` (`done`, `total`,
 /// `values` set) or `"file_written"` (`path`, `bytes` set); the other fields are None.
 #[pyclass(name = "WriteProgressEvent", module = "timef._timef", frozen, get_all)]
@@ -114,8 +114,8 @@ pub(crate) fn writer_options(
         .map_err(to_py)
 }
 
-/// Serializes a `TimeFDataset` under `root` as `<root>/<name>/<version>/`
-/// (seed `TimeFWriter`); committed when the `with` block exits cleanly.
+/// Serializes a `TimeFDataset` under `root` as `<root>/<name>/<version>/`;
+/// committed when the `with` block exits cleanly.
 #[pyclass(name = "TimeFWriter", module = "timef._timef", frozen)]
 pub struct PyWriter {
     writer: timef::TimeFWriter,
@@ -142,7 +142,11 @@ impl PyWriter {
         compression = "zstd",
         compression_level = timef::writer::DEFAULT_COMPRESSION_LEVEL,
         progress_cb = None,
-        storage_options = None))]
+        storage_options = None),
+        // the defaults as numbers: help() cannot print the Rust consts above (tests/test_write.py checks them)
+        text_signature = "(root, dataset, *, shard_target_bytes=134217728, row_group_target_bytes=4194304, \
+                          chunk_max_bytes=1048576, compression='zstd', compression_level=3, progress_cb=None, \
+                          storage_options=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         root: &Bound<'_, PyAny>,

@@ -204,7 +204,45 @@ def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path:
         with timef.TimeFWriter(tmp_path, ds) as w:
             w.write()
     assert info.value.filename == str(tmp_path / "py-ecg" / "v1")
+    # the path is printed once, as Python prints an OSError's filename
+    assert str(info.value) == f"[Errno 17] version already exists: '{tmp_path / 'py-ecg' / 'v1'}'"
     assert tree_bytes(tmp_path) == before
+
+
+def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
+    for returned, reason in [
+        (None, "the loader of series zz returned None, not its values"),
+        (np.zeros((2, 2), dtype=np.float32), "series zz: values must be one-dimensional, got 2 dimensions"),
+    ]:
+        ds, _ = build()
+        ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
+        ds.add_sample(sample_id="rec-zz", source_id="ptb", series=["zz"])
+        with pytest.raises(ValueError) as info:
+            with timef.TimeFWriter(tmp_path, ds) as w:
+                w.write()
+        assert str(info.value) == reason
+        assert listing(tmp_path) == []
+    ds, _ = build()
+    with pytest.raises(ValueError) as info:
+        ds.add_series(time_series_id="yy", spec_type="zz", channel="z", sampling_rate_hz=1.0, values=[[1.0]])
+    assert str(info.value) == "series yy: values must be one-dimensional, got 2 dimensions"
+
+
+def test_help_shows_the_writers_real_defaults() -> None:
+    import inspect
+
+    params = inspect.signature(timef.TimeFWriter).parameters
+    defaults = {name: p.default for name, p in params.items() if p.default is not inspect.Parameter.empty}
+    assert defaults == {
+        "shard_target_bytes": 128 << 20,
+        "row_group_target_bytes": 4 << 20,
+        "chunk_max_bytes": 1 << 20,
+        "compression": "zstd",
+        "compression_level": 3,
+        "progress_cb": None,
+        "storage_options": None,
+    }
+    assert "Ellipsis" not in timef.TimeFWriter.__text_signature__
 
 
 def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:

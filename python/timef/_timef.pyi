@@ -94,7 +94,7 @@ class PartRecordError(ValueError):
     """What is wrong, in words (expected and actual sha256 or size, the series, ...)."""
 
 class TimeFDataset:
-    """A dataset version before it is written (seed ``TimeFDataset``).
+    """A dataset version before it is written.
 
     ``dataset_name`` and ``dataset_version`` are path components: 1-128 characters
     of ``[A-Za-z0-9._-]``, not starting with ``.``. Every ``add_*`` validates the
@@ -246,11 +246,11 @@ class TimeFWriter:
         root: StrPath,
         dataset: TimeFDataset,
         *,
-        shard_target_bytes: int = ...,
-        row_group_target_bytes: int = ...,
-        chunk_max_bytes: int = ...,
+        shard_target_bytes: int = 134217728,
+        row_group_target_bytes: int = 4194304,
+        chunk_max_bytes: int = 1048576,
         compression: str = "zstd",
-        compression_level: int = ...,
+        compression_level: int = 3,
         progress_cb: Callable[[WriteProgressEvent], Any] | None = None,
         storage_options: dict[str, str] | None = None,
     ) -> None: ...
@@ -630,11 +630,11 @@ def plan(
     sampling_rate_hz: float | None = None,
     ids: Literal["string", "uuid"] = "string",
     on_missing: Literal["error", "drop_case"] = "error",
-    shard_target_bytes: int = ...,
-    row_group_target_bytes: int = ...,
-    chunk_max_bytes: int = ...,
+    shard_target_bytes: int = 134217728,
+    row_group_target_bytes: int = 4194304,
+    chunk_max_bytes: int = 1048576,
     compression: str = "zstd",
-    compression_level: int = ...,
+    compression_level: int = 3,
     storage_options: dict[str, str] | None = None,
 ) -> DistributedWrite:
     """Plans the write of the GluonTS-style rows of ``tables`` (Arrow tables,

@@ -332,11 +332,11 @@ impl SeriesColumns {
 }
 
 /// Sorts row numbers by `cmp` (ids are unique, so an unstable sort is
-/// deterministic), on the process's pool ([`crate::storage::compute_pool`];
+/// deterministic), on the process's pool ([`crate::runtime::compute_pool`];
 /// on this thread if it cannot be built).
 fn sort_rows(rows: &mut [u32], cmp: impl Fn(u32, u32) -> std::cmp::Ordering + Sync) {
     use rayon::slice::ParallelSliceMut;
-    match crate::storage::compute_pool() {
+    match crate::runtime::compute_pool() {
         Ok(pool) => pool.install(|| rows.par_sort_unstable_by(|&a, &b| cmp(a, b))),
         Err(_) => rows.sort_unstable_by(|&a, &b| cmp(a, b)),
     }

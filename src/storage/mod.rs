@@ -24,9 +24,7 @@
 
 pub mod local;
 pub mod object;
-mod runtime;
 pub mod store_options;
-pub(crate) use runtime::compute_pool;
 pub mod version_path;
 
 use std::collections::BTreeMap;
@@ -100,8 +98,7 @@ pub const DEFAULT_SINGLE_PUT_BYTES: usize = 10 << 20;
 /// Parts of one file uploaded concurrently (each [`DEFAULT_SINGLE_PUT_BYTES`]):
 /// with the part being filled, at most 3 parts of memory per open file.
 pub const DEFAULT_UPLOAD_CONCURRENCY: usize = 2;
-/// Threads of the internal runtime that runs object-store requests.
-pub const IO_THREADS: usize = 2;
+pub use crate::runtime::IO_THREADS;
 
 /// Options of an object store, overriding the environment: the keys of
 /// `object_store`'s builders (`aws_access_key_id`, `aws_endpoint`,
@@ -374,23 +371,6 @@ impl Location {
 /// The [`Error::Missing`] of a local directory that is not there.
 fn missing_dir(p: &Path) -> Error {
     Error::Missing { path: p.to_path_buf(), what: "no such directory".into() }
-}
-
-/// An object store's error as one line: an XML error body the server sent
-/// (S3, GCS, Azure) is condensed to its code and message, and the causes the
-/// message leaves out are appended (the HTTP client's "error sending request"
-/// says why only in its source: "operation timed out", "connection refused").
-pub(crate) fn condensed(e: &object_store::Error) -> String {
-    let mut text = object::condense_xml(&e.to_string());
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        let line = object::condense_xml(&c.to_string());
-        if !text.contains(&line) {
-            text = format!("{text}: {line}");
-        }
-        cause = c.source();
-    }
-    text
 }
 
 /// What [`Location::read_small`] found.

@@ -46,7 +46,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sha2::{Digest, Sha256};
 
-use super::runtime::{block_on, PerProcess};
+use crate::runtime::{block_on, PerProcess};
 use super::store_options;
 use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST};
 use crate::error::{Error, Result};
@@ -67,7 +67,7 @@ type Rebuild = Box<dyn Fn() -> object_store::Result<Arc<dyn ObjectStore>> + Send
 
 /// One store and the URL prefix that names it (`s3://bucket`), without credentials.
 struct Backend {
-    /// The client this process uses (see [`runtime::PerProcess`]).
+    /// The client this process uses (see [`crate::runtime::PerProcess`]).
     store: PerProcess<Arc<dyn ObjectStore>>,
     /// The client as first built, for a store that is not rebuilt.
     first: Arc<dyn ObjectStore>,
@@ -247,7 +247,7 @@ impl ObjectLocation {
     /// credential): [`Error::Missing`] when the store answered that the bucket
     /// or container does not exist, else [`Error::ObjectStore`].
     fn err(&self, source: object_store::Error) -> Error {
-        let kind = match xml_error(&source.to_string()) {
+        let kind = match crate::error::xml_error(&source.to_string()) {
             Some((code, _)) if code == "NoSuchBucket" => Some("no such bucket"),
             Some((code, _)) if code == "ContainerNotFound" => Some("no such container"),
             _ => None,
@@ -632,27 +632,6 @@ impl PartPrefix {
     }
 }
 
-/// The code and message of an XML error body in `text` (S3, GCS's XML API,
-/// Azure: `<Error><Code>..</Code><Message>..</Message>..</Error>`).
-fn xml_error(text: &str) -> Option<(String, String)> {
-    let tag = |name: &str| {
-        let open = format!("<{name}>");
-        let start = text.find(&open)? + open.len();
-        let end = text[start..].find(&format!("</{name}>"))? + start;
-        Some(text[start..end].lines().next().unwrap_or("").trim().to_string())
-    };
-    Some((tag("Code")?, tag("Message").unwrap_or_default()))
-}
-
-/// `text` with an XML error body replaced by `<code>: <message>`.
-pub(crate) fn condense_xml(text: &str) -> String {
-    let Some((code, message)) = xml_error(text) else { return text.to_string() };
-    let start = text.find("<?xml").or_else(|| text.find("<Error")).unwrap_or(text.len());
-    let head = text[..start].trim_end().trim_end_matches(':');
-    let body = if message.is_empty() { code } else { format!("{code}: {message}") };
-    format!("{head}: {body}")
-}
-
 /// `text` without user info, query or fragment (where credentials could hide).
 fn redact(text: &str) -> String {
     match url::Url::parse(text) {
@@ -986,29 +965,5 @@ impl Drop for Staging {
         if self.for_parts {
             let _ = self.parts_location().delete_all();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn xml_error_bodies_are_condensed_to_code_and_message() {
-        let raw = "Object at location root/ds/v1/manifest.json not found: Error performing GET \
-                   http://127.0.0.1:1/b/root in 2ms - Server returned non-2xx status code: 404 Not Found: \
-                   <?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code><Message>The \
-                   specified bucket does not exist</Message><BucketName>b</BucketName></Error>";
-        assert_eq!(
-            condense_xml(raw),
-            "Object at location root/ds/v1/manifest.json not found: Error performing GET http://127.0.0.1:1/b/root \
-             in 2ms - Server returned non-2xx status code: 404 Not Found: NoSuchBucket: The specified bucket does \
-             not exist"
-        );
-        // Azure: the message's first line only
-        let azure = "403 Forbidden: <?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code><Message>This \
-                     request is not authorized.\nRequestId:1\nTime:2026</Message></Error>";
-        assert_eq!(condense_xml(azure), "403 Forbidden: AuthorizationFailure: This request is not authorized.");
-        assert_eq!(condense_xml("no body here"), "no body here");
     }
 }

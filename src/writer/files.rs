@@ -98,7 +98,7 @@ fn write_table(
     let mut file = ParquetFile::create(&mut *staging, rel, Arc::clone(&schema), &props)?;
     if !hashes.is_empty() {
         use rayon::prelude::*;
-        let chunks = crate::storage::compute_pool()?.install(|| {
+        let chunks = crate::runtime::compute_pool()?.install(|| {
             leaves
                 .par_iter()
                 .enumerate()

@@ -134,7 +134,7 @@ impl<'a> ShardStream<'a> {
             planner,
             rg: Vec::new(),
             in_flight: VecDeque::new(),
-            max_in_flight: 2 * crate::storage::compute_pool()?.current_num_threads() + 1,
+            max_in_flight: 2 * crate::runtime::compute_pool()?.current_num_threads() + 1,
             current: None,
             files: Vec::new(),
             index: IndexSpill::new()?,
@@ -266,7 +266,7 @@ impl<'a> ShardStream<'a> {
             Arc::clone(&self.keys),
             self.ts_enc,
         );
-        crate::storage::compute_pool()?.spawn(move || {
+        crate::runtime::compute_pool()?.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 build_row_group(rows, &schema, &props, &codec, &keys, enc)
             }))

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use object_store::{MultipartUpload, ObjectStoreExt, PutPayload, PutResult};
 use tokio::task::JoinHandle;
 
-use super::super::runtime::{block_on, spawn};
+use crate::runtime::{block_on, spawn};
 use super::super::{DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY};
 use super::ObjectLocation;
 use crate::error::{Error, Result};

@@ -19,8 +19,10 @@ use std::io;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use super::IO_THREADS;
 use crate::error::{Error, Result};
+
+/// Threads of the internal runtime that runs object-store requests.
+pub const IO_THREADS: usize = 2;
 
 /// A value built at most once per process (see the module doc).
 pub(crate) struct PerProcess<T> {
