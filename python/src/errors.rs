@@ -166,9 +166,8 @@ pub fn to_py(e: Error) -> PyErr {
             Error::Edit { blockers } => {
                 let reasons: Vec<&str> = blockers.iter().map(|b| b.reason.as_str()).collect();
                 let ids: Vec<&str> = blockers.iter().map(|b| b.id.as_str()).collect();
-                let list = |v: &[&str]| {
-                    PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py))
-                };
+                let list =
+                    |v: &[&str]| PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
                 let (id, field) = blockers.first().map(|b| (b.id.as_str(), b.field)).unwrap_or(("", ""));
                 with_attrs(
                     py,
@@ -183,9 +182,7 @@ pub fn to_py(e: Error) -> PyErr {
                 )
             }
             Error::Io { path, source } => os_error(&path, &source, &message),
-            Error::Parquet { path, .. } | Error::Arrow { path, .. } => {
-                PyOSError::new_err(os_args(0, &message, &path))
-            }
+            Error::Parquet { path, .. } | Error::Arrow { path, .. } => PyOSError::new_err(os_args(0, &message, &path)),
             // a URL the user typed: a ValueError naming it (never a credential)
             Error::InvalidUrl { url, reason } => with_attrs(
                 py,

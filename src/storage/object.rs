@@ -46,10 +46,10 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sha2::{Digest, Sha256};
 
-use crate::runtime::{block_on, PerProcess};
 use super::store_options;
 use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST};
 use crate::error::{Error, Result};
+use crate::runtime::{block_on, PerProcess};
 
 mod upload;
 use upload::Landed;

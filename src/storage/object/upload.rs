@@ -16,10 +16,10 @@ use bytes::Bytes;
 use object_store::{MultipartUpload, ObjectStoreExt, PutPayload, PutResult};
 use tokio::task::JoinHandle;
 
-use crate::runtime::{block_on, spawn};
 use super::super::{DEFAULT_SINGLE_PUT_BYTES, DEFAULT_UPLOAD_CONCURRENCY};
 use super::ObjectLocation;
 use crate::error::{Error, Result};
+use crate::runtime::{block_on, spawn};
 
 /// What the store holds once an upload finished: its size and the ETag it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
