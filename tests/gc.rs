@@ -1,0 +1,868 @@
+//! `gc` and `ls` of a root or a dataset on every backend (docs/format.md §1
+//! "Clearing a dead writer's claim"): exactly the dead writers' leftovers go
+//! (local staging, claims with their uncommitted objects, marked parts'
+//! prefixes); committed versions stay byte-identical; a user's files and
+//! objects beside, above and inside dataset folders stay; a live writer
+//! survives; a dry run reports exactly what a real run removes; a version is
+//! refused as the place. The S3 cases need the server `.ci/run` starts
+//! (`TIMEF_TEST_S3_ENDPOINT`): without it they print "skipped: ..." and pass,
+//! except under CI, where they fail.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use proptest::prelude::*;
+use timef::storage::{gc, gc_dry_run, survey, Location, Staging, StagingRef, StorageOptions, CLAIM, PARTS_MARKER};
+use timef::TimeFWriter;
+
+use common::*;
+
+// ---------------------------------------------------------------- backends
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Local,
+    File,
+    Memory,
+    S3,
+}
+
+/// A root on one backend, and a way to put, age and read back its files.
+struct Backend {
+    kind: Kind,
+    root: Location,
+    _dir: tempfile::TempDir,
+    /// Local and `file://`: the root directory.
+    dir: std::path::PathBuf,
+    /// Object stores: the test's own client and the root's key prefix.
+    store: Option<(Arc<dyn ObjectStore>, String)>,
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// The S3 server's endpoint on 127.0.0.1; None (with a visible "skipped"
+/// line) outside CI when there is none; a failure under CI.
+fn s3_endpoint(test: &str) -> Option<String> {
+    match std::env::var("TIMEF_TEST_S3_ENDPOINT") {
+        Ok(e) if !e.is_empty() => {
+            assert!(e.starts_with("http://127.0.0.1:"), "tests only talk to 127.0.0.1, not {e}");
+            Some(e)
+        }
+        _ => {
+            assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
+            skipped(&format!("{test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)"));
+            None
+        }
+    }
+}
+
+fn s3_options(endpoint: &str) -> StorageOptions {
+    [
+        ("aws_endpoint", endpoint),
+        ("aws_allow_http", "true"),
+        ("aws_access_key_id", "testing"),
+        ("aws_secret_access_key", "testing"),
+        ("aws_region", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// A fresh bucket on the S3 server (a plain HTTP PUT: the server checks no signature).
+fn s3_bucket(endpoint: &str) -> String {
+    let name = format!("timef-gc-{}", uuid::Uuid::new_v4().simple());
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the S3 server");
+    write!(s, "PUT /{name} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {name}: {reply}");
+    name
+}
+
+impl Backend {
+    /// A new empty root on `kind`; None for S3 without a server (skipped visibly).
+    fn new(kind: Kind, test: &str) -> Option<Backend> {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("root");
+        let (root, store) = match kind {
+            Kind::Local => (Location::local(&dir), None),
+            Kind::File => {
+                std::fs::create_dir_all(&dir).unwrap();
+                (Location::parse(&format!("file://{}", dir.display()), &StorageOptions::new()).unwrap(), None)
+            }
+            Kind::Memory => {
+                let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+                let root = Location::from_object_store(Arc::clone(&store), "memory://gc", "root").unwrap();
+                (root, Some((store, "root".to_string())))
+            }
+            Kind::S3 => {
+                let ep = s3_endpoint(test)?;
+                let bucket = s3_bucket(&ep);
+                let opts = s3_options(&ep);
+                let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(&bucket);
+                for (k, v) in &opts {
+                    b = b.with_config(k.parse().unwrap(), v);
+                }
+                let store: Arc<dyn ObjectStore> = Arc::new(b.build().unwrap());
+                let root = Location::parse(&format!("s3://{bucket}/root"), &opts).unwrap();
+                (root, Some((store, "root".to_string())))
+            }
+        };
+        Some(Backend { kind, root, _dir: tmp, dir, store })
+    }
+
+    fn object_store(&self) -> bool {
+        self.kind != Kind::Local
+    }
+
+    /// Puts `bytes` at `rel` under the root (a file, or an object).
+    fn put(&self, rel: &str, bytes: &[u8]) {
+        match &self.store {
+            Some((store, prefix)) => {
+                rt().block_on(store.put(&ObjPath::from(format!("{prefix}/{rel}")), bytes.to_vec().into())).unwrap();
+            }
+            None => {
+                let path = self.dir.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, bytes).unwrap();
+            }
+        }
+    }
+
+    /// Every file or object under the root, relative, with its bytes.
+    fn files(&self) -> BTreeMap<String, Vec<u8>> {
+        match &self.store {
+            Some((store, prefix)) => {
+                let rt = rt();
+                let prefix = ObjPath::from(prefix.as_str());
+                let metas: Vec<_> = rt.block_on(store.list(Some(&prefix)).collect::<Vec<_>>());
+                metas
+                    .into_iter()
+                    .map(|m| {
+                        let m = m.unwrap();
+                        let rel: Vec<String> =
+                            m.location.prefix_match(&prefix).unwrap().map(|p| p.as_ref().to_string()).collect();
+                        let bytes = rt.block_on(async { store.get(&m.location).await?.bytes().await }).unwrap();
+                        (rel.join("/"), bytes.to_vec())
+                    })
+                    .collect()
+            }
+            None if !self.dir.exists() => BTreeMap::new(),
+            None => walkdir::WalkDir::new(&self.dir)
+                .into_iter()
+                .map(|e| e.unwrap())
+                .filter(|e| !e.file_type().is_dir())
+                .map(|e| {
+                    let rel = e.path().strip_prefix(&self.dir).unwrap().to_string_lossy().into_owned();
+                    (rel, std::fs::read(e.path()).unwrap())
+                })
+                .collect(),
+        }
+    }
+
+    /// How the library names `rel` (a path, or a URL).
+    fn shown(&self, rel: &str) -> String {
+        self.root.join(rel).to_string()
+    }
+}
+
+// ---------------------------------------------------------------- the tree
+
+/// What a tree holds, relative to the root.
+struct Planted {
+    /// Every file of a committed version (with a stray claim's version).
+    committed: Vec<String>,
+    /// What a user put: beside, above and inside dataset folders.
+    foreign: Vec<String>,
+    /// Per dataset, each dead writer's leftover (what `gc` names) and its files.
+    dead: BTreeMap<String, Vec<(String, Vec<String>)>>,
+}
+
+/// Under the backend's root: committed versions `ecg/v1`, `ecg/v2` (with a
+/// stray claim beside its manifest on object stores) and `eeg/v1`; a user's
+/// files; and per dataset `ecg` and `eeg` a dead writer's leftovers: local, a
+/// staging directory and a `.new-*` one; object stores, a killed writer's
+/// claim and objects (`v3`) and a killed distributed write's claim and marked
+/// parts' prefix with a part file (`v4`).
+fn plant(b: &Backend) -> Planted {
+    for (name, version) in [("ecg", "v1"), ("ecg", "v2"), ("eeg", "v1")] {
+        TimeFWriter::at(b.root.clone(), small_options())
+            .write(ecg_dataset(name, version, 3))
+            .unwrap()
+            .commit()
+            .unwrap();
+    }
+    let foreign = [
+        "notes.txt",
+        "raw/ucr/notes.txt",
+        "raw/ucr/v1/data.csv",
+        "ecg/README.md",
+        "ecg/notes/todo.txt",
+        "ecg/.cache/x.bin",
+        "ecg/v1/my-notes.txt",
+        ".tmp-v1-0123456789abcdef0123456789abcdef/keep.txt",
+        // on an object store no marker, locally not 32 characters: no writer's
+        if b.object_store() {
+            "eeg/.tmp-v9-0123456789abcdef0123456789abcdef/keep.txt"
+        } else {
+            "eeg/.tmp-v9-0123/k.txt"
+        },
+    ];
+    for f in foreign {
+        b.put(f, b"a user's bytes");
+    }
+    let mut dead: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+    let before: BTreeSet<String> = b.files().into_keys().collect();
+    if b.object_store() {
+        b.put(&format!("ecg/v2/{CLAIM}"), b"{}");
+    }
+    for ds in ["ecg", "eeg"] {
+        let mut left = Vec::new();
+        if b.object_store() {
+            // a writer killed after its shards: claim and objects, no manifest
+            let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset(ds, "v3", 2)).unwrap();
+            std::mem::forget(staged);
+            // a distributed write whose coordinator died after a part uploaded
+            let staging = Staging::create_for_parts(&b.root.join(&format!("{ds}/v4"))).unwrap();
+            let StagingRef::Object { url } = staging.part_ref() else { panic!("not an object store") };
+            let parts = url.rsplit('/').next().unwrap().to_string();
+            b.put(&format!("{ds}/{parts}/time_series/shard-00000.parquet"), b"a part");
+            std::mem::forget(staging);
+            let now: BTreeSet<String> = b.files().into_keys().collect();
+            let under = |p: &str| now.iter().filter(|f| f.starts_with(&format!("{ds}/{p}/"))).cloned().collect();
+            if ds == "ecg" {
+                // the stray claim beside ecg/v2's manifest goes, alone
+                left.push((format!("ecg/v2/{CLAIM}"), vec![format!("ecg/v2/{CLAIM}")]));
+            }
+            let v3: Vec<String> = under("v3");
+            assert!(v3.len() > 2 && v3.contains(&format!("{ds}/v3/{CLAIM}")), "{v3:?}");
+            left.push((format!("{ds}/v3/{CLAIM}"), v3));
+            left.push((format!("{ds}/v4/{CLAIM}"), vec![format!("{ds}/v4/{CLAIM}")]));
+            let p: Vec<String> = under(&parts);
+            assert_eq!(
+                p,
+                [format!("{ds}/{parts}/{PARTS_MARKER}"), format!("{ds}/{parts}/time_series/shard-00000.parquet")]
+            );
+            left.push((format!("{ds}/{parts}"), p));
+        } else {
+            for staging in [format!(".new-v4-{}", "B2".repeat(16)), format!(".tmp-v3-{}", "a1".repeat(16))] {
+                let files = [format!("{ds}/{staging}/time_series/shard-00000.parquet"), format!("{ds}/{staging}/x")];
+                for f in &files {
+                    b.put(f, b"partial");
+                }
+                left.push((format!("{ds}/{staging}"), files.to_vec()));
+            }
+        }
+        dead.insert(ds.to_string(), left);
+    }
+    let all: BTreeSet<String> = b.files().into_keys().collect();
+    let committed = before.iter().filter(|f| !foreign.contains(&f.as_str())).cloned().collect();
+    let planted = Planted { committed, foreign: foreign.iter().map(|f| f.to_string()).collect(), dead };
+    let dead_files: BTreeSet<String> = planted.dead.values().flatten().flat_map(|(_, f)| f.clone()).collect();
+    assert_eq!(all, before.union(&dead_files).cloned().collect(), "every file planted is accounted for");
+    planted
+}
+
+/// `gc` of `place` (`""` the root, else a dataset) removes exactly the dead
+/// leftovers of `datasets`, and its dry run reported exactly that first.
+fn assert_gc_removes_exactly(b: &Backend, planted: &Planted, place: &str, datasets: &[&str]) {
+    let at = if place.is_empty() { b.root.clone() } else { b.root.join(place) };
+    let before = b.files();
+    let dry = gc_dry_run(&at, 0).unwrap();
+    assert_eq!(b.files(), before, "{:?}: a dry run removes nothing", b.kind);
+    let report = gc(&at, 0).unwrap();
+    assert_eq!(report, dry, "{:?} {place:?}: the dry run reports exactly what the real run removes", b.kind);
+    let dead: Vec<&(String, Vec<String>)> = datasets.iter().flat_map(|d| &planted.dead[*d]).collect();
+    let units: Vec<String> = dead.iter().map(|(unit, _)| b.shown(unit)).collect();
+    assert_eq!(report.removed_claims, units, "{:?} {place:?}", b.kind);
+    let removed: BTreeSet<String> = report.removed_files.iter().cloned().collect();
+    let want: BTreeSet<String> = dead.iter().flat_map(|(_, f)| f.iter().map(|f| b.shown(f))).collect();
+    assert_eq!(removed, want, "{:?} {place:?}", b.kind);
+    let per: BTreeMap<String, u64> = datasets.iter().map(|d| (d.to_string(), planted.dead[*d].len() as u64)).collect();
+    assert_eq!(report.per_dataset, per);
+    assert_eq!((report.kept_claims.len(), report.failed.len()), (0, 0), "{report:?}");
+    // what is left: everything but those files, byte for byte
+    let mut left = before.clone();
+    for (_, files) in &dead {
+        for f in files {
+            assert!(left.remove(f).is_some(), "{f}");
+        }
+    }
+    let after = b.files();
+    assert_eq!(after.keys().collect::<Vec<_>>(), left.keys().collect::<Vec<_>>(), "{:?} {place:?}", b.kind);
+    assert!(after == left, "{:?} {place:?}: a kept file's bytes changed", b.kind);
+    for f in planted.committed.iter().chain(&planted.foreign) {
+        assert!(after.contains_key(f), "{:?} {place:?}: {f} was removed", b.kind);
+    }
+}
+
+/// On `kind`: `gc` of a dataset removes its dead writers' leftovers and
+/// nothing else; `gc` of the root then removes the other dataset's; every
+/// committed version verifies and is byte-identical; a user's files stay.
+fn gc_of_a_dataset_then_its_root(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("gc_of_a_dataset_then_its_root {kind:?}")) else { return };
+    let planted = plant(&b);
+    assert_gc_removes_exactly(&b, &planted, "ecg", &["ecg"]);
+    assert_gc_removes_exactly(&b, &planted, "", &["eeg"]);
+    // nothing left to clear; a second run removes nothing
+    assert_eq!(gc(&b.root, 0).unwrap().removed_files, Vec::<String>::new());
+    for v in ["ecg/v1", "ecg/v2", "eeg/v1"] {
+        let report = timef::verify::verify_at(&b.root.join(v)).unwrap();
+        // a user's file inside a committed version is verify's finding, not gc's business
+        let fails: Vec<String> =
+            report.render().lines().filter(|l| l.starts_with("FAIL [")).map(str::to_string).collect();
+        let want: &[&str] = if v == "ecg/v1" {
+            &["FAIL [listing] my-notes.txt file: on disk but not listed in manifest.json"]
+        } else {
+            &[]
+        };
+        assert_eq!(fails, want, "{kind:?} {v}");
+    }
+    // every dead writer's version can be written now
+    if b.object_store() {
+        for v in ["v3", "v4"] {
+            TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", v, 2)).unwrap().commit().unwrap();
+        }
+    }
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_local() {
+    gc_of_a_dataset_then_its_root(Kind::Local);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_file_url() {
+    gc_of_a_dataset_then_its_root(Kind::File);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_memory() {
+    gc_of_a_dataset_then_its_root(Kind::Memory);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_s3() {
+    gc_of_a_dataset_then_its_root(Kind::S3);
+}
+
+/// The root first this time: both datasets' leftovers go in one run.
+#[test]
+fn gc_of_a_root_on_every_backend() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, "gc_of_a_root_on_every_backend") else { continue };
+        let planted = plant(&b);
+        assert_gc_removes_exactly(&b, &planted, "", &["ecg", "eeg"]);
+    }
+}
+
+/// A version given as the place is refused, by `gc`, its dry run and `ls`,
+/// with the same error on every backend; the CLI exits 2.
+#[test]
+fn a_version_given_as_the_place_is_refused() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory] {
+        let b = Backend::new(kind, "a_version_given_as_the_place_is_refused").unwrap();
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let v = b.root.join("ecg/v1");
+        let want = format!(
+            "invalid root of {v}: is a version (it holds manifest.json or a claim); gc and ls take a root of \
+             datasets, or a dataset"
+        );
+        assert_eq!(gc(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        assert_eq!(gc_dry_run(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        assert_eq!(survey(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        if kind != Kind::Memory {
+            let v = v.to_string();
+            for args in [vec!["gc", &v, "--older-than-s", "0"], vec!["ls", &v]] {
+                let (code, out, err) = cli(&args);
+                assert_eq!((code, out.as_str(), err.as_str()), (2, "", format!("timef: error: {want}\n").as_str()));
+            }
+        }
+        assert!(b.files().keys().any(|f| f == "ecg/v1/manifest.json"));
+    }
+}
+
+/// A live writer's staging (local: it holds the `flock`) or claim (object
+/// store: written within the age given) survives `gc` of its root and of its
+/// dataset, and the writer then commits a version that verifies.
+#[test]
+fn a_live_writer_survives_gc_of_its_root_and_its_dataset() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, "a_live_writer_survives") else { continue };
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 3)).unwrap();
+        let before = b.files();
+        // local: at any age; object store: younger than an hour
+        let age_s = if kind == Kind::Local { 0 } else { 3600 };
+        for place in [b.root.clone(), b.root.join("ecg")] {
+            let report = gc(&place, age_s).unwrap();
+            assert_eq!((report.removed_claims.len(), report.removed_files.len()), (0, 0), "{kind:?}: {report:?}");
+            let live = if kind == Kind::Local {
+                staged.staging_dir().display().to_string()
+            } else {
+                b.shown(&format!("ecg/v2/{CLAIM}"))
+            };
+            assert_eq!(report.kept_claims, [live], "{kind:?}");
+            assert_eq!(b.files(), before, "{kind:?}");
+        }
+        staged.commit().unwrap();
+        assert!(timef::verify::verify_at(&b.root.join("ecg/v2")).unwrap().is_ok(), "{kind:?}");
+    }
+}
+
+/// `file://`: a claim two hours old whose version had no object written
+/// since is dead; a claim two hours old whose writer keeps uploading is live;
+/// so is a young claim; `gc --older-than-s 3600` tells them apart.
+#[test]
+fn file_url_gc_tells_a_dead_claim_from_a_live_one_by_what_its_writer_wrote_last() {
+    let b = Backend::new(Kind::File, "file_url_gc_ages").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(7200);
+    let set_old = |rel: &str| {
+        std::fs::File::options().write(true).open(b.dir.join(rel)).unwrap().set_modified(old).unwrap();
+    };
+    let dead = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
+    std::mem::forget(dead);
+    let uploading = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap();
+    let young = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v3", 2)).unwrap();
+    let files = b.files();
+    for f in files.keys().filter(|f| f.starts_with("ecg/v1/") || *f == &format!("ecg/v2/{CLAIM}")) {
+        set_old(f);
+    }
+    let report = gc(&b.root, 3600).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
+    let v1: Vec<String> = files.keys().filter(|f| f.starts_with("ecg/v1/")).map(|f| b.shown(f)).collect();
+    assert_eq!(report.removed_files.iter().cloned().collect::<BTreeSet<_>>(), v1.into_iter().collect());
+    assert_eq!(report.kept_claims, [b.shown(&format!("ecg/v2/{CLAIM}")), b.shown(&format!("ecg/v3/{CLAIM}"))]);
+    uploading.commit().unwrap();
+    young.commit().unwrap();
+}
+
+/// The CLI's `gc --dry-run` prints exactly the lines a real run prints
+/// (with "would" wording), and `ls` of a root and of its dataset print that
+/// dataset alike, odd entries included.
+#[test]
+fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() {
+    for kind in [Kind::Local, Kind::File] {
+        let b = Backend::new(kind, "cli_dry_run").unwrap();
+        let planted = plant(&b);
+        let root = b.root.to_string();
+        let ds = b.root.join("ecg").to_string();
+        let (code, ls_root, err) = cli(&["ls", &root]);
+        assert_eq!(code, 0, "{err}");
+        let (code, ls_ds, err) = cli(&["ls", &ds]);
+        assert_eq!(code, 0, "{err}");
+        let ecg_block: String =
+            ls_root.split_inclusive('\n').skip_while(|l| *l != "ecg\n").take_while(|l| *l != "eeg\n").collect();
+        assert_eq!(ls_ds, ecg_block, "{kind:?}");
+        let stale = if kind == Kind::Local {
+            "  (2 stale staging director(ies) of dead writers: `timef gc` removes them)\n".to_string()
+        } else {
+            String::new() // younger than the hour `ls` waits on an object store
+        };
+        let odd = format!(
+            "  (odd: {} holds files but neither manifest.json nor a claim: not a version, and not marked as a \
+             writer's; kept (remove it by hand if nobody needs it))\n",
+            b.shown("ecg/notes")
+        );
+        let versions = if kind == Kind::Local { "  v1\n  v2\n" } else { "  v1\n  v2\n" };
+        assert_eq!(ls_ds, format!("ecg\n{versions}{stale}{odd}"), "{kind:?}");
+        let (code, dry, _) = cli(&["gc", &ds, "--older-than-s", "0", "--dry-run"]);
+        assert_eq!(code, 0);
+        let (code, real, _) = cli(&["gc", &ds, "--older-than-s", "0"]);
+        assert_eq!(code, 0);
+        let worded = dry
+            .replace("would remove ", "removed ")
+            .replace("would be cleared", "cleared")
+            .replace("would be removed", "removed");
+        assert_eq!(worded, real, "{kind:?}");
+        let units: Vec<String> = planted.dead["ecg"].iter().map(|(u, _)| format!("removed {}", b.shown(u))).collect();
+        let files: usize = planted.dead["ecg"].iter().map(|(_, f)| f.len()).sum();
+        assert_eq!(
+            real,
+            format!(
+                "{}\nkept (odd) {}: {}\n{} claim(s) cleared, {files} file(s) removed\n",
+                units.join("\n"),
+                b.shown("ecg/notes"),
+                "holds files but neither manifest.json nor a claim: not a version, and not marked as a writer's; \
+                 kept (remove it by hand if nobody needs it)",
+                units.len()
+            ),
+            "{kind:?}"
+        );
+    }
+}
+
+/// On an object store a `.tmp-<version>-<write id>` prefix without the
+/// parts' marker is not a writer's: `gc` keeps it and reports it; a
+/// coordinator puts the marker first, and removes it last.
+#[test]
+fn memory_a_parts_prefix_is_a_writers_only_with_its_marker() {
+    let b = Backend::new(Kind::Memory, "marker").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let staging = Staging::create_for_parts(&b.root.join("ecg/v2")).unwrap();
+    let id = staging.write_id();
+    let marker = format!("ecg/.tmp-v2-{id}/{PARTS_MARKER}");
+    let body: serde_json::Value = serde_json::from_slice(&b.files()[&marker]).unwrap();
+    assert_eq!((body["write_id"].as_str(), body["version"].as_str()), (Some(id.as_str()), Some("v2")));
+    drop(staging);
+    assert!(!b.files().keys().any(|f| f.starts_with("ecg/.tmp-")), "the abort removes the prefix");
+    let unmarked = "ecg/.tmp-v2-0123456789abcdef0123456789abcdef";
+    b.put(&format!("{unmarked}/time_series/shard-00000.parquet"), b"whose?");
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_files, Vec::<String>::new());
+    assert_eq!(report.odd.len(), 1);
+    assert_eq!(report.odd[0].0, b.shown(unmarked));
+    assert!(report.odd[0].1.starts_with("named like a parts' prefix but without its marker"), "{:?}", report.odd);
+}
+
+/// Objects under a dataset's child with neither manifest nor claim are not
+/// marked as a writer's (they may be a user's, or left by a writer that lost
+/// its claim): `gc` keeps them, reports them, and a writer of that version is
+/// refused until they are removed by hand.
+#[test]
+fn memory_objects_without_claim_or_manifest_are_kept_and_reported() {
+    let b = Backend::new(Kind::Memory, "unmarked").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"whose?");
+    let before = b.files();
+    let s = survey(&b.root, 0).unwrap();
+    assert_eq!(s.report.per_dataset, BTreeMap::new());
+    assert_eq!(s.report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2")]);
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!((report.removed_files.len(), report.odd.len()), (0, 1));
+    assert_eq!(b.files(), before);
+    match TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)) {
+        Err(timef::Error::NotAVersion { reason, .. }) => assert!(reason.contains("remove them by hand"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- property
+
+/// One entry of a random local tree.
+#[derive(Debug, Clone)]
+enum Plant {
+    /// A committed version (`manifest.json` and a shard).
+    Committed,
+    /// A writer's staging directory (`.tmp-*` or `.new-*`): live (its `flock`
+    /// held), and old (two hours) or young.
+    Staging { new: bool, live: bool, old: bool },
+    /// A user's file in the dataset, in a folder of it, in a hidden folder,
+    /// or in a folder named almost like a staging directory.
+    Foreign(u8),
+}
+
+fn plant_strategy() -> impl Strategy<Value = Plant> {
+    prop_oneof![
+        Just(Plant::Committed),
+        (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(new, live, old)| Plant::Staging { new, live, old }),
+        (0u8..4).prop_map(Plant::Foreign),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Over random local trees of datasets (committed versions, live and dead
+    /// writers' staging of any age, a user's files), `gc` of the root or of
+    /// one dataset removes exactly the dead writers' staging directories old
+    /// enough, in its scope, and every other byte stays.
+    #[test]
+    fn local_gc_removes_exactly_the_dead_writers_leftovers(
+        datasets in proptest::collection::vec(proptest::collection::vec(plant_strategy(), 0..6), 1..4),
+        of_dataset in any::<bool>(),
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("top.txt"), b"user").unwrap();
+        let old = SystemTime::now() - Duration::from_secs(7200);
+        let mut locks = Vec::new();
+        let mut dead: BTreeSet<std::path::PathBuf> = BTreeSet::new();
+        for (d, plants) in datasets.iter().enumerate() {
+            let ds = root.join(format!("d{d}"));
+            std::fs::create_dir_all(&ds).unwrap();
+            for (i, p) in plants.iter().enumerate() {
+                match p {
+                    Plant::Committed => {
+                        std::fs::create_dir_all(ds.join(format!("v{i}/time_series"))).unwrap();
+                        std::fs::write(ds.join(format!("v{i}/manifest.json")), format!("{{\"v\": {i}}}")).unwrap();
+                        std::fs::write(ds.join(format!("v{i}/time_series/shard-00000.parquet")), [i as u8; 9]).unwrap();
+                    }
+                    Plant::Staging { new, live, old: is_old } => {
+                        let name = format!(".{}-v{i}-{:0>32}", if *new { "new" } else { "tmp" }, i);
+                        let dir = ds.join(&name);
+                        std::fs::create_dir_all(dir.join("time_series")).unwrap();
+                        std::fs::write(dir.join("time_series/shard-00000.parquet"), b"partial").unwrap();
+                        if *is_old {
+                            std::fs::File::open(&dir).unwrap().set_modified(old).unwrap();
+                        }
+                        if *live {
+                            let f = std::fs::File::open(&dir).unwrap();
+                            rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).unwrap();
+                            locks.push(f);
+                        } else if *is_old {
+                            dead.insert(dir);
+                        }
+                    }
+                    Plant::Foreign(k) => {
+                        let rel = match k {
+                            0 => format!("notes-{i}.txt"),
+                            1 => format!("folder-{i}/notes.txt"),
+                            2 => format!(".cache-{i}/notes.txt"),
+                            _ => format!(".tmp-v{i}-short/notes.txt"),
+                        };
+                        std::fs::create_dir_all(ds.join(&rel).parent().unwrap()).unwrap();
+                        std::fs::write(ds.join(rel), b"user").unwrap();
+                    }
+                }
+            }
+        }
+        let place = if of_dataset { root.join("d0") } else { root.clone() };
+        let in_scope: BTreeSet<std::path::PathBuf> = dead.iter().filter(|d| d.starts_with(&place)).cloned().collect();
+        // the first dataset with nothing that marks it is no dataset: gc of it finds nothing
+        let before = file_bytes(&root);
+        let report = gc(&Location::local(&place), 3600).unwrap();
+        let removed: BTreeSet<std::path::PathBuf> = report.removed_claims.iter().map(std::path::PathBuf::from).collect();
+        prop_assert_eq!(&removed, &in_scope);
+        let mut want = before.clone();
+        want.retain(|f, _| !in_scope.iter().any(|d| root.join(f).starts_with(d)));
+        prop_assert_eq!(file_bytes(&root), want);
+        drop(locks);
+    }
+}
+
+/// An in-memory store whose listed objects carry the modification times the
+/// test sets (by key prefix), so ages can be random.
+#[derive(Debug, Default)]
+struct Aged {
+    inner: object_store::memory::InMemory,
+    /// Key prefix -> modification time of every object under it.
+    ages: std::sync::Mutex<BTreeMap<String, chrono::DateTime<chrono::Utc>>>,
+}
+
+impl std::fmt::Display for Aged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Aged")
+    }
+}
+
+impl Aged {
+    fn set(&self, prefix: &str, age_s: u64) {
+        let t = chrono::Utc::now() - chrono::Duration::seconds(age_s as i64);
+        self.ages.lock().unwrap().insert(prefix.to_string(), t);
+    }
+}
+
+/// `m` with the time of the longest prefix of `ages` its key starts with.
+fn aged(
+    ages: &BTreeMap<String, chrono::DateTime<chrono::Utc>>,
+    mut m: object_store::ObjectMeta,
+) -> object_store::ObjectMeta {
+    let key = m.location.to_string();
+    if let Some((_, t)) = ages.iter().filter(|(p, _)| key.starts_with(p.as_str())).max_by_key(|(p, _)| p.len()) {
+        m.last_modified = *t;
+    }
+    m
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Aged {
+    async fn put_opts(
+        &self,
+        l: &ObjPath,
+        p: object_store::PutPayload,
+        o: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(l, p, o).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        l: &ObjPath,
+        o: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(l, o).await
+    }
+    async fn get_opts(
+        &self,
+        l: &ObjPath,
+        o: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(l, o).await
+    }
+    fn delete_stream(
+        &self,
+        l: futures::stream::BoxStream<'static, object_store::Result<ObjPath>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjPath>> {
+        self.inner.delete_stream(l)
+    }
+    fn list(
+        &self,
+        p: Option<&ObjPath>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        let ages = self.ages.lock().unwrap().clone();
+        self.inner.list(p).map(move |m| m.map(|m| aged(&ages, m))).boxed()
+    }
+    async fn list_with_delimiter(&self, p: Option<&ObjPath>) -> object_store::Result<object_store::ListResult> {
+        let mut r = self.inner.list_with_delimiter(p).await?;
+        let ages = self.ages.lock().unwrap().clone();
+        r.objects = r.objects.into_iter().map(|m| aged(&ages, m)).collect();
+        Ok(r)
+    }
+    async fn copy_opts(&self, f: &ObjPath, t: &ObjPath, o: object_store::CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(f, t, o).await
+    }
+}
+
+/// One version-level entry of a random object-store dataset.
+#[derive(Debug, Clone)]
+enum ObjPlant {
+    /// A committed version (manifest and a shard), with a stray claim of some age or none.
+    Committed { stray_claim: Option<bool> },
+    /// A writer's claim and objects: claim old or young, newest object old or young.
+    Claimed { claim_old: bool, objects_old: bool },
+    /// A distributed write: its claim (old, young or gone) and its marked
+    /// parts' prefix (newest object old or young).
+    Distributed { claim: Option<bool>, parts_old: bool },
+    /// A `.tmp-*` prefix without the marker, or a user's folder, or a user's file.
+    Foreign(u8),
+}
+
+fn obj_plant_strategy() -> impl Strategy<Value = ObjPlant> {
+    prop_oneof![
+        proptest::option::of(any::<bool>()).prop_map(|stray_claim| ObjPlant::Committed { stray_claim }),
+        (any::<bool>(), any::<bool>())
+            .prop_map(|(claim_old, objects_old)| ObjPlant::Claimed { claim_old, objects_old }),
+        (proptest::option::of(any::<bool>()), any::<bool>())
+            .prop_map(|(claim, parts_old)| ObjPlant::Distributed { claim, parts_old }),
+        (0u8..3).prop_map(ObjPlant::Foreign),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Over random object-store trees (committed versions with or without a
+    /// stray claim, writers' claims and objects, distributed writes' claims
+    /// and marked parts' prefixes, unmarked and foreign objects, each old or
+    /// young), `gc --older-than-s 3600` of the root or of one dataset removes
+    /// exactly: dead claims (claim and what its writer wrote, all an hour
+    /// old), with their version's objects when it has no manifest; marked
+    /// parts' prefixes an hour old that no live claim holds. Its dry run and
+    /// `ls`'s count say the same.
+    #[test]
+    fn object_store_gc_removes_exactly_the_dead_writers_leftovers(
+        datasets in proptest::collection::vec(proptest::collection::vec(obj_plant_strategy(), 0..5), 1..3),
+        of_dataset in any::<bool>(),
+    ) {
+        let store = Arc::new(Aged::default());
+        let root = Location::from_object_store(store.clone(), "memory://aged", "root").unwrap();
+        let rt = rt();
+        let put = |key: &str, body: Vec<u8>| {
+            rt.block_on(store.put(&ObjPath::from(format!("root/{key}")), body.into())).unwrap();
+        };
+        let claim = |id: &str| serde_json::to_vec(&serde_json::json!({
+            "writer_id": id, "created_at_unix_s": 0, "created_by": "test"
+        })).unwrap();
+        let age = |key: &str, old: bool| store.set(&format!("root/{key}"), if old { 7200 } else { 0 });
+        put("top.txt", b"user".to_vec());
+        // every object key that must go
+        let mut dead: BTreeSet<String> = BTreeSet::new();
+        for (d, plants) in datasets.iter().enumerate() {
+            for (i, p) in plants.iter().enumerate() {
+                let v = format!("d{d}/v{i}");
+                let id = format!("{:0>32x}", d * 100 + i);
+                match p {
+                    ObjPlant::Committed { stray_claim } => {
+                        put(&format!("{v}/manifest.json"), b"{}".to_vec());
+                        put(&format!("{v}/time_series/shard-00000.parquet"), vec![i as u8; 5]);
+                        age(&v, true);
+                        if let Some(old) = stray_claim {
+                            put(&format!("{v}/{CLAIM}"), claim(&id));
+                            age(&format!("{v}/{CLAIM}"), *old);
+                            if *old {
+                                dead.insert(format!("{v}/{CLAIM}"));
+                            }
+                        }
+                    }
+                    ObjPlant::Claimed { claim_old, objects_old } => {
+                        put(&format!("{v}/{CLAIM}"), claim(&id));
+                        put(&format!("{v}/time_series/shard-00000.parquet"), b"partial".to_vec());
+                        age(&format!("{v}/time_series"), *objects_old);
+                        age(&format!("{v}/{CLAIM}"), *claim_old);
+                        if *claim_old && *objects_old {
+                            dead.insert(format!("{v}/{CLAIM}"));
+                            dead.insert(format!("{v}/time_series/shard-00000.parquet"));
+                        }
+                    }
+                    ObjPlant::Distributed { claim: claimed, parts_old } => {
+                        let parts = format!("d{d}/.tmp-v{i}-{id}");
+                        put(&format!("{parts}/{PARTS_MARKER}"), b"{}".to_vec());
+                        put(&format!("{parts}/time_series/shard-00000.parquet"), b"part".to_vec());
+                        age(&parts, *parts_old);
+                        let live_claim = match claimed {
+                            Some(old) => {
+                                put(&format!("{v}/{CLAIM}"), claim(&id));
+                                age(&format!("{v}/{CLAIM}"), *old);
+                                // live while the claim or its parts are young
+                                let live = !*old || !*parts_old;
+                                if !live {
+                                    dead.insert(format!("{v}/{CLAIM}"));
+                                }
+                                live
+                            }
+                            None => false,
+                        };
+                        if !live_claim && *parts_old {
+                            dead.insert(format!("{parts}/{PARTS_MARKER}"));
+                            dead.insert(format!("{parts}/time_series/shard-00000.parquet"));
+                        }
+                    }
+                    ObjPlant::Foreign(k) => {
+                        let key = match k {
+                            0 => format!("d{d}/.tmp-v{i}-{id}/shard-00000.parquet"),
+                            1 => format!("d{d}/folder-{i}/notes.txt"),
+                            _ => format!("d{d}/notes-{i}.txt"),
+                        };
+                        put(&key, b"user".to_vec());
+                        age(&key, true);
+                    }
+                }
+            }
+        }
+        let all: BTreeSet<String> = Backend::keys(&*store);
+        let place = if of_dataset { "d0/".to_string() } else { String::new() };
+        let in_scope: BTreeSet<String> = dead.iter().filter(|k| k.starts_with(&place)).cloned().collect();
+        let at = if of_dataset { root.join("d0") } else { root.clone() };
+        let dry = gc_dry_run(&at, 3600).unwrap();
+        let stale = timef::storage::stale_per_dataset(&at, 3600).unwrap();
+        prop_assert_eq!(&stale, &dry.per_dataset);
+        let report = gc(&at, 3600).unwrap();
+        prop_assert_eq!(&report, &dry);
+        let removed: BTreeSet<String> =
+            report.removed_files.iter().map(|u| u.strip_prefix("memory://aged/root/").unwrap().to_string()).collect();
+        prop_assert_eq!(&removed, &in_scope);
+        let left: BTreeSet<String> = all.difference(&in_scope).cloned().collect();
+        prop_assert_eq!(Backend::keys(&*store), left);
+    }
+}
+
+impl Backend {
+    /// Every key under `root/` of `store`, relative to it.
+    fn keys(store: &dyn ObjectStore) -> BTreeSet<String> {
+        let prefix = ObjPath::from("root");
+        let metas: Vec<_> = rt().block_on(store.list(Some(&prefix)).collect::<Vec<_>>());
+        metas.into_iter().map(|m| m.unwrap().location.as_ref().strip_prefix("root/").unwrap().to_string()).collect()
+    }
+}
