@@ -390,18 +390,41 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
 
 // ---------------------------------------------------------------- rules
 
-fn age_s(now: SystemTime, t: SystemTime) -> u64 {
-    now.duration_since(t).map_or(0, |d| d.as_secs())
+/// One run: the age a leftover must reach, the time now, what it does.
+#[derive(Clone, Copy)]
+struct Run {
+    older_than_s: u64,
+    now: SystemTime,
+    mode: Mode,
+}
+
+impl Run {
+    /// True when `t` is at least `older_than_s` seconds ago.
+    fn old(&self, t: SystemTime) -> bool {
+        self.now.duration_since(t).map_or(0, |d| d.as_secs()) >= self.older_than_s
+    }
+
+    fn removes(&self) -> bool {
+        self.mode == Mode::Remove
+    }
+}
+
+/// Records a dead writer's leftover `unit` of the dataset `ds`, and its `files`, as removed.
+fn record(report: &mut GcReport, ds: &Dataset, unit: String, files: impl IntoIterator<Item = String>) {
+    report.removed_files.extend(files);
+    report.removed_claims.push(unit);
+    *report.per_dataset.entry(ds.name.clone()).or_default() += 1;
 }
 
 /// Lists, classifies and applies the rules; removes only in [`Mode::Remove`].
 fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> Result<Survey> {
+    let run = Run { older_than_s, now, mode };
     let mut survey = Survey::default();
     match &place.0 {
         Inner::Local(root, _) => {
             let tree = LocalTree(root.clone());
             for ds in classify(place, &tree, true)? {
-                local_rules(root, &tree, &ds, older_than_s, now, mode, &mut survey.report)?;
+                local_rules(run, root, &tree, &ds, &mut survey.report)?;
                 survey.datasets.push(found(place, &ds));
             }
         }
@@ -415,7 +438,7 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 &listed
             };
             for ds in classify(place, tree, false)? {
-                object_rules(o, tree, &ds, older_than_s, now, mode, &mut survey.report)?;
+                object_rules(run, o, tree, &ds, &mut survey.report)?;
                 survey.datasets.push(found(place, &ds));
             }
         }
@@ -444,15 +467,7 @@ fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcRepor
 /// its name still leads to the directory locked, and it is at least
 /// `older_than_s` old (its modification time). A directory that vanishes
 /// while examined (committed or aborted meanwhile) is skipped.
-fn local_rules(
-    root: &Path,
-    tree: &LocalTree,
-    ds: &Dataset,
-    older_than_s: u64,
-    now: SystemTime,
-    mode: Mode,
-    report: &mut GcReport,
-) -> Result<()> {
+fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset, report: &mut GcReport) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     report_odd(|rel| root.join(rel).display().to_string(), ds, report);
     for (child, role) in &ds.children {
@@ -478,12 +493,12 @@ fn local_rules(
         if !same {
             continue;
         }
-        if age_s(now, meta.modified().unwrap_or(now)) < older_than_s {
+        if !run.old(meta.modified().unwrap_or(run.now)) {
             report.kept_claims.push(shown);
             continue;
         }
         let files = tree.files_under(&rel)?;
-        if mode == Mode::Remove {
+        if run.removes() {
             match fs::remove_dir_all(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -494,9 +509,7 @@ fn local_rules(
                 }
             }
         }
-        report.removed_files.extend(files.into_iter().map(|(f, _)| root.join(f).display().to_string()));
-        report.removed_claims.push(shown);
-        *report.per_dataset.entry(ds.name.clone()).or_default() += 1;
+        record(report, ds, shown, files.into_iter().map(|(f, _)| root.join(f).display().to_string()));
     }
     Ok(())
 }
@@ -508,28 +521,18 @@ fn local_rules(
 /// has no manifest, every object under the version. A marked parts' prefix
 /// goes whole (its marker last) when no live claim holds its write id and
 /// its newest object is `older_than_s` old.
-fn object_rules(
-    place: &ObjectLocation,
-    tree: &dyn Tree,
-    ds: &Dataset,
-    older_than_s: u64,
-    now: SystemTime,
-    mode: Mode,
-    report: &mut GcReport,
-) -> Result<()> {
+fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset, report: &mut GcReport) -> Result<()> {
     let shown = |rel: &str| place.join(rel).to_string();
     report_odd(shown, ds, report);
     let newest =
         |rel: &str| -> Result<Option<SystemTime>> { Ok(tree.files_under(rel)?.into_iter().map(|(_, t)| t).max()) };
     let remove = |rels: Vec<String>, unit: String, report: &mut GcReport| -> Result<()> {
-        for rel in rels {
-            if mode == Mode::Remove {
-                place.join(&rel).delete()?;
+        if run.removes() {
+            for rel in &rels {
+                place.join(rel).delete()?;
             }
-            report.removed_files.push(shown(&rel));
         }
-        report.removed_claims.push(unit);
-        *report.per_dataset.entry(ds.name.clone()).or_default() += 1;
+        record(report, ds, unit, rels.iter().map(|rel| shown(rel)));
         Ok(())
     };
     // (version, write id) of every live claim: its parts' prefix stays
@@ -541,12 +544,12 @@ fn object_rules(
         let writer = object::claim_writer(&place.join(&claim))?;
         // listed only once the claim itself is old enough
         let mut under = None;
-        let alive = age_s(now, *created) < older_than_s || {
+        let alive = !run.old(*created) || {
             let files = under.insert(tree.files_under(&version)?);
             let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
             let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
             let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
-            age_s(now, last) < older_than_s
+            !run.old(last)
         };
         if alive {
             report.kept_claims.push(shown(&claim));
@@ -564,7 +567,7 @@ fn object_rules(
         let prefix = join(&ds.rel, child);
         let mut files = tree.files_under(&prefix)?;
         let last = files.iter().map(|(_, t)| *t).max();
-        if live.contains(&(version.clone(), write_id.clone())) || last.is_some_and(|t| age_s(now, t) < older_than_s) {
+        if live.contains(&(version.clone(), write_id.clone())) || last.is_some_and(|t| !run.old(t)) {
             report.kept_claims.push(shown(&prefix));
             continue;
         }
