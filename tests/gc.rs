@@ -48,22 +48,6 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-/// The S3 server's endpoint on 127.0.0.1; None (with a visible "skipped"
-/// line) outside CI when there is none; a failure under CI.
-fn s3_endpoint(test: &str) -> Option<String> {
-    match std::env::var("TIMEF_TEST_S3_ENDPOINT") {
-        Ok(e) if !e.is_empty() => {
-            assert!(e.starts_with("http://127.0.0.1:"), "tests only talk to 127.0.0.1, not {e}");
-            Some(e)
-        }
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
-            skipped(&format!("{test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)"));
-            None
-        }
-    }
-}
-
 fn s3_options(endpoint: &str) -> StorageOptions {
     [
         ("aws_endpoint", endpoint),
