@@ -208,7 +208,8 @@ fn plant(b: &Backend) -> Planted {
     let mut dead: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
     let before: BTreeSet<String> = b.files().into_keys().collect();
     if b.object_store() {
-        b.put(&format!("ecg/v2/{CLAIM}"), b"{}");
+        let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+        b.put(&format!("ecg/v2/{CLAIM}"), claim);
     }
     for ds in ["ecg", "eeg"] {
         let mut left = Vec::new();
@@ -454,7 +455,7 @@ fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() 
             String::new() // younger than the hour `ls` waits on an object store
         };
         let odd = format!(
-            "  (odd: {} holds files but neither manifest.json nor a claim: not a version, and not marked as a \
+            "  (odd: {} holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a \
              writer's; kept (remove it by hand if nobody needs it))\n",
             b.shown("ecg/notes")
         );
@@ -477,7 +478,7 @@ fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() 
                 "{}\nkept (odd) {}: {}\n{} claim(s) cleared, {files} file(s) removed\n",
                 units.join("\n"),
                 b.shown("ecg/notes"),
-                "holds files but neither manifest.json nor a claim: not a version, and not marked as a writer's; \
+                "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; \
                  kept (remove it by hand if nobody needs it)",
                 units.len()
             ),
@@ -529,4 +530,110 @@ fn memory_objects_without_claim_or_manifest_are_kept_and_reported() {
         Err(timef::Error::NotAVersion { reason, .. }) => assert!(reason.contains("remove them by hand"), "{reason}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// A user's files named like timef's markers are a writer's only by their
+/// content: `_timef_claim.json` holding no writer id, `_timef_parts.json`
+/// holding another write id, `manifest.json` that is not a TimeF manifest
+/// are kept with everything beside and below them, and reported odd.
+fn marker_named_user_files_are_kept(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("marker_named_user_files_are_kept {kind:?}")) else { return };
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let parts = "ecg/.tmp-v9-0123456789abcdef0123456789abcdef";
+    for (f, bytes) in [
+        (format!("ecg/v8/{CLAIM}"), &b"my claim to fame"[..]),
+        ("ecg/v8/data.csv".to_string(), b"1,2"),
+        (format!("ecg/v7/{CLAIM}"), br#"{"writer_id":"bob"}"#),
+        ("ecg/v7/sub/data.csv".to_string(), b"3,4"),
+        ("ecg/v6/manifest.json".to_string(), br#"{"name":"my web app"}"#),
+        (format!("{parts}/{PARTS_MARKER}"), br#"{"write_id":"ffffffffffffffffffffffffffffffff"}"#),
+        (format!("{parts}/x.bin"), b"mine"),
+    ] {
+        // locally that name is a writer's staging directory's (its flock tells)
+        if b.object_store() || !f.starts_with(parts) {
+            b.put(&f, bytes);
+        }
+    }
+    let before = b.files();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!((report.removed_files.len(), report.removed_claims.len()), (0, 0), "{report:?}");
+    assert_eq!(b.files(), before);
+    let mut odd: Vec<String> = report.odd.iter().map(|(p, _)| p.clone()).collect();
+    odd.sort();
+    let mut want: Vec<String> = if b.object_store() {
+        vec![b.shown(parts), b.shown("ecg/v6"), b.shown("ecg/v7"), b.shown(&format!("ecg/v7/{CLAIM}"))]
+    } else {
+        vec![b.shown("ecg/v6"), b.shown("ecg/v7"), b.shown(&format!("ecg/v7/{CLAIM}"))]
+    };
+    want.extend([b.shown("ecg/v8"), b.shown(&format!("ecg/v8/{CLAIM}"))]);
+    want.sort();
+    assert_eq!(odd, want, "{kind:?}");
+    let s = survey(&b.root, 0).unwrap();
+    let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+    assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])]);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_local() {
+    marker_named_user_files_are_kept(Kind::Local);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_file_url() {
+    marker_named_user_files_are_kept(Kind::File);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_memory() {
+    marker_named_user_files_are_kept(Kind::Memory);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_s3() {
+    marker_named_user_files_are_kept(Kind::S3);
+}
+
+/// A user's `manifest.json` in a folder of a root (not a TimeF manifest)
+/// does not make the root a dataset: `ls` shows the datasets, `gc` clears
+/// their dead writers' leftovers, and the user's folder stays.
+#[test]
+fn a_users_manifest_json_in_a_root_does_not_hide_its_datasets() {
+    for kind in [Kind::Local, Kind::Memory] {
+        let b = Backend::new(kind, "users manifest").unwrap();
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        b.put("docs/manifest.json", br#"{"name":"my web app"}"#);
+        let dead = if b.object_store() {
+            std::mem::forget(
+                TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap(),
+            );
+            format!("ecg/v2/{CLAIM}")
+        } else {
+            let staging = format!("ecg/.tmp-v2-{}", "a1".repeat(16));
+            b.put(&format!("{staging}/x"), b"partial");
+            staging
+        };
+        let s = survey(&b.root, 0).unwrap();
+        let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+        assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])], "{kind:?}");
+        let report = gc(&b.root, 0).unwrap();
+        assert_eq!(report.removed_claims, [b.shown(&dead)], "{kind:?}");
+        assert!(b.files().contains_key("docs/manifest.json"));
+    }
+}
+
+/// A dataset whose only write died (its staging alone) with a user's folder
+/// holding a folder named like staging: `gc` of the dataset clears the dead
+/// writer's staging and keeps the user's folder (staging is found at a
+/// dataset's level only), and reports the folder odd.
+#[test]
+fn local_a_dataset_marked_by_its_own_staging_keeps_a_users_staging_named_folder() {
+    let b = Backend::new(Kind::Local, "staging level").unwrap();
+    let dead = format!("D/.tmp-v1-{}", "a1".repeat(16));
+    let users = format!("D/extra/.tmp-v1-{}/notes.txt", "Ab".repeat(16));
+    b.put(&format!("{dead}/time_series/shard-00000.parquet"), b"partial");
+    b.put(&users, b"mine");
+    let report = gc(&b.root.join("D"), 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&dead)]);
+    assert_eq!(b.files().into_keys().collect::<Vec<_>>(), [users]);
+    assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("D/extra")]);
 }

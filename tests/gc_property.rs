@@ -32,7 +32,9 @@ enum Plant {
     /// held), and old (two hours) or young.
     Staging { new: bool, live: bool, old: bool },
     /// A user's file in the dataset, in a folder of it, in a hidden folder,
-    /// or in a folder named almost like a staging directory.
+    /// in a folder named almost like a staging directory, in a folder named
+    /// exactly like one inside a folder of the dataset (two hours old), or a
+    /// user's `manifest.json` in a folder of the dataset.
     Foreign(u8),
 }
 
@@ -40,7 +42,7 @@ fn plant_strategy() -> impl Strategy<Value = Plant> {
     prop_oneof![
         Just(Plant::Committed),
         (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(new, live, old)| Plant::Staging { new, live, old }),
-        (0u8..4).prop_map(Plant::Foreign),
+        (0u8..6).prop_map(Plant::Foreign),
     ]
 }
 
@@ -70,7 +72,7 @@ proptest! {
                 match p {
                     Plant::Committed => {
                         std::fs::create_dir_all(ds.join(format!("v{i}/time_series"))).unwrap();
-                        std::fs::write(ds.join(format!("v{i}/manifest.json")), format!("{{\"v\": {i}}}")).unwrap();
+                        std::fs::write(ds.join(format!("v{i}/manifest.json")), format!("{{\"format\": \"timef\", \"v\": {i}}}")).unwrap();
                         std::fs::write(ds.join(format!("v{i}/time_series/shard-00000.parquet")), [i as u8; 9]).unwrap();
                     }
                     Plant::Staging { new, live, old: is_old } => {
@@ -94,10 +96,24 @@ proptest! {
                             0 => format!("notes-{i}.txt"),
                             1 => format!("folder-{i}/notes.txt"),
                             2 => format!(".cache-{i}/notes.txt"),
-                            _ => format!(".tmp-v{i}-short/notes.txt"),
+                            3 => format!(".tmp-v{i}-short/notes.txt"),
+                            4 => format!("folder-{i}/.tmp-v{i}-{:0>32}/notes.txt", i),
+                            _ => format!("folder-{i}/manifest.json"),
                         };
                         std::fs::create_dir_all(ds.join(&rel).parent().unwrap()).unwrap();
-                        std::fs::write(ds.join(rel), b"user").unwrap();
+                        std::fs::write(ds.join(&rel), b"{}").unwrap();
+                        if *k == 4 {
+                            let dir = ds.join(&rel);
+                            let dir = dir.parent().unwrap();
+                            std::fs::File::open(dir).unwrap().set_modified(old).unwrap();
+                            // staging is found at a dataset's level only: a
+                            // place with no writer's mark of its own is a root,
+                            // whose folder with staging is a dataset
+                            let marked = plants.iter().any(|p| !matches!(p, Plant::Foreign(_)));
+                            if d == 0 && of_dataset && !marked {
+                                dead.insert(dir.to_path_buf());
+                            }
+                        }
                     }
                 }
             }
@@ -208,7 +224,10 @@ enum ObjPlant {
     /// A distributed write: its claim (old, young or gone) and its marked
     /// parts' prefix (newest object old or young).
     Distributed { claim: Option<bool>, parts_old: bool },
-    /// A `.tmp-*` prefix without the marker, or a user's folder, or a user's file.
+    /// A `.tmp-*` prefix without the marker, or a user's folder, or a user's
+    /// file; a user's `_timef_claim.json` (no writer id) beside a file, a
+    /// user's `manifest.json` (not TimeF), a `.tmp-*` prefix whose marker
+    /// holds another write id.
     Foreign(u8),
 }
 
@@ -219,7 +238,7 @@ fn obj_plant_strategy() -> impl Strategy<Value = ObjPlant> {
             .prop_map(|(claim_old, objects_old)| ObjPlant::Claimed { claim_old, objects_old }),
         (proptest::option::of(any::<bool>()), any::<bool>())
             .prop_map(|(claim, parts_old)| ObjPlant::Distributed { claim, parts_old }),
-        (0u8..3).prop_map(ObjPlant::Foreign),
+        (0u8..6).prop_map(ObjPlant::Foreign),
     ]
 }
 
@@ -258,7 +277,7 @@ proptest! {
                 let id = format!("{:0>32x}", d * 100 + i);
                 match p {
                     ObjPlant::Committed { stray_claim } => {
-                        put(&format!("{v}/manifest.json"), b"{}".to_vec());
+                        put(&format!("{v}/manifest.json"), br#"{"format":"timef"}"#.to_vec());
                         put(&format!("{v}/time_series/shard-00000.parquet"), vec![i as u8; 5]);
                         age(&v, true);
                         if let Some(old) = stray_claim {
@@ -281,7 +300,7 @@ proptest! {
                     }
                     ObjPlant::Distributed { claim: claimed, parts_old } => {
                         let parts = format!("d{d}/.tmp-v{i}-{id}");
-                        put(&format!("{parts}/{PARTS_MARKER}"), b"{}".to_vec());
+                        put(&format!("{parts}/{PARTS_MARKER}"), format!(r#"{{"write_id":"{id}"}}"#).into_bytes());
                         put(&format!("{parts}/time_series/shard-00000.parquet"), b"part".to_vec());
                         age(&parts, *parts_old);
                         let live_claim = match claimed {
@@ -303,13 +322,18 @@ proptest! {
                         }
                     }
                     ObjPlant::Foreign(k) => {
-                        let key = match k {
-                            0 => format!("d{d}/.tmp-v{i}-{id}/shard-00000.parquet"),
-                            1 => format!("d{d}/folder-{i}/notes.txt"),
-                            _ => format!("d{d}/notes-{i}.txt"),
+                        let keys = match k {
+                            0 => vec![format!("d{d}/.tmp-v{i}-{id}/shard-00000.parquet")],
+                            1 => vec![format!("d{d}/folder-{i}/notes.txt")],
+                            2 => vec![format!("d{d}/notes-{i}.txt")],
+                            3 => vec![format!("{v}/{CLAIM}"), format!("{v}/data.csv")],
+                            4 => vec![format!("d{d}/folder-{i}/manifest.json")],
+                            _ => vec![format!("d{d}/.tmp-v{i}-{id}/{PARTS_MARKER}"), format!("d{d}/.tmp-v{i}-{id}/x.bin")],
                         };
-                        put(&key, b"user".to_vec());
-                        age(&key, true);
+                        for key in keys {
+                            put(&key, br#"{"write_id":"ffffffffffffffffffffffffffffffff"}"#.to_vec());
+                            age(&key, true);
+                        }
                     }
                 }
             }

@@ -6,12 +6,14 @@
 //!    listing of every object (object-store `gc`), listings with a delimiter
 //!    (object-store `ls`, whose requests must not grow with the shards), or
 //!    directory reads (local).
-//! 2. **Classify** by markers at exact levels ([`classify`]): the place is a
-//!    version when it holds `manifest.json` or a claim (refused), a dataset
-//!    when one of its children is a version (holds `manifest.json` or a claim)
-//!    or a writer's staging, else a root whose datasets are its children that
-//!    are datasets. In a dataset each child is one [`Role`]; everything else
-//!    (a user's files and folders, beside, above or inside) has no role.
+//! 2. **Classify** by markers at exact levels ([`classify`]; a marker is
+//!    read, a file named like one is not enough: [`marker_field`]): the place
+//!    is refused when it is a version; a dataset when one of its children is
+//!    a version (a TimeF manifest or a claim), with its children that have
+//!    versions; else a root whose datasets are its children with a version or
+//!    a writer's staging; else, when its own children are writers' staging, a
+//!    dataset. In a dataset each child is one [`Role`]; everything else (a
+//!    user's files and folders, beside, above or inside) has no role.
 //! 3. **One rule per role** ([`collect`]): a local staging directory goes when
 //!    no process holds its `flock` and it is old enough; a claim when it and
 //!    everything its writer puts are old enough, with the objects of its
@@ -29,8 +31,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::object::{self, ObjectLocation};
-use super::{local, parse_staged, pause_point, Inner, Location, CLAIM, MANIFEST, PARTS_MARKER};
+use super::{local, parse_staged, pause_point, Inner, Location, Small, CLAIM, MANIFEST, PARTS_MARKER};
 use crate::error::{Error, Result};
+use crate::manifest::MAX_MANIFEST_BYTES;
 
 /// What [`gc`] removed (or, for [`gc_dry_run`] and [`stale_per_dataset`], would remove now).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -279,7 +282,11 @@ struct Dataset {
 
 /// Why a child without a marker is reported.
 const UNMARKED_VERSION: &str =
-    "holds files but neither manifest.json nor a claim: not a version, and not marked as a writer's; kept (remove it by hand if nobody needs it)";
+    "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; kept (remove it by hand if nobody needs it)";
+const UNMARKED_CLAIM: &str =
+    "is named like a claim but does not hold a writer id: not timef's claim; kept (remove it by hand if nobody needs it)";
+const CLAIM_READ_LOCALLY: &str =
+    "holds a claim of a write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
 const UNMARKED_PARTS: &str =
     "named like a parts' prefix but without its marker _timef_parts.json; kept (remove it by hand if nobody needs it)";
 
@@ -304,11 +311,33 @@ fn parts_name(name: &str) -> Option<(&str, &str)> {
         .filter(|(version, id)| crate::dataset::validate_name(version, "version").is_ok() && object::is_writer_id(id))
 }
 
+/// The string field `key` of the JSON object in the marker file at `rel`
+/// (relative to `place`); None when it is gone, too large, not JSON or has no
+/// such field: a file is a writer's marker by its content, not by its name alone.
+fn marker_field(place: &Location, rel: &str, key: &str) -> Result<Option<String>> {
+    Ok(match place.join(rel).read_small(MAX_MANIFEST_BYTES)? {
+        Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
+            .ok()
+            .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string)),
+        Small::Missing | Small::Refused(_) => None,
+    })
+}
+
 /// The place at `rel`, whose level is `level`, read as a dataset: its
-/// children with a role, and the odd ones.
-fn scan_dataset(tree: &dyn Tree, local: bool, name: &str, rel: &str, level: &Level) -> Result<Dataset> {
+/// children with a role, and the odd ones. A child is a version only with a
+/// TimeF `manifest.json` (its `format` is `timef`) or (object stores) a claim
+/// holding a writer id; a parts' prefix only with a marker holding its write id.
+fn scan_dataset(
+    place: &Location,
+    tree: &dyn Tree,
+    local: bool,
+    name: &str,
+    rel: &str,
+    level: &Level,
+) -> Result<Dataset> {
     let mut ds = Dataset { name: name.to_string(), rel: rel.to_string(), ..Dataset::default() };
     for child in &level.dirs {
+        let at = join(rel, child);
         if local && is_staging_name(child) {
             ds.children.push((child.clone(), Role::Staging));
             continue;
@@ -316,7 +345,9 @@ fn scan_dataset(tree: &dyn Tree, local: bool, name: &str, rel: &str, level: &Lev
         // a version's name never starts with `.` (docs/format.md §1)
         if child.starts_with('.') {
             if let Some((version, id)) = parts_name(child).filter(|_| !local) {
-                if tree.level(&join(rel, child))?.files.contains_key(PARTS_MARKER) {
+                let marked = tree.level(&at)?.files.contains_key(PARTS_MARKER)
+                    && marker_field(place, &join(&at, PARTS_MARKER), "write_id")?.as_deref() == Some(id);
+                if marked {
                     let role = Role::Parts { version: version.to_string(), write_id: id.to_string() };
                     ds.children.push((child.clone(), role));
                 } else {
@@ -325,11 +356,26 @@ fn scan_dataset(tree: &dyn Tree, local: bool, name: &str, rel: &str, level: &Lev
             }
             continue;
         }
-        let inner = tree.level(&join(rel, child))?;
-        let manifest = inner.files.contains_key(MANIFEST);
-        let claim = if local { None } else { inner.files.get(CLAIM).copied() };
-        if manifest || claim.is_some() {
-            ds.children.push((child.clone(), Role::Version { manifest, claim }));
+        let inner = tree.level(&at)?;
+        let manifest = inner.files.contains_key(MANIFEST)
+            && marker_field(place, &join(&at, MANIFEST), "format")?.as_deref() == Some(crate::manifest::FORMAT);
+        let claim = match inner.files.get(CLAIM) {
+            Some(t)
+                if marker_field(place, &join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>
+            {
+                Some(*t)
+            }
+            Some(_) => {
+                ds.odd.push((join(child, CLAIM), UNMARKED_CLAIM));
+                None
+            }
+            None => None,
+        };
+        if manifest || (claim.is_some() && !local) {
+            ds.children.push((child.clone(), Role::Version { manifest, claim: claim.filter(|_| !local) }));
+        } else if claim.is_some() {
+            // written through a file:// URL: its claim is read only there
+            ds.odd.push((child.clone(), CLAIM_READ_LOCALLY));
         } else if !inner.files.is_empty() || !inner.dirs.is_empty() {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
@@ -338,7 +384,7 @@ fn scan_dataset(tree: &dyn Tree, local: bool, name: &str, rel: &str, level: &Lev
 }
 
 impl Dataset {
-    /// A child is a version (holds `manifest.json` or a claim).
+    /// A child is a version (holds a TimeF `manifest.json` or a claim).
     fn has_version(&self) -> bool {
         self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
     }
@@ -349,9 +395,14 @@ impl Dataset {
 }
 
 /// The datasets of the place (docs/format.md §1 "Clearing a dead writer's
-/// claim": levels): itself when one of its children is a version; else its
-/// children that are datasets (a child a version or a writer's staging);
-/// else itself when one of its children is a writer's staging; else none.
+/// claim": levels), by exact levels:
+/// - one of its children is a version: the place is a dataset, and each of
+///   its other children that has versions is a dataset too;
+/// - else one of its children has versions, or the place has no writer's
+///   staging of its own: a root, whose datasets are its children with a
+///   version or a writer's staging (its own staging-named folders are a user's);
+/// - else (its only marks are writers' staging: every write of it died) a
+///   dataset, whose children's staging-named folders are a user's.
 ///
 /// # Errors
 /// [`Error::Validation`] (field `root`) when the place is a version (holds
@@ -369,22 +420,28 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
     if (local && is_staging_name(&name)) || (!local && top.files.contains_key(PARTS_MARKER)) {
         return Err(refuse("is a writer's staging"));
     }
-    // a version among its children makes the place a dataset; else datasets
-    // among them make it a root; else a writer's staging makes it a dataset
-    // (whose first write died), so a root's own hidden folder never does
-    let itself = scan_dataset(tree, local, &name, "", &top)?;
-    if itself.has_version() {
-        return Ok(vec![itself]);
+    let mut itself = scan_dataset(place, tree, local, &name, "", &top)?;
+    let mut children = Vec::new();
+    for child in top.dirs.iter().filter(|c| !c.starts_with('.')) {
+        if itself.children.iter().any(|(n, _)| n == child) {
+            continue;
+        }
+        let level = tree.level(child)?;
+        children.push(scan_dataset(place, tree, local, child, child, &level)?);
     }
     let mut out = Vec::new();
-    for child in top.dirs.iter().filter(|c| !c.starts_with('.')) {
-        let level = tree.level(child)?;
-        out.push(scan_dataset(tree, local, child, child, &level)?);
-    }
-    out.retain(Dataset::is_marked);
-    if out.is_empty() && itself.is_marked() {
+    if itself.has_version() {
+        children.retain(Dataset::has_version);
+        // a child with versions is a dataset, not an odd one
+        itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
+        out.push(itself);
+    } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
+        children.retain(Dataset::is_marked);
+    } else {
+        children.clear();
         out.push(itself);
     }
+    out.extend(children);
     Ok(out)
 }
 
