@@ -637,3 +637,22 @@ fn local_a_dataset_marked_by_its_own_staging_keeps_a_users_staging_named_folder(
     assert_eq!(b.files().into_keys().collect::<Vec<_>>(), [users]);
     assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("D/extra")]);
 }
+
+/// `file://`: object_store's local listing follows symbolic links; `gc`
+/// never deletes through one: a link inside a dead writer's version is kept
+/// and reported odd, and what it leads to (outside the root) stays.
+#[test]
+fn file_url_gc_never_deletes_through_a_symbolic_link() {
+    let b = Backend::new(Kind::File, "links").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap());
+    let outside = b._dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious.txt"), b"not gc's").unwrap();
+    std::os::unix::fs::symlink(&outside, b.dir.join("ecg/v2/link")).unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert!(!report.removed_files.iter().any(|f| f.contains("link")), "{:?}", report.removed_files);
+    assert_eq!(std::fs::read(outside.join("precious.txt")).unwrap(), b"not gc's");
+    assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2/link")]);
+}

@@ -285,6 +285,7 @@ const UNMARKED_VERSION: &str =
     "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; kept (remove it by hand if nobody needs it)";
 const UNMARKED_CLAIM: &str =
     "is named like a claim but does not hold a writer id: not timef's claim; kept (remove it by hand if nobody needs it)";
+const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
 const CLAIM_READ_LOCALLY: &str =
     "holds a claim of a write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
 const UNMARKED_PARTS: &str =
@@ -491,7 +492,11 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 delimited = Delimited(o.clone());
                 &delimited
             } else {
-                listed = Listed(o.list_times()?.into_iter().collect());
+                let mut all: BTreeMap<String, SystemTime> = o.list_times()?.into_iter().collect();
+                if let Some(dir) = o.file_path() {
+                    skip_links(&dir, &mut all, |rel| o.join(rel).to_string(), &mut survey.report);
+                }
+                listed = Listed(all);
                 &listed
             };
             for ds in classify(place, tree, false)? {
@@ -501,6 +506,36 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
         }
     }
     Ok(survey)
+}
+
+/// `file://`: drops from `listed` every key reached through a symbolic link
+/// below `dir` (object_store's local listing follows links), reporting each
+/// link as odd once: `gc` never deletes through a link, out of the root.
+fn skip_links(
+    dir: &Path,
+    listed: &mut BTreeMap<String, SystemTime>,
+    shown: impl Fn(&str) -> String,
+    report: &mut GcReport,
+) {
+    let mut links: BTreeSet<String> = BTreeSet::new();
+    let mut checked: BTreeMap<String, bool> = BTreeMap::new();
+    listed.retain(|key, _| {
+        let mut at = String::new();
+        for part in key.split('/') {
+            at = join(&at, part);
+            let link = *checked
+                .entry(at.clone())
+                .or_insert_with(|| fs::symlink_metadata(dir.join(&at)).map_or(true, |m| m.file_type().is_symlink()));
+            if link {
+                links.insert(at);
+                return false;
+            }
+        }
+        true
+    });
+    for link in links {
+        report.odd.push((shown(&link), THROUGH_LINK.to_string()));
+    }
 }
 
 /// A dataset's entry of [`Survey::datasets`].

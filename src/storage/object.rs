@@ -244,6 +244,14 @@ impl ObjectLocation {
         ObjectLocation { backend: Arc::clone(&self.backend), path }
     }
 
+    /// The local path of a `file://` location; None on any other store.
+    pub(super) fn file_path(&self) -> Option<std::path::PathBuf> {
+        if self.backend.label != "file://" {
+            return None;
+        }
+        url::Url::parse(&format!("file:///{}", self.path)).ok()?.to_file_path().ok()
+    }
+
     pub(crate) fn file_name(&self) -> Option<String> {
         self.path.filename().map(str::to_string)
     }
