@@ -656,3 +656,24 @@ fn file_url_gc_never_deletes_through_a_symbolic_link() {
     assert_eq!(std::fs::read(outside.join("precious.txt")).unwrap(), b"not gc's");
     assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2/link")]);
 }
+
+/// A dead claim's version stays marked until its last object is gone: `gc`
+/// first puts its own claim over the dead writer's (a writer still alive then
+/// fails its commit), deletes the objects, and the claim last; a run that
+/// stopped half way leaves gc's claim, which the next run clears at any age.
+#[test]
+fn memory_gc_interrupted_after_taking_a_dead_claim_over_is_finished_by_the_next_run() {
+    let b = Backend::new(Kind::Memory, "interrupted").unwrap();
+    let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
+    assert_eq!(report.removed_files.last(), Some(&b.shown(&format!("ecg/v1/{CLAIM}"))), "the claim last");
+    assert!(staged.commit().is_err(), "a writer whose claim gc took over fails its commit");
+    // what a run killed after the take-over leaves: gc's claim and objects
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"timef gc"}"#;
+    b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
+    let report = gc(&b.root, 3600).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!(b.files().into_keys().collect::<Vec<_>>(), Vec::<String>::new());
+}

@@ -51,9 +51,10 @@ pub struct GcReport {
     pub kept_claims: Vec<String>,
     /// Entries of `removed_claims` per dataset name.
     pub per_dataset: BTreeMap<String, u64>,
-    /// Stale staging directories that could not be removed, with why (local:
-    /// a permission, an immutable file, a mount point inside); the others are
-    /// still removed.
+    /// What could not be removed, with why: a local stale staging directory
+    /// (a permission, an immutable file, a mount point inside), an object a
+    /// delete failed on (its claim or parts' marker is then kept); the others
+    /// are still removed.
     pub failed: Vec<(String, String)>,
     /// Kept because nothing marks them as a writer's, though they sit where a
     /// writer's would, with why: a dataset's child holding files but neither
@@ -608,9 +609,10 @@ fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset, report: &m
 
 /// Object-store roles. A claim is live while it, an object under its
 /// version, or an object under its writer's parts' prefix is younger than
-/// `older_than_s`; a dead claim goes first (so a writer still alive fails its
-/// commit instead of committing over deleted objects), then, when the version
-/// has no manifest, every object under the version. A marked parts' prefix
+/// `older_than_s`, or it is gc's own. A dead claim's version without a
+/// manifest gets gc's claim first (so a writer still alive fails its commit
+/// instead of committing over deleted objects), then loses every object, the
+/// claim last (so a run that stops half way leaves it marked). A marked parts' prefix
 /// goes whole (its marker last) when no live claim holds its write id and
 /// its newest object is `older_than_s` old.
 fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset, report: &mut GcReport) -> Result<()> {
@@ -618,14 +620,24 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     report_odd(shown, ds, report);
     let newest =
         |rel: &str| -> Result<Option<SystemTime>> { Ok(tree.files_under(rel)?.into_iter().map(|(_, t)| t).max()) };
-    let remove = |rels: Vec<String>, unit: String, report: &mut GcReport| -> Result<()> {
+    // every object, the marker (claim or parts' marker) last; a delete that
+    // fails is reported and keeps the marker, so what is left is still found
+    let remove = |rels: Vec<String>, unit: String, report: &mut GcReport| {
+        let mut done = Vec::new();
         if run.removes() {
-            for rel in &rels {
-                place.join(rel).delete()?;
+            for rel in rels {
+                match place.join(&rel).delete() {
+                    Ok(()) => done.push(shown(&rel)),
+                    Err(e) => {
+                        report.failed.push((shown(&rel), e.to_string()));
+                        return;
+                    }
+                }
             }
+        } else {
+            done.extend(rels.iter().map(|rel| shown(rel)));
         }
-        record(report, ds, unit, rels.iter().map(|rel| shown(rel)));
-        Ok(())
+        record(report, ds, unit, done);
     };
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
@@ -634,25 +646,40 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         let version = join(&ds.rel, child);
         let claim = join(&version, CLAIM);
         let writer = object::claim_writer(&place.join(&claim))?;
+        // gc's own claim (a run that stopped half way) is dead at any age
+        let by_gc = object::claim_by_gc(&place.join(&claim))?;
         // listed only once the claim itself is old enough
         let mut under = None;
-        let alive = !run.old(*created) || {
-            let files = under.insert(tree.files_under(&version)?);
-            let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
-            let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
-            let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
-            !run.old(last)
-        };
+        let alive = !by_gc
+            && (!run.old(*created) || {
+                let files = under.insert(tree.files_under(&version)?);
+                let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
+                let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
+                let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
+                !run.old(last)
+            });
         if alive {
             report.kept_claims.push(shown(&claim));
             live.extend(writer.map(|w| (child.clone(), w)));
             continue;
         }
-        let mut rels = vec![claim.clone()];
+        let mut rels = Vec::new();
         if !manifest {
-            rels.extend(under.unwrap_or_default().into_iter().map(|(f, _)| f).filter(|f| *f != claim));
+            let under = match under {
+                Some(under) => under,
+                None => tree.files_under(&version)?,
+            };
+            rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim));
+            // the dead writer, were it alive, now fails its claim check
+            if run.removes() && !by_gc && !rels.is_empty() {
+                if let Err(e) = object::take_over_claim(&place.join(&claim)) {
+                    report.failed.push((shown(&claim), e.to_string()));
+                    continue;
+                }
+            }
         }
-        remove(rels, shown(&claim), report)?;
+        rels.push(claim.clone());
+        remove(rels, shown(&claim), report);
     }
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
@@ -665,7 +692,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         }
         // the marker last: until it goes, what is left is still found
         files.sort_by_key(|(f, _)| (f.rsplit('/').next() == Some(PARTS_MARKER), f.clone()));
-        remove(files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report)?;
+        remove(files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
     }
     Ok(())
 }

@@ -420,6 +420,35 @@ pub(super) fn claim_writer(claim: &ObjectLocation) -> Result<Option<String>> {
     }
 }
 
+/// `created_by` of the claim `gc` puts over a dead writer's before it
+/// deletes that version's objects (docs/format.md §1 "Clearing a dead
+/// writer's claim"): such a claim is dead at any age.
+pub(super) const GC_CLAIM_BY: &str = "timef gc";
+
+/// True when the claim is the one `gc` put ([`GC_CLAIM_BY`]).
+pub(super) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
+    match claim.read_small(1 << 16)? {
+        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.created_by == GC_CLAIM_BY)),
+        Small::Missing | Small::Refused(_) => Ok(false),
+    }
+}
+
+/// Replaces the dead writer's `claim` with gc's own (a new writer id): that
+/// writer, were it alive, then fails its claim check, and the version stays
+/// marked until gc deletes the claim, last.
+pub(super) fn take_over_claim(claim: &ObjectLocation) -> Result<()> {
+    let c = Claim {
+        writer_id: new_writer_id(),
+        created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        created_by: GC_CLAIM_BY.to_string(),
+    };
+    let bytes = serde_json::to_vec(&c).unwrap_or_default();
+    match block_on(claim.store().put_opts(&claim.path, PutPayload::from(bytes), PutOptions::default()))? {
+        Ok(_) => Ok(()),
+        Err(e) => Err(claim.err(e)),
+    }
+}
+
 /// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
 /// also the write id of a distributed write.
 fn new_writer_id() -> String {
