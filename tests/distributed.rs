@@ -731,7 +731,9 @@ fn object_store_gc_keeps_a_live_distributed_write_however_old_its_claim() {
     let dead = root_dir.join(format!("dist/.tmp-v1-{}", "0123456789abcdef".repeat(2)));
     std::fs::create_dir_all(dead.join("time_series")).unwrap();
     std::fs::write(dead.join("time_series/shard-00000.parquet"), b"dead").unwrap();
-    std::fs::write(dead.join("_timef_parts.json"), b"{}").unwrap();
+    // a marker is a writer's by its content: it names the prefix's write id
+    let marker = format!(r#"{{"write_id":"{}"}}"#, "0123456789abcdef".repeat(2));
+    std::fs::write(dead.join("_timef_parts.json"), marker).unwrap();
     age(&dead.join("time_series/shard-00000.parquet"), 7200);
     age(&dead.join("_timef_parts.json"), 7200);
     let report = gc(&root, 3600).unwrap();

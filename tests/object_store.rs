@@ -228,10 +228,14 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
     TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
     // what a killed writer leaves: a claim and some files, no manifest
     let rt = rt();
-    for key in
-        ["root/ecg/2/_timef_claim.json", "root/ecg/2/time_series/shard-00000.parquet", "root/ecg/1/_timef_claim.json"]
-    {
-        rt.block_on(store.put(&ObjPath::from(key), vec![1u8, 2, 3].into())).unwrap();
+    // a claim is timef's by its content: a writer id
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"t"}"#;
+    for (key, bytes) in [
+        ("root/ecg/2/_timef_claim.json", &claim[..]),
+        ("root/ecg/2/time_series/shard-00000.parquet", &[1u8, 2, 3][..]),
+        ("root/ecg/1/_timef_claim.json", &claim[..]),
+    ] {
+        rt.block_on(store.put(&ObjPath::from(key), bytes.to_vec().into())).unwrap();
     }
     match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)) {
         Err(Error::AlreadyExists { .. }) => {}
@@ -256,10 +260,10 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
         r.removed_files,
         [
             "memory://gc/root/ecg/1/_timef_claim.json",
-            "memory://gc/root/ecg/2/_timef_claim.json",
-            "memory://gc/root/ecg/2/time_series/shard-00000.parquet"
+            "memory://gc/root/ecg/2/time_series/shard-00000.parquet",
+            "memory://gc/root/ecg/2/_timef_claim.json"
         ],
-        "the claims, and the uncommitted version's file"
+        "the claims, and the uncommitted version's file before its claim"
     );
     assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
     let v1 = Version::open_at(root.join("ecg/1")).unwrap();
@@ -420,7 +424,8 @@ fn ls_listing(series: usize) -> LsListing {
     TimeFWriter::at(root.clone(), options).write(noise_dataset("a", "1", series, 2_000)).unwrap().commit().unwrap();
     TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("b", "1", 2)).unwrap().commit().unwrap();
     let rt = rt();
-    rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), vec![1u8].into())).unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"t"}"#;
+    rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), claim.to_vec().into())).unwrap();
     rt.block_on(counting.put(&ObjPath::from("root/b/2/time_series/shard-00000.parquet"), vec![2u8].into())).unwrap();
     let shards = rt.block_on(counting.list(Some(&ObjPath::from("root/a/1/time_series"))).collect::<Vec<_>>()).len();
     let (lists, listed) = (counting.lists.load(Ordering::SeqCst), counting.listed.load(Ordering::SeqCst));
@@ -455,7 +460,8 @@ fn ls_on_an_object_store_lists_with_a_delimiter_never_every_shard() {
     }
     // the root, 2 datasets and 3 versions listed with a delimiter once each
     // (what marks each level), plus the dead writer's version listed whole
-    assert_eq!((few.lists, many.lists), (7, 7), "list requests");
+    // and its writer's (empty) parts' prefix
+    assert_eq!((few.lists, many.lists), (8, 8), "list requests");
     // root: a/ b/; a: 1/; b: 1/ 2/; a/1: 4 files and time_series/; b/1: 4
     // files, time_series/ and tasks/; b/2: its claim and time_series/; and
     // b/2's 2 objects
