@@ -502,7 +502,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let survey = timef::storage::survey(&root, age_s)?;
             for (name, at, names) in &survey.datasets {
                 let versions: Vec<&String> = names.iter().filter(|v| Version::open_at(at.join(v)).is_ok()).collect();
-                let within = format!("{at}/");
+                // a place given with a trailing slash names its entries alike
+                let within = format!("{}/", at.to_string().trim_end_matches('/'));
                 let odd: Vec<&(String, String)> =
                     survey.report.odd.iter().filter(|(p, _)| p.starts_with(&within)).collect();
                 let stale = survey.report.per_dataset.get(name);
@@ -543,13 +544,18 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             for c in &r.removed_claims {
                 outln!("{removed} {c}");
             }
+            let why = if older_than_s == 0 {
+                "its writer alive".to_string()
+            } else {
+                format!("younger than {older_than_s} s, or its writer alive")
+            };
             for c in &r.kept_claims {
-                outln!("kept (younger than {older_than_s} s, or its writer alive) {c}");
+                outln!("kept ({why}) {c}");
             }
             for (path, why) in &r.odd {
                 outln!("kept (odd) {path}: {why}");
             }
-            outln!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files.len());
+            outln!("{} leftover(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files.len());
             for (dir, why) in &r.failed {
                 eprintln!("timef: error: could not remove {dir}: {why}");
             }

@@ -449,6 +449,18 @@ fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() 
         let ecg_block: String =
             ls_root.split_inclusive('\n').skip_while(|l| *l != "ecg\n").take_while(|l| *l != "eeg\n").collect();
         assert_eq!(ls_ds, ecg_block, "{kind:?}");
+        // a trailing slash, and (local) `.` inside the dataset, read the same
+        let (code, ls_slash, err) = cli(&["ls", &format!("{ds}/")]);
+        assert_eq!((code, &ls_slash), (0, &ls_ds), "{kind:?} {err}");
+        if kind == Kind::Local {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_timef"))
+                .args(["ls", "."])
+                .current_dir(b.dir.join("ecg"))
+                .output()
+                .unwrap();
+            let dot = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(dot.lines().next(), Some("ecg"), "{dot}");
+        }
         let stale = if kind == Kind::Local {
             "  (2 stale staging director(ies) of dead writers: `timef gc` removes them)\n".to_string()
         } else {
@@ -475,7 +487,7 @@ fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() 
         assert_eq!(
             real,
             format!(
-                "{}\nkept (odd) {}: {}\n{} claim(s) cleared, {files} file(s) removed\n",
+                "{}\nkept (odd) {}: {}\n{} leftover(s) cleared, {files} file(s) removed\n",
                 units.join("\n"),
                 b.shown("ecg/notes"),
                 "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; \

@@ -721,7 +721,7 @@ fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
     ));
     let (code, out, err) = timef_s3(&ep, &["gc", &format!("s3://{b}/f"), "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    assert!(out.contains("1 leftover(s) cleared"), "{out}");
     assert_eq!(objects(&store, "f/n/1"), Vec::<String>::new());
     TimeFWriter::at(root.clone(), small_options()).write(noise_dataset("n", "1", 40, 3000)).unwrap().commit().unwrap();
     assert!(timef::verify::verify_at(&root.join("n/1")).unwrap().is_ok());
@@ -761,7 +761,7 @@ fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
     assert!(err.contains("timef gc"), "{err}");
     let (code, out, err) = timef_s3(&ep, &["gc", &root, "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    assert!(out.contains("1 leftover(s) cleared"), "{out}");
     let (code, _, err) = timef_s3(&ep, &args);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root}/bench/1")]);

@@ -336,7 +336,7 @@ def test_s3_a_stale_worker_of_an_aborted_write_never_touches_the_next_one(cli: P
     assert v.verify()["findings"] == []
     version_keys = sorted([*committed, "data/d/v1/manifest.json"])
     assert s3_keys(client, bucket) == version_keys
-    assert run_cli(cli, "gc", url, "--older-than-s", "0") == "0 claim(s) cleared, 0 file(s) removed"
+    assert run_cli(cli, "gc", url, "--older-than-s", "0") == "0 leftover(s) cleared, 0 file(s) removed"
     assert s3_keys(client, bucket) == version_keys
 
 
@@ -378,5 +378,5 @@ def test_s3_abort_while_a_worker_uploads_leaves_nothing_in_the_way(cli: Path) ->
     assert timef.open(vdir, storage_options=options).verify()["findings"] == []
     version_keys = [k for k in s3_keys(client, bucket) if k.startswith("data/d/v1/")]
     assert version_keys == s3_keys(client, bucket)
-    assert run_cli(cli, "gc", url, "--older-than-s", "0") == "0 claim(s) cleared, 0 file(s) removed"
+    assert run_cli(cli, "gc", url, "--older-than-s", "0") == "0 leftover(s) cleared, 0 file(s) removed"
     assert s3_keys(client, bucket) == version_keys

@@ -412,7 +412,12 @@ impl Dataset {
 fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Dataset>> {
     let tree = &Memo { tree, levels: Default::default() };
     let top = tree.level("")?;
-    let name = place.file_name().unwrap_or_default();
+    // `.` or `..` given: the directory's own name
+    let name = match place.as_local().and_then(|p| p.canonicalize().ok()) {
+        Some(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+        None => place.file_name(),
+    }
+    .unwrap_or_default();
     let refuse = |what: &str| {
         Error::validation(place.to_string(), "root", format!("{what}; gc and ls take a root of datasets, or a dataset"))
     };
