@@ -689,3 +689,17 @@ fn memory_gc_interrupted_after_taking_a_dead_claim_over_is_finished_by_the_next_
     assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
     assert_eq!(b.files().into_keys().collect::<Vec<_>>(), Vec::<String>::new());
 }
+
+/// A tree written through `file://` read by its plain path: a dead writer's
+/// claim is named as one (cleared through the `file://` URL), not taken for
+/// a user's folder.
+#[test]
+fn local_path_names_a_claim_written_through_file_url() {
+    let b = Backend::new(Kind::File, "claim by path").unwrap();
+    std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap());
+    let report = gc(&Location::local(&b.dir), 0).unwrap();
+    let odd: Vec<(String, String)> = report.odd;
+    assert_eq!(odd.len(), 1, "{odd:?}");
+    assert_eq!(odd[0].0, b.dir.join("ecg/v1").display().to_string());
+    assert!(odd[0].1.starts_with("holds a claim of a write through a file:// URL"), "{}", odd[0].1);
+}

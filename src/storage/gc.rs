@@ -279,6 +279,9 @@ struct Dataset {
     rel: String,
     children: Vec<(String, Role)>,
     odd: Vec<(String, &'static str)>,
+    /// Local: a child holds a claim of a write through a `file://` URL
+    /// (reported, and the place reported on as a dataset).
+    url_claim: bool,
 }
 
 /// Why a child without a marker is reported.
@@ -378,6 +381,7 @@ fn scan_dataset(
         } else if claim.is_some() {
             // written through a file:// URL: its claim is read only there
             ds.odd.push((child.clone(), CLAIM_READ_LOCALLY));
+            ds.url_claim = true;
         } else if !inner.files.is_empty() || !inner.dirs.is_empty() {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
@@ -390,9 +394,9 @@ impl Dataset {
     fn has_version(&self) -> bool {
         self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
     }
-    /// A child is a version or a writer's staging.
+    /// A child is a version or a writer's staging (or holds a `file://` claim).
     fn is_marked(&self) -> bool {
-        !self.children.is_empty()
+        !self.children.is_empty() || self.url_claim
     }
 }
 
