@@ -57,16 +57,18 @@ enum Command {
         #[arg(long)]
         samples: bool,
     },
-    /// Datasets and committed versions under ROOT, and per dataset how many stale staging
-    /// directories (local) or idle claims and parts' prefixes (object stores) dead writers left for `timef gc`.
+    /// Datasets and committed versions under ROOT (a root of datasets, or one dataset), and per
+    /// dataset how many stale staging directories (local) or idle claims and parts' prefixes
+    /// (object stores) dead writers left for `timef gc`, and what looks odd there.
     Ls {
-        /// The root directory or URL.
+        /// The root or dataset directory or URL.
         root: PathBuf,
     },
-    /// Clear what writers that died left under ROOT: object-store claims (and the
-    /// objects of their uncommitted versions), local staging directories.
+    /// Clear what writers that died left under ROOT (a root of datasets, or one dataset):
+    /// object-store claims (and the objects of their uncommitted versions) and parts'
+    /// prefixes, local staging directories. Nothing not marked as a writer's is touched.
     Gc {
-        /// The root directory or URL.
+        /// The root or dataset directory or URL.
         root: PathBuf,
         /// Only claims and staging directories at least this old, in seconds
         /// (longer than any write takes: a live writer's claim looks the same).
@@ -568,21 +570,22 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // local staging is stale once its owner's flock is gone; an object-store
             // claim only by age (docs/format.md §1, "Clearing a dead writer's claim")
             let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
-            let mut by_name: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
-            // the versions first: a root that does not exist is named so (`Error::Missing`)
-            for (name, version) in timef::reader::list_versions_at(&root)? {
-                by_name.entry(name).or_default().push(version);
-            }
-            let mut stale = timef::storage::stale_per_dataset(&root, age_s)?;
-            for name in stale.keys() {
-                by_name.entry(name.clone()).or_default();
-            }
-            for (name, versions) in by_name {
+            let survey = timef::storage::survey(&root, age_s)?;
+            for (name, at, names) in &survey.datasets {
+                let versions: Vec<&String> = names.iter().filter(|v| Version::open_at(at.join(v)).is_ok()).collect();
+                // a place given with a trailing slash names its entries alike
+                let within = format!("{}/", at.to_string().trim_end_matches('/'));
+                let odd: Vec<&(String, String)> =
+                    survey.report.odd.iter().filter(|(p, _)| p.starts_with(&within)).collect();
+                let stale = survey.report.per_dataset.get(name);
+                if versions.is_empty() && odd.is_empty() && stale.is_none() {
+                    continue;
+                }
                 outln!("{name}");
                 for version in versions {
                     outln!("  {version}");
                 }
-                match stale.remove(&name) {
+                match stale {
                     Some(n) if age_s == 0 => {
                         outln!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
                     }
@@ -590,6 +593,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         "  ({n} claim(s) or parts' prefixes idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
                     ),
                     None => {}
+                }
+                for (path, why) in odd {
+                    outln!("  (odd: {path} {why})");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -609,10 +615,18 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             for c in &r.removed_claims {
                 outln!("{removed} {c}");
             }
+            let why = if older_than_s == 0 {
+                "its writer alive".to_string()
+            } else {
+                format!("younger than {older_than_s} s, or its writer alive")
+            };
             for c in &r.kept_claims {
-                outln!("kept (younger than {older_than_s} s, or its writer alive) {c}");
+                outln!("kept ({why}) {c}");
             }
-            outln!("{} claim(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files);
+            for (path, why) in &r.odd {
+                outln!("kept (odd) {path}: {why}");
+            }
+            outln!("{} leftover(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files.len());
             for (dir, why) in &r.failed {
                 eprintln!("timef: error: could not remove {dir}: {why}");
             }

@@ -228,7 +228,7 @@ fn gc_removes_dead_staging_and_never_a_live_writers() {
     let live = staged.staging_dir();
     let report = timef::storage::gc(&timef::storage::Location::local(root), 0).unwrap();
     assert_eq!(report.removed_claims, [dead.display().to_string()]);
-    assert_eq!(report.removed_files, 1);
+    assert_eq!(report.removed_files, [dead.join("time_series/shard-00000.parquet").display().to_string()]);
     assert_eq!(report.kept_claims, [live.display().to_string()]);
     assert!(!dead.exists() && live.is_dir());
     let dir = staged.commit().unwrap();

@@ -187,7 +187,7 @@ fn writers_killed_at_every_point_leave_exactly_their_staging_and_gc_clears_it() 
         }
         let gc = run(&["gc", r, "--older-than-s", "0"]);
         let cleared = if *point == "after-rename" { 0 } else { 1 };
-        assert!(gc.contains(&format!("{cleared} claim(s) cleared")), "{point}: {gc}");
+        assert!(gc.contains(&format!("{cleared} leftover(s) cleared")), "{point}: {gc}");
         assert!(staging_dirs(root).is_empty(), "{point}: nothing stale after gc");
         assert!(!run(&["ls", r]).contains("stale"), "{point}");
         assert_eq!(file_bytes(&committed), committed_bytes, "{point}: the committed version is untouched");
@@ -233,13 +233,13 @@ fn a_live_writers_staging_survives_gc_beside_it() {
     let ls = run(&["ls", r]);
     assert!(!ls.contains("stale"), "a live writer's staging is not stale: {ls}");
     let gc = run(&["gc", r, "--older-than-s", "0"]);
-    assert!(gc.contains("0 claim(s) cleared"), "{gc}");
-    assert!(gc.contains(&format!("kept (younger than 0 s, or its writer alive) {}", staging[0].display())), "{gc}");
+    assert!(gc.contains("0 leftover(s) cleared"), "{gc}");
+    assert!(gc.contains(&format!("kept (its writer alive) {}", staging[0].display())), "{gc}");
     assert_eq!(staging_dirs(root), staging, "gc left the live writer's staging");
     assert!(staging[0].join("time_series").is_dir(), "with its files");
     writer.kill();
     assert!(run(&["ls", r]).contains("(1 stale staging director(ies)"));
-    assert!(run(&["gc", r, "--older-than-s", "0"]).contains("1 claim(s) cleared"));
+    assert!(run(&["gc", r, "--older-than-s", "0"]).contains("1 leftover(s) cleared"));
     assert!(staging_dirs(root).is_empty());
 }
 
@@ -262,13 +262,13 @@ fn a_writer_paused_before_its_lock_survives_gc_and_commits() {
     assert_eq!(
         gc,
         format!(
-            "kept (younger than 3600 s, or its writer alive) {}\n0 claim(s) cleared, 0 file(s) removed\n",
+            "kept (younger than 3600 s, or its writer alive) {}\n0 leftover(s) cleared, 0 file(s) removed\n",
             staging[0].display()
         )
     );
     assert_eq!(staging_dirs(&root), staging);
     let gc = run(&["gc", r, "--older-than-s", "0"]);
-    assert_eq!(gc, format!("removed {}\n1 claim(s) cleared, 0 file(s) removed\n", staging[0].display()));
+    assert_eq!(gc, format!("removed {}\n1 leftover(s) cleared, 0 file(s) removed\n", staging[0].display()));
     assert!(staging_dirs(&root).is_empty());
     let (code, _, err) = writer.resume(&resume);
     assert_eq!(code, 0, "the writer starts again and commits: {err}");
@@ -297,7 +297,7 @@ fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
         assert_eq!(code, 0, "{point}: {err}");
         assert_eq!(dataset_entries(&root), ["v1"], "{point}: committed");
         let (code, out, err) = gc.resume(&resume_gc);
-        assert_eq!((code, out.as_str()), (0, "0 claim(s) cleared, 0 file(s) removed\n"), "{point}: {err}");
+        assert_eq!((code, out.as_str()), (0, "0 leftover(s) cleared, 0 file(s) removed\n"), "{point}: {err}");
         let dir = root.join("BasicMotions/v1");
         assert_eq!(tree(&dir), VERSION_ENTRIES, "{point}");
         assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0, "{point}");

@@ -20,7 +20,7 @@ use timef::connectors::arrow::{
 use timef::dataset::SeriesValues;
 use timef::distributed::{write_part, DistributedWrite, PartRecord, PartTask};
 use timef::error::PartProblem;
-use timef::storage::{gc, gc_dry_run, Location, StagingRef, StorageOptions};
+use timef::storage::{gc, gc_dry_run, GcReport, Location, StagingRef, StorageOptions};
 use timef::{Error, TimeFWriter, WriterOptions};
 
 /// Every file under `dir` with its bytes, by relative path.
@@ -524,7 +524,7 @@ fn gc_reclaims_a_dead_coordinators_parts() {
     assert!(!dir.path().join("dist/v1").exists());
     let report = gc(&Location::local(dir.path()), 0).unwrap();
     assert_eq!(report.removed_claims, vec![staging.display().to_string()]);
-    assert!(report.removed_files >= 8, "{report:?}");
+    assert!(report.removed_files.len() >= 8, "{report:?}");
     assert!(!staging.exists());
 }
 
@@ -664,8 +664,10 @@ fn object_store_parts_stage_beside_the_version_and_commit_the_single_machine_byt
         let shards: Vec<&String> =
             staged.iter().filter(|k| k.starts_with(&format!("{prefix}/time_series/shard-"))).collect();
         assert_eq!(shards.len(), reference.keys().filter(|k| k.starts_with("time_series/shard-")).count());
-        assert_eq!(staged.len(), shards.len() + 1, "{staged:?}");
+        // and the parts' marker, put first by the coordinator
+        assert_eq!(staged.len(), shards.len() + 2, "{staged:?}");
         assert!(staged.contains(&"v1/_timef_claim.json".to_string()), "{staged:?}");
+        assert!(staged.contains(&format!("{prefix}/_timef_parts.json")), "{staged:?}");
         let version = write.commit(&records).unwrap();
         assert_eq!(version, PathBuf::from(format!("file://{}/dist/v1", root_dir.display())));
         assert_eq!(files(&root_dir.join("dist/v1")), reference, "{parts} parts");
@@ -708,21 +710,23 @@ fn object_store_a_stale_worker_of_an_aborted_write_never_touches_the_next_one() 
         other => panic!("{other:?}"),
     }
     assert!(files(&a_prefix).is_empty());
-    // one that passed its check before the abort finishes its upload now: it
-    // lands under A's prefix, never under the version
+    // one that passed its check before the abort and was killed right after its
+    // upload (a live one deletes its file when its check after the upload
+    // fails): the file lands under A's prefix, never under the version
     std::fs::create_dir_all(a_prefix.join("time_series")).unwrap();
     std::fs::write(a_prefix.join("time_series/shard-00000.parquet"), b"late bytes of write A").unwrap();
     b.commit(&records).unwrap();
     assert_eq!(files(&root_dir.join("dist/v1")), reference);
-    // gc finds A's prefix (no live claim holds its id) and removes it, and nothing else
+    // A's marker went with its abort: nothing marks the late file as a
+    // writer's, so gc keeps it and reports it
     let a_url = format!("file://{}", a_prefix.display());
     let dry = gc_dry_run(&root, 0).unwrap();
-    assert_eq!((dry.removed_claims.clone(), dry.removed_files), (vec![a_url], 1));
-    assert_eq!(dry.per_dataset, BTreeMap::from([("dist".to_string(), 1)]));
-    assert!(a_prefix.join("time_series/shard-00000.parquet").exists(), "a dry run removes nothing");
+    assert_eq!((dry.removed_claims.clone(), dry.removed_files.clone()), (vec![], vec![]));
+    assert_eq!(dry.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [a_url]);
     assert_eq!(gc(&root, 0).unwrap(), dry);
+    assert!(a_prefix.join("time_series/shard-00000.parquet").exists());
     let left = files(&root_dir.join("dist"));
-    assert_eq!(left.len(), reference.len(), "{:?}", left.keys());
+    assert_eq!(left.len(), reference.len() + 1, "{:?}", left.keys());
     assert_eq!(files(&root_dir.join("dist/v1")), reference);
 }
 
@@ -739,7 +743,8 @@ fn object_store_abort_while_a_worker_uploads_blocks_nothing() {
     assert!(files(&a_prefix).keys().any(|k| k.starts_with("time_series/shard-")));
     a.abort();
     assert!(files(&root_dir).is_empty(), "{:?}", files(&root_dir).keys());
-    // the other worker's upload completes after the abort
+    // the other worker's upload completes after the abort, and it is killed
+    // before its check after the upload would delete it
     std::fs::create_dir_all(a_prefix.join("time_series")).unwrap();
     std::fs::write(a_prefix.join("time_series/shard-00007.parquet"), b"uploaded after the abort").unwrap();
     // a worker that starts after it: refused, nothing added
@@ -750,10 +755,11 @@ fn object_store_abort_while_a_worker_uploads_blocks_nothing() {
     assert_eq!(files(&root_dir).len(), 1);
     // the late object is not in the way of the version: it plans again
     plan_at(&root, &batches, small_options(), 2).unwrap().abort();
+    // unmarked (the abort removed A's marker last): gc keeps it; `dist` holds
+    // no version and no marked prefix, so it is not even a dataset to report on
     let report = gc(&root, 0).unwrap();
-    assert_eq!(report.removed_claims, vec![format!("file://{}", a_prefix.display())]);
-    assert_eq!((report.removed_files, report.kept_claims.len()), (1, 0));
-    assert!(files(&root_dir).is_empty());
+    assert_eq!(report, GcReport::default());
+    assert_eq!(files(&root_dir).len(), 1);
 }
 
 /// Sets the modification time of `path` to `age_s` seconds ago.
@@ -779,10 +785,16 @@ fn object_store_gc_keeps_a_live_distributed_write_however_old_its_claim() {
     let dead = root_dir.join(format!("dist/.tmp-v1-{}", "0123456789abcdef".repeat(2)));
     std::fs::create_dir_all(dead.join("time_series")).unwrap();
     std::fs::write(dead.join("time_series/shard-00000.parquet"), b"dead").unwrap();
+    // a marker is a writer's by its content: it names the prefix's write id
+    let marker = format!(r#"{{"write_id":"{}"}}"#, "0123456789abcdef".repeat(2));
+    std::fs::write(dead.join("_timef_parts.json"), marker).unwrap();
     age(&dead.join("time_series/shard-00000.parquet"), 7200);
+    age(&dead.join("_timef_parts.json"), 7200);
     let report = gc(&root, 3600).unwrap();
     assert_eq!(report.removed_claims, vec![format!("file://{}", dead.display())]);
-    assert_eq!(report.removed_files, 1);
+    // the marker last
+    let removed = ["time_series/shard-00000.parquet", "_timef_parts.json"];
+    assert_eq!(report.removed_files, removed.map(|f| format!("file://{}/{f}", dead.display())));
     assert_eq!(
         report.kept_claims,
         vec![format!("file://{}", claim.display()), write.staging_dir().display().to_string()]

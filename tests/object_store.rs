@@ -33,22 +33,6 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-/// The S3 server's endpoint, which must be on 127.0.0.1; None (with a visible
-/// "skipped" line) outside CI when there is none; a failure under CI.
-fn s3_endpoint(test: &str) -> Option<String> {
-    match std::env::var("TIMEF_TEST_S3_ENDPOINT") {
-        Ok(e) if !e.is_empty() => {
-            assert!(e.starts_with("http://127.0.0.1:"), "tests only talk to 127.0.0.1, not {e}");
-            Some(e)
-        }
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
-            common::skipped(&format!("{test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)"));
-            None
-        }
-    }
-}
-
 fn s3_options(endpoint: &str) -> StorageOptions {
     BTreeMap::from([
         ("aws_endpoint".to_string(), endpoint.to_string()),
@@ -244,10 +228,14 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
     TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
     // what a killed writer leaves: a claim and some files, no manifest
     let rt = rt();
-    for key in
-        ["root/ecg/2/_timef_claim.json", "root/ecg/2/time_series/shard-00000.parquet", "root/ecg/1/_timef_claim.json"]
-    {
-        rt.block_on(store.put(&ObjPath::from(key), vec![1u8, 2, 3].into())).unwrap();
+    // a claim is timef's by its content: a writer id
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"t"}"#;
+    for (key, bytes) in [
+        ("root/ecg/2/_timef_claim.json", &claim[..]),
+        ("root/ecg/2/time_series/shard-00000.parquet", &[1u8, 2, 3][..]),
+        ("root/ecg/1/_timef_claim.json", &claim[..]),
+    ] {
+        rt.block_on(store.put(&ObjPath::from(key), bytes.to_vec().into())).unwrap();
     }
     match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)) {
         Err(Error::AlreadyExists { .. }) => {}
@@ -267,8 +255,16 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
         r.removed_claims,
         vec!["memory://gc/root/ecg/1/_timef_claim.json", "memory://gc/root/ecg/2/_timef_claim.json"]
     );
-    assert_eq!((dry.removed_claims, dry.removed_files), (r.removed_claims.clone(), r.removed_files));
-    assert_eq!(r.removed_files, 1, "only the uncommitted version's file");
+    assert_eq!(dry, r);
+    assert_eq!(
+        r.removed_files,
+        [
+            "memory://gc/root/ecg/1/_timef_claim.json",
+            "memory://gc/root/ecg/2/time_series/shard-00000.parquet",
+            "memory://gc/root/ecg/2/_timef_claim.json"
+        ],
+        "the claims, and the uncommitted version's file before its claim"
+    );
     assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
     let v1 = Version::open_at(root.join("ecg/1")).unwrap();
     assert_eq!(objects(&store, "root/ecg/1"), listed_plus_manifest(&v1), "the committed version is untouched");
@@ -428,12 +424,21 @@ fn ls_listing(series: usize) -> LsListing {
     TimeFWriter::at(root.clone(), options).write(noise_dataset("a", "1", series, 2_000)).unwrap().commit().unwrap();
     TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("b", "1", 2)).unwrap().commit().unwrap();
     let rt = rt();
-    rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), vec![1u8].into())).unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"t"}"#;
+    rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), claim.to_vec().into())).unwrap();
     rt.block_on(counting.put(&ObjPath::from("root/b/2/time_series/shard-00000.parquet"), vec![2u8].into())).unwrap();
     let shards = rt.block_on(counting.list(Some(&ObjPath::from("root/a/1/time_series"))).collect::<Vec<_>>()).len();
     let (lists, listed) = (counting.lists.load(Ordering::SeqCst), counting.listed.load(Ordering::SeqCst));
-    let versions = timef::reader::list_versions_at(&root).unwrap();
-    let stale = timef::storage::stale_per_dataset(&root, 0).unwrap();
+    // what `timef ls` reads: the survey, then each committed version's manifest
+    let survey = timef::storage::survey(&root, 0).unwrap();
+    let versions = survey
+        .datasets
+        .iter()
+        .flat_map(|(name, at, vs)| {
+            vs.iter().filter(|v| Version::open_at(at.join(v)).is_ok()).map(|v| (name.clone(), v.clone()))
+        })
+        .collect();
+    let stale = survey.report.per_dataset;
     let lists = counting.lists.load(Ordering::SeqCst) - lists;
     let listed = counting.listed.load(Ordering::SeqCst) - listed;
     let before = counting.listed.load(Ordering::SeqCst);
@@ -453,12 +458,14 @@ fn ls_on_an_object_store_lists_with_a_delimiter_never_every_shard() {
         assert_eq!(l.stale, stale);
         assert_eq!(l.gc, stale, "what gc --dry-run counts");
     }
-    // the root and 2 datasets listed with a delimiter twice (versions, then
-    // claims), plus the dead writer's version listed whole, plus that version
-    // looked at once more when it proves no version (is anything there at all?)
+    // the root, 2 datasets and 3 versions listed with a delimiter once each
+    // (what marks each level), plus the dead writer's version listed whole
+    // and its writer's (empty) parts' prefix
     assert_eq!((few.lists, many.lists), (8, 8), "list requests");
-    // root: a/ b/; a: 1/; b: 1/ 2/ (twice), and b/2's 2 objects (twice)
-    assert_eq!((few.listed, many.listed), (14, 14), "entries listed");
+    // root: a/ b/; a: 1/; b: 1/ 2/; a/1: 4 files and time_series/; b/1: 4
+    // files, time_series/ and tasks/; b/2: its claim and time_series/; and
+    // b/2's 2 objects
+    assert_eq!((few.listed, many.listed), (20, 20), "entries listed");
     // listing every object (what ls did before, through gc --dry-run) grows with them
     assert!(many.gc_listed >= few.gc_listed + 47, "{} and {} objects", few.gc_listed, many.gc_listed);
 }
@@ -712,7 +719,7 @@ fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
     ));
     let (code, out, err) = timef_s3(&ep, &["gc", &format!("s3://{b}/f"), "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    assert!(out.contains("1 leftover(s) cleared"), "{out}");
     assert_eq!(objects(&store, "f/n/1"), Vec::<String>::new());
     TimeFWriter::at(root.clone(), small_options()).write(noise_dataset("n", "1", 40, 3000)).unwrap().commit().unwrap();
     assert!(timef::verify::verify_at(&root.join("n/1")).unwrap().is_ok());
@@ -752,7 +759,7 @@ fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
     assert!(err.contains("timef gc"), "{err}");
     let (code, out, err) = timef_s3(&ep, &["gc", &root, "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 claim(s) cleared"), "{out}");
+    assert!(out.contains("1 leftover(s) cleared"), "{out}");
     let (code, _, err) = timef_s3(&ep, &args);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root}/bench/1")]);
@@ -852,32 +859,4 @@ fn memory_verify_reports_objects_no_file_system_can_hold() {
     assert!(fails[0].starts_with(&format!("FAIL [listing] time_series object: {holds} (")), "{fails:?}");
     assert!(fails[1].starts_with(&format!("FAIL [listing] {long} object: {holds} (")), "{fails:?}");
     assert!(fails.iter().all(|l| l.ends_with("): not checked")), "{fails:?}");
-}
-
-/// Objects under a version with neither claim nor manifest (what a writer
-/// left when it lost its claim, e.g. a commit racing `gc`) block the version
-/// for good unless `gc` clears them: `ls` counts them, `gc` removes them and
-/// nothing else, and the version can then be written. `gc` refuses a version
-/// as its root (the version's parts' prefix lies beside it, out of sight).
-#[test]
-fn memory_gc_clears_objects_a_writer_left_without_claim_and_refuses_a_version_root() {
-    let (store, root) = memory("orphans");
-    let rt = rt();
-    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "1", 3)).unwrap().commit().unwrap();
-    let committed = objects(&store, "root/ecg/1");
-    for key in ["root/ecg/2/time_series/shard-00000.parquet", "root/ecg/2/time_series/shard-00001.parquet"] {
-        rt.block_on(store.put(&ObjPath::from(key), vec![7u8].into())).unwrap();
-    }
-    match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)) {
-        Err(Error::NotAVersion { .. }) => {}
-        other => panic!("expected NotAVersion, got {other:?}"),
-    }
-    assert_eq!(timef::storage::stale_per_dataset(&root, 0).unwrap(), [("ecg".to_string(), 1)].into());
-    let report = timef::storage::gc(&root, 0).unwrap();
-    assert_eq!((report.removed_claims, report.removed_files), (vec!["memory://orphans/root/ecg/2".to_string()], 2));
-    assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
-    assert_eq!(objects(&store, "root/ecg/1"), committed);
-    TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "2", 3)).unwrap().commit().unwrap();
-    let err = timef::storage::gc(&root.join("ecg/1"), 0).unwrap_err().to_string();
-    assert_eq!(err, "invalid root of memory://orphans/root/ecg/1: is a version; gc takes the root of its datasets");
 }

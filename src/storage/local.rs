@@ -28,12 +28,12 @@ use super::{LiveGuard, Small, MANIFEST};
 use crate::error::{Error, Result};
 
 /// Random characters in a staging directory's name (`[A-Za-z0-9]`, ~190 bits).
-const STAGING_RANDOM_CHARS: usize = 32;
+pub(super) const STAGING_RANDOM_CHARS: usize = 32;
 /// Name prefix of a staging directory: `.tmp-<version>-<random>`, locked by its writer.
-const TMP_PREFIX: &str = ".tmp-";
+pub(super) const TMP_PREFIX: &str = ".tmp-";
 /// Name prefix of a staging directory being made, before its writer holds the
 /// lock: `.new-<version>-<random>` (see [`Staging::create`]).
-const NEW_PREFIX: &str = ".new-";
+pub(super) const NEW_PREFIX: &str = ".new-";
 /// How many times [`Staging::create`] starts again when something it just
 /// made vanished (an empty parent removed by another writer's abort, a
 /// `.new-*` directory by `gc`).
@@ -78,7 +78,7 @@ pub struct Staging {
     published: bool,
     /// The staging directory opened and `flock`ed exclusively while this writer
     /// lives; the kernel drops the lock when the process dies however it dies,
-    /// which is how [`gc`] tells a dead writer's staging from a live one's.
+    /// which is how [`super::gc`] tells a dead writer's staging from a live one's.
     _owner: File,
     _live: LiveGuard,
 }
@@ -90,7 +90,7 @@ impl Staging {
     /// The directory is made as `.new-<version>-<random>`, opened and `flock`ed,
     /// and only then renamed to its `.tmp-*` name (the lock is on the open
     /// directory, so it survives the rename): a `.tmp-*` directory is locked
-    /// from the moment it has that name, and [`gc`] never sees a live writer's
+    /// from the moment it has that name, and [`super::gc`] never sees a live writer's
     /// staging unlocked. `gc` removes a `.new-*` directory only when it is older
     /// than its age threshold and unlocked; should it remove this writer's
     /// before the lock is taken, the open or the rename fails with `NotFound`
@@ -526,100 +526,6 @@ pub(crate) fn list_dirs(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// True for the name of a writer's staging directory, exactly
-/// `.tmp-<version>-<random>` or `.new-<version>-<random>` with a valid version
-/// name and [`STAGING_RANDOM_CHARS`] letters and digits (a distributed write's
-/// id has that shape too): `gc` never takes another hidden directory for one.
-fn is_staging_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix(TMP_PREFIX).or_else(|| name.strip_prefix(NEW_PREFIX)) else {
-        return false;
-    };
-    rest.rsplit_once('-').is_some_and(|(version, random)| {
-        crate::dataset::validate_name(version, "version").is_ok()
-            && random.len() == STAGING_RANDOM_CHARS
-            && random.bytes().all(|b| b.is_ascii_alphanumeric())
-    })
-}
-
-/// Removes `<root>/<name>/.tmp-*` staging directories (and `.new-*` ones a
-/// writer died making, see [`Staging::create`]) whose writer is gone (no
-/// process holds their `flock`) and that were last modified more than
-/// `older_than_s` seconds ago. `flock` is advisory and may be absent on network
-/// filesystems (NFS without lock support): there only the age protects a live writer.
-/// A `dry_run` removes nothing and reports what it would remove.
-///
-/// A directory that vanishes while `gc` looks at it (its writer committed it,
-/// renaming it onto the version, or aborted) is not stale: it is skipped, and
-/// so is one whose name no longer leads to the directory `gc` opened and
-/// locked. A dataset directory that vanishes (a failed first write removing
-/// what it made) is skipped likewise.
-pub(crate) fn gc(root: &Path, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
-    use std::os::unix::fs::MetadataExt;
-    let mut report = super::GcReport::default();
-    let now = std::time::SystemTime::now();
-    for name in list_dirs(root)? {
-        let ds = root.join(&name);
-        // a dataset is a directory of the root, never a link to elsewhere
-        if !fs::symlink_metadata(&ds).is_ok_and(|m| m.is_dir()) {
-            continue;
-        }
-        let entries = match fs::read_dir(&ds) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(&ds, e)),
-        };
-        let mut found: Vec<PathBuf> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(&ds, e))?;
-            let file_name = entry.file_name();
-            let file_name = file_name.to_string_lossy();
-            if is_staging_name(&file_name) && entry.path().is_dir() {
-                found.push(entry.path());
-            }
-        }
-        found.sort();
-        for dir in found {
-            super::pause_point("gc-listed");
-            // gone since the listing (committed or aborted): not stale
-            let Ok(owner) = File::open(&dir) else { continue };
-            super::pause_point("gc-opened");
-            // a live writer holds its staging directory's lock: never touched
-            if rustix::fs::flock(&owner, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
-                report.kept_claims.push(dir.display().to_string());
-                continue;
-            }
-            let Ok(meta) = owner.metadata() else { continue };
-            // the lock is ours, but a writer that committed after the open and
-            // then ended released it: the name must still lead to this directory
-            let same = fs::symlink_metadata(&dir).is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()));
-            if !same {
-                continue;
-            }
-            let age_s = meta.modified().ok().and_then(|t| now.duration_since(t).ok()).map_or(0, |d| d.as_secs());
-            if age_s < older_than_s {
-                report.kept_claims.push(dir.display().to_string());
-                continue;
-            }
-            let (files, _) = walk(&dir);
-            if !dry_run {
-                match fs::remove_dir_all(&dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    // one directory that cannot go must not keep the others
-                    Err(e) => {
-                        report.failed.push((dir.display().to_string(), e.to_string()));
-                        continue;
-                    }
-                }
-            }
-            report.removed_files += files.len() as u64;
-            report.removed_claims.push(dir.display().to_string());
-            *report.per_dataset.entry(name.clone()).or_default() += 1;
-        }
-    }
-    Ok(report)
-}
-
 /// How a symbolic link inside a version is reported.
 pub(crate) const SYMLINK: &str =
     "a symbolic link (a version's files are never followed: docs/format.md \"Paths inside a version\")";
@@ -869,41 +775,5 @@ mod tests {
         let link_len = fs::symlink_metadata(tmp.path().join("link")).unwrap().len();
         assert_eq!(files, [("d/e/f.bin".to_string(), 3), ("link".to_string(), link_len), ("z".to_string(), 0)]);
         assert!(errors.is_empty(), "{errors:?}");
-    }
-
-    #[test]
-    fn gc_removes_only_what_is_named_like_a_writers_staging_and_never_through_a_link() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (root, elsewhere) = (tmp.path().join("root"), tmp.path().join("elsewhere"));
-        let random = "a".repeat(STAGING_RANDOM_CHARS);
-        let stale = format!(".tmp-v1-{random}");
-        for dir in [
-            root.join("project/.tmp-cache"),
-            root.join("project/.new-ideas"),
-            root.join(format!("project/.tmp-v1-{}", &random[1..])),
-            root.join(format!("project/.tmp-.v1-{random}")),
-            root.join("project").join(&stale),
-            root.join("project").join(format!(".new-v2-{random}")),
-            elsewhere.join(&stale),
-        ] {
-            fs::create_dir_all(&dir).unwrap();
-            fs::write(dir.join("notes.txt"), b"important").unwrap();
-        }
-        std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
-        let report = gc(&root, 0, false).unwrap();
-        let project = root.join("project");
-        let removed = [project.join(format!(".new-v2-{random}")), project.join(&stale)];
-        assert_eq!(report.removed_claims, removed.map(|p| p.display().to_string()));
-        assert_eq!((report.removed_files, report.failed.len()), (2, 0));
-        let left: Vec<String> = walk(&root).0.into_iter().map(|(f, _)| f).collect();
-        let want = [
-            "linked".to_string(),
-            "project/.new-ideas/notes.txt".into(),
-            format!("project/.tmp-.v1-{random}/notes.txt"),
-            "project/.tmp-cache/notes.txt".into(),
-            format!("project/.tmp-v1-{}/notes.txt", &random[1..]),
-        ];
-        assert_eq!(left, want);
-        assert!(elsewhere.join(&stale).join("notes.txt").exists());
     }
 }

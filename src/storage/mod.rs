@@ -22,10 +22,13 @@
 //! Everything stays synchronous for callers: the object-store backend runs its
 //! requests on an internal tokio runtime of [`IO_THREADS`] threads.
 
+mod gc;
 pub mod local;
 pub mod object;
 pub mod store_options;
 pub mod version_path;
+
+pub use gc::{gc, gc_dry_run, stale_per_dataset, survey, GcReport, Survey};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -91,6 +94,11 @@ pub const MANIFEST: &str = "manifest.json";
 /// The claim object of a version being written to an object store (a name
 /// pyarrow, polars and DuckDB skip: it starts with `_`; docs/format.md).
 pub const CLAIM: &str = "_timef_claim.json";
+/// The marker object a distributed write's coordinator puts first in its
+/// parts' prefix `<dataset>/.tmp-<version>-<write id>/` on an object store
+/// (JSON: write id, version, creation time, timef version): what tells `gc`
+/// the prefix is a writer's (docs/format.md §1 "Distributed writes").
+pub const PARTS_MARKER: &str = "_timef_parts.json";
 /// Bytes an object-store file is buffered up to before it goes out as a
 /// multipart upload instead of one PUT (10 MiB, `object_store`'s default); also
 /// the part size of the multipart upload.
@@ -369,7 +377,7 @@ impl Location {
 }
 
 /// The [`Error::Missing`] of a local directory that is not there.
-fn missing_dir(p: &Path) -> Error {
+pub(crate) fn missing_dir(p: &Path) -> Error {
     Error::Missing { path: p.to_path_buf(), what: "no such directory".into() }
 }
 
@@ -605,7 +613,10 @@ impl Staging {
     pub(crate) fn seal_parts(&mut self) -> Result<Vec<String>> {
         match &mut self.0 {
             StagingInner::Local(s) => s.seal_parts(),
-            StagingInner::Object(s) => Ok(s.parts_location().list_files()?.into_iter().map(|(f, _)| f).collect()),
+            StagingInner::Object(s) => {
+                let listed = s.parts_location().list_files()?;
+                Ok(listed.into_iter().map(|(f, _)| f).filter(|f| f != PARTS_MARKER).collect())
+            }
         }
     }
 
@@ -786,7 +797,7 @@ impl FileSink for PartStaging {
                 o.check_claim()?;
                 let upload = object::Upload::new(o.location().join(rel));
                 let display = PathBuf::from(upload.to_string());
-                (Sink::Object(Box::new(upload)), display)
+                (Sink::Part(Box::new(upload), o.clone()), display)
             }
         };
         Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
@@ -815,6 +826,8 @@ enum Sink {
     /// A part's file: written under a temporary name, renamed into place when finished.
     LocalRename(local::PartFile),
     Object(Box<object::Upload>),
+    /// A part's file on an object store: its claim checked again once uploaded.
+    Part(Box<object::Upload>, object::PartPrefix),
 }
 
 impl fmt::Debug for StagedFile {
@@ -850,9 +863,8 @@ impl StagedFile {
                 file.sync_all().map_err(|e| Error::io(&display, e))?;
             }
             Sink::LocalRename(mut part) => part.finish()?,
-            Sink::Object(upload) => {
-                upload.finish()?;
-            }
+            Sink::Object(upload) => upload.finish()?,
+            Sink::Part(upload, prefix) => prefix.finish(upload)?,
         }
         Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(hasher.finalize()) })
     }
@@ -866,7 +878,7 @@ impl Write for StagedFile {
         let n = match &mut self.sink {
             Sink::Local(f) => f.write(buf)?,
             Sink::LocalRename(p) => p.file.write(buf)?,
-            Sink::Object(u) => u.write(buf)?,
+            Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
         };
         self.hasher.update(&buf[..n]);
         self.bytes += n as u64;
@@ -876,7 +888,7 @@ impl Write for StagedFile {
         match &mut self.sink {
             Sink::Local(f) => f.flush(),
             Sink::LocalRename(p) => p.file.flush(),
-            Sink::Object(_) => Ok(()),
+            Sink::Object(_) | Sink::Part(..) => Ok(()),
         }
     }
 }
@@ -918,72 +930,5 @@ impl LiveGuard {
 impl Drop for LiveGuard {
     fn drop(&mut self) {
         LIVE_STAGINGS.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// What [`gc`] removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct GcReport {
-    /// Claims (object stores) or staging directories (local) removed, as URLs or paths.
-    pub removed_claims: Vec<String>,
-    /// Files removed with them (objects a dead writer left under its uncommitted version).
-    pub removed_files: u64,
-    /// Claims younger than the age given, left alone (their writers may be alive).
-    pub kept_claims: Vec<String>,
-    /// Entries of `removed_claims` per dataset name.
-    pub per_dataset: BTreeMap<String, u64>,
-    /// Stale staging directories that could not be removed, with why (local
-    /// roots: a permission, an immutable file, a mount point inside); the
-    /// others are still removed.
-    pub failed: Vec<(String, String)>,
-}
-
-/// Clears what writers that died left under `root` (docs/format.md "Clearing a
-/// dead writer's claim"): on an object store, every claim whose version prefix
-/// has had no object written for `older_than_s` seconds, and, when its version
-/// has no manifest, every object under that version; on a local root, every
-/// `<name>/.tmp-*` staging directory older than `older_than_s` whose writer is
-/// gone (no process holds its `flock`). A committed version is never touched
-/// (only a leftover claim beside its manifest is deleted).
-///
-/// On an object store choose `older_than_s` longer than any pause of a write:
-/// there a live writer's claim differs from a dead one's only by age.
-///
-/// # Errors
-/// I/O and store errors.
-pub fn gc(root: &Location, older_than_s: u64) -> Result<GcReport> {
-    match &root.0 {
-        Inner::Local(p, _) => local::gc(p, older_than_s, false),
-        Inner::Object(o) => o.gc(older_than_s, false),
-    }
-}
-
-/// What [`gc`] would remove, removing nothing: its report, with
-/// `removed_claims` and `removed_files` what a [`gc`] with the same age would
-/// clear now. `timef ls` counts stale staging and claims with it.
-///
-/// # Errors
-/// I/O and store errors.
-pub fn gc_dry_run(root: &Location, older_than_s: u64) -> Result<GcReport> {
-    match &root.0 {
-        Inner::Local(p, _) => local::gc(p, older_than_s, true),
-        Inner::Object(o) => o.gc(older_than_s, true),
-    }
-}
-
-/// Per dataset name under `root`, how many staging directories or claims dead
-/// writers left that [`gc`] with `older_than_s` would clear: what `timef ls`
-/// prints. Local: [`gc_dry_run`]'s count. Object store: the claims at
-/// `<root>/<name>/<version>/`, found by listing datasets and versions with a
-/// delimiter and looking each version's claim up, never listing the data files
-/// of a version unless its claim is at least `older_than_s` old
-/// (docs/format.md §1, "Clearing a dead writer's claim").
-///
-/// # Errors
-/// I/O and store errors.
-pub fn stale_per_dataset(root: &Location, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
-    match &root.0 {
-        Inner::Local(p, _) => Ok(local::gc(p, older_than_s, true)?.per_dataset),
-        Inner::Object(o) => o.stale_claims(older_than_s),
     }
 }

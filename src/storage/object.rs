@@ -27,13 +27,13 @@
 //! A distributed write ([`Staging::create_for_parts`]) claims the version the
 //! same way, with the write id as the claim's writer id; its workers upload
 //! only under the parts' prefix `<dataset>/.tmp-<version>-<write id>/` beside
-//! the version ([`PartPrefix`], checking the claim before each file), and the
-//! commit copies each part file onto its key under the version while it holds
-//! the claim, so no worker ever writes a key of the version. The prefix is
-//! deleted after the commit or abort; what a late worker uploads after that,
-//! [`super::gc`] removes (docs/format.md §1 "Distributed writes").
+//! the version ([`PartPrefix`], checking the claim before and after each
+//! file), and the commit copies each part file onto its key under the version
+//! while it holds the claim, so no worker ever writes a key of the version.
+//! The coordinator puts the prefix's marker [`PARTS_MARKER`] first; the prefix
+//! is deleted, marker last, after the commit or abort; what a dead write
+//! leaves there, [`super::gc`] removes (docs/format.md §1 "Distributed writes").
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::Range;
@@ -47,7 +47,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use sha2::{Digest, Sha256};
 
 use super::store_options;
-use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST};
+use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST, PARTS_MARKER};
 use crate::error::{Error, Result};
 use crate::runtime::{block_on, PerProcess};
 
@@ -223,6 +223,14 @@ impl ObjectLocation {
         ObjectLocation { backend: Arc::clone(&self.backend), path }
     }
 
+    /// The local path of a `file://` location; None on any other store.
+    pub(super) fn file_path(&self) -> Option<std::path::PathBuf> {
+        if self.backend.label != "file://" {
+            return None;
+        }
+        url::Url::parse(&format!("file:///{}", self.path)).ok()?.to_file_path().ok()
+    }
+
     pub(crate) fn file_name(&self) -> Option<String> {
         self.path.filename().map(str::to_string)
     }
@@ -360,224 +368,87 @@ impl ObjectLocation {
         }
     }
 
-    fn delete(&self) -> Result<()> {
+    pub(super) fn delete(&self) -> Result<()> {
         match block_on(self.store().delete(&self.path))? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.err(e)),
         }
     }
 
-    /// Per dataset name, how many claims at `<root>/<name>/<version>/` and
-    /// parts' prefixes `<root>/<name>/.tmp-<version>-<write id>/` the
-    /// [`Self::gc`] with `older_than_s` would clear, found without listing every
-    /// object of the root: datasets and what they hold are listed with a
-    /// delimiter (one request each, never descending into `time_series/`), each
-    /// version's claim is looked up with a HEAD, and only a version whose claim
-    /// is at least `older_than_s` old, or a parts' prefix no live claim holds,
-    /// is listed whole (its newest object tells a writer still uploading from a
-    /// dead one). `timef ls` counts with it.
-    pub(crate) fn stale_claims(&self, older_than_s: u64) -> Result<BTreeMap<String, u64>> {
-        let now = SystemTime::now();
-        let age_s = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs());
-        let newest = |loc: &ObjectLocation| -> Result<Option<SystemTime>> {
-            Ok(loc.list_all()?.iter().map(|m| SystemTime::from(m.last_modified)).max())
-        };
-        let mut out = BTreeMap::new();
-        for name in self.list_dirs()? {
-            let ds = self.join(&name);
-            let listed = block_on(self.store().list_with_delimiter(Some(&ds.path)))?.map_err(|e| ds.err(e))?;
-            let names: Vec<String> =
-                listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
-            let mut live: Vec<(String, String)> = Vec::new();
-            for version in names.iter().filter(|n| !n.starts_with('.') && !n.starts_with('_')) {
-                let version = ds.join(version);
-                let claim = version.join(CLAIM);
-                let created: SystemTime = match block_on(self.store().head(&claim.path))? {
-                    Ok(meta) => meta.last_modified.into(),
-                    Err(object_store::Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(claim.err(e)),
-                };
-                let writer = claim_writer(&claim)?;
-                let alive = age_s(created) < older_than_s || {
-                    let parts = writer.as_ref().map(|w| ds.join(&parts_name(&version, w)));
-                    let last = [Some(created), newest(&version)?, parts.as_ref().map(newest).transpose()?.flatten()]
-                        .into_iter()
-                        .flatten()
-                        .max()
-                        .unwrap_or(created);
-                    age_s(last) < older_than_s
-                };
-                if alive {
-                    live.extend(writer.map(|w| (version.file_name().unwrap_or_default(), w)));
-                } else {
-                    *out.entry(name.clone()).or_default() += 1;
-                }
-            }
-            for staged in &names {
-                let Some((version, id)) = super::parse_staged(staged).filter(|(_, id)| is_writer_id(id)) else {
-                    continue;
-                };
-                if live.iter().any(|(v, w)| v == version && w == id) {
-                    continue;
-                }
-                // an empty prefix (a directory a `file://` store leaves) holds nothing to clear
-                if newest(&ds.join(staged))?.is_some_and(|t| age_s(t) >= older_than_s) {
-                    *out.entry(name.clone()).or_default() += 1;
-                }
-            }
-            // objects under a version without claim or manifest: a writer's leftovers
-            for version in names.iter().filter(|n| !n.starts_with('.') && !n.starts_with('_')) {
-                let version = ds.join(version);
-                if version.join(CLAIM).size()?.is_none()
-                    && version.join(MANIFEST).size()?.is_none()
-                    && newest(&version)?.is_some_and(|t| age_s(t) >= older_than_s)
-                {
-                    *out.entry(name.clone()).or_default() += 1;
-                }
-            }
-        }
+    /// Every object under this prefix as (relative path, modification time), sorted.
+    pub(super) fn list_times(&self) -> Result<Vec<(String, SystemTime)>> {
+        let mut out: Vec<(String, SystemTime)> = self
+            .list_all()?
+            .into_iter()
+            .filter_map(|m| {
+                let rel: Vec<String> = m.location.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
+                Some((rel.join("/"), m.last_modified.into()))
+            })
+            .collect();
+        out.sort();
         Ok(out)
     }
 
-    /// Deletes every object under this prefix.
-    fn delete_all(&self) -> Result<()> {
-        for m in self.list_all()? {
+    /// What is directly under this prefix, listed with a delimiter: the names
+    /// of its common prefixes, and its objects' names with their times.
+    pub(super) fn list_level(&self) -> Result<(Vec<String>, Vec<(String, SystemTime)>)> {
+        let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
+        let listed = block_on(self.store().list_with_delimiter(prefix))?.map_err(|e| self.err(e))?;
+        let dirs = listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
+        let files = listed
+            .objects
+            .iter()
+            .filter_map(|m| Some((m.location.filename()?.to_string(), m.last_modified.into())))
+            .collect();
+        Ok((dirs, files))
+    }
+
+    /// Deletes every object under this parts' prefix, its marker
+    /// [`PARTS_MARKER`] last: until the marker goes, `gc` finds what is left.
+    fn delete_parts(&self) -> Result<()> {
+        let mut all = self.list_all()?;
+        all.sort_by_key(|m| (m.location.filename() == Some(PARTS_MARKER), m.location.clone()));
+        for m in all {
             self.at(m.location).delete()?;
         }
         Ok(())
     }
-
-    /// Clears claims older than `older_than_s` under this root, and the parts'
-    /// prefixes of distributed writes without a live claim (see [`super::gc`]).
-    pub(crate) fn gc(&self, older_than_s: u64, dry_run: bool) -> Result<super::GcReport> {
-        let mut report = super::GcReport::default();
-        let now = SystemTime::now();
-        let idle = |t: SystemTime| now.duration_since(t).map_or(0, |d| d.as_secs()) >= older_than_s;
-        let mut all = self.list_all()?;
-        all.sort_by(|a, b| a.location.cmp(&b.location));
-        // a version's claim weighs its parts' prefix, beside the version: a
-        // version as the root would hide it
-        let depth_one = |m: &object_store::ObjectMeta| m.location.prefix_match(&self.path).map(|r| r.count() == 1);
-        if all.iter().any(|m| depth_one(m) == Some(true) && matches!(m.location.filename(), Some(CLAIM | MANIFEST))) {
-            return Err(Error::validation(self.to_string(), "root", "is a version; gc takes the root of its datasets"));
-        }
-        let newest = |prefix: &ObjPath| {
-            all.iter().filter(|m| m.location.prefix_matches(prefix)).map(|m| SystemTime::from(m.last_modified)).max()
-        };
-        // the dataset a version or parts' prefix belongs to: the segment above it
-        let dataset = |p: &ObjPath| {
-            let parts: Vec<_> = p.parts().collect();
-            parts.len().checked_sub(2).map_or_else(String::new, |i| parts[i].as_ref().to_string())
-        };
-        // (version, writer id) of every claim kept: its parts' prefix stays
-        let mut live: Vec<(ObjPath, String)> = Vec::new();
-        for claim in all.iter().filter(|m| m.location.filename() == Some(CLAIM)) {
-            let claim_loc = self.at(claim.location.clone());
-            let version = claim_loc.parent();
-            let writer = claim_writer(&claim_loc)?;
-            // a live writer keeps putting objects (under the version, or its
-            // parts' prefix): its newest one is young
-            let parts = writer.as_ref().map(|w| version.parent().join(&parts_name(&version, w)));
-            let created: SystemTime = claim.last_modified.into();
-            let last = [Some(created), newest(&version.path), parts.as_ref().and_then(|p| newest(&p.path))]
-                .into_iter()
-                .flatten()
-                .max()
-                .unwrap_or(created);
-            if !idle(created) || !idle(last) {
-                report.kept_claims.push(claim_loc.to_string());
-                live.extend(writer.map(|w| (version.path.clone(), w)));
-                continue;
-            }
-            // the claim goes first, so a writer still alive fails its commit
-            // (it checks the claim) instead of committing over deleted files
-            if !dry_run {
-                claim_loc.delete()?;
-            }
-            report.removed_claims.push(claim_loc.to_string());
-            *report.per_dataset.entry(dataset(&version.path)).or_default() += 1;
-            if version.join(MANIFEST).size()?.is_none() {
-                for m in all.iter().filter(|m| m.location.prefix_matches(&version.path) && m.location != claim.location)
-                {
-                    if !dry_run {
-                        self.at(m.location.clone()).delete()?;
-                    }
-                    report.removed_files += 1;
-                }
-            }
-        }
-        // parts' prefixes `<dataset>/.tmp-<version>-<write id>/` (a directory
-        // segment, never an object's own name): (version, write id, objects) by prefix
-        type Found<'a> = (ObjPath, String, Vec<&'a object_store::ObjectMeta>);
-        let mut prefixes: BTreeMap<ObjPath, Found<'_>> = BTreeMap::new();
-        for m in &all {
-            let Some(rel) = m.location.prefix_match(&self.path) else { continue };
-            let rel: Vec<_> = rel.collect();
-            let mut above = self.path.clone();
-            for part in &rel[..rel.len().saturating_sub(1)] {
-                if let Some((version, id)) = super::parse_staged(part.as_ref()).filter(|(_, id)| is_writer_id(id)) {
-                    let entry = prefixes
-                        .entry(above.clone().join(part.as_ref()))
-                        .or_insert_with(|| (above.clone().join(version), id.to_string(), Vec::new()));
-                    entry.2.push(m);
-                    break;
-                }
-                above = above.join(part.as_ref());
-            }
-        }
-        // objects under `<root>/<name>/<version>/` with neither claim nor
-        // manifest, idle: what a writer left when it lost its claim (a commit
-        // racing gc, a crash after the claim was cleared); nothing else removes them
-        let mut orphans: BTreeMap<ObjPath, Vec<&object_store::ObjectMeta>> = BTreeMap::new();
-        for m in &all {
-            let Some(rel) = m.location.prefix_match(&self.path) else { continue };
-            let rel: Vec<_> = rel.collect();
-            let [name, version, _, ..] = rel.as_slice() else { continue };
-            let hidden = |p: &object_store::path::PathPart<'_>| p.as_ref().starts_with(['.', '_']);
-            if !hidden(name) && !hidden(version) {
-                orphans.entry(self.path.clone().join(name.as_ref()).join(version.as_ref())).or_default().push(m);
-            }
-        }
-        for (version, objects) in orphans {
-            let owned = objects.iter().any(|m| matches!(m.location.filename(), Some(CLAIM | MANIFEST)));
-            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max();
-            if owned || !newest.is_some_and(idle) {
-                continue;
-            }
-            for m in &objects {
-                if !dry_run {
-                    self.at(m.location.clone()).delete()?;
-                }
-                report.removed_files += 1;
-            }
-            report.removed_claims.push(self.at(version.clone()).to_string());
-            *report.per_dataset.entry(dataset(&version)).or_default() += 1;
-        }
-        for (prefix, (version, id, objects)) in prefixes {
-            let loc = self.at(prefix.clone());
-            let newest = objects.iter().map(|m| SystemTime::from(m.last_modified)).max();
-            if live.iter().any(|(v, w)| *v == version && *w == id) || !newest.is_none_or(idle) {
-                report.kept_claims.push(loc.to_string());
-                continue;
-            }
-            for m in &objects {
-                if !dry_run {
-                    self.at(m.location.clone()).delete()?;
-                }
-                report.removed_files += 1;
-            }
-            report.removed_claims.push(loc.to_string());
-            *report.per_dataset.entry(dataset(&prefix)).or_default() += 1;
-        }
-        Ok(report)
-    }
 }
 
 /// The writer id a claim holds; `None` when it is gone or unreadable.
-fn claim_writer(claim: &ObjectLocation) -> Result<Option<String>> {
+pub(super) fn claim_writer(claim: &ObjectLocation) -> Result<Option<String>> {
     match claim.read_small(1 << 16)? {
         Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).ok().map(|c| c.writer_id)),
         Small::Missing | Small::Refused(_) => Ok(None),
+    }
+}
+
+/// `created_by` of the claim `gc` puts over a dead writer's before it
+/// deletes that version's objects (docs/format.md §1 "Clearing a dead
+/// writer's claim"): such a claim is dead at any age.
+pub(super) const GC_CLAIM_BY: &str = "timef gc";
+
+/// True when the claim is the one `gc` put ([`GC_CLAIM_BY`]).
+pub(super) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
+    match claim.read_small(1 << 16)? {
+        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.created_by == GC_CLAIM_BY)),
+        Small::Missing | Small::Refused(_) => Ok(false),
+    }
+}
+
+/// Replaces the dead writer's `claim` with gc's own (a new writer id): that
+/// writer, were it alive, then fails its claim check, and the version stays
+/// marked until gc deletes the claim, last.
+pub(super) fn take_over_claim(claim: &ObjectLocation) -> Result<()> {
+    let c = Claim {
+        writer_id: new_writer_id(),
+        created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        created_by: GC_CLAIM_BY.to_string(),
+    };
+    let bytes = serde_json::to_vec(&c).unwrap_or_default();
+    match block_on(claim.store().put_opts(&claim.path, PutPayload::from(bytes), PutOptions::default()))? {
+        Ok(_) => Ok(()),
+        Err(e) => Err(claim.err(e)),
     }
 }
 
@@ -589,7 +460,7 @@ fn new_writer_id() -> String {
 
 /// True for a writer id [`new_writer_id`] makes; `gc` only touches parts'
 /// prefixes named with one.
-fn is_writer_id(id: &str) -> bool {
+pub(super) fn is_writer_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -600,6 +471,7 @@ fn parts_name(version: &ObjectLocation, writer_id: &str) -> String {
 
 /// A worker's view of a distributed write's parts' prefix: uploads go there,
 /// each only while the version's claim holds the write id.
+#[derive(Clone)]
 pub(crate) struct PartPrefix {
     location: ObjectLocation,
     claim: ObjectLocation,
@@ -629,6 +501,21 @@ impl PartPrefix {
         let why =
             "the version's claim does not hold this write's id (the write was committed, aborted or collected by gc)";
         Err(Error::io(self.claim.to_string(), io::Error::new(io::ErrorKind::NotFound, why)))
+    }
+
+    /// Completes `upload`, a file of this prefix, then checks the claim again:
+    /// a write that ended (committed, aborted, collected) while the file was
+    /// uploading has deleted its prefix, marker included, so the file is
+    /// deleted here rather than left where nothing marks it as a writer's.
+    ///
+    /// # Errors
+    /// As [`Upload::finish`] and [`PartPrefix::check_claim`].
+    pub(crate) fn finish(&self, upload: Box<Upload>) -> Result<()> {
+        let at = upload.loc.clone();
+        upload.finish()?;
+        self.check_claim().inspect_err(|_| {
+            let _ = at.delete();
+        })
     }
 }
 
@@ -701,6 +588,16 @@ impl Read for RangeRead {
         buf[..n].copy_from_slice(&self.block.split_to(n));
         Ok(n)
     }
+}
+
+/// The content of a parts' prefix's marker [`PARTS_MARKER`]: whose write it
+/// is and since when (no secret).
+#[derive(serde::Serialize)]
+struct PartsMarker {
+    write_id: String,
+    version: String,
+    created_at_unix_s: u64,
+    created_by: String,
 }
 
 /// The claim's content: who holds it and since when (no secret).
@@ -809,8 +706,21 @@ impl Staging {
         if foreign {
             return Err(Error::NotAVersion {
                 path: staging.target.to_string().into(),
-                reason: "holds objects but no committed version (no manifest.json); remove them (timef gc) or choose another version".into(),
+                reason: "holds objects but no committed version (no manifest.json); nothing marks them as a writer's, so gc keeps them: remove them by hand or choose another version".into(),
             });
+        }
+        if for_parts {
+            // first in the parts' prefix: what marks it as this write's for gc
+            // (docs/format.md §1 "Distributed writes")
+            let marker = staging.parts_location().join(PARTS_MARKER);
+            let bytes = serde_json::to_vec(&PartsMarker {
+                write_id: staging.writer_id.clone(),
+                version: target.file_name().unwrap_or_default(),
+                created_at_unix_s: claim.created_at_unix_s,
+                created_by: claim.created_by.clone(),
+            })
+            .unwrap_or_default();
+            block_on(marker.store().put(&marker.path, PutPayload::from(bytes)))?.map_err(|e| marker.err(e))?;
         }
         Ok(staging)
     }
@@ -960,10 +870,10 @@ impl Drop for Staging {
             }
         }
         // committed or not, the parts' prefix is this write's alone (its name
-        // holds the writer id); what a failed delete or a late worker leaves
-        // there, gc removes once no live claim holds the id
+        // holds the writer id); what a failed delete leaves there, marker
+        // last, gc removes once no live claim holds the id
         if self.for_parts {
-            let _ = self.parts_location().delete_all();
+            let _ = self.parts_location().delete_parts();
         }
     }
 }

@@ -35,6 +35,22 @@ pub fn skipped(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
+/// The S3 server's endpoint, which must be on 127.0.0.1; None (with a visible
+/// "skipped" line) outside CI when there is none; a failure under CI.
+pub fn s3_endpoint(test: &str) -> Option<String> {
+    match std::env::var("TIMEF_TEST_S3_ENDPOINT") {
+        Ok(e) if !e.is_empty() => {
+            assert!(e.starts_with("http://127.0.0.1:"), "tests only talk to 127.0.0.1, not {e}");
+            Some(e)
+        }
+        _ => {
+            assert!(std::env::var_os("CI").is_none(), "CI must start the S3 server (.ci/run): {test}");
+            skipped(&format!("{test}: no S3 server (set TIMEF_TEST_S3_ENDPOINT or run .ci/run)"));
+            None
+        }
+    }
+}
+
 /// A real data file under `tests/data/real/` (public archive files, cited in its README).
 pub fn real(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real").join(rel)

@@ -1,0 +1,705 @@
+//! `gc` and `ls` of a root or a dataset on every backend (docs/format.md §1
+//! "Clearing a dead writer's claim"): exactly the dead writers' leftovers go
+//! (local staging, claims with their uncommitted objects, marked parts'
+//! prefixes); committed versions stay byte-identical; a user's files and
+//! objects beside, above and inside dataset folders stay; a live writer
+//! survives; a dry run reports exactly what a real run removes; a version is
+//! refused as the place. Random trees: tests/gc_property.rs. The S3 cases
+//! need the server `.ci/run` starts (`TIMEF_TEST_S3_ENDPOINT`): without it
+//! they print "skipped: ..." and pass, except under CI, where they fail.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use timef::storage::{gc, gc_dry_run, survey, Location, Staging, StagingRef, StorageOptions, CLAIM, PARTS_MARKER};
+use timef::TimeFWriter;
+
+use common::*;
+
+// ---------------------------------------------------------------- backends
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Local,
+    File,
+    Memory,
+    S3,
+}
+
+/// A root on one backend, and a way to put, age and read back its files.
+struct Backend {
+    kind: Kind,
+    root: Location,
+    _dir: tempfile::TempDir,
+    /// Local and `file://`: the root directory.
+    dir: std::path::PathBuf,
+    /// Object stores: the test's own client and the root's key prefix.
+    store: Option<(Arc<dyn ObjectStore>, String)>,
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn s3_options(endpoint: &str) -> StorageOptions {
+    [
+        ("aws_endpoint", endpoint),
+        ("aws_allow_http", "true"),
+        ("aws_access_key_id", "testing"),
+        ("aws_secret_access_key", "testing"),
+        ("aws_region", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// A fresh bucket on the S3 server (a plain HTTP PUT: the server checks no signature).
+fn s3_bucket(endpoint: &str) -> String {
+    let name = format!("timef-gc-{}", uuid::Uuid::new_v4().simple());
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the S3 server");
+    write!(s, "PUT /{name} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {name}: {reply}");
+    name
+}
+
+impl Backend {
+    /// A new empty root on `kind`; None for S3 without a server (skipped visibly).
+    fn new(kind: Kind, test: &str) -> Option<Backend> {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("root");
+        let (root, store) = match kind {
+            Kind::Local => (Location::local(&dir), None),
+            Kind::File => {
+                std::fs::create_dir_all(&dir).unwrap();
+                (Location::parse(&format!("file://{}", dir.display()), &StorageOptions::new()).unwrap(), None)
+            }
+            Kind::Memory => {
+                let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+                let root = Location::from_object_store(Arc::clone(&store), "memory://gc", "root").unwrap();
+                (root, Some((store, "root".to_string())))
+            }
+            Kind::S3 => {
+                let ep = s3_endpoint(test)?;
+                let bucket = s3_bucket(&ep);
+                let opts = s3_options(&ep);
+                let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(&bucket);
+                for (k, v) in &opts {
+                    b = b.with_config(k.parse().unwrap(), v);
+                }
+                let store: Arc<dyn ObjectStore> = Arc::new(b.build().unwrap());
+                let root = Location::parse(&format!("s3://{bucket}/root"), &opts).unwrap();
+                (root, Some((store, "root".to_string())))
+            }
+        };
+        Some(Backend { kind, root, _dir: tmp, dir, store })
+    }
+
+    fn object_store(&self) -> bool {
+        self.kind != Kind::Local
+    }
+
+    /// Puts `bytes` at `rel` under the root (a file, or an object).
+    fn put(&self, rel: &str, bytes: &[u8]) {
+        match &self.store {
+            Some((store, prefix)) => {
+                rt().block_on(store.put(&ObjPath::from(format!("{prefix}/{rel}")), bytes.to_vec().into())).unwrap();
+            }
+            None => {
+                let path = self.dir.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, bytes).unwrap();
+            }
+        }
+    }
+
+    /// Every file or object under the root, relative, with its bytes.
+    fn files(&self) -> BTreeMap<String, Vec<u8>> {
+        match &self.store {
+            Some((store, prefix)) => {
+                let rt = rt();
+                let prefix = ObjPath::from(prefix.as_str());
+                let metas: Vec<_> = rt.block_on(store.list(Some(&prefix)).collect::<Vec<_>>());
+                metas
+                    .into_iter()
+                    .map(|m| {
+                        let m = m.unwrap();
+                        let rel: Vec<String> =
+                            m.location.prefix_match(&prefix).unwrap().map(|p| p.as_ref().to_string()).collect();
+                        let bytes = rt.block_on(async { store.get(&m.location).await?.bytes().await }).unwrap();
+                        (rel.join("/"), bytes.to_vec())
+                    })
+                    .collect()
+            }
+            None if !self.dir.exists() => BTreeMap::new(),
+            None => walkdir::WalkDir::new(&self.dir)
+                .into_iter()
+                .map(|e| e.unwrap())
+                .filter(|e| !e.file_type().is_dir())
+                .map(|e| {
+                    let rel = e.path().strip_prefix(&self.dir).unwrap().to_string_lossy().into_owned();
+                    (rel, std::fs::read(e.path()).unwrap())
+                })
+                .collect(),
+        }
+    }
+
+    /// How the library names `rel` (a path, or a URL).
+    fn shown(&self, rel: &str) -> String {
+        self.root.join(rel).to_string()
+    }
+}
+
+// ---------------------------------------------------------------- the tree
+
+/// What a tree holds, relative to the root.
+struct Planted {
+    /// Every file of a committed version (with a stray claim's version).
+    committed: Vec<String>,
+    /// What a user put: beside, above and inside dataset folders.
+    foreign: Vec<String>,
+    /// Per dataset, each dead writer's leftover (what `gc` names) and its files.
+    dead: BTreeMap<String, Vec<(String, Vec<String>)>>,
+}
+
+/// Under the backend's root: committed versions `ecg/v1`, `ecg/v2` (with a
+/// stray claim beside its manifest on object stores) and `eeg/v1`; a user's
+/// files; and per dataset `ecg` and `eeg` a dead writer's leftovers: local, a
+/// staging directory and a `.new-*` one; object stores, a killed writer's
+/// claim and objects (`v3`) and a killed distributed write's claim and marked
+/// parts' prefix with a part file (`v4`).
+fn plant(b: &Backend) -> Planted {
+    for (name, version) in [("ecg", "v1"), ("ecg", "v2"), ("eeg", "v1")] {
+        TimeFWriter::at(b.root.clone(), small_options())
+            .write(ecg_dataset(name, version, 3))
+            .unwrap()
+            .commit()
+            .unwrap();
+    }
+    let foreign = [
+        "notes.txt",
+        "raw/ucr/notes.txt",
+        "raw/ucr/v1/data.csv",
+        "ecg/README.md",
+        "ecg/notes/todo.txt",
+        "ecg/.cache/x.bin",
+        "ecg/v1/my-notes.txt",
+        ".tmp-v1-0123456789abcdef0123456789abcdef/keep.txt",
+        // on an object store no marker, locally not 32 characters: no writer's
+        if b.object_store() {
+            "eeg/.tmp-v9-0123456789abcdef0123456789abcdef/keep.txt"
+        } else {
+            "eeg/.tmp-v9-0123/k.txt"
+        },
+    ];
+    for f in foreign {
+        b.put(f, b"a user's bytes");
+    }
+    let mut dead: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+    let before: BTreeSet<String> = b.files().into_keys().collect();
+    if b.object_store() {
+        let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+        b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    }
+    for ds in ["ecg", "eeg"] {
+        let mut left = Vec::new();
+        if b.object_store() {
+            // a writer killed after its shards: claim and objects, no manifest
+            let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset(ds, "v3", 2)).unwrap();
+            std::mem::forget(staged);
+            // a distributed write whose coordinator died after a part uploaded
+            let staging = Staging::create_for_parts(&b.root.join(&format!("{ds}/v4"))).unwrap();
+            let StagingRef::Object { url } = staging.part_ref() else { panic!("not an object store") };
+            let parts = url.rsplit('/').next().unwrap().to_string();
+            b.put(&format!("{ds}/{parts}/time_series/shard-00000.parquet"), b"a part");
+            std::mem::forget(staging);
+            let now: BTreeSet<String> = b.files().into_keys().collect();
+            let under = |p: &str| now.iter().filter(|f| f.starts_with(&format!("{ds}/{p}/"))).cloned().collect();
+            if ds == "ecg" {
+                // the stray claim beside ecg/v2's manifest goes, alone
+                left.push((format!("ecg/v2/{CLAIM}"), vec![format!("ecg/v2/{CLAIM}")]));
+            }
+            let v3: Vec<String> = under("v3");
+            assert!(v3.len() > 2 && v3.contains(&format!("{ds}/v3/{CLAIM}")), "{v3:?}");
+            left.push((format!("{ds}/v3/{CLAIM}"), v3));
+            left.push((format!("{ds}/v4/{CLAIM}"), vec![format!("{ds}/v4/{CLAIM}")]));
+            let p: Vec<String> = under(&parts);
+            assert_eq!(
+                p,
+                [format!("{ds}/{parts}/{PARTS_MARKER}"), format!("{ds}/{parts}/time_series/shard-00000.parquet")]
+            );
+            left.push((format!("{ds}/{parts}"), p));
+        } else {
+            for staging in [format!(".new-v4-{}", "B2".repeat(16)), format!(".tmp-v3-{}", "a1".repeat(16))] {
+                let files = [format!("{ds}/{staging}/time_series/shard-00000.parquet"), format!("{ds}/{staging}/x")];
+                for f in &files {
+                    b.put(f, b"partial");
+                }
+                left.push((format!("{ds}/{staging}"), files.to_vec()));
+            }
+        }
+        dead.insert(ds.to_string(), left);
+    }
+    let all: BTreeSet<String> = b.files().into_keys().collect();
+    let committed = before.iter().filter(|f| !foreign.contains(&f.as_str())).cloned().collect();
+    let planted = Planted { committed, foreign: foreign.iter().map(|f| f.to_string()).collect(), dead };
+    let dead_files: BTreeSet<String> = planted.dead.values().flatten().flat_map(|(_, f)| f.clone()).collect();
+    assert_eq!(all, before.union(&dead_files).cloned().collect(), "every file planted is accounted for");
+    planted
+}
+
+/// `gc` of `place` (`""` the root, else a dataset) removes exactly the dead
+/// leftovers of `datasets`, and its dry run reported exactly that first.
+fn assert_gc_removes_exactly(b: &Backend, planted: &Planted, place: &str, datasets: &[&str]) {
+    let at = if place.is_empty() { b.root.clone() } else { b.root.join(place) };
+    let before = b.files();
+    let dry = gc_dry_run(&at, 0).unwrap();
+    assert_eq!(b.files(), before, "{:?}: a dry run removes nothing", b.kind);
+    let report = gc(&at, 0).unwrap();
+    assert_eq!(report, dry, "{:?} {place:?}: the dry run reports exactly what the real run removes", b.kind);
+    let dead: Vec<&(String, Vec<String>)> = datasets.iter().flat_map(|d| &planted.dead[*d]).collect();
+    let units: Vec<String> = dead.iter().map(|(unit, _)| b.shown(unit)).collect();
+    assert_eq!(report.removed_claims, units, "{:?} {place:?}", b.kind);
+    let removed: BTreeSet<String> = report.removed_files.iter().cloned().collect();
+    let want: BTreeSet<String> = dead.iter().flat_map(|(_, f)| f.iter().map(|f| b.shown(f))).collect();
+    assert_eq!(removed, want, "{:?} {place:?}", b.kind);
+    let per: BTreeMap<String, u64> = datasets.iter().map(|d| (d.to_string(), planted.dead[*d].len() as u64)).collect();
+    assert_eq!(report.per_dataset, per);
+    assert_eq!((report.kept_claims.len(), report.failed.len()), (0, 0), "{report:?}");
+    // what is left: everything but those files, byte for byte
+    let mut left = before.clone();
+    for (_, files) in &dead {
+        for f in files {
+            assert!(left.remove(f).is_some(), "{f}");
+        }
+    }
+    let after = b.files();
+    assert_eq!(after.keys().collect::<Vec<_>>(), left.keys().collect::<Vec<_>>(), "{:?} {place:?}", b.kind);
+    assert!(after == left, "{:?} {place:?}: a kept file's bytes changed", b.kind);
+    for f in planted.committed.iter().chain(&planted.foreign) {
+        assert!(after.contains_key(f), "{:?} {place:?}: {f} was removed", b.kind);
+    }
+}
+
+/// On `kind`: `gc` of a dataset removes its dead writers' leftovers and
+/// nothing else; `gc` of the root then removes the other dataset's; every
+/// committed version verifies and is byte-identical; a user's files stay.
+fn gc_of_a_dataset_then_its_root(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("gc_of_a_dataset_then_its_root {kind:?}")) else { return };
+    let planted = plant(&b);
+    assert_gc_removes_exactly(&b, &planted, "ecg", &["ecg"]);
+    assert_gc_removes_exactly(&b, &planted, "", &["eeg"]);
+    // nothing left to clear; a second run removes nothing
+    assert_eq!(gc(&b.root, 0).unwrap().removed_files, Vec::<String>::new());
+    for v in ["ecg/v1", "ecg/v2", "eeg/v1"] {
+        let report = timef::verify::verify_at(&b.root.join(v)).unwrap();
+        // a user's file inside a committed version is verify's finding, not gc's business
+        let fails: Vec<String> =
+            report.render().lines().filter(|l| l.starts_with("FAIL [")).map(str::to_string).collect();
+        let want: &[&str] = if v == "ecg/v1" {
+            &["FAIL [listing] my-notes.txt file: on disk but not listed in manifest.json"]
+        } else {
+            &[]
+        };
+        assert_eq!(fails, want, "{kind:?} {v}");
+    }
+    // every dead writer's version can be written now
+    if b.object_store() {
+        for v in ["v3", "v4"] {
+            TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", v, 2)).unwrap().commit().unwrap();
+        }
+    }
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_local() {
+    gc_of_a_dataset_then_its_root(Kind::Local);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_file_url() {
+    gc_of_a_dataset_then_its_root(Kind::File);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_memory() {
+    gc_of_a_dataset_then_its_root(Kind::Memory);
+}
+
+#[test]
+fn gc_of_a_dataset_then_its_root_s3() {
+    gc_of_a_dataset_then_its_root(Kind::S3);
+}
+
+/// The root first this time: both datasets' leftovers go in one run.
+#[test]
+fn gc_of_a_root_on_every_backend() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, "gc_of_a_root_on_every_backend") else { continue };
+        let planted = plant(&b);
+        assert_gc_removes_exactly(&b, &planted, "", &["ecg", "eeg"]);
+    }
+}
+
+/// A version given as the place is refused, by `gc`, its dry run and `ls`,
+/// with the same error on every backend; the CLI exits 2.
+#[test]
+fn a_version_given_as_the_place_is_refused() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory] {
+        let b = Backend::new(kind, "a_version_given_as_the_place_is_refused").unwrap();
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let v = b.root.join("ecg/v1");
+        let want = format!(
+            "invalid root of {v}: is a version (it holds manifest.json or a claim); gc and ls take a root of \
+             datasets, or a dataset"
+        );
+        assert_eq!(gc(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        assert_eq!(gc_dry_run(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        assert_eq!(survey(&v, 0).unwrap_err().to_string(), want, "{kind:?}");
+        if kind != Kind::Memory {
+            let v = v.to_string();
+            for args in [vec!["gc", &v, "--older-than-s", "0"], vec!["ls", &v]] {
+                let (code, out, err) = cli(&args);
+                assert_eq!((code, out.as_str(), err.as_str()), (2, "", format!("timef: error: {want}\n").as_str()));
+            }
+        }
+        assert!(b.files().keys().any(|f| f == "ecg/v1/manifest.json"));
+    }
+}
+
+/// A live writer's staging (local: it holds the `flock`) or claim (object
+/// store: written within the age given) survives `gc` of its root and of its
+/// dataset, and the writer then commits a version that verifies.
+#[test]
+fn a_live_writer_survives_gc_of_its_root_and_its_dataset() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, "a_live_writer_survives") else { continue };
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 3)).unwrap();
+        let before = b.files();
+        // local: at any age; object store: younger than an hour
+        let age_s = if kind == Kind::Local { 0 } else { 3600 };
+        for place in [b.root.clone(), b.root.join("ecg")] {
+            let report = gc(&place, age_s).unwrap();
+            assert_eq!((report.removed_claims.len(), report.removed_files.len()), (0, 0), "{kind:?}: {report:?}");
+            let live = if kind == Kind::Local {
+                staged.staging_dir().display().to_string()
+            } else {
+                b.shown(&format!("ecg/v2/{CLAIM}"))
+            };
+            assert_eq!(report.kept_claims, [live], "{kind:?}");
+            assert_eq!(b.files(), before, "{kind:?}");
+        }
+        staged.commit().unwrap();
+        assert!(timef::verify::verify_at(&b.root.join("ecg/v2")).unwrap().is_ok(), "{kind:?}");
+    }
+}
+
+/// `file://`: a claim two hours old whose version had no object written
+/// since is dead; a claim two hours old whose writer keeps uploading is live;
+/// so is a young claim; `gc --older-than-s 3600` tells them apart.
+#[test]
+fn file_url_gc_tells_a_dead_claim_from_a_live_one_by_what_its_writer_wrote_last() {
+    let b = Backend::new(Kind::File, "file_url_gc_ages").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(7200);
+    let set_old = |rel: &str| {
+        std::fs::File::options().write(true).open(b.dir.join(rel)).unwrap().set_modified(old).unwrap();
+    };
+    let dead = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
+    std::mem::forget(dead);
+    let uploading = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap();
+    let young = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v3", 2)).unwrap();
+    let files = b.files();
+    for f in files.keys().filter(|f| f.starts_with("ecg/v1/") || *f == &format!("ecg/v2/{CLAIM}")) {
+        set_old(f);
+    }
+    let report = gc(&b.root, 3600).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
+    let v1: Vec<String> = files.keys().filter(|f| f.starts_with("ecg/v1/")).map(|f| b.shown(f)).collect();
+    assert_eq!(report.removed_files.iter().cloned().collect::<BTreeSet<_>>(), v1.into_iter().collect());
+    assert_eq!(report.kept_claims, [b.shown(&format!("ecg/v2/{CLAIM}")), b.shown(&format!("ecg/v3/{CLAIM}"))]);
+    uploading.commit().unwrap();
+    young.commit().unwrap();
+}
+
+/// The CLI's `gc --dry-run` prints exactly the lines a real run prints
+/// (with "would" wording), and `ls` of a root and of its dataset print that
+/// dataset alike, odd entries included.
+#[test]
+fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() {
+    for kind in [Kind::Local, Kind::File] {
+        let b = Backend::new(kind, "cli_dry_run").unwrap();
+        let planted = plant(&b);
+        let root = b.root.to_string();
+        let ds = b.root.join("ecg").to_string();
+        let (code, ls_root, err) = cli(&["ls", &root]);
+        assert_eq!(code, 0, "{err}");
+        let (code, ls_ds, err) = cli(&["ls", &ds]);
+        assert_eq!(code, 0, "{err}");
+        let ecg_block: String =
+            ls_root.split_inclusive('\n').skip_while(|l| *l != "ecg\n").take_while(|l| *l != "eeg\n").collect();
+        assert_eq!(ls_ds, ecg_block, "{kind:?}");
+        // a trailing slash, and (local) `.` inside the dataset, read the same
+        let (code, ls_slash, err) = cli(&["ls", &format!("{ds}/")]);
+        assert_eq!((code, &ls_slash), (0, &ls_ds), "{kind:?} {err}");
+        if kind == Kind::Local {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_timef"))
+                .args(["ls", "."])
+                .current_dir(b.dir.join("ecg"))
+                .output()
+                .unwrap();
+            let dot = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(dot.lines().next(), Some("ecg"), "{dot}");
+        }
+        let stale = if kind == Kind::Local {
+            "  (2 stale staging director(ies) of dead writers: `timef gc` removes them)\n".to_string()
+        } else {
+            String::new() // younger than the hour `ls` waits on an object store
+        };
+        let odd = format!(
+            "  (odd: {} holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a \
+             writer's; kept (remove it by hand if nobody needs it))\n",
+            b.shown("ecg/notes")
+        );
+        let versions = if kind == Kind::Local { "  v1\n  v2\n" } else { "  v1\n  v2\n" };
+        assert_eq!(ls_ds, format!("ecg\n{versions}{stale}{odd}"), "{kind:?}");
+        let (code, dry, _) = cli(&["gc", &ds, "--older-than-s", "0", "--dry-run"]);
+        assert_eq!(code, 0);
+        let (code, real, _) = cli(&["gc", &ds, "--older-than-s", "0"]);
+        assert_eq!(code, 0);
+        let worded = dry
+            .replace("would remove ", "removed ")
+            .replace("would be cleared", "cleared")
+            .replace("would be removed", "removed");
+        assert_eq!(worded, real, "{kind:?}");
+        let units: Vec<String> = planted.dead["ecg"].iter().map(|(u, _)| format!("removed {}", b.shown(u))).collect();
+        let files: usize = planted.dead["ecg"].iter().map(|(_, f)| f.len()).sum();
+        assert_eq!(
+            real,
+            format!(
+                "{}\nkept (odd) {}: {}\n{} leftover(s) cleared, {files} file(s) removed\n",
+                units.join("\n"),
+                b.shown("ecg/notes"),
+                "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; \
+                 kept (remove it by hand if nobody needs it)",
+                units.len()
+            ),
+            "{kind:?}"
+        );
+    }
+}
+
+/// On an object store a `.tmp-<version>-<write id>` prefix without the
+/// parts' marker is not a writer's: `gc` keeps it and reports it; a
+/// coordinator puts the marker first, and removes it last.
+#[test]
+fn memory_a_parts_prefix_is_a_writers_only_with_its_marker() {
+    let b = Backend::new(Kind::Memory, "marker").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let staging = Staging::create_for_parts(&b.root.join("ecg/v2")).unwrap();
+    let id = staging.write_id();
+    let marker = format!("ecg/.tmp-v2-{id}/{PARTS_MARKER}");
+    let body: serde_json::Value = serde_json::from_slice(&b.files()[&marker]).unwrap();
+    assert_eq!((body["write_id"].as_str(), body["version"].as_str()), (Some(id.as_str()), Some("v2")));
+    drop(staging);
+    assert!(!b.files().keys().any(|f| f.starts_with("ecg/.tmp-")), "the abort removes the prefix");
+    let unmarked = "ecg/.tmp-v2-0123456789abcdef0123456789abcdef";
+    b.put(&format!("{unmarked}/time_series/shard-00000.parquet"), b"whose?");
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_files, Vec::<String>::new());
+    assert_eq!(report.odd.len(), 1);
+    assert_eq!(report.odd[0].0, b.shown(unmarked));
+    assert!(report.odd[0].1.starts_with("named like a parts' prefix but without its marker"), "{:?}", report.odd);
+}
+
+/// Objects under a dataset's child with neither manifest nor claim are not
+/// marked as a writer's (they may be a user's, or left by a writer that lost
+/// its claim): `gc` keeps them, reports them, and a writer of that version is
+/// refused until they are removed by hand.
+#[test]
+fn memory_objects_without_claim_or_manifest_are_kept_and_reported() {
+    let b = Backend::new(Kind::Memory, "unmarked").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"whose?");
+    let before = b.files();
+    let s = survey(&b.root, 0).unwrap();
+    assert_eq!(s.report.per_dataset, BTreeMap::new());
+    assert_eq!(s.report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2")]);
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!((report.removed_files.len(), report.odd.len()), (0, 1));
+    assert_eq!(b.files(), before);
+    match TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)) {
+        Err(timef::Error::NotAVersion { reason, .. }) => assert!(reason.contains("remove them by hand"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A user's files named like timef's markers are a writer's only by their
+/// content: `_timef_claim.json` holding no writer id, `_timef_parts.json`
+/// holding another write id, `manifest.json` that is not a TimeF manifest
+/// are kept with everything beside and below them, and reported odd.
+fn marker_named_user_files_are_kept(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("marker_named_user_files_are_kept {kind:?}")) else { return };
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let parts = "ecg/.tmp-v9-0123456789abcdef0123456789abcdef";
+    for (f, bytes) in [
+        (format!("ecg/v8/{CLAIM}"), &b"my claim to fame"[..]),
+        ("ecg/v8/data.csv".to_string(), b"1,2"),
+        (format!("ecg/v7/{CLAIM}"), br#"{"writer_id":"bob"}"#),
+        ("ecg/v7/sub/data.csv".to_string(), b"3,4"),
+        ("ecg/v6/manifest.json".to_string(), br#"{"name":"my web app"}"#),
+        (format!("{parts}/{PARTS_MARKER}"), br#"{"write_id":"ffffffffffffffffffffffffffffffff"}"#),
+        (format!("{parts}/x.bin"), b"mine"),
+    ] {
+        // locally that name is a writer's staging directory's (its flock tells)
+        if b.object_store() || !f.starts_with(parts) {
+            b.put(&f, bytes);
+        }
+    }
+    let before = b.files();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!((report.removed_files.len(), report.removed_claims.len()), (0, 0), "{report:?}");
+    assert_eq!(b.files(), before);
+    let mut odd: Vec<String> = report.odd.iter().map(|(p, _)| p.clone()).collect();
+    odd.sort();
+    let mut want: Vec<String> = if b.object_store() {
+        vec![b.shown(parts), b.shown("ecg/v6"), b.shown("ecg/v7"), b.shown(&format!("ecg/v7/{CLAIM}"))]
+    } else {
+        vec![b.shown("ecg/v6"), b.shown("ecg/v7"), b.shown(&format!("ecg/v7/{CLAIM}"))]
+    };
+    want.extend([b.shown("ecg/v8"), b.shown(&format!("ecg/v8/{CLAIM}"))]);
+    want.sort();
+    assert_eq!(odd, want, "{kind:?}");
+    let s = survey(&b.root, 0).unwrap();
+    let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+    assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])]);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_local() {
+    marker_named_user_files_are_kept(Kind::Local);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_file_url() {
+    marker_named_user_files_are_kept(Kind::File);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_memory() {
+    marker_named_user_files_are_kept(Kind::Memory);
+}
+
+#[test]
+fn marker_named_user_files_are_kept_s3() {
+    marker_named_user_files_are_kept(Kind::S3);
+}
+
+/// A user's `manifest.json` in a folder of a root (not a TimeF manifest)
+/// does not make the root a dataset: `ls` shows the datasets, `gc` clears
+/// their dead writers' leftovers, and the user's folder stays.
+#[test]
+fn a_users_manifest_json_in_a_root_does_not_hide_its_datasets() {
+    for kind in [Kind::Local, Kind::Memory] {
+        let b = Backend::new(kind, "users manifest").unwrap();
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        b.put("docs/manifest.json", br#"{"name":"my web app"}"#);
+        let dead = if b.object_store() {
+            std::mem::forget(
+                TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap(),
+            );
+            format!("ecg/v2/{CLAIM}")
+        } else {
+            let staging = format!("ecg/.tmp-v2-{}", "a1".repeat(16));
+            b.put(&format!("{staging}/x"), b"partial");
+            staging
+        };
+        let s = survey(&b.root, 0).unwrap();
+        let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+        assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])], "{kind:?}");
+        let report = gc(&b.root, 0).unwrap();
+        assert_eq!(report.removed_claims, [b.shown(&dead)], "{kind:?}");
+        assert!(b.files().contains_key("docs/manifest.json"));
+    }
+}
+
+/// A dataset whose only write died (its staging alone) with a user's folder
+/// holding a folder named like staging: `gc` of the dataset clears the dead
+/// writer's staging and keeps the user's folder (staging is found at a
+/// dataset's level only), and reports the folder odd.
+#[test]
+fn local_a_dataset_marked_by_its_own_staging_keeps_a_users_staging_named_folder() {
+    let b = Backend::new(Kind::Local, "staging level").unwrap();
+    let dead = format!("D/.tmp-v1-{}", "a1".repeat(16));
+    let users = format!("D/extra/.tmp-v1-{}/notes.txt", "Ab".repeat(16));
+    b.put(&format!("{dead}/time_series/shard-00000.parquet"), b"partial");
+    b.put(&users, b"mine");
+    let report = gc(&b.root.join("D"), 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&dead)]);
+    assert_eq!(b.files().into_keys().collect::<Vec<_>>(), [users]);
+    assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("D/extra")]);
+}
+
+/// `file://`: object_store's local listing follows symbolic links; `gc`
+/// never deletes through one: a link inside a dead writer's version is kept
+/// and reported odd, and what it leads to (outside the root) stays.
+#[test]
+fn file_url_gc_never_deletes_through_a_symbolic_link() {
+    let b = Backend::new(Kind::File, "links").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap());
+    let outside = b._dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious.txt"), b"not gc's").unwrap();
+    std::os::unix::fs::symlink(&outside, b.dir.join("ecg/v2/link")).unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert!(!report.removed_files.iter().any(|f| f.contains("link")), "{:?}", report.removed_files);
+    assert_eq!(std::fs::read(outside.join("precious.txt")).unwrap(), b"not gc's");
+    assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2/link")]);
+}
+
+/// A dead claim's version stays marked until its last object is gone: `gc`
+/// first puts its own claim over the dead writer's (a writer still alive then
+/// fails its commit), deletes the objects, and the claim last; a run that
+/// stopped half way leaves gc's claim, which the next run clears at any age.
+#[test]
+fn memory_gc_interrupted_after_taking_a_dead_claim_over_is_finished_by_the_next_run() {
+    let b = Backend::new(Kind::Memory, "interrupted").unwrap();
+    let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
+    assert_eq!(report.removed_files.last(), Some(&b.shown(&format!("ecg/v1/{CLAIM}"))), "the claim last");
+    assert!(staged.commit().is_err(), "a writer whose claim gc took over fails its commit");
+    // what a run killed after the take-over leaves: gc's claim and objects
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"timef gc"}"#;
+    b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
+    let report = gc(&b.root, 3600).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!(b.files().into_keys().collect::<Vec<_>>(), Vec::<String>::new());
+}
+
+/// A tree written through `file://` read by its plain path: a dead writer's
+/// claim is named as one (cleared through the `file://` URL), not taken for
+/// a user's folder.
+#[test]
+fn local_path_names_a_claim_written_through_file_url() {
+    let b = Backend::new(Kind::File, "claim by path").unwrap();
+    std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap());
+    let report = gc(&Location::local(&b.dir), 0).unwrap();
+    let odd: Vec<(String, String)> = report.odd;
+    assert_eq!(odd.len(), 1, "{odd:?}");
+    assert_eq!(odd[0].0, b.dir.join("ecg/v1").display().to_string());
+    assert!(odd[0].1.starts_with("holds a claim of a write through a file:// URL"), "{}", odd[0].1);
+}
