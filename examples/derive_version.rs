@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use timef::edit::{apply, base_options, Cascade, RemoveSamples};
+use timef::edit::{apply, base_options, Cascade, Edit};
 use timef::reader::Version;
 use timef::{Annotation, Sample, SeriesRef, TimeFWriter};
 
@@ -38,8 +38,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let name = base.manifest().dataset.name.clone();
     let mut d = base.to_dataset(&name, version)?;
     if let Some(ids) = remove {
-        let sample_ids = ids.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
-        apply(&mut d, &RemoveSamples { sample_ids, cascade: Cascade::RemoveDependents })?;
+        let sample_ids = ids.lines().filter(|l| !l.is_empty());
+        let mut edit = Edit::remove_samples(sample_ids, Cascade::RemoveDependents);
+        apply(&mut d, &mut edit, &|id| base.read_series(id))?;
     }
     let samples: Vec<Sample> = d.samples().collect();
     if let Some(every) = add {

@@ -551,7 +551,7 @@ impl Version {
         let cursor = SeriesCursor::new(Arc::clone(self));
         for meta in self.series()? {
             let loader = SeriesCursor::loader(&cursor, meta.time_series_id.clone());
-            d.add_series(meta, loader)?;
+            d.add_series_of(meta, Arc::clone(self), loader)?;
         }
         for s in self.samples()? {
             d.add_sample(s)?;

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use proptest::prelude::*;
-use timef::edit::{apply, Cascade, RemoveSamples};
+use timef::edit::{apply, Cascade, Edit};
 use timef::reader::Version;
 use timef::storage::Location;
 use timef::writer::CopyStats;
@@ -22,10 +22,21 @@ use common::*;
 /// `n` samples `s000`.., each with one series `x000`.. of `len(i)` values
 /// (seeded by `i`), one label each.
 fn dataset(name: &str, n: usize, len: impl Fn(usize) -> usize) -> TimeFDataset {
-    let mut d = dataset_with_source(name, "v1");
+    dataset_seeded("v1", n, len, |i| i as u32, name)
+}
+
+/// [`dataset`] at `version`, series `i`'s values seeded by `seed(i)`.
+fn dataset_seeded(
+    version: &str,
+    n: usize,
+    len: impl Fn(usize) -> usize,
+    seed: impl Fn(usize) -> u32,
+    name: &str,
+) -> TimeFDataset {
+    let mut d = dataset_with_source(name, version);
     for i in 0..n {
         let (sid, xid) = (format!("s{i:03}"), format!("x{i:03}"));
-        add_series(&mut d, &xid, "eeg", "C3", 256.0, i as u32, len(i));
+        add_series(&mut d, &xid, "eeg", "C3", 256.0, seed(i), len(i));
         d.add_sample(timef::Sample {
             sample_id: sid.clone(),
             source_id: "src".into(),
@@ -90,8 +101,11 @@ fn assert_same_bytes(a: &Path, b: &Path) {
     assert_eq!(std::fs::read(a.join("manifest.json")).unwrap(), std::fs::read(b.join("manifest.json")).unwrap());
 }
 
-fn remove(ids: &[&str]) -> RemoveSamples {
-    RemoveSamples { sample_ids: ids.iter().map(|s| s.to_string()).collect(), cascade: Cascade::Refuse }
+/// Removes samples `ids` from `d` (refusing a cascade); no series is added,
+/// so no base values are read.
+fn remove(d: &mut TimeFDataset, ids: &[&str]) {
+    let mut edit = Edit::remove_samples(ids.iter().copied(), Cascade::Refuse);
+    apply(d, &mut edit, &|id| panic!("no added series to compare, asked for {id}")).unwrap();
 }
 
 /// 40 series of 500..1100 values under `small_options` (256-value chunks,
@@ -114,7 +128,7 @@ fn removing_one_sample_copies_every_page_but_the_one_that_held_it() {
     let base_dir = base(root.path());
     assert_eq!(row_groups(&base_dir), 19);
     let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
-        apply(d, &remove(&["s017"])).unwrap();
+        remove(d, &["s017"]);
     });
     assert_same_bytes(&copied, &fresh);
     assert_eq!(stats, CopyStats { pages_copied: 18, pages_encoded: 1, bytes_read: 40699 });
@@ -125,7 +139,7 @@ fn removing_two_percent_and_one_series_copies_the_rest() {
     let root = tempfile::tempdir().unwrap();
     let base_dir = base(root.path());
     let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
-        apply(d, &remove(&["s003", "s031"])).unwrap();
+        remove(d, &["s003", "s031"]);
     });
     assert_same_bytes(&copied, &fresh);
     assert_eq!(stats, CopyStats { pages_copied: 14, pages_encoded: 4, bytes_read: 44224 });
@@ -173,6 +187,60 @@ fn an_added_series_is_encoded_until_the_cuts_meet_again() {
     assert_eq!(stats, CopyStats { pages_copied: 12, pages_encoded: 7, bytes_read: 46937 });
 }
 
+/// The base's series lengths; the same dataset with `x010`'s values seeded 99.
+fn base_len(i: usize) -> usize {
+    500 + (i * 37) % 600
+}
+fn x010_reseeded(version: &str) -> TimeFDataset {
+    dataset_seeded(version, 40, base_len, |i| if i == 10 { 99 } else { i as u32 }, "ds")
+}
+
+/// Files of `dir` but the manifest (whose lineage an edit adds), relative path and bytes.
+fn files_sans_manifest(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files(dir).into_iter().filter(|(p, _)| p != "manifest.json").collect()
+}
+
+#[test]
+fn a_with_base_write_runs_a_foreign_loader_of_a_series_the_base_holds() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    // the same ids and metadata as the base, every loader foreign, x010's values other
+    let staged =
+        TimeFWriter::new(root.path().join("copied"), small_options()).with_base(base).write(x010_reseeded("v1")).unwrap();
+    let stats = staged.copied();
+    let copied = staged.commit().unwrap();
+    let fresh = commit(&root.path().join("fresh"), x010_reseeded("v1"), small_options());
+    assert_same_bytes(&copied, &fresh);
+    let got = Version::open(&copied).unwrap().read_series("x010").unwrap();
+    assert_eq!(got.to_vec(), values(99, base_len(10)));
+    // no series' values are the base's own: every loader runs, every page is compressed
+    assert_eq!(stats, CopyStats { pages_copied: 0, pages_encoded: 19, bytes_read: 0 });
+}
+
+#[test]
+fn an_edit_removing_and_re_adding_a_series_with_other_values_writes_the_new_values() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let mut added = dataset_with_source("ds", "v1");
+    add_series(&mut added, "x010", "eeg", "C3", 256.0, 99, base_len(10));
+    added
+        .add_sample(timef::Sample {
+            sample_id: "s010".into(),
+            source_id: "src".into(),
+            series: main_refs(&["x010"]),
+            ..Default::default()
+        })
+        .unwrap();
+    added.add_annotation(label("s010", "a"), &["s010".to_string()]).unwrap();
+    let edit = Edit { add: vec![added], ..Edit::remove_samples(["s010"], Cascade::Refuse) };
+    let (dir, _) = timef::edit::edit_version(&base_dir, &root.path().join("edited"), "v2", edit).unwrap();
+    let fresh = commit(&root.path().join("fresh"), x010_reseeded("v2"), small_options());
+    assert_eq!(files_sans_manifest(&dir), files_sans_manifest(&fresh));
+    let got = Version::open(&dir).unwrap().read_series("x010").unwrap();
+    assert_eq!(got.to_vec(), values(99, base_len(10)));
+}
+
 #[test]
 fn other_options_than_the_bases_copy_nothing_and_read_no_shard() {
     let root = tempfile::tempdir().unwrap();
@@ -191,7 +259,7 @@ fn an_edit_on_a_memory_store_writes_the_local_edits_bytes() {
     let root = tempfile::tempdir().unwrap();
     let base_dir = base(root.path());
     let (local, _, local_stats) = edit_both(root.path(), &base_dir, &|d| {
-        apply(d, &remove(&["s017"])).unwrap();
+        remove(d, &["s017"]);
     });
     // the same base on memory://, written by the writer
     let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
@@ -203,7 +271,7 @@ fn an_edit_on_a_memory_store_writes_the_local_edits_bytes() {
         .unwrap();
     let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
     let mut d = base.to_dataset("ds", "v2").unwrap();
-    apply(&mut d, &remove(&["s017"])).unwrap();
+    remove(&mut d, &["s017"]);
     let out = mem.join("edited");
     let staged = TimeFWriter::at(out, small_options()).with_base(base).write(d).unwrap();
     let stats = staged.copied();
@@ -245,7 +313,7 @@ fn removing_one_sample_copies_the_pages_around_it() {
         .unwrap();
     let base_dir = commit(&root.path().join("base"), dataset("ds", 48, |i| 20_000 + (i * 7919) % 60_000), options);
     let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
-        apply(d, &remove(&["s021"])).unwrap();
+        remove(d, &["s021"]);
     });
     assert_same_bytes(&copied, &fresh);
     assert_eq!(stats, CopyStats { pages_copied: 21, pages_encoded: 6, bytes_read: 312572 });
@@ -268,7 +336,7 @@ proptest! {
         let gone: Vec<String> = (0..n).filter(|&i| removed[i]).map(|i| format!("s{i:03}")).take(n - 1).collect();
         let (copied, fresh, _) = edit_both(root.path(), &base_dir, &|d| {
             let ids: Vec<&str> = gone.iter().map(String::as_str).collect();
-            apply(d, &remove(&ids)).unwrap();
+            remove(d, &ids);
             if relabel {
                 let kept = (0..n).map(|i| format!("s{i:03}")).find(|s| !gone.contains(s)).unwrap();
                 d.add_annotation(label(&kept, "b"), std::slice::from_ref(&kept)).unwrap();

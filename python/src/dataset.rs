@@ -6,7 +6,7 @@
 //! its `(spec_type, channel, time_series_id)` order, with the GIL held.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -22,6 +22,8 @@ pub struct PyDataset {
     inner: Mutex<Option<timef::TimeFDataset>>,
     name: String,
     version: String,
+    /// The version `Version.to_dataset` read this dataset from: its writer's base.
+    base: Option<Arc<timef::reader::Version>>,
 }
 
 /// A loader calling the Python callable `f` with the GIL held; its exception
@@ -55,7 +57,18 @@ impl PyDataset {
     /// Wraps a dataset built by the core (a connector's).
     pub fn wrap(d: timef::TimeFDataset) -> Self {
         let (name, version) = (d.info.name.clone(), d.info.version.clone());
-        PyDataset { inner: Mutex::new(Some(d)), name, version }
+        PyDataset { inner: Mutex::new(Some(d)), name, version, base: None }
+    }
+
+    /// Wraps `base.to_dataset(..)`: a writer of it copies `base`'s unchanged
+    /// `values` pages (`TimeFWriter::with_base`).
+    pub fn wrap_from(d: timef::TimeFDataset, base: Arc<timef::reader::Version>) -> Self {
+        PyDataset { base: Some(base), ..Self::wrap(d) }
+    }
+
+    /// The version this dataset was read from, if any.
+    pub fn base(&self) -> Option<Arc<timef::reader::Version>> {
+        self.base.clone()
     }
 
     /// Locks the dataset; `ValueError` once a writer has taken it.

@@ -229,12 +229,13 @@ impl PyVersion {
 
     /// This version as a `TimeFDataset` named `dataset_version` (the dataset's
     /// name unchanged) whose series load lazily from this version's shards:
-    /// add to it and write it with `TimeFWriter` to derive a new version.
+    /// add to it and write it with `TimeFWriter` to derive a new version (whose
+    /// writer copies this version's unchanged compressed `values` pages).
     fn to_dataset(&self, py: Python<'_>, dataset_version: &str) -> PyResult<crate::dataset::PyDataset> {
         let v = Arc::clone(&self.inner);
         let name = v.manifest().dataset.name.clone();
         let d = py.detach(|| v.to_dataset(&name, dataset_version)).map_err(to_py)?;
-        Ok(crate::dataset::PyDataset::wrap(d))
+        Ok(crate::dataset::PyDataset::wrap_from(d, v))
     }
 
     fn __repr__(&self) -> String {

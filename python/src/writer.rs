@@ -123,6 +123,7 @@ pub struct PyWriter {
     target: Location,
     staged: Mutex<Option<StagedVersion>>,
     manifest: Mutex<Option<String>>,
+    copied: Mutex<Option<timef::writer::CopyStats>>,
     committed: Mutex<bool>,
 }
 
@@ -169,7 +170,8 @@ impl PyWriter {
         )?;
         let (name, version) = dataset.get().name_version();
         let target = root.join(&name).join(&version);
-        let writer = timef::TimeFWriter::at(root, options).with_try_progress(Arc::new(
+        let base = dataset.get().base();
+        let mut writer = timef::TimeFWriter::at(root, options).with_try_progress(Arc::new(
             move |e: &WriteProgressEvent| -> Result<(), LoaderError> {
                 Python::attach(|py| {
                     py.check_signals()?;
@@ -181,12 +183,16 @@ impl PyWriter {
                 .map_err(|e: PyErr| Box::new(e) as LoaderError)
             },
         ));
+        if let Some(base) = base {
+            writer = writer.with_base(base);
+        }
         Ok(PyWriter {
             writer,
             dataset,
             target,
             staged: Mutex::new(None),
             manifest: Mutex::new(None),
+            copied: Mutex::new(None),
             committed: Mutex::new(false),
         })
     }
@@ -202,6 +208,22 @@ impl PyWriter {
     fn manifest(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let m = self.manifest.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))?;
         m.as_deref().map(|s| json_to_py(py, s)).transpose()
+    }
+
+    /// What `write()` took from the version the dataset was read from
+    /// (`Version.to_dataset`), as a dict: `pages_copied` (`values` pages
+    /// stored as the base's compressed bytes), `pages_encoded` (compressed),
+    /// `bytes_read` (from the base's shards). None before `write()`.
+    #[getter]
+    fn copied(&self) -> PyResult<Option<HashMap<&'static str, u64>>> {
+        let c = self.copied.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))?;
+        Ok(c.map(|c| {
+            HashMap::from([
+                ("pages_copied", c.pages_copied),
+                ("pages_encoded", c.pages_encoded),
+                ("bytes_read", c.bytes_read),
+            ])
+        }))
     }
 
     /// True once the version is committed.
@@ -227,6 +249,7 @@ impl PyWriter {
         let staged = py.detach(|| writer.write(dataset)).map_err(to_py)?;
         let json = serde_json::to_string(staged.manifest()).map_err(|e| PyValueError::new_err(e.to_string()))?;
         *self.manifest.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = Some(json);
+        *self.copied.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = Some(staged.copied());
         *self.staged()? = Some(staged);
         Ok(())
     }

@@ -261,6 +261,11 @@ class TimeFWriter:
     def manifest(self) -> dict[str, Any] | None:
         """The manifest ``write()`` staged, as a dict."""
     @property
+    def copied(self) -> dict[str, int] | None:
+        """What ``write()`` took from the version the dataset was read from
+        (``Version.to_dataset``): ``pages_copied`` (``values`` pages stored as
+        its compressed bytes), ``pages_encoded``, ``bytes_read``. None before ``write()``."""
+    @property
     def committed(self) -> bool: ...
     def __enter__(self) -> "TimeFWriter": ...
     def __exit__(

@@ -63,15 +63,9 @@ impl TimeFDataset {
             };
             match self.series.ids.find(&meta.time_series_id) {
                 Some(r) if self.series.equals(r as usize, &meta) => {
-                    let loader: Loader = match values {
-                        ValuesSource::Ready(v) => Box::new(move || Ok(v)),
-                        ValuesSource::Stored { store, offset, len } => {
-                            let store = std::sync::Arc::clone(&self.stores[store as usize]);
-                            Box::new(move || store.values(offset, len))
-                        }
-                        ValuesSource::Load(l) => l,
-                        ValuesSource::Taken => Box::new(|| Err("the loader already ran".into())),
-                    };
+                    let loader: Loader = values
+                        .into_loader(&self.stores)
+                        .unwrap_or_else(|| Box::new(|| Err("the loader already ran".into())));
                     out.same_metadata.push((meta.time_series_id, loader));
                 }
                 Some(_) => conflict(&mut out, &meta.time_series_id, "time_series_id", "series"),

@@ -325,8 +325,28 @@ pub(crate) enum ValuesSource {
     Stored { store: u32, offset: u64, len: u64 },
     /// A loader that runs once.
     Load(Loader),
+    /// The values version `version` holds for this series, read by `loader`
+    /// ([`crate::reader::Version::to_dataset`]): a writer whose base is that version
+    /// copies them from its shards without running the loader
+    /// ([`crate::TimeFWriter::with_base`]).
+    Version { version: Arc<crate::reader::Version>, loader: Loader },
     /// Already taken.
     Taken,
+}
+
+impl ValuesSource {
+    /// The values as a loader (`stores` are the dataset's); `None` once taken.
+    pub(crate) fn into_loader(self, stores: &[Arc<dyn ValuesStore>]) -> Option<Loader> {
+        match self {
+            ValuesSource::Ready(v) => Some(Box::new(move || Ok(v))),
+            ValuesSource::Stored { store, offset, len } => {
+                let store = Arc::clone(stores.get(store as usize)?);
+                Some(Box::new(move || store.values(offset, len)))
+            }
+            ValuesSource::Load(loader) | ValuesSource::Version { loader, .. } => Some(loader),
+            ValuesSource::Taken => None,
+        }
+    }
 }
 
 /// Values held for many series by a connector (e.g. a memory-mapped input),
@@ -422,6 +442,16 @@ impl TimeFDataset {
         self.insert_series(meta, ValuesSource::Stored { store, offset, len })
     }
 
+    /// Adds a series whose values `loader` reads from `version` ([`ValuesSource::Version`]).
+    pub(crate) fn add_series_of(
+        &mut self,
+        meta: SeriesMeta,
+        version: Arc<crate::reader::Version>,
+        loader: Loader,
+    ) -> Result<()> {
+        self.insert_series(meta, ValuesSource::Version { version, loader })
+    }
+
     fn insert_series(&mut self, meta: SeriesMeta, values: ValuesSource) -> Result<()> {
         meta.validate()?;
         match self.series.ids.find(&meta.time_series_id) {
@@ -448,9 +478,16 @@ impl TimeFDataset {
                 Some(s) => s.values(offset, len),
                 None => Err(format!("no values store {store}").into()),
             },
-            ValuesSource::Load(loader) => loader(),
+            ValuesSource::Load(loader) | ValuesSource::Version { loader, .. } => loader(),
             ValuesSource::Taken => Err("the loader already ran".into()),
         }
+    }
+
+    /// Whether series row `row`'s values are those `version` holds for it
+    /// (added by `to_dataset` of a version with the same manifest).
+    pub(crate) fn values_of(&self, row: usize, version: &crate::reader::Version) -> bool {
+        matches!(&self.values[row], ValuesSource::Version { version: v, .. }
+            if v.manifest_sha256() == version.manifest_sha256())
     }
 
     /// Takes the loader of series `time_series_id` out of the dataset (it runs at
@@ -458,15 +495,7 @@ impl TimeFDataset {
     /// need a series' values without writing.
     pub fn take_loader(&mut self, time_series_id: &str) -> Option<Loader> {
         let row = self.series.ids.find(time_series_id)? as usize;
-        match std::mem::replace(&mut self.values[row], ValuesSource::Taken) {
-            ValuesSource::Ready(v) => Some(Box::new(move || Ok(v))),
-            ValuesSource::Stored { store, offset, len } => {
-                let store = Arc::clone(self.stores.get(store as usize)?);
-                Some(Box::new(move || store.values(offset, len)))
-            }
-            ValuesSource::Load(loader) => Some(loader),
-            ValuesSource::Taken => None,
-        }
+        std::mem::replace(&mut self.values[row], ValuesSource::Taken).into_loader(&self.stores)
     }
 
     /// Adds a sample (at least one series entry; window bounds finite and

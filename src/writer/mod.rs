@@ -175,9 +175,10 @@ impl TimeFWriter {
 
     /// Writes derived from `base`, the version the dataset came from
     /// ([`Version::to_dataset`], then edited). When the writer's options are
-    /// `base`'s, a series that `base` holds with the same id and metadata is
-    /// read from `base`'s shards (its loader is not run: its values are
-    /// `base`'s, as `to_dataset` loads them), and each `values` page whose
+    /// `base`'s, a series whose values are `base`'s own (added by `to_dataset`
+    /// of a version with `base`'s manifest) and that `base` holds with the same
+    /// id and metadata is read from `base`'s shards (its loader is not run);
+    /// any other series' loader runs as in a fresh write. Each `values` page whose
     /// rows are those of a page of `base` is stored as that page's compressed
     /// bytes (CRC-checked, compared before compression) instead of compressed
     /// again. The files stay byte-identical to a fresh write of the dataset
@@ -267,7 +268,11 @@ impl TimeFWriter {
         for pos in 0..keys.len() as u32 {
             let row = keys.row(pos);
             let id = series.id(row);
-            if let Some(base_rows) = stream.base_series(&series.meta(row), chunk_values)? {
+            // only values that are the base's own (its `to_dataset` loaders)
+            // come from its shards: any other loader runs, as in a fresh write
+            let of_base = self.base.as_ref().is_some_and(|b| dataset.values_of(row, b));
+            let base_rows = if of_base { stream.base_series(&series.meta(row), chunk_values)? } else { None };
+            if let Some(base_rows) = base_rows {
                 // the base's chunks: read from its shards as their row groups are built
                 let n_values = (base_rows.len() as u64 - 1) * chunk_values as u64
                     + u64::from(stream.base_values(base_rows.end - 1)?);
