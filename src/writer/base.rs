@@ -33,6 +33,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use super::WriterOptions;
 use crate::encoding::ReusablePage;
 use crate::error::{Error, Result};
+use crate::footer::{page_problem, values_header_problem};
 use crate::manifest::Partial;
 use crate::reader::{IndexEntry, Version};
 use crate::storage::Source;
@@ -52,6 +53,8 @@ pub struct CopyStats {
 /// A base shard: its reader and its footer with the offset index.
 pub(crate) struct BaseFooter {
     path: String,
+    /// Where the shard is, for errors (`docs/format.md` "Limits a reader checks").
+    file: std::path::PathBuf,
     /// One read at a time: a local file's reads seek a descriptor that its
     /// clones share, so row groups built on several threads would interleave.
     source: Mutex<Source>,
@@ -193,7 +196,7 @@ impl BaseShards {
         self.bytes_read += counted.read.load(Ordering::Relaxed);
         let reusable = meta.file_metadata().created_by() == Some(self.created_by.as_str());
         let source = Mutex::new(counted.inner);
-        let footer = Arc::new(BaseFooter { path: path.to_string(), source, meta, reusable });
+        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable });
         self.footers.insert(path.to_string(), Arc::clone(&footer));
         Ok(footer)
     }
@@ -246,7 +249,7 @@ pub(crate) struct BasePages {
 
 impl BaseRowGroup {
     pub(crate) fn corrupt(&self, why: String) -> Error {
-        Error::Corrupt { path: self.footer.path.clone().into(), reason: format!("row group {}: {why}", self.row_group) }
+        Error::Corrupt { path: self.footer.file.clone(), reason: format!("row group {}: {why}", self.row_group) }
     }
 
     /// The same base row group as `other`.
@@ -297,6 +300,16 @@ impl BaseRowGroup {
     fn page(&self, k: usize, stored: Bytes, first_row: usize, lengths: &[u32]) -> Result<BasePage> {
         let bad = |why: String| self.corrupt(format!("values page {k}: {why}"));
         let (header, header_len) = crate::thrift::PageHeader::decode(&stored).map_err(|e| bad(e.to_string()))?;
+        // the checks every read path makes before decoding (src/footer.rs), the
+        // base's pages being as untrusted as any version's
+        let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
+        let sizes = crate::thrift::PageSizes {
+            uncompressed_page_size: header.uncompressed_page_size,
+            compressed_page_size: header.compressed_page_size,
+        };
+        if let Some(why) = values_header_problem(&header, entries).or_else(|| page_problem(&sizes)) {
+            return Err(bad(why));
+        }
         let compressed = stored.slice(header_len..);
         if compressed.len() != header.compressed_page_size as usize {
             return Err(bad("its size is not the offset index's".into()));
