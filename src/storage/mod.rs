@@ -863,7 +863,9 @@ impl StagedFile {
                 file.sync_all().map_err(|e| Error::io(&display, e))?;
             }
             Sink::LocalRename(mut part) => part.finish()?,
-            Sink::Object(upload) => upload.finish()?,
+            Sink::Object(upload) => {
+                upload.finish()?;
+            }
             Sink::Part(upload, prefix) => prefix.finish(upload)?,
         }
         Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(hasher.finalize()) })

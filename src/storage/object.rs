@@ -511,7 +511,7 @@ impl PartPrefix {
     /// # Errors
     /// As [`Upload::finish`] and [`PartPrefix::check_claim`].
     pub(crate) fn finish(&self, upload: Box<Upload>) -> Result<()> {
-        let at = upload.loc.clone();
+        let at = upload.location().clone();
         upload.finish()?;
         self.check_claim().inspect_err(|_| {
             let _ = at.delete();

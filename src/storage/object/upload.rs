@@ -102,6 +102,11 @@ impl Upload {
         Ok(())
     }
 
+    /// Where the file goes.
+    pub(crate) fn location(&self) -> &ObjectLocation {
+        &self.loc
+    }
+
     /// Completes the file (the last PUT, or the last part and the multipart
     /// completion) and returns what the store holds.
     pub(crate) fn finish(mut self) -> Result<Landed> {
