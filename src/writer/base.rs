@@ -267,6 +267,10 @@ impl BaseRowGroup {
         if !matches!(column.compression(), Compression::ZSTD(_)) {
             return Err(self.corrupt(format!("values compressed with {:?}, not ZSTD", column.compression())));
         }
+        if column.dictionary_page_offset().is_some() {
+            // the offset index lists data pages only: the dictionary page is refused here
+            return Err(self.corrupt("a dictionary page in a values column chunk (the format never writes one)".into()));
+        }
         let (start, len) = column.byte_range();
         let len = usize::try_from(len).map_err(|_| self.corrupt("a column chunk larger than memory".into()))?;
         let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
@@ -279,6 +283,13 @@ impl BaseRowGroup {
             .offset_index(leaf)
             .map(|o| o.page_locations.clone())
             .ok_or_else(|| self.corrupt("no offset index".into()))?;
+        // a page before the first data page the offset index lists (a dictionary page)
+        if locations.first().is_some_and(|first| first.offset as u64 > start) {
+            let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
+            let why = crate::footer::values_page_problem(&bytes, entries)
+                .unwrap_or_else(|| "a page before the first data page of the offset index".into());
+            return Err(self.corrupt(format!("values page 0: {why}")));
+        }
         let mut pages = Vec::with_capacity(locations.len());
         for (k, loc) in locations.iter().enumerate() {
             let first_row = loc.first_row_index as usize;
