@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use common::{assert_conforming, cli, real, tree};
 use timef::edit::{edit_version, plan, Cascade, Edit};
-use timef::reader::Version;
 use timef::error::EditBlocker;
+use timef::reader::Version;
 use timef::Error;
 
 fn ingest(root: &Path, kind: &str, name: &str, files: &[&str]) -> PathBuf {
@@ -52,9 +52,8 @@ fn tsf_forecasting_edit_refused_then_cascaded() {
     let base_dir = ingest(root.path(), "tsf", "tsf", &["tsf/UnitTest_Tsf_Loader.tsf"]);
     let before = tree(root.path());
     // removing a target sample breaks its forecasting task: refused before any I/O
-    let err =
-        edit_version(&base_dir, root.path(), "v2", remove(&["tsf-T1/target", "tsf-T3/context"], Cascade::Refuse))
-            .unwrap_err();
+    let err = edit_version(&base_dir, root.path(), "v2", remove(&["tsf-T1/target", "tsf-T3/context"], Cascade::Refuse))
+        .unwrap_err();
     match err {
         Error::Edit { blockers } => assert_eq!(
             blockers,

@@ -153,9 +153,8 @@ pub fn to_py(e: Error) -> PyErr {
             Error::Edit { blockers } => {
                 let reasons: Vec<&str> = blockers.iter().map(|b| b.reason.as_str()).collect();
                 let ids: Vec<&str> = blockers.iter().map(|b| b.id.as_str()).collect();
-                let list = |v: &[&str]| {
-                    PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py))
-                };
+                let list =
+                    |v: &[&str]| PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
                 let (id, field) = blockers.first().map(|b| (b.id.as_str(), b.field)).unwrap_or(("", ""));
                 with_attrs(
                     py,

@@ -337,6 +337,7 @@ pub fn edit_version<'py>(
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
         inputs: Vec::new(),
     };
-    let (dir, _plan) = py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
+    let (dir, _plan) =
+        py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
     Ok(dir.display().to_string())
 }

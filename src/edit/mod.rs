@@ -31,9 +31,9 @@ pub use rows::{annotation_rows, read_annotation_rows, read_source_rows, read_tas
 use crate::dataset::{Annotation, Source, Task, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::manifest::DerivedFrom;
+use crate::options::WriterOptions;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
-use crate::options::WriterOptions;
 use crate::writer::TimeFWriter;
 
 /// What to do with samples left without series and tasks that would lose a

@@ -153,6 +153,12 @@ impl Verifier<'_> {
             }
         };
         let mut bad_row_groups = BTreeSet::new();
+        // a footer claiming other rows than the manifest lists (a counts finding of its own) is not
+        // decoded: the decoder would reserve what it claims (docs/format.md "Limits a reader checks")
+        let listed_rows = self.m.files.iter().find(|e| e.path == rel).map(|e| e.rows);
+        if listed_rows.is_some_and(|rows| i64::try_from(rows).ok() != Some(meta.file_metadata().num_rows())) {
+            bad_row_groups.extend(0..meta.num_row_groups());
+        }
         for rg in 0..meta.num_row_groups() {
             for c in 0..meta.row_group(rg).num_columns() {
                 let pin = pins.as_ref().and_then(|p| p.get(c).copied());

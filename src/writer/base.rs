@@ -164,7 +164,8 @@ impl BaseShards {
             Some((last, at)) if *last == g => at.clone(),
             _ => {
                 let e = &self.version.index()?[i];
-                let origin = format!("time_series_index.parquet row {i} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
+                let origin =
+                    format!("time_series_index.parquet row {i} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
                 let footer = self.footer(&shard, origin)?;
                 let index = self.version.index()?;
                 let lengths: Arc<[u32]> = index[rows.clone()].iter().map(|e| e.n_values as u32).collect();

@@ -271,7 +271,8 @@ impl TimeFWriter {
                 // the base's chunks: read from its shards as their row groups are built
                 let n_values = (base_rows.len() as u64 - 1) * chunk_values as u64
                     + u64::from(stream.base_values(base_rows.end - 1)?);
-                let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
+                let (start_s, rate_hz, end_s) =
+                    (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
                 validate_count(id, start_s, rate_hz, end_s, n_values)?;
                 for (k, i) in base_rows.enumerate() {
                     stream.push_base_chunk(pos, k as u32, (k * chunk_values) as u64, i)?;
