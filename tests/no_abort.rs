@@ -274,13 +274,13 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
             "index: 2^45 rows",
             "time_series_index.parquet",
             Box::new(|m| edit_rows(m, 1 << 45)),
-            "the footer claims 35184372088832 rows, the pages hold".into(),
+            "the footer claims 35184372088832 rows, manifest.json lists ".into(),
         ),
         (
             "samples: 2^45 rows",
             "samples.parquet",
             Box::new(|m| edit_rows(m, 1 << 45)),
-            "the footer claims 35184372088832 rows, the pages hold".into(),
+            "the footer claims 35184372088832 rows, manifest.json lists ".into(),
         ),
     ];
     for (what, rel, edit, reason) in cases {

@@ -153,10 +153,11 @@ impl Verifier<'_> {
             }
         };
         let mut bad_row_groups = BTreeSet::new();
-        // a footer claiming other rows than the manifest lists (a counts finding of its own) is not
-        // decoded: the decoder would reserve what it claims (docs/format.md "Limits a reader checks")
+        // a footer claiming more rows than the manifest lists (a counts finding of its own) is not
+        // decoded: the decoder would reserve what it claims (docs/format.md "Limits a reader checks");
+        // fewer are decoded, for the findings their rows give
         let listed_rows = self.m.files.iter().find(|e| e.path == rel).map(|e| e.rows);
-        if listed_rows.is_some_and(|rows| i64::try_from(rows).ok() != Some(meta.file_metadata().num_rows())) {
+        if listed_rows.is_some_and(|rows| u64::try_from(meta.file_metadata().num_rows()).map_or(true, |n| n > rows)) {
             bad_row_groups.extend(0..meta.num_row_groups());
         }
         for rg in 0..meta.num_row_groups() {
