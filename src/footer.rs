@@ -72,7 +72,30 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
         }
     }
     let claimed = meta.file_metadata().num_rows();
-    (claimed != rows).then(|| format!("the footer claims {claimed} rows, its row groups {rows}"))
+    if claimed != rows {
+        return Some(format!("the footer claims {claimed} rows, its row groups {rows}"));
+    }
+    overlap_problem(meta)
+}
+
+/// Why the column chunks of `meta` cannot hold, or `None`: no two share a
+/// byte (each from its dictionary or first data page, over its stored size),
+/// so no pointer can read another chunk's pages as its own. Offsets and sizes
+/// are checked not negative first ([`size_problem`]).
+fn overlap_problem(meta: &ParquetMetaData) -> Option<String> {
+    let mut ranges: Vec<(u64, u64, usize, usize)> = Vec::new();
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        for (c, col) in rg.columns().iter().enumerate() {
+            let (start, len) = col.byte_range();
+            ranges.push((start, start.saturating_add(len), g, c));
+        }
+    }
+    // ties by row group and column: the later chunk is the one named as overlapping
+    ranges.sort_unstable_by_key(|&(start, _, g, c)| (start, g, c));
+    ranges.windows(2).find(|w| w[1].0 < w[0].1).map(|w| {
+        let ((s0, e0, g0, c0), (s1, e1, g1, c1)) = (w[0], w[1]);
+        format!("row group {g1} column chunk {c1} (bytes {s1}..{e1}) overlaps row group {g0} column chunk {c0} (bytes {s0}..{e0})")
+    })
 }
 
 /// Claims from which [`claim_problem`] asks the allocator first (16 MiB).

@@ -271,6 +271,31 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
             "parquet: Parquet error: row group 0 column chunk 0: bytes".into(),
         ),
         (
+            "shard: row group 1's values column chunk where row group 0's is",
+            "time_series/shard-00000.parquet",
+            Box::new(|m| {
+                let values = |m: &ParquetMetaData, g: usize| m.row_group(g).column(4).clone();
+                let (at, len) = (values(&m, 0).data_page_offset(), values(&m, 0).compressed_size());
+                let mut b = m.into_builder();
+                let mut groups = b.take_row_groups();
+                let mut g = groups.remove(1).into_builder();
+                let mut columns = g.take_columns();
+                assert_eq!(columns[4].column_path().string(), "values.list.element");
+                columns[4] = columns[4]
+                    .clone()
+                    .into_builder()
+                    .set_data_page_offset(at)
+                    .set_dictionary_page_offset(None)
+                    .set_total_compressed_size(len)
+                    .build()
+                    .unwrap();
+                g = g.set_column_metadata(columns);
+                groups.insert(1, g.build().unwrap());
+                b.set_row_groups(groups).build()
+            }),
+            "parquet: Parquet error: row group 1 column chunk 4 (bytes ".into(),
+        ),
+        (
             "index: 2^45 rows",
             "time_series_index.parquet",
             Box::new(|m| edit_rows(m, 1 << 45)),
