@@ -80,14 +80,17 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
 
 /// Why the column chunks of `meta` cannot hold, or `None`: no two share a
 /// byte (each from its dictionary or first data page, over its stored size),
-/// so no pointer can read another chunk's pages as its own. Offsets and sizes
-/// are checked not negative first ([`size_problem`]).
-fn overlap_problem(meta: &ParquetMetaData) -> Option<String> {
+/// so no pointer can read another chunk's pages as its own. A negative offset
+/// or size is left to [`size_problem`].
+pub(crate) fn overlap_problem(meta: &ParquetMetaData) -> Option<String> {
     let mut ranges: Vec<(u64, u64, usize, usize)> = Vec::new();
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for (c, col) in rg.columns().iter().enumerate() {
-            let (start, len) = col.byte_range();
-            ranges.push((start, start.saturating_add(len), g, c));
+            // not `byte_range`, which panics on a negative offset or size (those are size_problem's)
+            let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+            if let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(col.compressed_size())) {
+                ranges.push((start, start.saturating_add(len), g, c));
+            }
         }
     }
     // ties by row group and column: the later chunk is the one named as overlapping
