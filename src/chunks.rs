@@ -366,6 +366,14 @@ fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         .iter()
         .find(|c| c.column_path().string() == VALUES_LEAF)
         .ok_or_else(|| corrupt(format!("shard has no {VALUES_LEAF} column")))?;
+    if u64::try_from(values.num_values()).ok() != Some(unit.values_entries) {
+        return Err(corrupt(format!(
+            "row group {} values column chunk holds {} values by the footer, the index puts {} in it",
+            unit.row_group,
+            values.num_values(),
+            unit.values_entries
+        )));
+    }
     let file = file.values_budget(values.byte_range(), unit.values_entries);
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
         .with_row_groups(vec![unit.row_group])

@@ -6,11 +6,11 @@
 //! becomes an error.
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::Once;
+use std::sync::{Arc, Mutex, Once};
 
 use bytes::Bytes;
 use parquet::errors::ParquetError;
@@ -72,7 +72,33 @@ pub fn size_problem(meta: &ParquetMetaData, file_len: u64) -> Option<String> {
         }
     }
     let claimed = meta.file_metadata().num_rows();
-    (claimed != rows).then(|| format!("the footer claims {claimed} rows, its row groups {rows}"))
+    if claimed != rows {
+        return Some(format!("the footer claims {claimed} rows, its row groups {rows}"));
+    }
+    overlap_problem(meta)
+}
+
+/// Why the column chunks of `meta` cannot hold, or `None`: no two share a
+/// byte (each from its dictionary or first data page, over its stored size),
+/// so no pointer can read another chunk's pages as its own. A negative offset
+/// or size is left to [`size_problem`].
+pub(crate) fn overlap_problem(meta: &ParquetMetaData) -> Option<String> {
+    let mut ranges: Vec<(u64, u64, usize, usize)> = Vec::new();
+    for (g, rg) in meta.row_groups().iter().enumerate() {
+        for (c, col) in rg.columns().iter().enumerate() {
+            // not `byte_range`, which panics on a negative offset or size (those are size_problem's)
+            let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+            if let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(col.compressed_size())) {
+                ranges.push((start, start.saturating_add(len), g, c));
+            }
+        }
+    }
+    // ties by row group and column: the later chunk is the one named as overlapping
+    ranges.sort_unstable_by_key(|&(start, _, g, c)| (start, g, c));
+    ranges.windows(2).find(|w| w[1].0 < w[0].1).map(|w| {
+        let ((s0, e0, g0, c0), (s1, e1, g1, c1)) = (w[0], w[1]);
+        format!("row group {g1} column chunk {c1} (bytes {s1}..{e1}) overlaps row group {g0} column chunk {c0} (bytes {s0}..{e0})")
+    })
 }
 
 /// Claims from which [`claim_problem`] asks the allocator first (16 MiB).
@@ -245,32 +271,91 @@ pub struct CheckedPages<R> {
     page_starts: HashSet<u64>,
     /// The values column chunk of a shard's row group being read, and what
     /// its pages may hold ([`CheckedPages::values_budget`]).
-    values: Option<ValuesBudget>,
+    values: Option<Claims>,
+    /// The column chunks of flat columns (no repetition), by start: their
+    /// data pages claim at most their row group's rows together.
+    flat: Arc<[Claims]>,
 }
 
-/// A values column chunk's byte range and the level entries (values, plus one
-/// per empty chunk) the index says it holds.
-#[derive(Debug, Clone, Copy)]
-struct ValuesBudget {
+/// A column chunk's byte range, the most values its data pages may claim
+/// together, and what the pages read so far claimed (by page offset, so a
+/// header read twice counts once): many small pages, each within the limit,
+/// are refused once together they pass it.
+#[derive(Debug, Clone)]
+struct Claims {
     start: u64,
     end: u64,
-    entries: u64,
+    limit: u64,
+    /// The values column chunk of a shard's row group: `limit` is the level
+    /// entries (values, plus one per empty chunk) the index puts in it, and its
+    /// pages follow [`values_page_problem`]. Else a flat column: `limit` is its
+    /// row group's rows.
+    values: bool,
+    claimed: Arc<Mutex<(BTreeMap<u64, u64>, u64)>>,
+}
+
+impl Claims {
+    fn new(byte_range: (u64, u64), limit: u64, values: bool) -> Claims {
+        let (start, len) = byte_range;
+        let claimed = Arc::new(Mutex::new((BTreeMap::new(), 0)));
+        Claims { start, end: start.saturating_add(len), limit, values, claimed }
+    }
+
+    fn contains(&self, at: u64) -> bool {
+        (self.start..self.end).contains(&at)
+    }
+
+    /// The page rules of the header at `at` ([`values_page_problem`] or
+    /// [`dictionary_problem`]), then whether the values claimed by the chunk's
+    /// data pages so far, this one's included, pass the limit.
+    fn problem(&self, at: u64, header: &[u8]) -> Option<String> {
+        let first = if self.values { values_page_problem(header, self.limit) } else { dictionary_problem(header) };
+        if first.is_some() {
+            return first;
+        }
+        let count = match PageHeader::decode(header) {
+            Ok((
+                PageHeader { kind: PageKind::Data { num_values, .. } | PageKind::DataV2 { num_values, .. }, .. },
+                _,
+            )) => u64::try_from(num_values).unwrap_or(u64::MAX),
+            _ => 0,
+        };
+        // a poisoned lock only means another page's check panicked: the counts stay valid
+        let mut claimed = self.claimed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (pages, total) = &mut *claimed;
+        if pages.insert(at, count).is_none() {
+            *total = total.saturating_add(count);
+        }
+        let (total, limit) = (*total, self.limit);
+        (total > limit).then(|| {
+            if self.values {
+                format!("the values pages claim {total} values so far, the index puts {limit} in their row group")
+            } else {
+                format!("the data pages of a flat column chunk claim {total} values so far, its row group holds {limit} rows")
+            }
+        })
+    }
 }
 
 impl<R: ChunkReader> CheckedPages<R> {
     /// Checks the pages of `inner`, whose footer (and offset index, if read) is `meta`.
     pub fn new(inner: R, meta: &ParquetMetaData) -> CheckedPages<R> {
         let mut page_starts = HashSet::new();
+        let mut flat = Vec::new();
         for (g, rg) in meta.row_groups().iter().enumerate() {
             let index = meta.page_index_for_row_group(g);
             for (c, col) in rg.columns().iter().enumerate() {
+                if col.column_descr().max_rep_level() == 0 {
+                    flat.push(Claims::new(col.byte_range(), u64::try_from(rg.num_rows()).unwrap_or(0), false));
+                }
                 if let Some(pages) = index.offset_index(c) {
                     page_starts.insert(col.byte_range().0);
                     page_starts.extend(pages.page_locations().iter().filter_map(|p| u64::try_from(p.offset).ok()));
                 }
             }
         }
-        CheckedPages { inner, page_starts, values: None }
+        flat.sort_by_key(|c| c.start);
+        CheckedPages { inner, page_starts, values: None, flat: flat.into() }
     }
 
     /// Holds every page whose header lies in `byte_range` (a shard row
@@ -280,16 +365,24 @@ impl<R: ChunkReader> CheckedPages<R> {
     /// `entries` values (what the index says the chunk holds), at most
     /// [`MAX_PAGE_BYTES`] decoded and allocatable ([`claim_problem`]).
     pub fn values_budget(self, byte_range: (u64, u64), entries: u64) -> CheckedPages<R> {
-        let (start, len) = byte_range;
-        CheckedPages { values: Some(ValuesBudget { start, end: start.saturating_add(len), entries }), ..self }
+        CheckedPages { values: Some(Claims::new(byte_range, entries, true)), ..self }
+    }
+
+    /// The claims the page at `at` is held to: the values budget's, or its
+    /// flat column chunk's (column chunks do not overlap: [`size_problem`]).
+    fn claims(&self, at: u64) -> Option<&Claims> {
+        self.values.as_ref().filter(|v| v.contains(at)).or_else(|| {
+            let i = self.flat.partition_point(|c| c.start <= at);
+            i.checked_sub(1).map(|i| &self.flat[i]).filter(|c| c.contains(at))
+        })
     }
 
     /// The rules for a page header at `at` beyond its sizes: a values page's
     /// ([`values_page_problem`]) when it lies in the values chunk, else a
     /// dictionary page's entry count ([`dictionary_problem`]).
     fn header_problem(&self, at: u64, header: &[u8]) -> Option<String> {
-        match self.values.filter(|v| (v.start..v.end).contains(&at)) {
-            Some(v) => values_page_problem(header, v.entries),
+        match self.claims(at) {
+            Some(c) => c.problem(at, header),
             None => dictionary_problem(header),
         }
     }
@@ -311,8 +404,8 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
 
     fn get_read(&self, start: u64) -> std::result::Result<Self::T, ParquetError> {
         let inner = self.inner.get_read(start)?;
-        let values = self.values.filter(|v| (v.start..v.end).contains(&start));
-        Ok(HeaderChecked { inner, head: Vec::new(), pos: 0, checked: false, values })
+        let claims = self.claims(start).cloned();
+        Ok(HeaderChecked { inner, at: start, head: Vec::new(), pos: 0, checked: false, claims })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> std::result::Result<Bytes, ParquetError> {
@@ -340,11 +433,13 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
 /// [`page_problem`] before any byte is handed out.
 pub struct HeaderChecked<T> {
     inner: T,
+    /// Offset of the header in the file.
+    at: u64,
     head: Vec<u8>,
     pos: usize,
     checked: bool,
-    /// Set when the header lies in the values chunk under a budget.
-    values: Option<ValuesBudget>,
+    /// The claims of the column chunk the header lies in, when known.
+    claims: Option<Claims>,
 }
 
 impl<T: Read> HeaderChecked<T> {
@@ -360,8 +455,8 @@ impl<T: Read> HeaderChecked<T> {
             // whatever the parquet crate would accept of it
             match PageSizes::decode(&self.head) {
                 Ok((sizes, _)) => {
-                    let beyond = || match self.values {
-                        Some(v) => values_page_problem(&self.head, v.entries),
+                    let beyond = || match &self.claims {
+                        Some(c) => c.problem(self.at, &self.head),
                         None => dictionary_problem(&self.head),
                     };
                     return match page_problem(&sizes).or_else(beyond) {
@@ -511,7 +606,12 @@ mod tests {
     }
 
     fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-        let checked = CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new(), values: None };
+        let checked = CheckedPages {
+            inner: Bytes::copy_from_slice(bytes),
+            page_starts: HashSet::new(),
+            values: None,
+            flat: Arc::new([]),
+        };
         let mut out = Vec::new();
         checked.get_read(0).map_err(std::io::Error::other)?.read_to_end(&mut out)?;
         Ok(out)
@@ -539,8 +639,12 @@ mod tests {
 
     #[test]
     fn a_range_beyond_the_file_is_refused_before_it_is_read() {
-        let checked =
-            CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new(), values: None };
+        let checked = CheckedPages {
+            inner: Bytes::from_static(b"PAR1 tiny"),
+            page_starts: HashSet::new(),
+            values: None,
+            flat: Arc::new([]),
+        };
         let err = checked.get_bytes(4, 1 << 40).unwrap_err().to_string();
         assert_eq!(err, "Parquet error: bytes 4..+1099511627776 lie beyond the file's 9 bytes");
     }

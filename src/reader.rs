@@ -42,11 +42,19 @@ pub struct Version {
 }
 
 /// Reads a whole (small) table file into one batch, decoded in batches of
-/// [`DEFAULT_BATCH_ROWS`] rows; the rows decoded must be the rows the footer claims.
-fn read_table(loc: &Location) -> Result<RecordBatch> {
+/// [`DEFAULT_BATCH_ROWS`] rows: the footer must claim the `rows` the manifest
+/// lists for it (checked before anything is decoded, so a footer claiming any
+/// count cannot make the decoder reserve it), and the rows decoded must be those.
+fn read_table(loc: &Location, rows: u64) -> Result<RecordBatch> {
     let path = &loc.to_path_buf();
     let (file, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
     let claimed = meta.file_metadata().num_rows();
+    if u64::try_from(claimed).ok() != Some(rows) {
+        return Err(Error::Corrupt {
+            path: path.clone(),
+            reason: format!("the footer claims {claimed} rows, manifest.json lists {rows}"),
+        });
+    }
     let failure = file.inner().read_failure();
     let read = || -> Result<RecordBatch> {
         let arrow = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
@@ -199,9 +207,13 @@ impl Version {
         }
     }
 
-    /// A file the format names (`samples.parquet`, ...): [`Version::file`].
-    fn named(&self, rel: &str) -> Result<Location> {
-        self.file(rel, || "the format's file".into())
+    /// The whole small table `rel` (listed, [`Version::file`]), its footer held
+    /// to the rows the manifest lists for it ([`read_table`]): the one read of
+    /// the index, samples, annotations and tasks tables.
+    fn small_table(&self, rel: &str, origin: impl FnOnce() -> String) -> Result<(PathBuf, RecordBatch)> {
+        let loc = self.file(rel, origin)?;
+        let rows = self.manifest.files.iter().find(|f| f.path == rel).map_or(0, |f| f.rows);
+        Ok((loc.to_path_buf(), read_table(&loc, rows)?))
     }
 
     /// The manifest.
@@ -233,9 +245,16 @@ impl Version {
         if let Some(i) = self.index.get() {
             return Ok(i);
         }
-        let p = self.named("time_series_index.parquet")?;
-        let path = p.to_path_buf();
-        let i = Index::new(path.clone(), index_rows(&path, &read_table(&p)?)?)?;
+        let rel = "time_series_index.parquet";
+        let listed = self.manifest.files.iter().find(|f| f.path == rel).map_or(0, |f| f.rows);
+        if listed != self.manifest.counts.chunks {
+            return Err(Error::Corrupt {
+                path: self.dir.join(MANIFEST),
+                reason: format!("{rel} is listed with {listed} rows, counts.chunks is {}", self.manifest.counts.chunks),
+            });
+        }
+        let (path, table) = self.small_table(rel, || "the format's file".into())?;
+        let i = Index::new(path.clone(), index_rows(&path, &table)?)?;
         Ok(self.index.get_or_init(|| i))
     }
 
@@ -258,7 +277,7 @@ impl Version {
         if !self.listed.contains(path) {
             return Err(Error::validation(path, "path", "not a file of this version"));
         }
-        read_table(&self.file(path, || "the caller's table".into())?)
+        Ok(self.small_table(path, || "the caller's table".into())?.1)
     }
 
     /// Series metadata, one per series, in index order.
@@ -329,14 +348,14 @@ impl Version {
 
     /// All samples, sorted by id.
     pub fn samples(&self) -> Result<Vec<Sample>> {
-        let p = self.named("samples.parquet")?;
-        sample_rows(&p.to_path_buf(), &read_table(&p)?)
+        let (path, table) = self.small_table("samples.parquet", || "the format's file".into())?;
+        sample_rows(&path, &table)
     }
 
     /// All annotation rows as `(sample_id, annotation)`, sorted by (sample, annotation id).
     pub fn annotations(&self) -> Result<Vec<(String, Annotation)>> {
-        let p = self.named("annotations.parquet")?;
-        annotation_rows(&p.to_path_buf(), &read_table(&p)?)
+        let (path, table) = self.small_table("annotations.parquet", || "the format's file".into())?;
+        annotation_rows(&path, &table)
     }
 
     /// Task names, sorted.
@@ -347,9 +366,9 @@ impl Version {
     /// The tasks of `task_name`, sorted by id.
     pub fn tasks(&self, task_name: &str) -> Result<Vec<Task>> {
         crate::dataset::validate_name(task_name, "task_name")?;
-        let p = self
-            .file(&format!("tasks/task={task_name}/part-0.parquet"), || format!("manifest.json task {task_name:?}"))?;
-        task_rows(&p.to_path_buf(), &read_table(&p)?)
+        let rel = format!("tasks/task={task_name}/part-0.parquet");
+        let (path, table) = self.small_table(&rel, || format!("manifest.json task {task_name:?}"))?;
+        task_rows(&path, &table)
     }
 }
 

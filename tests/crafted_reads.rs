@@ -112,7 +112,8 @@ fn a_repeated_index_row_is_a_corrupt_version_on_every_read_path() {
     let n = v.index().unwrap()[row].n_values;
     let batch = read_parquet(&dir.join(INDEX));
     let mut rows: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    rows.insert(row + 1, row as u32);
+    // over the series' chunk 1: the rows stay the count the manifest lists
+    rows[row + 1] = row as u32;
     let repeated = arrow::compute::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
     rewrite(&dir, INDEX, &[repeated], WriterProperties::builder().build());
 
@@ -157,9 +158,10 @@ fn a_dictionary_encoded_values_page_is_refused_before_it_is_decoded() {
     assert_row_group_0_not_decoded(&dir);
 }
 
-/// A values page claiming more values than the index puts in its row group
-/// (here a chunk of 2^20 zeros, a 4 MiB page stored in a few hundred bytes,
-/// where the index says 256 values) is refused before it is decoded.
+/// A values column chunk holding more values than the index puts in its row
+/// group (here a chunk of 2^20 zeros, a 4 MiB page stored in a few hundred
+/// bytes) is refused by its footer's count before any page is decoded (a
+/// page past the index alone is refused by its header: `footer`'s unit tests).
 #[test]
 fn a_values_page_past_what_the_index_says_is_refused_before_it_is_decoded() {
     let tmp = tempfile::tempdir().unwrap();
@@ -207,9 +209,10 @@ fn a_values_page_past_what_the_index_says_is_refused_before_it_is_decoded() {
     });
     rewrite(&dir, SHARD, &groups, zstd().set_dictionary_enabled(false).build());
     assert!(std::fs::metadata(dir.join(SHARD)).unwrap().len() < 64 << 10);
-    // the writer closes a page once past its size limit: row 0's page holds its 2^20 values alone
-    let claimed = 1 << 20;
-    let problem = format!("a values page claims {claimed} values, the index puts {entries} in its row group");
+    // the footer's count of the values column chunk is held to the index first
+    let held = entries - i64::from(first.n_values) + (1 << 20);
+    let problem =
+        format!("row group 0 values column chunk holds {held} values by the footer, the index puts {entries} in it");
     let path = dir.join(SHARD);
     let id = first.meta.time_series_id.as_str();
     let (code, stdout, err) = cli(&["cat", dir.to_str().unwrap(), id]);
@@ -299,4 +302,169 @@ fn an_index_out_of_series_order_is_a_corrupt_version() {
         Err(Error::Corrupt { path: p, reason: r }) => assert_eq!((p, r), (path, reason)),
         other => panic!("{other:?}"),
     }
+}
+
+/// Row group 0 of the shard with every row's values replaced by `per_row`
+/// values (one page each), written so; returns the level entries the index
+/// puts in row group 0 and the rows of row group 0.
+fn rows_of_row_group_0_refilled(dir: &Path, per_row: impl Fn(u64) -> u64) -> (u64, usize) {
+    let v = Version::open(dir).unwrap();
+    let entries: u64 = v
+        .index()
+        .unwrap()
+        .iter()
+        .filter(|e| e.shard_path == SHARD && e.row_group == 0)
+        .map(|e| u64::from(e.n_values.unsigned_abs().max(1)))
+        .sum();
+    let rows = parquet_metadata(&dir.join(SHARD)).row_group(0).num_rows() as usize;
+    let mut groups = shard_row_groups(dir, |b| b);
+    let b = &groups[0];
+    let i = b.schema().index_of("values").unwrap();
+    let field = match b.schema().field(i).data_type() {
+        arrow::datatypes::DataType::List(f) => Arc::clone(f),
+        other => panic!("{other}"),
+    };
+    let lengths: Vec<usize> = (0..rows).map(|_| per_row(entries) as usize).collect();
+    let total: usize = lengths.iter().sum();
+    let list = ListArray::new(
+        field,
+        OffsetBuffer::from_lengths(lengths),
+        Arc::new(arrow::array::Float32Array::from(vec![1.0f32; total])) as ArrayRef,
+        None,
+    );
+    let mut columns = b.columns().to_vec();
+    columns[i] = Arc::new(list);
+    groups[0] = RecordBatch::try_new(b.schema(), columns).unwrap();
+    // one record a page, so each page claims what its row holds
+    let props = zstd().set_dictionary_enabled(false).set_write_batch_size(1).set_data_page_row_count_limit(1);
+    rewrite(dir, SHARD, &groups, props.build());
+    (entries, rows)
+}
+
+/// Many small values pages, each within what the index puts in their row
+/// group but together past it (a few KB decoding to any size), with the
+/// footer's `num_values` of the values column chunk patched to the index's
+/// count: refused by the running total of the pages' claims before they are
+/// decoded; `verify` reports the pages' sum against the footer and does not
+/// decode the row group.
+#[test]
+fn many_small_values_pages_past_the_index_together_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let (entries, rows) = rows_of_row_group_0_refilled(&dir, |entries| entries - 1);
+    assert!(rows >= 2 && entries > 2, "{rows} rows, {entries} entries");
+    let held = rows as u64 * (entries - 1);
+    // the footer's num_values of row group 0's values column chunk (field 5, after the codec) := entries
+    let path = dir.join(SHARD);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let footer_len = u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap()) as usize;
+    let footer = bytes.len() - 8 - footer_len..bytes.len() - 8;
+    let (old, new) = ([&[0x16u8][..], &varint(2 * held)].concat(), [&[0x16u8][..], &varint(2 * entries)].concat());
+    assert_eq!(old.len(), new.len());
+    let at: Vec<usize> =
+        (footer.start..footer.end - old.len()).filter(|&p| bytes[p..p + old.len()] == old[..]).collect();
+    assert_eq!(at.len(), 1, "num_values {held} in the footer at {at:?}");
+    bytes.splice(at[0]..at[0] + old.len(), new);
+    std::fs::write(&path, &bytes).unwrap();
+    reseal(&dir, SHARD);
+    assert_eq!(parquet_metadata(&path).row_group(0).column(4).num_values() as u64, entries);
+
+    let problem = format!(
+        "the values pages claim {} values so far, the index puts {entries} in their row group",
+        2 * (entries - 1)
+    );
+    let prefix = format!("timef: error: corrupt version: {}: ", path.display());
+    for args in [
+        vec!["export", dir.to_str().unwrap(), "--count"],
+        vec!["export", dir.to_str().unwrap(), "--out", tmp.path().join("x.arrow").to_str().unwrap()],
+    ] {
+        let (code, stdout, err) = cli(&args);
+        assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+        assert!(err.starts_with(&prefix) && err.trim_end().ends_with(&problem), "{err}\nwant {prefix}...{problem}");
+    }
+    let (code, stdout, _) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let line = format!(
+        "FAIL [page-header] {SHARD} row group 0, column values.list.element: data pages hold {held} values, the footer says {entries}"
+    );
+    assert!(stdout.lines().any(|l| l == line), "{stdout}\nwant {line}");
+    assert_row_group_0_not_decoded(&dir);
+}
+
+/// The same pages with the footer's true count: refused by the footer's
+/// `num_values` against the index before any page is read, on every read
+/// path; a pointer finding of `verify`, which does not decode the row group.
+#[test]
+fn a_values_column_chunk_holding_other_than_the_index_says_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let (entries, rows) = rows_of_row_group_0_refilled(&dir, |entries| entries - 1);
+    let held = rows as u64 * (entries - 1);
+    let path = dir.join(SHARD);
+    let problem =
+        format!("row group 0 values column chunk holds {held} values by the footer, the index puts {entries} in it");
+    let prefix = format!("timef: error: corrupt version: {}: ", path.display());
+    let v = Version::open(&dir).unwrap();
+    let id = v
+        .index()
+        .unwrap()
+        .iter()
+        .find(|e| e.shard_path == SHARD && e.row_group == 0)
+        .unwrap()
+        .meta
+        .time_series_id
+        .clone();
+    let (code, stdout, err) = cli(&["cat", dir.to_str().unwrap(), &id]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    assert!(err.starts_with(&prefix) && err.trim_end().ends_with(&problem), "{err}\nwant {prefix}...{problem}");
+    match v.read_series(&id) {
+        Err(Error::Corrupt { path: p, reason }) => assert_eq!((p, reason), (path.clone(), problem.clone())),
+        other => panic!("{other:?}"),
+    }
+    let (code, stdout, err) = cli(&["export", dir.to_str().unwrap(), "--count"]);
+    assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    assert!(err.trim_end().ends_with(&problem), "{err}");
+    let (code, stdout, _) = cli(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let line = format!(
+        "FAIL [pointer] {SHARD} row group 0: values column chunk holds {held} values by the footer, the index puts {entries} in it"
+    );
+    assert!(stdout.lines().any(|l| l == line), "{stdout}\nwant {line}");
+    assert_row_group_0_not_decoded(&dir);
+}
+
+/// The index rewritten with every row twice (a footer claiming rows the
+/// manifest does not list, as a crafted 15 KB index claiming 10^8 rows
+/// does): refused before it is decoded, on every read path, naming both
+/// counts; a counts finding of `verify`, which does not decode it.
+#[test]
+fn an_index_footer_claiming_other_rows_than_the_manifest_is_refused_before_decoding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = version(tmp.path());
+    let batch = read_parquet(&dir.join(INDEX));
+    let n = batch.num_rows();
+    let twice = arrow::compute::concat_batches(&batch.schema(), [&batch, &batch]).unwrap();
+    rewrite(&dir, INDEX, &[twice], WriterProperties::builder().build());
+    let path = dir.join(INDEX);
+    let reason = format!("the footer claims {} rows, manifest.json lists {n}", 2 * n);
+    let want = format!("timef: error: corrupt version: {}: {reason}\n", path.display());
+    every_verb_refuses(
+        tmp.path(),
+        &dir,
+        "s000/I",
+        (&want, &reason),
+        &format!("manifest.json files[] rows {n}, the footer says {}", 2 * n),
+    );
+    let d = dir.to_str().unwrap();
+    for args in [vec!["info", d], vec!["dedup", d, d]] {
+        assert_eq!(cli(&args), (2, String::new(), want.clone()), "{args:?}");
+    }
+    match Version::open(&dir).unwrap().read_series("s000/I") {
+        Err(Error::Corrupt { path: p, reason: r }) => assert_eq!((p, r), (path.clone(), reason.clone())),
+        other => panic!("{other:?}"),
+    }
+    let (_, stdout, _) = cli(&["verify", d, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let skipped = format!("{INDEX}: row group 0 not decoded: its pages have findings");
+    assert!(report["skipped"].as_array().unwrap().iter().any(|s| s == &skipped[..]), "{stdout}");
 }

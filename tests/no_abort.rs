@@ -271,16 +271,41 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
             "parquet: Parquet error: row group 0 column chunk 0: bytes".into(),
         ),
         (
+            "shard: row group 1's values column chunk where row group 0's is",
+            "time_series/shard-00000.parquet",
+            Box::new(|m| {
+                let values = |m: &ParquetMetaData, g: usize| m.row_group(g).column(4).clone();
+                let (at, len) = (values(&m, 0).data_page_offset(), values(&m, 0).compressed_size());
+                let mut b = m.into_builder();
+                let mut groups = b.take_row_groups();
+                let mut g = groups.remove(1).into_builder();
+                let mut columns = g.take_columns();
+                assert_eq!(columns[4].column_path().string(), "values.list.element");
+                columns[4] = columns[4]
+                    .clone()
+                    .into_builder()
+                    .set_data_page_offset(at)
+                    .set_dictionary_page_offset(None)
+                    .set_total_compressed_size(len)
+                    .build()
+                    .unwrap();
+                g = g.set_column_metadata(columns);
+                groups.insert(1, g.build().unwrap());
+                b.set_row_groups(groups).build()
+            }),
+            "parquet: Parquet error: row group 1 column chunk 4 (bytes ".into(),
+        ),
+        (
             "index: 2^45 rows",
             "time_series_index.parquet",
             Box::new(|m| edit_rows(m, 1 << 45)),
-            "the footer claims 35184372088832 rows, the pages hold".into(),
+            "the footer claims 35184372088832 rows, manifest.json lists ".into(),
         ),
         (
             "samples: 2^45 rows",
             "samples.parquet",
             Box::new(|m| edit_rows(m, 1 << 45)),
-            "the footer claims 35184372088832 rows, the pages hold".into(),
+            "the footer claims 35184372088832 rows, manifest.json lists ".into(),
         ),
     ];
     for (what, rel, edit, reason) in cases {
@@ -311,6 +336,14 @@ fn crafted_footer_sizes_exit_2_in_every_verb_and_1_in_verify() {
         let (code, stdout, err) = cli(&["verify", d]);
         assert_eq!(code, 1, "{what}: {stdout}{err}");
         assert!(stdout.lines().any(|l| l.starts_with("FAIL ") && l.contains(rel)), "{what}: {stdout}");
+        if what.contains("where row group 0's is") {
+            let overlap =
+                format!("FAIL [footer] {rel} footer: {}", reason.trim_start_matches("parquet: Parquet error: "));
+            assert!(
+                stdout.lines().any(|l| l.starts_with(&overlap) && l.contains("overlaps row group 0 column chunk 4")),
+                "{stdout}"
+            );
+        }
     }
 }
 

@@ -153,6 +153,18 @@ impl Verifier<'_> {
             }
         };
         let mut bad_row_groups = BTreeSet::new();
+        // overlapping column chunks would read one chunk's pages as another's: no row group is decoded
+        if let Some(problem) = crate::footer::overlap_problem(&meta) {
+            self.report.push(&rel, "footer", Check::Footer, problem);
+            bad_row_groups.extend(0..meta.num_row_groups());
+        }
+        // a footer claiming more rows than the manifest lists (a counts finding of its own) is not
+        // decoded: the decoder would reserve what it claims (docs/format.md "Limits a reader checks");
+        // fewer are decoded, for the findings their rows give
+        let listed_rows = self.m.files.iter().find(|e| e.path == rel).map(|e| e.rows);
+        if listed_rows.is_some_and(|rows| u64::try_from(meta.file_metadata().num_rows()).map_or(true, |n| n > rows)) {
+            bad_row_groups.extend(0..meta.num_row_groups());
+        }
         for rg in 0..meta.num_row_groups() {
             for c in 0..meta.row_group(rg).num_columns() {
                 let pin = pins.as_ref().and_then(|p| p.get(c).copied());

@@ -237,6 +237,35 @@ impl Verifier<'_> {
         st
     }
 
+    /// A row group whose values column chunk holds, by its footer, other
+    /// than the level entries the index puts in it (values, plus one per empty
+    /// chunk) is a finding and is not decoded: its pages, each within the
+    /// budget, could together claim any count (docs/format.md §7 "Reading").
+    fn values_chunks_held_to_the_index(&mut self, st: &IndexState) {
+        let mut entries: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        for (&(n, rg, _), &c) in &st.by_target {
+            let n_values = st.chunks[c as usize].n_values;
+            *entries.entry((n, rg)).or_default() += u64::from(n_values.unsigned_abs().max(1));
+        }
+        for f in &mut self.files {
+            let Kind::Shard(n) = f.kind else { continue };
+            for (rg, group) in f.meta.row_groups().iter().enumerate() {
+                let Some(values) = group.columns().iter().find(|c| c.column_path().string() == VALUES_LEAF) else {
+                    continue;
+                };
+                let want = entries.get(&(n, rg as u32)).copied().unwrap_or(0);
+                if u64::try_from(values.num_values()).ok() != Some(want) {
+                    let msg = format!(
+                        "values column chunk holds {} values by the footer, the index puts {want} in it",
+                        values.num_values()
+                    );
+                    self.report.push(&f.rel, format!("row group {rg}"), Check::Pointer, msg);
+                    f.bad_row_groups.insert(rg);
+                }
+            }
+        }
+    }
+
     pub(super) fn shards(&mut self, st: &mut IndexState) -> ShardState {
         let batch_rows = self.chunk_values.map_or(1, |cv| (SHARD_BATCH_VALUES / cv.max(1) as usize).max(1));
         // a listed shard whose footer is unreadable has its own finding; its
@@ -247,6 +276,8 @@ impl Verifier<'_> {
         let mut prev: Option<(String, String, String, i32)> = None;
         if !st.complete {
             self.report.skipped.push("shard rows without an index row: the index is unusable".into());
+        } else {
+            self.values_chunks_held_to_the_index(st);
         }
         for f in &self.files {
             let Kind::Shard(n) = f.kind else { continue };

@@ -571,6 +571,12 @@ fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(Pa
             .ok_or_else(|| corrupt("shard has no values column".into()))?;
         let entries: u64 =
             rows.iter().filter(|r| r.row_group as usize == rg).map(|r| u64::from(r.n_values.max(1))).sum();
+        if u64::try_from(values_chunk.num_values()).ok() != Some(entries) {
+            return Err(unexpected(format!(
+                "row group {rg} values column chunk holds {} values by the footer, the record puts {entries} in it",
+                values_chunk.num_values()
+            )));
+        }
         let file = CheckedPages::new(loc.open()?, &meta).values_budget(values_chunk.byte_range(), entries);
         let failure = file.inner().read_failure();
         let decode = || -> Result<()> {
