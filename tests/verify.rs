@@ -405,12 +405,17 @@ fn cli_exit_codes_and_one_line_per_finding() {
     assert_eq!(json["findings"].as_array().unwrap().len(), report.findings.len());
     assert_eq!(json["findings"][0]["check"], report.findings[0].check.name());
 
-    // not a version: exit 2
+    // not a version (a place that exists without a manifest), or missing: exit 2
     let empty = tmp.path().join("ecg/empty");
     std::fs::create_dir_all(&empty).unwrap();
-    for path in [empty.as_path(), &tmp.path().join("nowhere")] {
+    let nowhere = tmp.path().join("nowhere");
+    for (path, said) in [
+        (empty.as_path(), format!("timef: error: not a TimeF version: {}: ", empty.display())),
+        (nowhere.as_path(), format!("timef: error: not found: {}: no such directory\n", nowhere.display())),
+    ] {
         let out = timef(&["verify", path.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not a TimeF version"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.starts_with(&said), "{stderr}\nwant {said}");
     }
 }
