@@ -153,7 +153,10 @@ def test_missing_bucket_prefix_and_directory_are_one_rule(cli: Path, tmp_path: P
             assert (out.returncode, out.stderr) == (2, f"timef: error: {message}\n"), verb
         with pytest.raises(FileNotFoundError) as e:
             timef.open(url, storage_options=opts if url.startswith("s3://") else None)
-        assert str(e.value) == f"[Errno 2] {message}: '{e.value.filename}'"
+        # the path is printed once, as Python prints an OSError's filename
+        strerror = message.replace(f"{e.value.filename}: ", "", 1)
+        assert str(e.value) == f"[Errno 2] {strerror}: '{e.value.filename}'"
+        assert e.value.filename in message and str(e.value).count(e.value.filename) == 1
     out = run(cli, "ls", str(tmp_path / "none"))
     assert (out.returncode, out.stderr) == (2, f"timef: error: not found: {tmp_path}/none: no such directory\n")
     out = run(cli, "ls", "s3://no-such-bucket-timef/root", *args)

@@ -235,7 +235,7 @@ impl Tree for LocalTree {
                 return Ok(level)
             }
             // the place itself: one rule for what does not exist (docs/format.md "Exit codes")
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(super::missing_dir(&dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(super::missing_dir(&self.0)),
             Err(e) => return Err(Error::io(&dir, e)),
         };
         for entry in entries {
