@@ -206,8 +206,10 @@ fn a_with_base_write_runs_a_foreign_loader_of_a_series_the_base_holds() {
     let base_dir = base(root.path());
     let base = Arc::new(Version::open(&base_dir).unwrap());
     // the same ids and metadata as the base, every loader foreign, x010's values other
-    let staged =
-        TimeFWriter::new(root.path().join("copied"), small_options()).with_base(base).write(x010_reseeded("v1")).unwrap();
+    let staged = TimeFWriter::new(root.path().join("copied"), small_options())
+        .with_base(base)
+        .write(x010_reseeded("v1"))
+        .unwrap();
     let stats = staged.copied();
     let copied = staged.commit().unwrap();
     let fresh = commit(&root.path().join("fresh"), x010_reseeded("v1"), small_options());
