@@ -246,8 +246,10 @@ pub struct SourceEntry {
     pub citation: Option<String>,
 }
 
-/// Statistics of one channel, merged from chunk partials.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Statistics of values as stored: a channel's in the manifest (merged from
+/// its chunks' with [`Partial::as_stored`]), a chunk's in the index (`min`
+/// and `max` there float32). The default is the empty one.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChannelStats {
     /// Values.
     pub count: u64,
@@ -407,7 +409,19 @@ impl Partial {
         self.n = n;
     }
 
-    /// The manifest form.
+    /// Statistics as the index stores them, as a partial to merge: `m2` is
+    /// `std * std * count` from the stored float64 `std`. Every figure merged
+    /// from chunk statistics (the manifest's channel statistics, `verify`'s
+    /// recomputation of them) merges chunks in this form, so it is a function
+    /// of the index as stored and an edit takes an unchanged chunk's figures
+    /// from its base's index without reading its values (`docs/format.md`,
+    /// "Statistics").
+    pub fn as_stored(stats: &ChannelStats) -> Partial {
+        let n = stats.count;
+        Partial { n, min: stats.min, max: stats.max, mean: stats.mean, m2: stats.std * stats.std * n as f64 }
+    }
+
+    /// The stored form (the manifest's, and a chunk's index row's).
     pub fn to_stats(&self) -> ChannelStats {
         ChannelStats { count: self.n, min: self.min, max: self.max, mean: self.mean, std: self.std() }
     }

@@ -328,7 +328,7 @@ fn forged_chunk_statistics_are_refused() {
         ("min", |r| r.min -= 1.0),
         ("max", |r| r.max += 0.5),
         ("mean", |r| r.mean = f64::from_bits(r.mean.to_bits() + 1)),
-        ("m2", |r| r.m2 *= 2.0),
+        ("std", |r| r.std *= 2.0),
     ];
     for (field, forge) in forgeries {
         let mut honest = None;
@@ -345,7 +345,7 @@ fn forged_chunk_statistics_are_refused() {
             "min" => (forged.min, honest.min),
             "max" => (forged.max, honest.max),
             "mean" => (forged.mean, honest.mean),
-            _ => (forged.m2, honest.m2),
+            _ => (forged.std, honest.std),
         };
         assert_ne!(recorded.to_bits(), staged.to_bits(), "{field}");
         assert_eq!((part, shard), (Some(1), Some(honest.shard)), "{field}");

@@ -9,10 +9,10 @@ pub(super) fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
 }
 
-/// A rebuilt [`Partial`] from stored chunk statistics.
+/// A chunk's statistics as its index row stores them, as a [`Partial`] to merge.
 pub(super) fn partial_of(n: i32, min: f32, max: f32, mean: f64, std: f64) -> Partial {
-    let n = u64::try_from(n).unwrap_or(0);
-    Partial { n, min: f64::from(min), max: f64::from(max), mean, m2: std * std * n as f64 }
+    let count = u64::try_from(n).unwrap_or(0);
+    Partial::as_stored(&manifest::ChannelStats { count, min: f64::from(min), max: f64::from(max), mean, std })
 }
 
 impl Verifier<'_> {

@@ -34,7 +34,7 @@ use super::WriterOptions;
 use crate::encoding::ReusablePage;
 use crate::error::{Error, Result};
 use crate::footer::{page_problem, values_header_problem};
-use crate::manifest::Partial;
+use crate::manifest::ChannelStats;
 use crate::reader::{IndexEntry, Version};
 use crate::storage::Source;
 
@@ -154,6 +154,15 @@ impl BaseShards {
     /// Values in index row `i` of the base.
     pub(crate) fn n_values(&self, i: usize) -> Result<u32> {
         Ok(self.version.index()?[i].n_values as u32)
+    }
+
+    /// The statistics of index row `i` of the base as its index stores them:
+    /// those of the chunk's values, which are the base's (`docs/format.md`
+    /// "Statistics as stored"), so the chunk's values are not read for them.
+    pub(crate) fn stats(&self, i: usize) -> Result<ChannelStats> {
+        let e = &self.version.index()?[i];
+        let count = u64::try_from(e.n_values).unwrap_or(0);
+        Ok(ChannelStats { count, min: f64::from(e.min), max: f64::from(e.max), mean: e.mean, std: e.std })
     }
 
     /// Where index row `i` of the base lies.
@@ -362,19 +371,17 @@ impl BasePages {
         self.pages.get(p).filter(|p| p.first_row <= row)
     }
 
-    /// The values of row `row`, which must hold `n_values` finite values, and
-    /// their statistics.
-    pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<(&[f32], Partial)> {
+    /// The values of row `row`, which must hold `n_values` finite values.
+    pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<&[f32]> {
         let v =
             self.page_of(row).and_then(|p| p.values.get(p.starts[row - p.first_row]..p.starts[row - p.first_row + 1]));
         let v = v.filter(|v| v.len() == n_values as usize);
         let v =
             v.ok_or_else(|| self.at.corrupt(format!("row {row} does not hold the {n_values} values the index says")))?;
-        let partial = Partial::of(v);
-        if !partial.mean.is_finite() {
+        if !v.iter().all(|x| x.is_finite()) {
             return Err(self.at.corrupt(format!("row {row} holds a value that is not finite")));
         }
-        Ok((v, partial))
+        Ok(v)
     }
 
     /// The page holding exactly rows `rows` of this row group, when its bytes

@@ -43,7 +43,7 @@ use crate::dataset::{validate_name, SeriesValues, TimeFDataset};
 use crate::encoding::{Codec, IdEncoding};
 use crate::error::{Error, PartProblem, Result};
 use crate::layout::shard_path;
-use crate::manifest::{FileEntry, Partial};
+use crate::manifest::{ChannelStats, FileEntry, Partial};
 use crate::storage::{Location, PartStaging, Staging, StagingRef, StorageOptions};
 use crate::tables::{self, IdSpace};
 
@@ -167,8 +167,8 @@ pub struct PartTask {
     pub shards: Vec<PlannedShard>,
 }
 
-/// One index row of a part record: a chunk, where it landed, and its partial
-/// statistics ([`Partial`]'s fields).
+/// One index row of a part record: a chunk, where it landed, and its
+/// statistics as the index stores them ([`crate::manifest::ChannelStats`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartIndexRow {
     /// The chunk's series.
@@ -185,16 +185,16 @@ pub struct PartIndexRow {
     pub row_group: u32,
     /// Row within the row group.
     pub row_offset: u32,
-    /// Partial statistics: values.
+    /// Chunk statistics: values.
     pub n: u64,
-    /// Partial statistics: smallest value.
+    /// Chunk statistics: smallest value.
     pub min: f64,
-    /// Partial statistics: largest value.
+    /// Chunk statistics: largest value.
     pub max: f64,
-    /// Partial statistics: mean.
+    /// Chunk statistics: mean.
     pub mean: f64,
-    /// Partial statistics: sum of squared deviations from the mean.
-    pub m2: f64,
+    /// Chunk statistics: population standard deviation.
+    pub std: f64,
 }
 
 /// What a worker reports of a written part (serde JSON, a few hundred bytes
@@ -473,7 +473,7 @@ impl DistributedWrite {
                 shard: at.shard,
                 row_group: at.row_group,
                 row_offset: at.row_offset,
-                partial: Partial { n: row.n, min: row.min, max: row.max, mean: row.mean, m2: row.m2 },
+                stats: ChannelStats { count: row.n, min: row.min, max: row.max, mean: row.mean, std: row.std },
             })?;
         }
         for (s, rows) in rows_of.iter().enumerate() {
@@ -604,15 +604,15 @@ fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(Pa
                             "row group {rg} row {row_offset} of the staged shard is not the record's next row"
                         )));
                     };
-                    let staged = Partial::of(&items.values()[offsets[i] as usize..offsets[i + 1] as usize]);
+                    let staged = Partial::of(&items.values()[offsets[i] as usize..offsets[i + 1] as usize]).to_stats();
                     let fields = [
-                        ("n", row.n as f64, staged.n as f64),
+                        ("n", row.n as f64, staged.count as f64),
                         ("min", row.min, staged.min),
                         ("max", row.max, staged.max),
                         ("mean", row.mean, staged.mean),
-                        ("m2", row.m2, staged.m2),
+                        ("std", row.std, staged.std),
                     ];
-                    let differs = (row.n != staged.n).then_some(fields[0]).or_else(|| {
+                    let differs = (row.n != staged.count).then_some(fields[0]).or_else(|| {
                         fields[1..].iter().copied().find(|(_, recorded, staged)| recorded.to_bits() != staged.to_bits())
                     });
                     if let Some((field, recorded, staged)) = differs {
@@ -729,11 +729,11 @@ pub fn write_part(
             shard: r.shard,
             row_group: r.row_group,
             row_offset: r.row_offset,
-            n: r.partial.n,
-            min: r.partial.min,
-            max: r.partial.max,
-            mean: r.partial.mean,
-            m2: r.partial.m2,
+            n: r.stats.count,
+            min: r.stats.min,
+            max: r.stats.max,
+            mean: r.stats.mean,
+            std: r.stats.std,
         });
         Ok(())
     })?;

@@ -38,8 +38,9 @@ pub(crate) fn created_by() -> String {
 }
 
 /// Writes the index, samples, annotations and task files next to the shards,
-/// then stages the manifest. Channel statistics merge the chunk partials in
-/// index order: the same order, so the same bits, whoever computed them.
+/// then stages the manifest. Channel statistics merge the chunks' statistics
+/// as the index stores them ([`Partial::as_stored`]) in index order: the same
+/// inputs in the same order, so the same bits, whoever computed them.
 pub(crate) fn finish_version(
     staging: &mut Staging,
     dataset: &TimeFDataset,
@@ -68,7 +69,10 @@ pub(crate) fn finish_version(
     let mut stats: BTreeMap<(&str, &str), Partial> = BTreeMap::new();
     let mut values = 0u64;
     index.for_each(|r| {
-        stats.entry((keys.spec_type(r.series), keys.channel(r.series))).or_default().merge(&r.partial);
+        stats
+            .entry((keys.spec_type(r.series), keys.channel(r.series)))
+            .or_default()
+            .merge(&Partial::as_stored(&r.stats));
         values += u64::from(r.n_values);
         Ok(())
     })?;
@@ -154,10 +158,10 @@ fn write_index(
         }),
         leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_group as i32).collect()))),
         leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_offset as i32).collect()))),
-        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.partial.min as f32).collect()))),
-        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.partial.max as f32).collect()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.partial.mean).collect()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.partial.std()).collect()))),
+        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.stats.min as f32).collect()))),
+        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.stats.max as f32).collect()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.stats.mean).collect()))),
+        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.stats.std).collect()))),
     ];
     let mut hashes: Vec<u64> = Vec::with_capacity(index.len());
     index.for_each(|x| {

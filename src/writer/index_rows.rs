@@ -8,9 +8,10 @@ use std::io::{BufWriter, Write};
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::manifest::Partial;
+use crate::manifest::ChannelStats;
 
-/// One index row: a chunk, where it landed, and its partial statistics.
+/// One index row: a chunk, where it landed, and its statistics as the index
+/// stores them.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct IndexRow {
     /// Position of the chunk's series in write order.
@@ -21,10 +22,10 @@ pub(crate) struct IndexRow {
     pub(crate) shard: u32,
     pub(crate) row_group: u32,
     pub(crate) row_offset: u32,
-    pub(crate) partial: Partial,
+    pub(crate) stats: ChannelStats,
 }
 
-/// Bytes of one spilled row: seven integers and the partial's five numbers, little-endian.
+/// Bytes of one spilled row: seven integers and the statistics' five numbers, little-endian.
 const RECORD_BYTES: usize = 4 * 6 + 8 + 8 * 5;
 
 /// A fixed-width little-endian field of a spilled record.
@@ -67,12 +68,12 @@ impl IndexRow {
         v.field(&mut self.shard);
         v.field(&mut self.row_group);
         v.field(&mut self.row_offset);
-        let p = &mut self.partial;
-        v.field(&mut p.n);
-        v.field(&mut p.min);
-        v.field(&mut p.max);
-        v.field(&mut p.mean);
-        v.field(&mut p.m2);
+        let s = &mut self.stats;
+        v.field(&mut s.count);
+        v.field(&mut s.min);
+        v.field(&mut s.max);
+        v.field(&mut s.mean);
+        v.field(&mut s.std);
     }
 
     fn encode(&self, out: &mut [u8; RECORD_BYTES]) {
@@ -199,7 +200,7 @@ mod tests {
             series: 1,
             chunk_idx: 2,
             value_offset: 3,
-            partial: Partial { m2: -2.0, ..Partial::default() },
+            stats: ChannelStats { std: -2.0, ..ChannelStats::default() },
             ..IndexRow::default()
         };
         let mut bytes = [0u8; RECORD_BYTES];
@@ -219,7 +220,13 @@ mod tests {
             shard: i / 10,
             row_group: i % 10,
             row_offset: i * 2,
-            partial: Partial { n: u64::from(i) + 1, min: -0.0, max: f64::from(i) * 0.1, mean: 1e-300, m2: -1.5 },
+            stats: ChannelStats {
+                count: u64::from(i) + 1,
+                min: -0.0,
+                max: f64::from(i) * 0.1,
+                mean: 1e-300,
+                std: -1.5,
+            },
         };
         let mut spill = IndexSpill::new().unwrap();
         for i in 0..40_000 {
@@ -230,7 +237,7 @@ mod tests {
         assert_eq!(rows.read(16_383..16_386).unwrap(), (16_383..16_386).map(row).collect::<Vec<_>>());
         assert_eq!(rows.read(5..5).unwrap(), []);
         let back = rows.read(0..1).unwrap();
-        assert!(back[0].partial.min.is_sign_negative());
+        assert!(back[0].stats.min.is_sign_negative());
         let mut seen = 0u32;
         rows.for_each(|r| {
             assert_eq!(*r, row(seen));

@@ -25,7 +25,7 @@ use crate::dataset::SeriesValues;
 use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding, ValuesCodec};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
-use crate::manifest::{self, Partial};
+use crate::manifest::{self, ChannelStats, Partial};
 use crate::storage::{FileSink, StagedFile};
 use crate::tables;
 
@@ -70,14 +70,14 @@ impl SeriesKeys {
 
 /// Where a chunk's values are until its row group is built.
 enum ChunkValues {
-    /// Held: the series' loader ran, the index row has the chunk's statistics.
+    /// Held: the series' loader ran.
     Held(SeriesValues),
     /// A chunk of the base ([`super::base`]).
     Base(BaseChunk),
 }
 
 struct PendingChunk {
-    /// The chunk's index row (statistics filled once its values are known).
+    /// The chunk's index row.
     row: IndexRow,
     values: ChunkValues,
     hash: u64,
@@ -185,11 +185,12 @@ impl<'a> ShardStream<'a> {
             column: "values".into(),
             reason: "a base chunk without a base".into(),
         })?;
-        let n_values = base.n_values(base_row)?;
+        let stats = base.stats(base_row)?;
+        let n_values = stats.count as u32;
         // as a loader reading the base would fail: naming the series
         let series_id = self.keys.id(series).to_string();
         let at = base.chunk(base_row).map_err(|e| Error::Loader { series_id, source: Box::new(e) })?;
-        self.push(series, chunk_idx, value_offset, n_values, Partial::default(), ChunkValues::Base(at))
+        self.push(series, chunk_idx, value_offset, n_values, stats, ChunkValues::Base(at))
     }
 
     /// Continues with `planner` (a part starting its next shard); the
@@ -208,7 +209,7 @@ impl<'a> ShardStream<'a> {
         partial: Partial,
     ) -> Result<Placed> {
         let n_values = values.len() as u32;
-        self.push(series, chunk_idx, value_offset, n_values, partial, ChunkValues::Held(values))
+        self.push(series, chunk_idx, value_offset, n_values, partial.to_stats(), ChunkValues::Held(values))
     }
 
     fn push(
@@ -217,7 +218,7 @@ impl<'a> ShardStream<'a> {
         chunk_idx: u32,
         value_offset: u64,
         n_values: u32,
-        partial: Partial,
+        stats: ChannelStats,
         values: ChunkValues,
     ) -> Result<Placed> {
         let hash = key_hash(self.keys.id(series), chunk_idx);
@@ -234,7 +235,7 @@ impl<'a> ShardStream<'a> {
             shard: placed.at.shard,
             row_group: placed.at.row_group,
             row_offset: placed.at.row_offset,
-            partial,
+            stats,
         };
         self.rg.push(PendingChunk { row, values, hash });
         if let Some(end) = placed.after {
@@ -388,17 +389,14 @@ fn build_row_group(
     let mut index = Vec::with_capacity(rows.len());
     let mut values: Vec<&[f32]> = Vec::with_capacity(rows.len());
     for r in &rows {
-        let mut row = r.row.clone();
         match &r.values {
             ChunkValues::Held(v) => values.push(&v[..]),
             ChunkValues::Base(c) => {
                 let pages = base_of(c).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))?;
-                let (v, partial) = pages.chunk(c.row, row.n_values)?;
-                row.partial = partial;
-                values.push(v);
+                values.push(pages.chunk(c.row, r.row.n_values)?);
             }
         }
-        index.push(row);
+        index.push(r.row);
     }
     let leaves = [
         tables::ids(rows.iter().map(|r| keys.id(r.row.series)), enc)?,
