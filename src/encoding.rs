@@ -560,22 +560,17 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<
 /// repetition 0 at each chunk start, else 1) come from reused buffers.
 ///
 /// The column writer runs uncompressed and each page is compressed here, as
-/// the parquet crate's zstd codec does ([`ValuesCodec`]), unless `reuse[i]`
-/// holds a page whose bytes before compression are page `i`'s: then its
-/// compressed bytes are stored as they are (the same bytes zstd would give).
-/// Returns the chunk and how many pages were reused.
+/// the parquet crate's zstd codec does ([`ValuesCodec`]).
 pub(crate) fn encode_values(
     descr: ColumnDescPtr,
     codec: &ValuesCodec,
     rows: &[&[f32]],
     pages: &PagePlan,
-    reuse: &[Option<ReusablePage<'_>>],
-) -> parquet::errors::Result<(EncodedChunk, u64)> {
+) -> parquet::errors::Result<EncodedChunk> {
     let mut buf = Vec::new();
-    let mut reused = 0;
     let mut close = {
         let zstd = zstd::bulk::Compressor::new(codec.level).map_err(|e| ParquetError::External(Box::new(e)))?;
-        let compress = Some(Compressing { zstd, reuse, next: 0, reused: &mut reused });
+        let compress = Some(Compressing { zstd });
         let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
         let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
         let mut w = get_typed_column_writer::<FloatType>(writer);
@@ -614,15 +609,7 @@ pub(crate) fn encode_values(
         w.close()?
     };
     close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
-    Ok((EncodedChunk { bytes: Bytes::from(buf), close }, reused))
-}
-
-/// A page that a `values` page being written may store as it is (a page of
-/// the base of an edit): its bytes before compression, compared with the
-/// page's, and as stored.
-pub(crate) struct ReusablePage<'a> {
-    pub uncompressed: &'a [u8],
-    pub compressed: &'a Bytes,
+    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
 
 /// How the `values` column of the shards is compressed: the column writer
@@ -647,29 +634,22 @@ impl ValuesCodec {
         let props = Arc::new(props.set_column_compression(descr.path().clone(), Compression::UNCOMPRESSED).build());
         Ok(ValuesCodec { props, codec, level: level.compression_level() })
     }
+
+    /// The codec the column chunk's metadata records.
+    pub(crate) fn compression(&self) -> Compression {
+        self.codec
+    }
 }
 
 /// The compression step of [`encode_values`]'s page writer.
-struct Compressing<'a> {
+struct Compressing {
     zstd: zstd::bulk::Compressor<'static>,
-    reuse: &'a [Option<ReusablePage<'a>>],
-    /// The page being written.
-    next: usize,
-    reused: &'a mut u64,
 }
 
-impl Compressing<'_> {
-    /// `page` (uncompressed) compressed, or its reusable page's bytes.
+impl Compressing {
+    /// `page` (uncompressed) compressed.
     fn compress(&mut self, page: CompressedPage) -> parquet::errors::Result<CompressedPage> {
-        let reuse = self.reuse.get(self.next).and_then(Option::as_ref);
-        self.next += 1;
-        let buf = match reuse {
-            Some(r) if r.uncompressed == page.data() => {
-                *self.reused += 1;
-                r.compressed.clone()
-            }
-            _ => Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?),
-        };
+        let buf = Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?);
         match page.compressed_page() {
             Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, statistics, .. } => {
                 let data = Page::DataPage {
@@ -724,7 +704,7 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
     /// Set when the column writer runs uncompressed ([`encode_values`]).
-    compress: Option<Compressing<'a>>,
+    compress: Option<Compressing>,
 }
 
 impl PageWriter for CrcPageWriter<'_> {

@@ -212,8 +212,9 @@ impl PyWriter {
 
     /// What `write()` took from the version the dataset was read from
     /// (`Version.to_dataset`), as a dict: `pages_copied` (`values` pages
-    /// stored as the base's compressed bytes), `pages_encoded` (compressed),
-    /// `bytes_read` (from the base's shards). None before `write()`.
+    /// stored as the base's bytes), `pages_encoded` (compressed),
+    /// `pages_decoded` (base pages decompressed), `bytes_read` (from the
+    /// base's shards). None before `write()`.
     #[getter]
     fn copied(&self) -> PyResult<Option<HashMap<&'static str, u64>>> {
         let c = self.copied.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))?;
@@ -221,6 +222,7 @@ impl PyWriter {
             HashMap::from([
                 ("pages_copied", c.pages_copied),
                 ("pages_encoded", c.pages_encoded),
+                ("pages_decoded", c.pages_decoded),
                 ("bytes_read", c.bytes_read),
             ])
         }))

@@ -264,7 +264,8 @@ class TimeFWriter:
     def copied(self) -> dict[str, int] | None:
         """What ``write()`` took from the version the dataset was read from
         (``Version.to_dataset``): ``pages_copied`` (``values`` pages stored as
-        its compressed bytes), ``pages_encoded``, ``bytes_read``. None before ``write()``."""
+        its bytes), ``pages_encoded``, ``pages_decoded`` (its pages
+        decompressed), ``bytes_read``. None before ``write()``."""
     @property
     def committed(self) -> bool: ...
     def __enter__(self) -> "TimeFWriter": ...

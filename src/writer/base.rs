@@ -1,20 +1,20 @@
-//! Writing a version derived from a base: the base's series are read from the
-//! base's shards by the writer itself, and every `values` page whose rows are
-//! the rows of a base page is copied as its compressed bytes instead of
-//! compressed again (`docs/format.md` §7, "Cost follows the change").
+//! Writing a version derived from a base: the base's series are taken from
+//! the base's shards by the writer itself, and every `values` page whose rows
+//! are the rows of a base page is stored as that page's bytes, neither
+//! decompressed nor encoded (`docs/format.md` §7, "Cost follows the change").
 //!
 //! A `values` page is a function of its rows (section 4: cuts are row-aligned
 //! and content-defined), so after an edit most pages of the write hold exactly
 //! the rows of a page of the base. The writer reads the base row groups that
 //! hold the base's chunks (one ranged read of the `values` column chunk each,
-//! its pages located by the offset index), checks each page's CRC, decompresses
-//! it and takes the values from it. It encodes every row group through the
-//! column writer as a fresh write does (statistics, page index, levels), and
-//! where a page's bytes before compression equal those of the base page with
-//! the same rows, it stores that page's compressed bytes instead of running
-//! zstd: the same bytes zstd would give (same library, same level, same input).
-//! So only pages whose rows changed are compressed, and the files are
-//! byte-identical to a fresh write of the same dataset.
+//! its pages located by the offset index) and checks each page's header and
+//! CRC. A page of the write whose rows are a base page's (from a shard this
+//! build wrote) is that page as stored; the other pages are encoded from
+//! their rows' values, decoding only the base pages those rows are in; the
+//! column chunk is assembled from both ([`super::page_splice`]). A chunk's
+//! statistics come from the base's index ("Statistics as stored"), so no
+//! value is read for them. The files are byte-identical to a fresh write of
+//! the same dataset.
 //!
 //! Which series come from the base ([`BaseShards::series`]): a series whose id
 //! the base holds with the same metadata, when the write's options are the
@@ -30,8 +30,8 @@ use parquet::basic::Compression;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::reader::{ChunkReader, Length};
 
+use super::page_splice::StoredPage;
 use super::WriterOptions;
-use crate::encoding::ReusablePage;
 use crate::error::{Error, Result};
 use crate::footer::{page_problem, values_header_problem};
 use crate::manifest::ChannelStats;
@@ -41,11 +41,15 @@ use crate::storage::Source;
 /// What a write took from its base and what it compressed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CopyStats {
-    /// `values` pages stored as the base's compressed bytes.
+    /// `values` pages stored as the base's bytes (header and body), neither
+    /// decompressed nor encoded.
     pub pages_copied: u64,
-    /// `values` pages compressed.
+    /// `values` pages encoded and compressed.
     pub pages_encoded: u64,
-    /// Bytes read from the base's shards: footers, offset indexes and the
+    /// Base `values` pages decompressed and decoded (for the values of
+    /// pages encoded).
+    pub pages_decoded: u64,
+    /// Bytes read from the base's shards: footers, page indexes and the
     /// `values` column chunks of the base row groups the write takes chunks from.
     pub bytes_read: u64,
 }
@@ -198,7 +202,7 @@ impl BaseShards {
         let file = loc.to_path_buf();
         let counted = Counted { inner: loc.open()?, read: AtomicU64::new(0) };
         let meta = crate::footer::contain(|| {
-            crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Skip)
+            crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Required)
         })
         .map_err(|panic| Error::Corrupt { path: file.clone(), reason: panic })?
         .map_err(|e| crate::footer::version_parquet_error(&file, e))?;
@@ -238,19 +242,21 @@ impl ChunkReader for Counted {
     }
 }
 
-/// One `values` page of a base row group: its rows, its bytes as stored and
-/// before compression, and its values.
+/// One `values` page of a base row group: its rows, its header and body as
+/// stored (CRC and header checked), and its values once decoded.
 struct BasePage {
     first_row: usize,
     rows: usize,
-    compressed: Bytes,
-    uncompressed: Vec<u8>,
-    values: Vec<f32>,
-    /// Start of each row in `values`, and the end.
-    starts: Vec<usize>,
+    stored: Bytes,
+    header_len: usize,
+    uncompressed_page_size: usize,
+    /// The page's values and the start of each row in them (and the end),
+    /// once [`BasePages::decode`] decoded it.
+    decoded: Option<(Vec<f32>, Vec<usize>)>,
 }
 
-/// The `values` pages of a base row group, decoded.
+/// The `values` pages of a base row group, read and checked; each decoded
+/// only when asked ([`BasePages::decode`]).
 pub(crate) struct BasePages {
     at: BaseRowGroup,
     pages: Vec<BasePage>,
@@ -266,8 +272,9 @@ impl BaseRowGroup {
         Arc::ptr_eq(&self.footer, &other.footer) && self.row_group == other.row_group
     }
 
-    /// Reads the row group's `values` column chunk (one ranged read), checks
-    /// each page's CRC and decodes it; returns the pages and the bytes read.
+    /// Reads the row group's `values` column chunk (one ranged read) and
+    /// checks each page's header and CRC, without decompressing; returns the
+    /// pages and the bytes read.
     pub(crate) fn pages(&self) -> Result<(BasePages, u64)> {
         let f = &self.footer;
         let rg = f.meta.row_groups().get(self.row_group).ok_or_else(|| self.corrupt("missing".into()))?;
@@ -306,22 +313,22 @@ impl BaseRowGroup {
             let from = (loc.offset as u64).checked_sub(start).map(|f| f as usize);
             let page = from.and_then(|f| bytes.get(f..f + loc.compressed_page_size as usize));
             let page = page.ok_or_else(|| self.corrupt(format!("page {k} outside its column chunk")))?;
-            let lengths = self.lengths.get(first_row..end_row).ok_or_else(|| self.corrupt(format!("page {k} rows")))?;
+            if end_row < first_row || end_row > self.lengths.len() {
+                return Err(self.corrupt(format!("values page {k}: rows {first_row}..{end_row}")));
+            }
             let from = from.unwrap_or(0);
-            pages.push(self.page(k, bytes.slice(from..from + page.len()), first_row, lengths)?);
+            pages.push(self.page(k, bytes.slice(from..from + page.len()), first_row, end_row - first_row)?);
         }
         Ok((BasePages { at: self.clone(), pages }, len as u64))
     }
 
-    /// Decodes page `k` (header and body, as stored) holding rows from
-    /// `first_row` on of `lengths` values each: a v1 data page of the
-    /// `values` leaf is its repetition levels and definition levels (each
-    /// after its 4-byte length), then the values BYTE_STREAM_SPLIT.
-    fn page(&self, k: usize, stored: Bytes, first_row: usize, lengths: &[u32]) -> Result<BasePage> {
+    /// Checks page `k` (header and body, as stored) holding `rows` rows from
+    /// `first_row` on: the header as every read path checks it before
+    /// decoding (src/footer.rs; the base's pages are as untrusted as any
+    /// version's) and the CRC of the body.
+    fn page(&self, k: usize, stored: Bytes, first_row: usize, rows: usize) -> Result<BasePage> {
         let bad = |why: String| self.corrupt(format!("values page {k}: {why}"));
         let (header, header_len) = crate::thrift::PageHeader::decode(&stored).map_err(|e| bad(e.to_string()))?;
-        // the checks every read path makes before decoding (src/footer.rs), the
-        // base's pages being as untrusted as any version's
         let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
         let sizes = crate::thrift::PageSizes {
             uncompressed_page_size: header.uncompressed_page_size,
@@ -330,21 +337,52 @@ impl BaseRowGroup {
         if let Some(why) = values_header_problem(&header, entries).or_else(|| page_problem(&sizes)) {
             return Err(bad(why));
         }
-        let compressed = stored.slice(header_len..);
+        let compressed = stored.get(header_len..).unwrap_or_default();
         if compressed.len() != header.compressed_page_size as usize {
             return Err(bad("its size is not the offset index's".into()));
         }
-        if header.crc != Some(crc32fast::hash(&compressed) as i32) {
+        if header.crc != Some(crc32fast::hash(compressed) as i32) {
             return Err(bad("CRC mismatch".into()));
         }
-        let size = usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
-        let uncompressed = zstd::bulk::decompress(&compressed, size).map_err(|e| bad(e.to_string()))?;
-        let mut at = 0;
-        for _ in 0..2 {
-            let len = uncompressed.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-            at += 4 + len.ok_or_else(|| bad("levels cut short".into()))?;
+        let uncompressed_page_size =
+            usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
+        Ok(BasePage { first_row, rows, stored, header_len, uncompressed_page_size, decoded: None })
+    }
+}
+
+impl BasePages {
+    /// True when these are the pages of `at`.
+    pub(crate) fn of(&self, at: &BaseRowGroup) -> bool {
+        self.at.same(at)
+    }
+
+    fn page_at(&self, row: usize) -> Option<usize> {
+        let p = self.pages.partition_point(|p| p.first_row + p.rows <= row);
+        self.pages.get(p).filter(|p| p.first_row <= row).map(|_| p)
+    }
+
+    /// Decodes the page holding row `row` unless it is decoded; returns
+    /// whether it decoded it. A v1 data page of the `values` leaf is its
+    /// repetition levels and definition levels (each after its 4-byte
+    /// length), then the values BYTE_STREAM_SPLIT.
+    pub(crate) fn decode(&mut self, row: usize) -> Result<bool> {
+        let k = self.page_at(row).ok_or_else(|| self.at.corrupt(format!("no values page holds row {row}")))?;
+        let at = &self.at;
+        let page = &mut self.pages[k];
+        if page.decoded.is_some() {
+            return Ok(false);
         }
-        let split = uncompressed.get(at..).unwrap_or_default();
+        let bad = |why: String| at.corrupt(format!("values page {k}: {why}"));
+        let compressed = page.stored.get(page.header_len..).unwrap_or_default();
+        let uncompressed =
+            zstd::bulk::decompress(compressed, page.uncompressed_page_size).map_err(|e| bad(e.to_string()))?;
+        let mut from = 0;
+        for _ in 0..2 {
+            let len = uncompressed.get(from..from + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            from += 4 + len.ok_or_else(|| bad("levels cut short".into()))?;
+        }
+        let split = uncompressed.get(from..).unwrap_or_default();
+        let lengths = &at.lengths[page.first_row..page.first_row + page.rows];
         let n: usize = lengths.iter().map(|&l| l as usize).sum();
         if split.len() != 4 * n {
             return Err(bad(format!("{} value bytes for {n} values", split.len())));
@@ -356,25 +394,17 @@ impl BaseRowGroup {
         for &l in lengths {
             starts.push(starts[starts.len() - 1] + l as usize);
         }
-        Ok(BasePage { first_row, rows: lengths.len(), compressed, uncompressed, values, starts })
-    }
-}
-
-impl BasePages {
-    /// True when these are the pages of `at`.
-    pub(crate) fn of(&self, at: &BaseRowGroup) -> bool {
-        self.at.same(at)
+        page.decoded = Some((values, starts));
+        Ok(true)
     }
 
-    fn page_of(&self, row: usize) -> Option<&BasePage> {
-        let p = self.pages.partition_point(|p| p.first_row + p.rows <= row);
-        self.pages.get(p).filter(|p| p.first_row <= row)
-    }
-
-    /// The values of row `row`, which must hold `n_values` finite values.
+    /// The values of row `row` (its page decoded), which must hold
+    /// `n_values` finite values.
     pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<&[f32]> {
-        let v =
-            self.page_of(row).and_then(|p| p.values.get(p.starts[row - p.first_row]..p.starts[row - p.first_row + 1]));
+        let v = self.page_at(row).map(|k| &self.pages[k]).and_then(|p| {
+            let (values, starts) = p.decoded.as_ref()?;
+            values.get(starts[row - p.first_row]..starts[row - p.first_row + 1])
+        });
         let v = v.filter(|v| v.len() == n_values as usize);
         let v =
             v.ok_or_else(|| self.at.corrupt(format!("row {row} does not hold the {n_values} values the index says")))?;
@@ -384,10 +414,21 @@ impl BasePages {
         Ok(v)
     }
 
-    /// The page holding exactly rows `rows` of this row group, when its bytes
-    /// may be stored in the write as they are.
-    pub(crate) fn reusable(&self, rows: Range<usize>) -> Option<ReusablePage<'_>> {
-        let p = self.page_of(rows.start).filter(|p| p.first_row == rows.start && p.rows == rows.len())?;
-        self.at.footer.reusable.then_some(ReusablePage { uncompressed: &p.uncompressed, compressed: &p.compressed })
+    /// The page holding exactly rows `rows` of this row group, whose values'
+    /// minimum and maximum in total order are `extremes`, as stored with its
+    /// figures, when it may be stored in the write as it is (the shard was
+    /// written by this build).
+    pub(crate) fn copyable(&self, rows: Range<usize>, extremes: (f32, f32)) -> Result<Option<StoredPage>> {
+        let Some(k) = self.page_at(rows.start) else { return Ok(None) };
+        let p = &self.pages[k];
+        if !self.at.footer.reusable || p.first_row != rows.start || p.rows != rows.len() {
+            return Ok(None);
+        }
+        let f = &self.at.footer;
+        let leaf = f.meta.row_groups()[self.at.row_group].num_columns() - 1;
+        let page_index = f.meta.page_index_for_row_group(self.at.row_group);
+        let index = page_index.column_index(leaf).ok_or_else(|| self.at.corrupt("no column index".into()))?;
+        let page = StoredPage::new(p.stored.clone(), p.rows as i64, index, k, Some(extremes));
+        page.map(Some).map_err(|why| self.at.corrupt(format!("values page {k}: {why}")))
     }
 }

@@ -22,6 +22,7 @@ mod base;
 pub mod distributed;
 mod files;
 mod index_rows;
+mod page_splice;
 pub mod plan;
 mod shards;
 

@@ -19,6 +19,7 @@ use parquet::file::writer::SerializedFileWriter;
 
 use super::base::{BaseChunk, BasePages, BaseShards, CopyStats};
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
+use super::page_splice;
 use super::plan::{Placed, Planner, RowGroupEnd};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
@@ -303,6 +304,7 @@ impl<'a> ShardStream<'a> {
                     }
                     self.stats.pages_copied += took.pages_copied;
                     self.stats.pages_encoded += took.pages_encoded;
+                    self.stats.pages_decoded += took.pages_decoded;
                     self.stats.bytes_read += took.bytes_read;
                     if self.current.is_none() {
                         let file = ParquetFile::create(
@@ -362,10 +364,11 @@ pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, Rec
     }
 }
 
-/// Encodes one shard row group's five column chunks. The values of base
-/// chunks are decoded from the base row groups that hold them (each read
-/// once), and a `values` page whose rows are a base page's is stored as that
-/// page's bytes ([`super::base`]).
+/// Encodes one shard row group's five column chunks. A `values` page whose
+/// rows are exactly a base page's is that page as stored (never
+/// decompressed); the other pages are encoded, their base chunks' values
+/// decoded from just the base pages that hold them ([`super::base`],
+/// [`super::page_splice`]).
 fn build_row_group(
     rows: Vec<PendingChunk>,
     schema: &FileSchema,
@@ -385,34 +388,12 @@ fn build_row_group(
             }
         }
     }
-    let base_of = |c: &BaseChunk| bases.iter().find(|b| b.of(&c.at));
-    let mut index = Vec::with_capacity(rows.len());
-    let mut values: Vec<&[f32]> = Vec::with_capacity(rows.len());
-    for r in &rows {
-        match &r.values {
-            ChunkValues::Held(v) => values.push(&v[..]),
-            ChunkValues::Base(c) => {
-                let pages = base_of(c).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))?;
-                values.push(pages.chunk(c.row, r.row.n_values)?);
-            }
-        }
-        index.push(r.row);
-    }
-    let leaves = [
-        tables::ids(rows.iter().map(|r| keys.id(r.row.series)), enc)?,
-        tables::i32s(rows.iter().map(|r| r.row.chunk_idx as i32).collect()),
-        tables::strs(rows.iter().map(|r| keys.spec_type(r.row.series))),
-        tables::strs(rows.iter().map(|r| keys.channel(r.row.series))),
-    ];
-    let mut chunks = leaves
-        .into_iter()
-        .enumerate()
-        .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
-        .collect::<Result<Vec<_>>>()?;
-    let value_pages =
-        layout::values_pages(values.iter().zip(&rows).map(|(v, r)| (v.len() as u64 * VALUE_BYTES, r.hash)));
-    // each page whose rows are consecutive rows of one base row group may be that group's page
-    let mut reuse = Vec::with_capacity(value_pages.len());
+    let base_of = |bases: &[BasePages], c: &BaseChunk| {
+        bases.iter().position(|b| b.of(&c.at)).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))
+    };
+    let value_pages = layout::values_pages(rows.iter().map(|r| (u64::from(r.row.n_values) * VALUE_BYTES, r.hash)));
+    // each page whose rows are exactly a base page's is copied as stored
+    let mut copied = Vec::with_capacity(value_pages.len());
     let mut start = 0;
     for &n in &value_pages {
         let page = &rows[start..start + n];
@@ -426,13 +407,86 @@ fn build_row_group(
                 .enumerate()
                 .all(|(k, r)| matches!(&r.values, ChunkValues::Base(c) if c.at.same(&f.at) && c.row == f.row + k))
         });
-        reuse.push(consecutive.and_then(|f| base_of(f)?.reusable(f.row..f.row + n)));
+        copied.push(match consecutive {
+            Some(f) => {
+                // the page's extremes in total order, from its rows' index statistics
+                let total = |a: &f32, b: &f32| a.total_cmp(b);
+                let min = page.iter().map(|r| r.row.stats.min as f32).min_by(total).unwrap_or_default();
+                let max = page.iter().map(|r| r.row.stats.max as f32).max_by(total).unwrap_or_default();
+                bases[base_of(&bases, f)?].copyable(f.row..f.row + n, (min, max))?
+            }
+            None => None,
+        });
     }
+    // the rows of the other pages, their base pages decoded
+    let mut encoded_pages = Vec::new();
+    let mut start = 0;
+    for (&n, copy) in value_pages.iter().zip(&copied) {
+        if copy.is_none() {
+            for r in &rows[start..start + n] {
+                if let ChunkValues::Base(c) = &r.values {
+                    let b = base_of(&bases, c)?;
+                    took.pages_decoded += u64::from(bases[b].decode(c.row)?);
+                }
+            }
+            encoded_pages.push(n);
+        }
+        start += n;
+    }
+    let mut values: Vec<&[f32]> = Vec::new();
+    let mut start = 0;
+    for (&n, copy) in value_pages.iter().zip(&copied) {
+        if copy.is_none() {
+            for r in &rows[start..start + n] {
+                values.push(match &r.values {
+                    ChunkValues::Held(v) => &v[..],
+                    ChunkValues::Base(c) => bases[base_of(&bases, c)?].chunk(c.row, r.row.n_values)?,
+                });
+            }
+        }
+        start += n;
+    }
+    let leaves = [
+        tables::ids(rows.iter().map(|r| keys.id(r.row.series)), enc)?,
+        tables::i32s(rows.iter().map(|r| r.row.chunk_idx as i32).collect()),
+        tables::strs(rows.iter().map(|r| keys.spec_type(r.row.series))),
+        tables::strs(rows.iter().map(|r| keys.channel(r.row.series))),
+    ];
+    let mut chunks = leaves
+        .into_iter()
+        .enumerate()
+        .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
+        .collect::<Result<Vec<_>>>()?;
+    let descr = schema.descr.column(4);
     let err = |e| Error::parquet("time_series", e);
-    let (chunk, reused) = encode_values(schema.descr.column(4), codec, &values, &value_pages, &reuse).map_err(err)?;
+    took.pages_encoded = encoded_pages.len() as u64;
+    took.pages_copied = value_pages.len() as u64 - took.pages_encoded;
+    let encoded = match encoded_pages.is_empty() {
+        true => None,
+        false => Some(encode_values(descr.clone(), codec, &values, &encoded_pages).map_err(err)?),
+    };
+    let chunk = match (encoded, took.pages_copied) {
+        (Some(chunk), 0) => chunk,
+        (encoded, _) => {
+            let splice_err = |reason: String| Error::SelfCheck {
+                path: "time_series".into(),
+                column: "values".into(),
+                reason: format!("splicing copied pages: {reason}"),
+            };
+            let mut fresh = match &encoded {
+                Some(chunk) => page_splice::pages_of(chunk).map_err(splice_err)?.into_iter(),
+                None => Vec::new().into_iter(),
+            };
+            let pages = copied
+                .into_iter()
+                .map(|copy| copy.or_else(|| fresh.next()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| splice_err("fewer encoded pages than planned".into()))?;
+            page_splice::splice(descr, codec.compression(), pages).map_err(splice_err)?
+        }
+    };
     chunks.push(chunk);
-    took.pages_copied = reused;
-    took.pages_encoded = value_pages.len() as u64 - reused;
+    let index = rows.iter().map(|r| r.row).collect();
     Ok((chunks, index, took))
 }
 
