@@ -131,7 +131,10 @@ fn removing_one_sample_copies_every_page_but_the_one_that_held_it() {
         remove(d, &["s017"]);
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(stats, CopyStats { pages_copied: 18, pages_encoded: 1, pages_decoded: 1, bytes_read: 43017 });
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 18, pages_encoded: 1, pages_decoded: 1, shards_copied: 2, bytes_read: 32004 }
+    );
 }
 
 #[test]
@@ -142,7 +145,10 @@ fn removing_two_percent_and_one_series_copies_the_rest() {
         remove(d, &["s003", "s031"]);
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(stats, CopyStats { pages_copied: 14, pages_encoded: 4, pages_decoded: 7, bytes_read: 46542 });
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 14, pages_encoded: 4, pages_decoded: 7, shards_copied: 3, bytes_read: 35878 }
+    );
 }
 
 #[test]
@@ -157,8 +163,9 @@ fn a_relabel_copies_every_page() {
     assert_eq!(stats.pages_copied, 19);
     // a copied page is never decompressed
     assert_eq!(stats.pages_decoded, 0);
-    // every shard's footer and page index, and the values column chunks:
-    // less than the shards, whose other columns are not read
+    // every shard is a copy of the base's file: only footers and page indexes are read
+    let shards = Version::open(&base_dir).unwrap().manifest().counts.shards;
+    assert_eq!((stats.shards_copied, shards), (7, 7));
     let shard_bytes: u64 = Version::open(&base_dir)
         .unwrap()
         .manifest()
@@ -167,7 +174,7 @@ fn a_relabel_copies_every_page() {
         .filter(|f| f.path.starts_with("time_series/"))
         .map(|f| f.bytes)
         .sum();
-    assert_eq!((stats.bytes_read, shard_bytes), (43017, 47653));
+    assert_eq!((stats.bytes_read, shard_bytes), (18104, 47653));
 }
 
 #[test]
@@ -186,7 +193,10 @@ fn an_added_series_is_encoded_until_the_cuts_meet_again() {
         .unwrap();
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(stats, CopyStats { pages_copied: 12, pages_encoded: 7, pages_decoded: 13, bytes_read: 49255 });
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 12, pages_encoded: 7, pages_decoded: 13, shards_copied: 4, bytes_read: 33963 }
+    );
 }
 
 /// The base's series lengths; the same dataset with `x010`'s values seeded 99.
@@ -219,7 +229,10 @@ fn a_with_base_write_runs_a_foreign_loader_of_a_series_the_base_holds() {
     let got = Version::open(&copied).unwrap().read_series("x010").unwrap();
     assert_eq!(got.to_vec(), values(99, base_len(10)));
     // no series' values are the base's own: every loader runs, every page is compressed
-    assert_eq!(stats, CopyStats { pages_copied: 0, pages_encoded: 19, pages_decoded: 0, bytes_read: 0 });
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 0, pages_encoded: 19, pages_decoded: 0, shards_copied: 0, bytes_read: 0 }
+    );
 }
 
 #[test]
@@ -320,7 +333,10 @@ fn removing_one_sample_copies_the_pages_around_it() {
         remove(d, &["s021"]);
     });
     assert_same_bytes(&copied, &fresh);
-    assert_eq!(stats, CopyStats { pages_copied: 21, pages_encoded: 6, pages_decoded: 8, bytes_read: 313675 });
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 21, pages_encoded: 6, pages_decoded: 8, shards_copied: 0, bytes_read: 313675 }
+    );
 }
 
 proptest! {
@@ -348,4 +364,73 @@ proptest! {
         });
         assert_same_bytes(&copied, &fresh);
     }
+}
+
+/// Issue 25 §2: a relabel changes no shard, so every shard of the edit is a
+/// copy of the base's file (local: a hard link; memory://: the store's
+/// copy), nothing of them is read but footers and page indexes, the bytes
+/// are a fresh write's, and the result verifies.
+#[test]
+fn a_relabel_copies_every_shard_file_on_local_and_memory_stores() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let relabel = |d: &mut TimeFDataset| d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    let (copied, fresh, local_stats) = edit_both(root.path(), &base_dir, &relabel);
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(
+        local_stats,
+        CopyStats { pages_copied: 19, pages_encoded: 0, pages_decoded: 0, shards_copied: 7, bytes_read: 18104 }
+    );
+    let report = timef::verify::verify(&copied).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+    // local: the shard is the base's file, linked
+    let shard = "time_series/shard-00000.parquet";
+    use std::os::unix::fs::MetadataExt;
+    let (a, b) = (std::fs::metadata(copied.join(shard)).unwrap(), std::fs::metadata(base_dir.join(shard)).unwrap());
+    assert_eq!((a.ino(), a.nlink()), (b.ino(), 2));
+
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let mem = Location::from_object_store(Arc::clone(&store), "memory://splice-relabel", "root").unwrap();
+    TimeFWriter::at(mem.clone(), small_options())
+        .write(dataset("ds", 40, |i| 500 + (i * 37) % 600))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    relabel(&mut d);
+    let staged = TimeFWriter::at(mem.join("edited"), small_options()).with_base(base).write(d).unwrap();
+    assert_eq!(staged.copied(), local_stats);
+    staged.commit().unwrap();
+    let report = timef::verify::verify_at(&mem.join("edited/ds/v2")).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+}
+
+/// A base shard whose size is not the one its manifest lists (here: its
+/// footer appended again, so it still reads) is refused when it would be
+/// copied, naming the file; nothing is committed.
+#[test]
+fn a_base_shard_of_another_size_than_listed_is_refused_naming_it() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let shard = base_dir.join("time_series/shard-00003.parquet");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let n = bytes.len();
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    let tail = bytes[n - 8 - footer_len..].to_vec();
+    bytes.extend_from_slice(&tail);
+    std::fs::write(&shard, &bytes).unwrap();
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    let options = timef::edit::base_options(&base).unwrap();
+    let err = TimeFWriter::new(root.path().join("out"), options).with_base(base).write(d).unwrap_err();
+    match err {
+        timef::Error::Corrupt { path, reason } => {
+            assert_eq!(path, shard);
+            assert_eq!(reason, format!("{} bytes, the base's manifest says {n}", bytes.len()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!root.path().join("out/ds/v2").exists());
 }

@@ -216,6 +216,26 @@ impl Staging {
     /// Creates the file `rel` (a relative path with `/` separators) in staging,
     /// creating its parent directories; returns it and its path.
     pub fn create_file(&mut self, rel: &str) -> Result<(File, PathBuf)> {
+        let path = self.place(rel)?;
+        let file = File::create_new(&path).map_err(|e| Error::io(&path, e))?;
+        Ok((file, path))
+    }
+
+    /// Places `from` (a finished file of another version: versions are
+    /// immutable) at `rel` as a hard link, or a copy (fsynced) where linking
+    /// fails, e.g. across devices; returns its size.
+    pub fn link_file(&mut self, rel: &str, from: &Path) -> Result<u64> {
+        let path = self.place(rel)?;
+        if fs::hard_link(from, &path).is_err() {
+            fs::copy(from, &path).map_err(|e| Error::io(&path, e))?;
+            File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io(&path, e))?;
+        }
+        Ok(fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len())
+    }
+
+    /// The path of `rel` in staging, its directories created (and recorded
+    /// for the fsync of [`Staging::publish`]).
+    fn place(&mut self, rel: &str) -> Result<PathBuf> {
         let path = self.dir.join(rel);
         // never create the staging directory again once something removed it
         if !self.dir.is_dir() {
@@ -233,8 +253,7 @@ impl Staging {
                 }
             }
         }
-        let file = File::create_new(&path).map_err(|e| Error::io(&path, e))?;
-        Ok((file, path))
+        Ok(path)
     }
 
     /// Publishes: fsyncs every staged directory, renames staging onto the target

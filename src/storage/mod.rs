@@ -554,6 +554,26 @@ impl Staging {
         Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
     }
 
+    /// Places `from`, a finished file of another version (versions are
+    /// immutable), at `rel` of this version without reading it: local, a hard
+    /// link into the staging directory (a copy where linking fails, e.g.
+    /// across devices); object store, the store's server-side copy, checked
+    /// at commit as an uploaded file is (its size and ETag). Returns the size
+    /// of the file placed, or `None` (nothing done) when `from` is on another
+    /// backend or store.
+    ///
+    /// # Errors
+    /// I/O and store errors naming the file; [`Error::Io`] (`NotFound`) when
+    /// the write is over (object store: the claim is gone).
+    pub fn copy_file(&mut self, rel: &str, from: &Location) -> Result<Option<u64>> {
+        check_interrupted(&self.dir())?;
+        match (&mut self.0, &from.0) {
+            (StagingInner::Local(s), Inner::Local(path, _)) => s.link_file(rel, path).map(Some),
+            (StagingInner::Object(s), Inner::Object(o)) => s.copy_file(rel, o),
+            _ => Ok(None),
+        }
+    }
+
     /// A file this staging wrote and finished, for reading back (the self-check).
     pub fn open_staged(&self, rel: &str) -> Result<Source> {
         match &self.0 {
@@ -773,6 +793,10 @@ pub(crate) trait FileSink {
     fn create_file(&mut self, rel: &str) -> Result<StagedFile>;
     /// A finished file, for reading back (the self-check).
     fn open_staged(&self, rel: &str) -> Result<Source>;
+    /// Places `from`, a finished file of another version, at `rel` without
+    /// passing its bytes through this process where the backend can
+    /// ([`Staging::copy_file`]); returns its size, or `None` when it cannot.
+    fn copy_file(&mut self, rel: &str, from: &Location) -> Result<Option<u64>>;
 }
 
 impl FileSink for Staging {
@@ -781,6 +805,9 @@ impl FileSink for Staging {
     }
     fn open_staged(&self, rel: &str) -> Result<Source> {
         Staging::open_staged(self, rel)
+    }
+    fn copy_file(&mut self, rel: &str, from: &Location) -> Result<Option<u64>> {
+        Staging::copy_file(self, rel, from)
     }
 }
 
@@ -801,6 +828,10 @@ impl FileSink for PartStaging {
             }
         };
         Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+    }
+    /// A part's files are its own (a distributed write has no base).
+    fn copy_file(&mut self, _rel: &str, _from: &Location) -> Result<Option<u64>> {
+        Ok(None)
     }
     fn open_staged(&self, rel: &str) -> Result<Source> {
         match &self.0 {

@@ -762,6 +762,28 @@ impl Staging {
         Ok(to)
     }
 
+    /// Copies `from` (a finished file of another version, on this store)
+    /// onto `rel` of the version with the store's server-side copy, while the
+    /// claim is this writer's, and records it as an upload's size and ETag
+    /// are (what the commit checks); returns its size. `None` when `from` is
+    /// on another store (then nothing is done).
+    pub(crate) fn copy_file(&mut self, rel: &str, from: &ObjectLocation) -> Result<Option<u64>> {
+        if from.backend.label != self.target.backend.label {
+            return Ok(None);
+        }
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
+        let to = self.target.join(rel);
+        let record = Arc::new(OnceLock::new());
+        self.written.push((to.clone(), Arc::clone(&record)));
+        block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
+        // a copy answers no ETag: what the store holds right after it is what this writer put
+        let meta = block_on(self.target.store().head(&to.path))?.map_err(|e| to.err(e))?;
+        let _ = record.set(Landed { bytes: meta.size, e_tag: meta.e_tag });
+        Ok(Some(meta.size))
+    }
+
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
         let written = WrittenFile {
             path: MANIFEST.to_string(),

@@ -34,9 +34,9 @@ use super::page_splice::StoredPage;
 use super::WriterOptions;
 use crate::error::{Error, Result};
 use crate::footer::{page_problem, values_header_problem};
-use crate::manifest::ChannelStats;
+use crate::manifest::{ChannelStats, FileEntry};
 use crate::reader::{IndexEntry, Version};
-use crate::storage::Source;
+use crate::storage::{FileSink, Location, Source};
 
 /// What a write took from its base and what it compressed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct CopyStats {
     /// Base `values` pages decompressed and decoded (for the values of
     /// pages encoded).
     pub pages_decoded: u64,
+    /// Shards placed as copies of the base's files (their pages are counted
+    /// in `pages_copied`).
+    pub shards_copied: u64,
     /// Bytes read from the base's shards: footers, page indexes and the
     /// `values` column chunks of the base row groups the write takes chunks from.
     pub bytes_read: u64,
@@ -66,6 +69,10 @@ pub(crate) struct BaseFooter {
     /// Its pages may be stored in the write as they are: the shard was
     /// written by this build (the same zstd gives the same bytes).
     reusable: bool,
+    /// Where it is, for a copy of the whole file.
+    loc: Location,
+    /// Its entry in the base's manifest (`None`: not listed).
+    entry: Option<FileEntry>,
 }
 
 /// Row group `row_group` of a base shard, whose rows hold `lengths` values each.
@@ -201,6 +208,7 @@ impl BaseShards {
         let loc = self.version.file(path, || origin)?;
         let file = loc.to_path_buf();
         let counted = Counted { inner: loc.open()?, read: AtomicU64::new(0) };
+        let loc = loc.clone();
         let meta = crate::footer::contain(|| {
             crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Required)
         })
@@ -209,7 +217,8 @@ impl BaseShards {
         self.bytes_read += counted.read.load(Ordering::Relaxed);
         let reusable = meta.file_metadata().created_by() == Some(self.created_by.as_str());
         let source = Mutex::new(counted.inner);
-        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable });
+        let entry = self.version.manifest().files.iter().find(|f| f.path == path).cloned();
+        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable, loc, entry });
         self.footers.insert(path.to_string(), Arc::clone(&footer));
         Ok(footer)
     }
@@ -270,6 +279,47 @@ impl BaseRowGroup {
     /// The same base row group as `other`.
     pub(crate) fn same(&self, other: &BaseRowGroup) -> bool {
         Arc::ptr_eq(&self.footer, &other.footer) && self.row_group == other.row_group
+    }
+
+    /// In the same base shard as `other`.
+    pub(crate) fn same_shard(&self, other: &BaseRowGroup) -> bool {
+        Arc::ptr_eq(&self.footer, &other.footer)
+    }
+
+    /// This is row group `row_group` of `rows` rows of a shard at `path`
+    /// written by this build: a row group of the write with exactly its rows
+    /// has exactly its bytes.
+    pub(crate) fn is(&self, path: &str, row_group: u32, rows: usize) -> bool {
+        let f = &self.footer;
+        f.reusable && f.path == path && self.row_group == row_group as usize && self.lengths.len() == rows
+    }
+
+    /// Row groups of the shard.
+    pub(crate) fn shard_row_groups(&self) -> usize {
+        self.footer.meta.num_row_groups()
+    }
+
+    /// Places a copy of the whole shard at its path through `staging`
+    /// (`docs/format.md` §7); returns its manifest entry (the base's) and
+    /// its `values` pages, or `None` when the staging cannot copy from the
+    /// base's backend.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the shard when the base's manifest does not
+    /// list it or the file's size is not the size it lists.
+    pub(crate) fn copy_shard(&self, staging: &mut dyn FileSink) -> Result<Option<(FileEntry, u64)>> {
+        let f = &self.footer;
+        let corrupt = |reason: String| Error::Corrupt { path: f.file.clone(), reason };
+        let entry = f.entry.clone().ok_or_else(|| corrupt("not in the base's manifest files".into()))?;
+        let Some(bytes) = staging.copy_file(&f.path, &f.loc)? else { return Ok(None) };
+        if bytes != entry.bytes {
+            return Err(corrupt(format!("{bytes} bytes, the base's manifest says {}", entry.bytes)));
+        }
+        let leaf = f.meta.file_metadata().schema_descr().num_columns().saturating_sub(1);
+        let pages = (0..f.meta.num_row_groups())
+            .map(|g| f.meta.page_index_for_row_group(g).offset_index(leaf).map_or(0, |o| o.page_locations.len()))
+            .sum::<usize>();
+        Ok(Some((entry, pages as u64)))
     }
 
     /// Reads the row group's `values` column chunk (one ranged read) and

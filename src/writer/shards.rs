@@ -17,7 +17,7 @@ use parquet::file::metadata::ParquetMetaDataReader;
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::writer::SerializedFileWriter;
 
-use super::base::{BaseChunk, BasePages, BaseShards, CopyStats};
+use super::base::{BaseChunk, BasePages, BaseRowGroup, BaseShards, CopyStats};
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::page_splice;
 use super::plan::{Placed, Planner, RowGroupEnd};
@@ -89,8 +89,17 @@ struct PendingChunk {
 type BuiltRowGroup = (Vec<EncodedChunk>, Vec<IndexRow>, CopyStats);
 
 enum InFlight {
-    RowGroup { shard: u32, rx: Receiver<Result<BuiltRowGroup>> },
+    RowGroup {
+        shard: u32,
+        rx: Receiver<Result<BuiltRowGroup>>,
+    },
     CloseShard,
+    /// A shard placed as a copy of the base's file: its index rows and entry.
+    CopiedShard {
+        rows: Vec<IndexRow>,
+        entry: manifest::FileEntry,
+        pages: u64,
+    },
 }
 
 /// Cuts row groups and shards (through its [`Planner`]) and keeps the encode
@@ -110,6 +119,9 @@ pub(crate) struct ShardStream<'a> {
     files: Vec<manifest::FileEntry>,
     index: IndexSpill,
     base: Option<BaseShards>,
+    /// The row groups of the open shard so far, while each is exactly the
+    /// base row group with its path and number ([`ShardStream::flush_row_group`]).
+    held: Vec<Vec<PendingChunk>>,
     stats: CopyStats,
 }
 
@@ -140,6 +152,7 @@ impl<'a> ShardStream<'a> {
             files: Vec::new(),
             index: IndexSpill::new()?,
             base: None,
+            held: Vec::new(),
             stats: CopyStats::default(),
         })
     }
@@ -252,14 +265,67 @@ impl<'a> ShardStream<'a> {
             Some(end) => self.flush_row_group(end),
             // every row group is closed: only the file is open, if any
             None => {
+                if let Some(shard) = self.held.first().and_then(|g| g.first()).map(|r| r.row.shard) {
+                    self.release_held(shard)?;
+                }
                 self.in_flight.push_back(InFlight::CloseShard);
                 self.drain(self.max_in_flight)
             }
         }
     }
 
+    /// Closes the open row group. While the open shard's row groups are
+    /// exactly those of the base shard with its path, each is held, not
+    /// encoded; a shard that ends so is a copy of the base's file
+    /// (`docs/format.md` §7), else its held row groups are encoded in order.
     fn flush_row_group(&mut self, end: RowGroupEnd) -> Result<()> {
         let rows = std::mem::take(&mut self.rg);
+        let whole = base_row_group(&rows, end.shard)
+            .filter(|at| match self.held.first() {
+                None => rows[0].row.row_group == 0,
+                Some(first) => base_row_group(first, end.shard).is_some_and(|f| f.same_shard(at)),
+            })
+            .cloned();
+        match whole {
+            Some(at) => {
+                self.held.push(rows);
+                if !end.shard_end {
+                    return Ok(());
+                }
+                let copied = match self.held.len() == at.shard_row_groups() {
+                    true => at.copy_shard(&mut *self.staging)?,
+                    false => None,
+                };
+                if let Some((entry, pages)) = copied {
+                    let rows = self.held.drain(..).flatten().map(|r| r.row).collect();
+                    self.in_flight.push_back(InFlight::CopiedShard { rows, entry, pages });
+                } else {
+                    self.release_held(end.shard)?;
+                    self.in_flight.push_back(InFlight::CloseShard);
+                }
+            }
+            None => {
+                self.release_held(end.shard)?;
+                self.spawn_row_group(rows, end.shard)?;
+                if end.shard_end {
+                    self.in_flight.push_back(InFlight::CloseShard);
+                }
+            }
+        }
+        self.drain(self.max_in_flight)
+    }
+
+    /// Encodes the held row groups of shard `shard`, in order.
+    fn release_held(&mut self, shard: u32) -> Result<()> {
+        for rows in std::mem::take(&mut self.held) {
+            self.spawn_row_group(rows, shard)?;
+            self.drain(self.max_in_flight)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes row group `rows` of shard `shard` on the compute pool.
+    fn spawn_row_group(&mut self, rows: Vec<PendingChunk>, shard: u32) -> Result<()> {
         let (tx, rx) = sync_channel(1);
         let (schema, props, codec, keys, enc) = (
             Arc::clone(&self.schema),
@@ -282,11 +348,8 @@ impl<'a> ShardStream<'a> {
             // the receiver is gone only if the write already failed
             let _ = tx.send(result);
         });
-        self.in_flight.push_back(InFlight::RowGroup { shard: end.shard, rx });
-        if end.shard_end {
-            self.in_flight.push_back(InFlight::CloseShard);
-        }
-        self.drain(self.max_in_flight)
+        self.in_flight.push_back(InFlight::RowGroup { shard, rx });
+        Ok(())
     }
 
     /// Appends finished row groups, oldest first, until at most `limit` are in flight.
@@ -325,6 +388,14 @@ impl<'a> ShardStream<'a> {
                         self.files.push(file.finish(&*self.staging)?);
                     }
                 }
+                Some(InFlight::CopiedShard { rows, entry, pages }) => {
+                    for row in &rows {
+                        self.index.push(row)?;
+                    }
+                    self.files.push(entry);
+                    self.stats.shards_copied += 1;
+                    self.stats.pages_copied += pages;
+                }
                 None => break,
             }
         }
@@ -344,6 +415,17 @@ impl<'a> ShardStream<'a> {
         stats.bytes_read += self.base.as_ref().map_or(0, BaseShards::bytes_read);
         Ok((self.files, self.index.finish()?, stats))
     }
+}
+
+/// The base row group `rows` are exactly, with its shard path (that of
+/// write shard `shard`) and number, from a shard this build wrote.
+fn base_row_group(rows: &[PendingChunk], shard: u32) -> Option<&BaseRowGroup> {
+    let ChunkValues::Base(first) = &rows.first()?.values else { return None };
+    let exact = rows
+        .iter()
+        .enumerate()
+        .all(|(k, r)| matches!(&r.values, ChunkValues::Base(c) if c.at.same(&first.at) && c.row == k));
+    (exact && first.at.is(&shard_path(shard), rows[0].row.row_group, rows.len())).then_some(&first.at)
 }
 
 /// Waits for a row group spawned on the rayon pool. On a pool thread (the writer
