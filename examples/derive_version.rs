@@ -77,10 +77,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let c = staged.copied();
     let dir = staged.commit()?;
     println!(
-        "{}: copied {} of {} values pages, {} bytes read from the base",
+        "{}: copied {} of {} values pages ({} shards whole), {} base pages decoded, {} bytes read from the base",
         dir.display(),
         c.pages_copied,
         c.pages_copied + c.pages_encoded,
+        c.shards_copied,
+        c.pages_decoded,
         c.bytes_read
     );
     Ok(())

@@ -860,3 +860,51 @@ fn memory_verify_reports_objects_no_file_system_can_hold() {
     assert!(fails[1].starts_with(&format!("FAIL [listing] {long} object: {holds} (")), "{fails:?}");
     assert!(fails.iter().all(|l| l.ends_with("): not checked")), "{fails:?}");
 }
+
+/// Issue 25 §2 on S3: an edit that changes no shard (a source added) places
+/// every shard with the store's server-side copy: it reads only footers and
+/// page indexes, its bytes equal the local edit's, and it verifies.
+#[test]
+fn s3_an_edit_changing_no_shard_copies_every_shard_server_side() {
+    let Some(ep) = s3_endpoint("s3_shard_copy") else { return };
+    let b = bucket(&ep, "copy");
+    let tmp = tempfile::tempdir().unwrap();
+    let dataset = || {
+        let mut d = dataset_with_source("ds", "v1");
+        for i in 0..24u32 {
+            let (sid, xid) = (format!("s{i:02}"), format!("x{i:02}"));
+            add_series(&mut d, &xid, "eeg", "C3", 256.0, i, 500 + (i as usize * 37) % 600);
+            let sample = timef::Sample {
+                sample_id: sid,
+                source_id: "src".into(),
+                series: main_refs(&[&xid]),
+                ..Default::default()
+            };
+            d.add_sample(sample).unwrap();
+        }
+        d
+    };
+    let edit = |root: Location| {
+        TimeFWriter::at(root.clone(), small_options()).write(dataset()).unwrap().commit().unwrap();
+        let base = Arc::new(Version::open_at(root.join("ds/v1")).unwrap());
+        let mut d = base.to_dataset("ds", "v2").unwrap();
+        let source = timef::Source { source_id: "other".into(), name: "another source".into(), ..Default::default() };
+        d.add_source(source).unwrap();
+        let shards = base.manifest().counts.shards;
+        let staged = TimeFWriter::at(root, small_options()).with_base(base).write(d).unwrap();
+        let copied = staged.copied();
+        staged.commit().unwrap();
+        assert_eq!((copied.shards_copied, copied.pages_encoded, copied.pages_decoded), (shards, 0, 0));
+        copied
+    };
+    let s3 = Location::parse(&format!("s3://{b}/data"), &s3_options(&ep)).unwrap();
+    let remote = edit(s3.clone());
+    let local_root = tmp.path().join("local");
+    let local = edit(Location::from_path(&local_root).unwrap());
+    assert_eq!(remote, local);
+    let report = timef::verify::verify_at(&s3.join("ds/v2")).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+    let copy = tmp.path().join("copy");
+    download(&raw_store(&ep, &b), "data/ds/v2", &copy);
+    assert_eq!(file_bytes(&copy), file_bytes(&local_root.join("ds/v2")));
+}

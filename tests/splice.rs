@@ -434,3 +434,30 @@ fn a_base_shard_of_another_size_than_listed_is_refused_naming_it() {
     }
     assert!(!root.path().join("out/ds/v2").exists());
 }
+
+/// A base shard altered without a change of size is copied whole under the
+/// base's recorded sha256 (hashing it again would read every byte the copy
+/// saves), so `verify` of the edit names it, as it names it in the base.
+#[test]
+fn a_base_shard_altered_in_place_is_found_by_verify_of_the_edit() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let rel = "time_series/shard-00003.parquet";
+    let mut bytes = std::fs::read(base_dir.join(rel)).unwrap();
+    bytes[100] ^= 0x01;
+    std::fs::write(base_dir.join(rel), &bytes).unwrap();
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    let options = timef::edit::base_options(&base).unwrap();
+    let staged = TimeFWriter::new(root.path().join("out"), options).with_base(base).write(d).unwrap();
+    assert_eq!(staged.copied().shards_copied, 7);
+    let edited = staged.commit().unwrap();
+    let report = timef::verify::verify(&edited).unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report.findings.iter().any(|f| f.file == rel && f.check == timef::verify::Check::Checksum),
+        "{}",
+        report.summary()
+    );
+}

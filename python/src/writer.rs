@@ -213,8 +213,9 @@ impl PyWriter {
     /// What `write()` took from the version the dataset was read from
     /// (`Version.to_dataset`), as a dict: `pages_copied` (`values` pages
     /// stored as the base's bytes), `pages_encoded` (compressed),
-    /// `pages_decoded` (base pages decompressed), `bytes_read` (from the
-    /// base's shards). None before `write()`.
+    /// `pages_decoded` (base pages decompressed), `shards_copied` (shards
+    /// placed as copies of the base's files), `bytes_read` (from the base's
+    /// shards). None before `write()`.
     #[getter]
     fn copied(&self) -> PyResult<Option<HashMap<&'static str, u64>>> {
         let c = self.copied.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))?;
@@ -223,6 +224,7 @@ impl PyWriter {
                 ("pages_copied", c.pages_copied),
                 ("pages_encoded", c.pages_encoded),
                 ("pages_decoded", c.pages_decoded),
+                ("shards_copied", c.shards_copied),
                 ("bytes_read", c.bytes_read),
             ])
         }))

@@ -124,11 +124,23 @@ def test_a_version_as_dataset_extends_to_a_fresh_write(tmp_path: Path) -> None:
         assert w.copied is None
         w.write()
         # the base's shard is read; its one values page now holds the new series too
-        assert w.copied == {"pages_copied": 0, "pages_encoded": 1, "bytes_read": 30065}
+        assert w.copied == {
+            "pages_copied": 0,
+            "pages_encoded": 1,
+            "pages_decoded": 1,
+            "shards_copied": 0,
+            "bytes_read": 30225,
+        }
     fresh = extend(timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2"))
     with timef.TimeFWriter(tmp_path / "b", fresh) as w:
         w.write()
-        assert w.copied == {"pages_copied": 0, "pages_encoded": 1, "bytes_read": 0}
+        assert w.copied == {
+            "pages_copied": 0,
+            "pages_encoded": 1,
+            "pages_decoded": 0,
+            "shards_copied": 0,
+            "bytes_read": 0,
+        }
     assert tree_bytes(tmp_path / "a" / "ArrowHead" / "v2") == tree_bytes(tmp_path / "b" / "ArrowHead" / "v2")
 
 
@@ -139,12 +151,25 @@ def test_a_version_as_dataset_rewritten_copies_its_values_pages(tmp_path: Path) 
     d.add_source(source_id="other", name="another source")
     with timef.TimeFWriter(tmp_path / "a", d) as w:
         w.write()
-        assert w.copied == {"pages_copied": 1, "pages_encoded": 0, "bytes_read": 30065}
+        # the shard is unchanged: the base's file is linked, only its footer read
+        assert w.copied == {
+            "pages_copied": 1,
+            "pages_encoded": 0,
+            "pages_decoded": 0,
+            "shards_copied": 1,
+            "bytes_read": 1605,
+        }
     fresh = timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2")
     fresh.add_source(source_id="other", name="another source")
     with timef.TimeFWriter(tmp_path / "b", fresh) as w:
         w.write()
-        assert w.copied == {"pages_copied": 0, "pages_encoded": 1, "bytes_read": 0}
+        assert w.copied == {
+            "pages_copied": 0,
+            "pages_encoded": 1,
+            "pages_decoded": 0,
+            "shards_copied": 0,
+            "bytes_read": 0,
+        }
     assert tree_bytes(tmp_path / "a" / "ArrowHead" / "v2") == tree_bytes(tmp_path / "b" / "ArrowHead" / "v2")
 
 

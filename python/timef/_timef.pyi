@@ -265,7 +265,7 @@ class TimeFWriter:
         """What ``write()`` took from the version the dataset was read from
         (``Version.to_dataset``): ``pages_copied`` (``values`` pages stored as
         its bytes), ``pages_encoded``, ``pages_decoded`` (its pages
-        decompressed), ``bytes_read``. None before ``write()``."""
+        decompressed), ``shards_copied`` (its shard files copied whole), ``bytes_read``. None before ``write()``."""
     @property
     def committed(self) -> bool: ...
     def __enter__(self) -> "TimeFWriter": ...
