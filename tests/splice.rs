@@ -271,6 +271,20 @@ fn other_options_than_the_bases_copy_nothing_and_read_no_shard() {
     assert!(c.pages_encoded > 0);
 }
 
+/// [`base`]'s dataset written on a new memory store named `url` under
+/// `root`: the store, its root and the version.
+fn memory_base(url: &str) -> (Arc<dyn ObjectStore>, Location, Arc<Version>) {
+    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let mem = Location::from_object_store(Arc::clone(&store), url, "root").unwrap();
+    TimeFWriter::at(mem.clone(), small_options())
+        .write(dataset("ds", 40, |i| 500 + (i * 37) % 600))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
+    (store, mem, base)
+}
+
 #[test]
 fn an_edit_on_a_memory_store_writes_the_local_edits_bytes() {
     let root = tempfile::tempdir().unwrap();
@@ -279,14 +293,7 @@ fn an_edit_on_a_memory_store_writes_the_local_edits_bytes() {
         remove(d, &["s017"]);
     });
     // the same base on memory://, written by the writer
-    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
-    let mem = Location::from_object_store(Arc::clone(&store), "memory://splice", "root").unwrap();
-    TimeFWriter::at(mem.clone(), small_options())
-        .write(dataset("ds", 40, |i| 500 + (i * 37) % 600))
-        .unwrap()
-        .commit()
-        .unwrap();
-    let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
+    let (store, mem, base) = memory_base("memory://splice");
     let mut d = base.to_dataset("ds", "v2").unwrap();
     remove(&mut d, &["s017"]);
     let out = mem.join("edited");
@@ -389,14 +396,7 @@ fn a_relabel_copies_every_shard_file_on_local_and_memory_stores() {
     let (a, b) = (std::fs::metadata(copied.join(shard)).unwrap(), std::fs::metadata(base_dir.join(shard)).unwrap());
     assert_eq!((a.ino(), a.nlink()), (b.ino(), 2));
 
-    let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
-    let mem = Location::from_object_store(Arc::clone(&store), "memory://splice-relabel", "root").unwrap();
-    TimeFWriter::at(mem.clone(), small_options())
-        .write(dataset("ds", 40, |i| 500 + (i * 37) % 600))
-        .unwrap()
-        .commit()
-        .unwrap();
-    let base = Arc::new(Version::open_at(mem.join("ds/v1")).unwrap());
+    let (_, mem, base) = memory_base("memory://splice-relabel");
     let mut d = base.to_dataset("ds", "v2").unwrap();
     relabel(&mut d);
     let staged = TimeFWriter::at(mem.join("edited"), small_options()).with_base(base).write(d).unwrap();

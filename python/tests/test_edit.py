@@ -108,6 +108,10 @@ def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
     assert e.value.reason == "missing field `sample_id`"
 
 
+# what a write of one values page without a base takes from none
+FRESH_WRITE_COPIES = {"pages_copied": 0, "pages_encoded": 1, "pages_decoded": 0, "shards_copied": 0, "bytes_read": 0}
+
+
 def test_a_version_as_dataset_extends_to_a_fresh_write(tmp_path: Path) -> None:
     train = real("ucr/ArrowHead_TRAIN.ts")
     base = timef.ingest_ucr([train], tmp_path / "a", dataset_name="ArrowHead", dataset_version="v1")
@@ -134,13 +138,7 @@ def test_a_version_as_dataset_extends_to_a_fresh_write(tmp_path: Path) -> None:
     fresh = extend(timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2"))
     with timef.TimeFWriter(tmp_path / "b", fresh) as w:
         w.write()
-        assert w.copied == {
-            "pages_copied": 0,
-            "pages_encoded": 1,
-            "pages_decoded": 0,
-            "shards_copied": 0,
-            "bytes_read": 0,
-        }
+        assert w.copied == FRESH_WRITE_COPIES
     assert tree_bytes(tmp_path / "a" / "ArrowHead" / "v2") == tree_bytes(tmp_path / "b" / "ArrowHead" / "v2")
 
 
@@ -163,13 +161,7 @@ def test_a_version_as_dataset_rewritten_copies_its_values_pages(tmp_path: Path) 
     fresh.add_source(source_id="other", name="another source")
     with timef.TimeFWriter(tmp_path / "b", fresh) as w:
         w.write()
-        assert w.copied == {
-            "pages_copied": 0,
-            "pages_encoded": 1,
-            "pages_decoded": 0,
-            "shards_copied": 0,
-            "bytes_read": 0,
-        }
+        assert w.copied == FRESH_WRITE_COPIES
     assert tree_bytes(tmp_path / "a" / "ArrowHead" / "v2") == tree_bytes(tmp_path / "b" / "ArrowHead" / "v2")
 
 

@@ -752,6 +752,13 @@ impl Staging {
             return Err(claim_lost(&self.target));
         }
         let from = self.parts_location().join(rel);
+        self.copy_recorded(&from, rel)?;
+        Ok(self.target.join(rel))
+    }
+
+    /// The store's server-side copy of `from` onto `rel` of the version,
+    /// recorded with its size and ETag as an upload's; returns its size.
+    fn copy_recorded(&mut self, from: &ObjectLocation, rel: &str) -> Result<u64> {
         let to = self.target.join(rel);
         let record = Arc::new(OnceLock::new());
         self.written.push((to.clone(), Arc::clone(&record)));
@@ -759,7 +766,7 @@ impl Staging {
         // a copy answers no ETag: what the store holds right after it is what this writer put
         let meta = block_on(self.target.store().head(&to.path))?.map_err(|e| to.err(e))?;
         let _ = record.set(Landed { bytes: meta.size, e_tag: meta.e_tag });
-        Ok(to)
+        Ok(meta.size)
     }
 
     /// Copies `from` (a finished file of another version, on this store)
@@ -774,14 +781,7 @@ impl Staging {
         if !self.holds_claim()? {
             return Err(claim_lost(&self.target));
         }
-        let to = self.target.join(rel);
-        let record = Arc::new(OnceLock::new());
-        self.written.push((to.clone(), Arc::clone(&record)));
-        block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
-        // a copy answers no ETag: what the store holds right after it is what this writer put
-        let meta = block_on(self.target.store().head(&to.path))?.map_err(|e| to.err(e))?;
-        let _ = record.set(Landed { bytes: meta.size, e_tag: meta.e_tag });
-        Ok(Some(meta.size))
+        self.copy_recorded(from, rel).map(Some)
     }
 
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
