@@ -170,6 +170,23 @@ fn selected_ids(version: &Version, selection: &Selection) -> Result<Option<BTree
 
 /// The series of the samples the selection names, directly or through a task.
 fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
+    let Some(wanted) = selected_samples(version, selection)? else { return Ok(None) };
+    Ok(Some(
+        version
+            .samples()?
+            .iter()
+            .filter(|s| wanted.contains(&s.sample_id))
+            .flat_map(|s| s.series.iter().map(|r| r.time_series_id.clone()))
+            .collect(),
+    ))
+}
+
+/// The sample ids the selection names, directly or through a task (`None`:
+/// no sample filter), each checked against the version.
+///
+/// # Errors
+/// [`Error::Validation`] for a task name, split or sample the version does not have.
+pub(crate) fn selected_samples(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
     let mut sample_filter: Option<BTreeSet<String>> = selection.samples.clone();
     if let Some((name, split)) = &selection.task {
         if !version.task_names().contains(name) {
@@ -197,21 +214,14 @@ fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<
             None => of_task,
         });
     }
-    let Some(wanted) = sample_filter else { return Ok(None) };
-    let samples = version.samples()?;
     if let Some(given) = &selection.samples {
+        let samples = version.samples()?;
         let known: BTreeSet<&str> = samples.iter().map(|s| s.sample_id.as_str()).collect();
         if let Some(missing) = given.iter().find(|id| !known.contains(id.as_str())) {
             return Err(Error::validation(missing, "sample_id", "no such sample in this version"));
         }
     }
-    Ok(Some(
-        samples
-            .iter()
-            .filter(|s| wanted.contains(&s.sample_id))
-            .flat_map(|s| s.series.iter().map(|r| r.time_series_id.clone()))
-            .collect(),
-    ))
+    Ok(sample_filter)
 }
 
 /// The work of a scan of `selection`: the selected chunks of the index
