@@ -28,6 +28,10 @@ use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::reader::Version;
 use crate::scan::{RowGroups, Selection};
+use crate::storage::object::ReadStats;
+
+mod read_ahead;
+use read_ahead::{Fetch, Footers};
 
 /// Blocks (row groups where series start) whose windows are shuffled
 /// together, when none is set (8). Memory: about two buffers' decoded values
@@ -186,6 +190,7 @@ pub struct SeriesBlocks {
     lengths: Vec<u64>,
     sample_ids: Vec<String>,
     stacks: Stacks,
+    footers: Footers,
 }
 
 impl SeriesBlocks {
@@ -253,7 +258,7 @@ impl SeriesBlocks {
             b.row_groups.sort_unstable();
             b.row_groups.dedup();
         }
-        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids, stacks })
+        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids, stacks, footers: Footers::default() })
     }
     /// Blocks, numbered `0..len()` in index order.
     pub fn len(&self) -> usize {
@@ -334,14 +339,10 @@ impl SeriesBlocks {
     /// Those of [`SeriesBlocks::read_row_group`].
     pub fn read_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
         let mut wanted: BTreeSet<usize> = BTreeSet::new();
-        let mut units: Vec<usize> = Vec::new();
         for &b in blocks {
-            let block = &self.blocks[b];
-            wanted.extend(block.stacks.clone().flat_map(|k| self.stack_series(k).iter().copied()));
-            units.extend(block.row_groups.iter().copied());
+            wanted.extend(self.blocks[b].stacks.clone().flat_map(|k| self.stack_series(k).iter().copied()));
         }
-        units.sort_unstable();
-        units.dedup();
+        let units = self.block_row_groups(blocks);
         let decoded = self.read_units(&units, threads)?;
         // one allocation for the whole buffer: many series-sized ones in a shuffled order
         // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows
@@ -372,6 +373,25 @@ impl SeriesBlocks {
             }
         }
         Ok(out)
+    }
+
+    /// The row groups `blocks` read, ascending.
+    fn block_row_groups(&self, blocks: &[usize]) -> Vec<usize> {
+        let mut units: Vec<usize> = blocks.iter().flat_map(|&b| self.blocks[b].row_groups.iter().copied()).collect();
+        units.sort_unstable();
+        units.dedup();
+        units
+    }
+
+    /// Starts fetching ahead, on an object store, the bytes [`SeriesBlocks::read_blocks`] of `blocks` reads.
+    fn fetch_blocks(&self, blocks: &[usize]) -> Fetch {
+        Fetch::start(&self.footers, &self.row_groups, &self.block_row_groups(blocks))
+    }
+
+    /// Requests and bytes of the reads through the version's store handle so
+    /// far (every reader of the opened version counted); `None` on a local path.
+    pub fn read_stats(&self) -> Option<ReadStats> {
+        (0..self.row_groups.len()).next().and_then(|i| self.row_groups.origin(i).0.read_stats())
     }
 
     /// Row groups `units` decoded on up to `threads` threads, in the order given.
@@ -714,7 +734,8 @@ impl WindowPlan {
 
     /// The windows `share` takes in `epoch`, in order, read ahead by one
     /// buffer on a thread of their own. Of each buffer, only the blocks
-    /// holding a window of the share are read.
+    /// holding a window of the share are read; on an object store the bytes
+    /// of the next buffer's row groups are fetched while one is decoded.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`;
@@ -727,16 +748,27 @@ impl WindowPlan {
         std::thread::Builder::new()
             .name("timef-windows".into())
             .spawn(move || {
-                for (g, ranges) in work {
+                // each buffer's windows of the share and the blocks holding them
+                let mut buffers = work.into_iter().map(|(g, ranges)| {
                     let all = plan.buffer_windows(&order, epoch, g);
                     let items: Vec<(usize, i64)> = ranges.into_iter().flat_map(|r| all[r].iter().copied()).collect();
                     let needed: BTreeSet<usize> = items.iter().map(|&(k, _)| plan.blocks.block_of(k)).collect();
-                    let needed: Vec<usize> = needed.into_iter().collect();
+                    (items, needed.into_iter().collect::<Vec<usize>>())
+                });
+                let fetch = |(items, needed): (Vec<(usize, i64)>, Vec<usize>)| {
+                    (plan.blocks.fetch_blocks(&needed), items, needed)
+                };
+                let mut next = buffers.next().map(fetch);
+                while let Some((mut fetched, items, needed)) = next.take() {
+                    fetched.wait();
+                    // the next buffer's bytes arrive while this one is decoded
+                    next = buffers.next().map(fetch);
                     let result = plan.blocks.read_blocks(&needed, plan.options.threads).map(|values| Buffer {
                         values,
                         items,
                         next: 0,
                     });
+                    drop(fetched);
                     let failed = result.is_err();
                     if tx.send(result).is_err() || failed {
                         return;

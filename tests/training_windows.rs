@@ -359,3 +359,37 @@ fn stacked_channels_of_unequal_series_or_other_channels_are_refused_naming_the_s
     let v = Version::open(tmp.path().join("len/st/1")).unwrap();
     assert_eq!(WindowPlan::new(&v, &Selection::all(), options(10, 0, false)).unwrap().len(), 10 + 10 + 10 + 9);
 }
+
+#[test]
+fn on_an_object_store_the_next_buffers_row_groups_are_fetched_ahead_and_decoded_from_memory() {
+    let (_tmp, local) = version();
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let root = timef::storage::Location::from_object_store(store, "memory://ahead", "root").unwrap();
+    timef::writer::TimeFWriter::at(root.clone(), small_options())
+        .write(ecg_dataset("win", "1", SAMPLES))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let v = Version::open_at(root.join("win/1")).unwrap();
+    let p = plan(&v, WindowOptions { threads: 1, ..options(50, 10, true) });
+    assert!(plan(&local, options(50, 10, true)).blocks().read_stats().is_none(), "nothing counted on a local path");
+    // every window equals the local version's read_series slice
+    let want = order(&p, 0, &Share::all());
+    assert_eq!(read_checked(&local, &p, 0, &Share::all(), 64), want);
+    let first = p.blocks().read_stats().unwrap();
+    assert!(first.read_ahead_requests > 0 && first.read_ahead_hits > p.blocks().row_groups() as u64, "{first:?}");
+    // once footers are read, an epoch's only requests are the read-ahead GETs, one per buffer and
+    // shard (a shard's row groups here lie within the coalescing distance), and every page comes from them
+    let buffers = p.blocks().len().div_ceil(3) as u64;
+    read_checked(&local, &p, 1, &Share::all(), 64);
+    let second = p.blocks().read_stats().unwrap();
+    let requests = second.requests - first.requests;
+    assert_eq!(requests, second.read_ahead_requests - first.read_ahead_requests);
+    assert!(requests >= buffers, "{requests} requests for {buffers} buffers");
+    assert!(second.read_ahead_hits - first.read_ahead_hits >= p.blocks().row_groups() as u64);
+    // a consumer of half the epoch fetches only the blocks of its windows
+    let half = second;
+    read_checked(&local, &p, 1, &share(1, 2), 64);
+    let third = p.blocks().read_stats().unwrap();
+    assert!(third.read_ahead_bytes - half.read_ahead_bytes < half.read_ahead_bytes - first.read_ahead_bytes);
+}

@@ -65,6 +65,21 @@ impl PyWindowPlan {
         self.inner.blocks().channels().to_vec()
     }
 
+    /// Requests and bytes of the reads through the opened version's store
+    /// handle so far (every reader of that `timef.open` counted): a dict of
+    /// `requests`, `bytes`, `read_ahead_requests`, `read_ahead_bytes`,
+    /// `read_ahead_hits`; `None` for a local version.
+    fn read_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = self.inner.blocks().read_stats() else { return Ok(None) };
+        let out = PyDict::new(py);
+        out.set_item("requests", s.requests)?;
+        out.set_item("bytes", s.bytes)?;
+        out.set_item("read_ahead_requests", s.read_ahead_requests)?;
+        out.set_item("read_ahead_bytes", s.read_ahead_bytes)?;
+        out.set_item("read_ahead_hits", s.read_ahead_hits)?;
+        Ok(Some(out))
+    }
+
     /// Row groups of the selection: the units of `read_row_group`.
     #[getter]
     fn row_groups(&self) -> usize {

@@ -429,6 +429,11 @@ class WindowPlan:
     def merge_consumed(self, consumed: list[tuple[int, int]], taken: list[int]) -> list[tuple[int, int]]:
         """The positions handed out once consumer ``c`` of ``len(taken)`` took
         ``taken[c]`` windows of its span: the ``consumed`` of any later split."""
+    def read_stats(self) -> dict[str, int] | None:
+        """Requests and bytes of the reads through the opened version's store
+        handle so far (every reader of that ``timef.open``): ``requests``,
+        ``bytes``, ``read_ahead_requests``, ``read_ahead_bytes``,
+        ``read_ahead_hits``; ``None`` for a local version."""
     def block_windows(self, block: int) -> dict[str, Any]:
         """Every window of one block in index order, as one batch."""
     def read_block(self, block: int) -> pa.Table:

@@ -297,6 +297,36 @@ impl Location {
         }
     }
 
+    /// Fetches `ranges` of this file ahead of its reads, for `owner` (an
+    /// object: coalesced, concurrent ranged GETs, after which reads of those
+    /// bytes through the same store handle, the opened version's, need no
+    /// request; docs/format.md §10 "Object stores"). Nothing on a local path.
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead(&self, owner: u64, ranges: Vec<std::ops::Range<u64>>) -> Result<()> {
+        match &self.0 {
+            Inner::Local(..) => Ok(()),
+            Inner::Object(o) => o.read_ahead(owner, ranges),
+        }
+    }
+
+    /// Drops the bytes `owner` fetched ahead through this location's store handle.
+    pub(crate) fn release_read_ahead(&self, owner: u64) {
+        if let Inner::Object(o) = &self.0 {
+            o.release_read_ahead(owner);
+        }
+    }
+
+    /// Requests and bytes of the reads through this location's store handle
+    /// (every location of one opened version shares it); `None` on a local path.
+    pub fn read_stats(&self) -> Option<object::ReadStats> {
+        match &self.0 {
+            Inner::Local(..) => None,
+            Inner::Object(o) => Some(o.read_stats()),
+        }
+    }
+
     /// Every file under this location, relative and `/`-separated, sorted, with
     /// its size in bytes; plus the sub-directories that could not be listed
     /// (local only). Symbolic links are not followed.
