@@ -297,24 +297,18 @@ impl Location {
         }
     }
 
-    /// Fetches `ranges` of this file ahead of its reads, for `owner` (an
-    /// object: coalesced, concurrent ranged GETs, after which reads of those
-    /// bytes through the same store handle, the opened version's, need no
-    /// request; docs/format.md §10 "Object stores"). Nothing on a local path.
+    /// Fetches `ranges` of this file ahead of its reads (an object:
+    /// coalesced, concurrent ranged GETs, after which reads of those bytes
+    /// through the same store handle, the opened version's, need no request;
+    /// docs/format.md §10 "Object stores"), held until the [`Prefetched`]
+    /// returned is dropped. Nothing on a local path.
     ///
     /// # Errors
     /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
-    pub(crate) fn read_ahead(&self, owner: u64, ranges: Vec<std::ops::Range<u64>>) -> Result<()> {
+    pub(crate) fn read_ahead(&self, ranges: Vec<std::ops::Range<u64>>) -> Result<Prefetched> {
         match &self.0 {
-            Inner::Local(..) => Ok(()),
-            Inner::Object(o) => o.read_ahead(owner, ranges),
-        }
-    }
-
-    /// Drops the bytes `owner` fetched ahead through this location's store handle.
-    pub(crate) fn release_read_ahead(&self, owner: u64) {
-        if let Inner::Object(o) = &self.0 {
-            o.release_read_ahead(owner);
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead(ranges)?)))),
         }
     }
 
@@ -402,6 +396,17 @@ impl Location {
         match &self.0 {
             Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
+        }
+    }
+}
+
+/// Bytes fetched ahead by [`Location::read_ahead`]; dropped, they are freed.
+pub(crate) struct Prefetched(Option<(object::ObjectLocation, u64)>);
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        if let Some((o, owner)) = &self.0 {
+            o.release_read_ahead(*owner);
         }
     }
 }

@@ -339,16 +339,16 @@ impl ObjectLocation {
         Ok(ObjectReader { loc: self.clone(), len })
     }
 
-    /// Fetches `ranges` of this object ahead of its reads, for `owner`
-    /// (coalesced, concurrent GETs; [`read_ahead`]): reads of those bytes
-    /// through this store handle are then answered from memory until
-    /// [`ObjectLocation::release_read_ahead`].
-    pub(crate) fn read_ahead(&self, owner: u64, ranges: Vec<Range<u64>>) -> Result<()> {
-        let fetched = block_on(self.backend.read_ahead.fetch(self.store().as_ref(), &self.path, owner, ranges))?;
+    /// Fetches `ranges` of this object ahead of its reads ([`read_ahead`]:
+    /// coalesced, concurrent GETs): reads of those bytes through this store
+    /// handle are answered from memory until [`ObjectLocation::release_read_ahead`]
+    /// of the owner returned.
+    pub(crate) fn read_ahead(&self, ranges: Vec<Range<u64>>) -> Result<u64> {
+        let fetched = block_on(self.backend.read_ahead.fetch(self.store().as_ref(), &self.path, ranges))?;
         fetched.map_err(|e| self.err(e))
     }
 
-    /// Drops the bytes `owner` fetched ahead, of any object of this store handle.
+    /// Drops the bytes `owner` fetched ahead.
     pub(crate) fn release_read_ahead(&self, owner: u64) {
         self.backend.read_ahead.release(owner);
     }

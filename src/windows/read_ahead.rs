@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -18,13 +17,10 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use crate::error::Result;
 use crate::parquet_read::open_parquet;
 use crate::scan::RowGroups;
-use crate::storage::Location;
+use crate::storage::{Location, Prefetched};
 
 /// The root columns a row group's decode reads (`chunks::decode`'s projection).
 const DECODED_COLUMNS: [&str; 3] = ["time_series_id", "chunk_idx", "values"];
-
-/// Owners of read-ahead fetches, one per fetch of this process.
-static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
 
 /// The footers of a selection's shards, read once, for the byte ranges of
 /// their row groups.
@@ -69,9 +65,8 @@ impl Footers {
 /// The bytes of some row groups being fetched (on a thread of its own) or
 /// fetched; dropped, it waits for the fetch and frees its bytes.
 pub(super) struct Fetch {
-    owner: u64,
-    shards: Vec<Location>,
-    running: Option<JoinHandle<Result<()>>>,
+    running: Option<JoinHandle<Vec<Prefetched>>>,
+    held: Vec<Prefetched>,
 }
 
 impl Fetch {
@@ -79,21 +74,19 @@ impl Fetch {
     /// what a fetch misses (a footer or GET that failed, a thread that could
     /// not start) the decode reads itself, and reports its failure.
     pub(super) fn start(footers: &Footers, rows: &RowGroups, units: &[usize]) -> Fetch {
-        let owner = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
         let ranges = footers.ranges(rows, units).unwrap_or_default();
-        let shards: Vec<Location> = ranges.values().map(|(shard, _)| shard.clone()).collect();
-        let work = move || ranges.into_values().try_for_each(|(shard, r)| shard.read_ahead(owner, r));
-        let running = match shards.is_empty() {
+        let work = move || ranges.into_values().filter_map(|(shard, r)| shard.read_ahead(r).ok()).collect();
+        let running = match units.is_empty() {
             true => None,
             false => std::thread::Builder::new().name("timef-read-ahead".into()).spawn(work).ok(),
         };
-        Fetch { owner, shards, running }
+        Fetch { running, held: Vec::new() }
     }
 
     /// Waits until the fetch ended (fetched, or failed: then the decode reads itself).
     pub(super) fn wait(&mut self) {
         if let Some(running) = self.running.take() {
-            let _ = running.join();
+            self.held = running.join().unwrap_or_default();
         }
     }
 }
@@ -101,9 +94,5 @@ impl Fetch {
 impl Drop for Fetch {
     fn drop(&mut self) {
         self.wait();
-        // one store handle holds every shard's bytes: releasing through any frees them all
-        if let Some(shard) = self.shards.first() {
-            shard.release_read_ahead(self.owner);
-        }
     }
 }

@@ -21,6 +21,9 @@ pub(crate) const COALESCE_BYTES: u64 = 1 << 20;
 /// Ranged GETs of one fetch in flight at once.
 pub(crate) const CONCURRENT_REQUESTS: usize = 8;
 
+/// Owners of fetches, one per fetch of this process.
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
 /// Requests and bytes of the reads through one store handle (one opened
 /// version), counted since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,15 +81,16 @@ pub(crate) fn coalesce(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
 }
 
 impl ReadAhead {
-    /// Fetches `ranges` of the object at `path` for `owner`: coalesced, up to
-    /// [`CONCURRENT_REQUESTS`] GETs at once, kept until [`ReadAhead::release`].
+    /// Fetches `ranges` of the object at `path`: coalesced, up to
+    /// [`CONCURRENT_REQUESTS`] GETs at once, kept until
+    /// [`ReadAhead::release`] of the owner returned.
     pub(crate) async fn fetch(
         &self,
         store: &dyn ObjectStore,
         path: &object_store::path::Path,
-        owner: u64,
         ranges: Vec<Range<u64>>,
-    ) -> object_store::Result<()> {
+    ) -> object_store::Result<u64> {
+        let owner = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
         let gets = coalesce(ranges).into_iter().map(|r| async move {
             let options = GetOptions { range: Some(GetRange::Bounded(r.clone())), ..GetOptions::default() };
             let got = store.get_opts(path, options).await?;
@@ -108,7 +112,7 @@ impl ReadAhead {
         let mut pieces = self.pieces.lock().unwrap_or_else(|p| p.into_inner());
         let list = pieces.entry(key).or_default();
         list.extend(fetched.into_iter().map(|(start, _, bytes)| Piece { owner, start, bytes }));
-        Ok(())
+        Ok(owner)
     }
 
     /// Drops what `owner` fetched.
