@@ -115,12 +115,7 @@ fn the_shuffle_is_a_permutation_fixed_by_seed_and_epoch() {
     let (_tmp, v) = version();
     let p = plan(&v, options(50, 10, true));
     let first = read_checked(&v, &p, 0, &Share::all(), 50);
-    let mut sorted = first.clone();
-    sorted.sort();
-    let mut want = expected(&v, 60, 60);
-    want.sort();
-    assert_eq!(sorted, want, "every window once");
-    assert_ne!(first, expected(&v, 60, 60), "shuffled");
+    assert_shuffled(&first, expected(&v, 60, 60));
     assert_eq!(order(&p, 0, &Share::all()), first, "the order needs no read");
     assert_eq!(order(&plan(&v, options(50, 10, true)), 0, &Share::all()), first, "same seed, same order");
     assert_ne!(order(&p, 1, &Share::all()), first, "another epoch");
@@ -129,6 +124,15 @@ fn the_shuffle_is_a_permutation_fixed_by_seed_and_epoch() {
     // pinned: the first windows of seed 0, epoch 0 (a change of the algorithm shows here)
     let head: Vec<(String, i64)> = first[..3].to_vec();
     assert_eq!(head, pinned_head());
+}
+
+/// `got` holds every window of `index_order` once, in another order.
+fn assert_shuffled(got: &[(String, i64)], index_order: Vec<(String, i64)>) {
+    assert_ne!(got, index_order, "shuffled");
+    let (mut got, mut want) = (got.to_vec(), index_order);
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "every window once");
 }
 
 fn pinned_head() -> Vec<(String, i64)> {
@@ -285,12 +289,7 @@ fn stacked_channels_split_among_consumers_exactly_once_and_resume() {
     let (_tmp, v) = version();
     let p = plan(&v, stacked(50, 10, true));
     let global = order(&p, 1, &Share::all());
-    let mut sorted = global.clone();
-    sorted.sort();
-    let mut want = expected_stacked(&v, 60, 60);
-    want.sort();
-    assert_eq!(sorted, want, "every stacked window once");
-    assert_ne!(global, expected_stacked(&v, 60, 60), "shuffled");
+    assert_shuffled(&global, expected_stacked(&v, 60, 60));
     assert_ne!(order(&p, 2, &Share::all()), global, "another epoch");
     for (ranks, workers) in [(1, 1), (1, 2), (2, 1), (2, 2), (3, 2)] {
         let consumers = ranks * workers;

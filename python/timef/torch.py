@@ -64,7 +64,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
     row groups (memory: two buffers of decoded values); otherwise index order.
     ``rank`` and ``world_size`` default to ``torch.distributed``'s when it is
     initialized, else 0 and 1. ``threads`` decode row groups in parallel per
-    process (0: one per core).
+    process (0: the cores divided among the DataLoader workers, at least one
+    each; one per core without workers).
 
     Raises (when iterated, or at the first ``state_dict``/``len``) those of
     :func:`timef.open` and :meth:`timef.Version.window_plan`.
@@ -115,7 +116,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         if self._plan_of is None or self._plan_of[0] != os.getpid():
             version = timef.open(self.version_dir, storage_options=self.storage_options)
             self._manifest_sha256 = version.manifest_sha256
-            self._plan_of = (os.getpid(), version.window_plan(**self.plan_args))
+            args = dict(self.plan_args)
+            info = torch.utils.data.get_worker_info()
+            if args["threads"] == 0 and info is not None:
+                # the cores shared among the workers, not one thread per core in each
+                args["threads"] = max(1, (os.cpu_count() or 1) // info.num_workers)
+            self._plan_of = (os.getpid(), version.window_plan(**args))
         return self._plan_of[1]
 
     def __len__(self) -> int:
