@@ -388,6 +388,14 @@ impl SeriesBlocks {
         Fetch::start(&self.footers, &self.row_groups, &self.block_row_groups(blocks))
     }
 
+    /// [`SeriesBlocks::read_blocks`] after [`SeriesBlocks::fetch_blocks`]:
+    /// the shards' tails fetched with their footers are freed once read.
+    fn read_fetched_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
+        let values = self.read_blocks(blocks, threads);
+        self.footers.decoded(&self.row_groups, &self.block_row_groups(blocks));
+        values
+    }
+
     /// Requests and bytes of the reads through the version's store handle so
     /// far (every reader of the opened version counted); `None` on a local path.
     pub fn read_stats(&self) -> Option<ReadStats> {
@@ -763,7 +771,7 @@ impl WindowPlan {
                     fetched.wait();
                     // the next buffer's bytes arrive while this one is decoded
                     next = buffers.next().map(fetch);
-                    let result = plan.blocks.read_blocks(&needed, plan.options.threads).map(|values| Buffer {
+                    let result = plan.blocks.read_fetched_blocks(&needed, plan.options.threads).map(|values| Buffer {
                         values,
                         items,
                         next: 0,

@@ -372,13 +372,16 @@ fn on_an_object_store_the_next_buffers_row_groups_are_fetched_ahead_and_decoded_
     let v = Version::open_at(root.join("win/1")).unwrap();
     let p = plan(&v, WindowOptions { threads: 1, ..options(50, 10, true) });
     assert!(plan(&local, options(50, 10, true)).blocks().read_stats().is_none(), "nothing counted on a local path");
-    // every window equals the local version's read_series slice
+    // every window equals the local version's read_series slice; every request of the epoch
+    // is a read-ahead GET (the shards' tails with their footers, then the buffers' row groups)
     let want = order(&p, 0, &Share::all());
+    let planned = p.blocks().read_stats().unwrap();
     assert_eq!(read_checked(&local, &p, 0, &Share::all(), 64), want);
     let first = p.blocks().read_stats().unwrap();
+    assert_eq!(first.requests - planned.requests, first.read_ahead_requests - planned.read_ahead_requests);
     assert!(first.read_ahead_requests > 0 && first.read_ahead_hits > p.blocks().row_groups() as u64, "{first:?}");
-    // once footers are read, an epoch's only requests are the read-ahead GETs, one per buffer and
-    // shard (a shard's row groups here lie within the coalescing distance), and every page comes from them
+    // the next epoch's requests are the buffers' row groups alone, at least one per buffer,
+    // and every page comes from them
     let buffers = p.blocks().len().div_ceil(3) as u64;
     read_checked(&local, &p, 1, &Share::all(), 64);
     let second = p.blocks().read_stats().unwrap();

@@ -400,6 +400,20 @@ impl Location {
     }
 }
 
+impl Location {
+    /// Fetches the last `bytes` of this file (a Parquet file's footer and
+    /// page index) ahead of its reads, as [`Location::read_ahead`].
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<Prefetched> {
+        match &self.0 {
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead_tail(bytes)?)))),
+        }
+    }
+}
+
 /// Bytes fetched ahead by [`Location::read_ahead`]; dropped, they are freed.
 pub(crate) struct Prefetched(Option<(object::ObjectLocation, u64)>);
 

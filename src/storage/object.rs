@@ -348,6 +348,12 @@ impl ObjectLocation {
         fetched.map_err(|e| self.err(e))
     }
 
+    /// Fetches the last `bytes` of this object ahead of its reads, as [`ObjectLocation::read_ahead`].
+    pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<u64> {
+        let fetched = block_on(self.backend.read_ahead.fetch_tail(self.store().as_ref(), &self.path, bytes))?;
+        fetched.map_err(|e| self.err(e))
+    }
+
     /// Drops the bytes `owner` fetched ahead.
     pub(crate) fn release_read_ahead(&self, owner: u64) {
         self.backend.read_ahead.release(owner);

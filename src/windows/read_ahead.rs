@@ -22,20 +22,42 @@ use crate::storage::{Location, Prefetched};
 /// The root columns a row group's decode reads (`chunks::decode`'s projection).
 const DECODED_COLUMNS: [&str; 3] = ["time_series_id", "chunk_idx", "values"];
 
+/// Bytes fetched from the end of a shard before its footer is read: its
+/// footer and page index, which the decode reads again, in one GET.
+const TAIL_BYTES: u64 = 256 << 10;
+
+/// A shard's footer, and its last bytes until a decode read them.
+struct Footer {
+    meta: Arc<ParquetMetaData>,
+    tail: Option<Prefetched>,
+}
+
 /// The footers of a selection's shards, read once, for the byte ranges of
 /// their row groups.
 #[derive(Default)]
-pub(super) struct Footers(Mutex<BTreeMap<PathBuf, Arc<ParquetMetaData>>>);
+pub(super) struct Footers(Mutex<BTreeMap<PathBuf, Footer>>);
 
 impl Footers {
     fn get(&self, shard: &Location) -> Result<Arc<ParquetMetaData>> {
         let key = shard.to_path_buf();
-        if let Some(meta) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(Arc::clone(meta));
+        if let Some(footer) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(Arc::clone(&footer.meta));
         }
+        // best effort: without the tail the footer is read in its own GETs
+        let tail = shard.read_ahead_tail(TAIL_BYTES).ok();
         let (_, meta) = open_parquet(shard, PageIndexPolicy::Skip)?;
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, Arc::clone(&meta));
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, Footer { meta: Arc::clone(&meta), tail });
         Ok(meta)
+    }
+
+    /// Frees the tails of the shards of `units` once their decode read them.
+    pub(super) fn decoded(&self, rows: &RowGroups, units: &[usize]) {
+        let mut footers = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for &u in units {
+            if let Some(footer) = footers.get_mut(&rows.origin(u).0.to_path_buf()) {
+                footer.tail = None;
+            }
+        }
     }
 
     /// Per shard, the byte ranges the decode of `units` (row groups of

@@ -115,6 +115,33 @@ impl ReadAhead {
         Ok(owner)
     }
 
+    /// Fetches the last `bytes` of the object at `path` (all of it when
+    /// smaller: a Parquet file's footer and page index), kept as [`ReadAhead::fetch`]'s.
+    pub(crate) async fn fetch_tail(
+        &self,
+        store: &dyn ObjectStore,
+        path: &object_store::path::Path,
+        bytes: u64,
+    ) -> object_store::Result<u64> {
+        let owner = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+        let options = GetOptions { range: Some(GetRange::Suffix(bytes)), ..GetOptions::default() };
+        let got = store.get_opts(path, options).await?;
+        let (start, size) = (got.range.start, got.meta.size);
+        let tail = got.bytes().await?;
+        let c = &self.counters;
+        for counter in [&c.requests, &c.read_ahead_requests] {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        for counter in [&c.bytes, &c.read_ahead_bytes] {
+            counter.fetch_add(tail.len() as u64, Ordering::Relaxed);
+        }
+        let key = path.to_string();
+        self.sizes.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), size);
+        let mut pieces = self.pieces.lock().unwrap_or_else(|p| p.into_inner());
+        pieces.entry(key).or_default().push(Piece { owner, start, bytes: tail });
+        Ok(owner)
+    }
+
     /// Drops what `owner` fetched.
     pub(crate) fn release(&self, owner: u64) {
         let mut pieces = self.pieces.lock().unwrap_or_else(|p| p.into_inner());
