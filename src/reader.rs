@@ -218,7 +218,7 @@ impl Version {
         let (rows, bytes) = self.manifest.files.iter().find(|f| f.path == rel).map_or((0, 0), |f| (f.rows, f.bytes));
         // on an object store one GET of the whole file rather than one per page (best
         // effort: what it misses is read as usual, a failure reported by that read)
-        let _whole = (bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(vec![0..bytes]).ok());
+        let _whole = (bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(Vec::from([0..bytes])).ok());
         Ok((loc.to_path_buf(), read_table(&loc, rows)?))
     }
 

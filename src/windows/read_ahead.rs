@@ -22,6 +22,9 @@ use crate::storage::{Location, Prefetched};
 /// The root columns a row group's decode reads (`chunks::decode`'s projection).
 const DECODED_COLUMNS: [&str; 3] = ["time_series_id", "chunk_idx", "values"];
 
+/// Per shard (by path): its location and the byte ranges to fetch of it.
+type ShardRanges = BTreeMap<PathBuf, (Location, Vec<Range<u64>>)>;
+
 /// Bytes fetched from the end of a shard before its footer is read: its
 /// footer and page index, which the decode reads again, in one GET.
 const TAIL_BYTES: u64 = 256 << 10;
@@ -63,8 +66,8 @@ impl Footers {
     /// Per shard, the byte ranges the decode of `units` (row groups of
     /// `rows`) reads; none for local shards. A row group the footer lacks is
     /// left to the decode, which reports it.
-    fn ranges(&self, rows: &RowGroups, units: &[usize]) -> Result<BTreeMap<PathBuf, (Location, Vec<Range<u64>>)>> {
-        let mut out: BTreeMap<PathBuf, (Location, Vec<Range<u64>>)> = BTreeMap::new();
+    fn ranges(&self, rows: &RowGroups, units: &[usize]) -> Result<ShardRanges> {
+        let mut out = ShardRanges::new();
         for &u in units {
             let (shard, row_group) = rows.origin(u);
             if shard.as_local().is_some() {
