@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Training windows, one run (issue 26, section 5): timef against HF datasets.
 
-  bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3-endpoint URL] [--gen PATH]
+  bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3 | --s3-endpoint URL]
+                        [--modes timef,loader-1,...] [--gen PATH]
 
 Makes (once, kept in WORK) a ../shared/tools/gen_bench.py mixed input of
 --total-mib, its TimeF version (timef.ingest_arrow, default options) and an
@@ -18,15 +19,18 @@ process of its own (so its peak RSS is its own):
               the same non-overlapping windows), for --hf-seconds
   zstd        zstd level-3 single-thread decompression of the same values in
               1 MiB frames (pyarrow's codec): the decoder's ceiling
-  timef-s3    timef with threads=0 on the same version written to moto S3 (with --s3-endpoint)
+  timef-s3    timef with threads=0 on the same version written to S3: a moto server
+              this script starts on 127.0.0.1 and stops (--s3), or the one at
+              --s3-endpoint; the version is written once per server and reused
 
-Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB.
+Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB, CPU seconds
+of the mode's processes (DataLoader workers included), and for timef-s3 the
+GET requests and bytes the read took.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -47,10 +51,11 @@ def mode_timef(url: str, ctx: int, horizon: int, threads: int, options: dict | N
     v = timef.open(url, storage_options=options)
     t0 = time.perf_counter()
     n = 0
-    for b in v.windows(ctx, horizon, shuffle=True, seed=0, batch_size=256, threads=threads):
+    plan = v.window_plan(ctx, horizon, shuffle=True, seed=0, threads=threads)
+    for b in plan.windows(batch_size=256):
         n += len(b["start"])
     dt = time.perf_counter() - t0
-    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon)}
+    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon), "reads": plan.read_stats()}
 
 
 def mode_loader(url: str, ctx: int, horizon: int, workers: int) -> dict:
@@ -109,10 +114,16 @@ def mode_zstd(stream: str) -> dict:
 
 
 def run(mode: str, *args: str) -> dict:
+    """One mode in a process of its own; adds `cpu_s`, the CPU seconds (user +
+    system) of that process and its children (DataLoader workers) together."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, __file__, "--mode", mode, *args], capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{out.stderr[-4000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return r
 
 
 def main() -> None:
@@ -123,7 +134,9 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=64)
     ap.add_argument("--hf-seconds", type=float, default=20)
     ap.add_argument("--s3-endpoint")
+    ap.add_argument("--s3", action="store_true", help="start a moto S3 server on 127.0.0.1 for timef-s3")
     ap.add_argument("--gen", default=str(GEN), help="gen_bench.py (default: ../shared/tools/gen_bench.py)")
+    ap.add_argument("--modes", help="comma-separated modes to run (default: all)")
     ap.add_argument("--mode")
     ap.add_argument("--arg", action="append", default=[])
     a = ap.parse_args()
@@ -166,21 +179,62 @@ def main() -> None:
     print(f"input {source.stat().st_size / 2**20:.0f} MiB of float32, version shards {size / 2**20:.0f} MiB; "
           f"context {a.context}, horizon {a.horizon}, shuffle on, seed 0")
     common = ["--context", str(a.context), "--horizon", str(a.horizon), "--hf-seconds", str(a.hf_seconds)]
-    results = {}
     plan = [("zstd", [str(stream)]), ("timef-1", [str(vdir), "1"]), ("timef", [str(vdir), "0"]),
             ("loader-1", [str(vdir), "1"]), ("loader-2", [str(vdir), "2"]), ("hf", [str(stream)])]
-    if a.s3_endpoint:
-        options = {"aws_endpoint": a.s3_endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
+    moto = start_moto() if a.s3 else None
+    endpoint = a.s3_endpoint or (moto[1] if moto else None)
+    if endpoint:
+        options = {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
                    "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
-        url = copy_to_s3(source, a.s3_endpoint, tag, options)
+        url = copy_to_s3(source, endpoint, tag, options)
         plan.append(("timef-s3", [url, "0", json.dumps(options)]))
+    try:
+        measure(a, plan, common)
+    finally:
+        if moto:
+            moto[0].terminate()
+            moto[0].wait()
+
+
+def start_moto() -> tuple[subprocess.Popen, str]:
+    """A moto S3 server on a free port of 127.0.0.1 (stopped by the caller), once it answers."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(endpoint, timeout=1).read()
+            return server, endpoint
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise SystemExit(f"moto did not answer on {endpoint}")
+
+
+def measure(a: argparse.Namespace, plan: list, common: list[str]) -> None:
+    results = {}
+    if a.modes:
+        plan = [(m, args) for m, args in plan if m in a.modes.split(",")]
     for mode, args in plan:
         r = run(mode, *common, *[x for arg in args for x in ("--arg", arg)])
         results[mode] = r
         rate = r["windows"] / r["seconds"] if r["windows"] else 0
         mib_s = r["values"] * 4 / 2**20 / r["seconds"]
         print(f"{mode:9s} {r['windows']:>8d} windows in {r['seconds']:7.2f} s: {rate:>10.0f} windows/s, "
-              f"{mib_s:8.0f} MiB/s of values, peak RSS {r['rss_mib']:.0f} MiB")
+              f"{mib_s:8.0f} MiB/s of values, peak RSS {r['rss_mib']:.0f} MiB, {r['cpu_s']:.1f} CPU s")
+        if r.get("reads"):
+            s = r["reads"]
+            print(f"          {s['requests']} requests ({s['bytes'] / 2**20:.0f} MiB), of which read ahead "
+                  f"{s['read_ahead_requests']} ({s['read_ahead_bytes'] / 2**20:.0f} MiB); "
+                  f"{s['read_ahead_hits']} reads answered from read-ahead bytes")
+    if len(results) < len(plan) or "hf" not in results:
+        return
     t, hf = results["timef"], results["hf"]
     print(f"timef / hf windows/s: {t['windows'] / t['seconds'] / (hf['windows'] / hf['seconds']):.1f}x; "
           f"timef-1 decoded MiB/s / zstd: "
@@ -191,16 +245,26 @@ def main() -> None:
 
 
 def copy_to_s3(source: Path, endpoint: str, tag: str, options: dict) -> str:
-    """The version of `source` written to a new bucket of the local S3 server by
-    timef.ingest_arrow (the same bytes as the local version: writes are deterministic)."""
+    """The version of `source` in bucket timef-bench of the S3 server, written
+    by timef.ingest_arrow unless there (the same bytes as the local version:
+    writes are deterministic)."""
+    import urllib.error
     import urllib.request
 
     import timef
 
-    bucket = f"timef-bench-{os.getpid()}"
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT")).read()
-    return timef.ingest_arrow(str(source), f"s3://{bucket}/data", dataset_name="bench", dataset_version=tag,
-                              storage_options=options)
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/timef-bench", method="PUT")).read()
+    except urllib.error.HTTPError as e:
+        if e.code != 409:  # BucketAlreadyOwnedByYou
+            raise
+    url = f"s3://timef-bench/data/bench/{tag}"
+    try:
+        timef.open(url, storage_options=options)
+        return url
+    except FileNotFoundError:
+        return timef.ingest_arrow(str(source), "s3://timef-bench/data", dataset_name="bench", dataset_version=tag,
+                                  storage_options=options)
 
 
 if __name__ == "__main__":

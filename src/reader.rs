@@ -41,6 +41,9 @@ pub struct Version {
     series_rows: OnceLock<std::collections::HashMap<String, std::ops::Range<usize>>>,
 }
 
+/// Largest table file fetched whole before it is read (on an object store).
+const MAX_TABLE_READ_AHEAD_BYTES: u64 = 64 << 20;
+
 /// Reads a whole (small) table file into one batch, decoded in batches of
 /// [`DEFAULT_BATCH_ROWS`] rows: the footer must claim the `rows` the manifest
 /// lists for it (checked before anything is decoded, so a footer claiming any
@@ -212,7 +215,10 @@ impl Version {
     /// the index, samples, annotations and tasks tables.
     fn small_table(&self, rel: &str, origin: impl FnOnce() -> String) -> Result<(PathBuf, RecordBatch)> {
         let loc = self.file(rel, origin)?;
-        let rows = self.manifest.files.iter().find(|f| f.path == rel).map_or(0, |f| f.rows);
+        let (rows, bytes) = self.manifest.files.iter().find(|f| f.path == rel).map_or((0, 0), |f| (f.rows, f.bytes));
+        // on an object store one GET of the whole file rather than one per page (best
+        // effort: what it misses is read as usual, a failure reported by that read)
+        let _whole = (bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(Vec::from([0..bytes])).ok());
         Ok((loc.to_path_buf(), read_table(&loc, rows)?))
     }
 

@@ -25,6 +25,7 @@ use crate::chunks::{self, chunk_schema, Plan};
 use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::reader::Version;
+use crate::storage::Location;
 
 /// Decoding threads when none is set: 0, meaning one per available core
 /// (`std::thread::available_parallelism`).
@@ -170,6 +171,23 @@ fn selected_ids(version: &Version, selection: &Selection) -> Result<Option<BTree
 
 /// The series of the samples the selection names, directly or through a task.
 fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
+    let Some(wanted) = selected_samples(version, selection)? else { return Ok(None) };
+    Ok(Some(
+        version
+            .samples()?
+            .iter()
+            .filter(|s| wanted.contains(&s.sample_id))
+            .flat_map(|s| s.series.iter().map(|r| r.time_series_id.clone()))
+            .collect(),
+    ))
+}
+
+/// The sample ids the selection names, directly or through a task (`None`:
+/// no sample filter), each checked against the version.
+///
+/// # Errors
+/// [`Error::Validation`] for a task name, split or sample the version does not have.
+pub(crate) fn selected_samples(version: &Version, selection: &Selection) -> Result<Option<BTreeSet<String>>> {
     let mut sample_filter: Option<BTreeSet<String>> = selection.samples.clone();
     if let Some((name, split)) = &selection.task {
         if !version.task_names().contains(name) {
@@ -197,21 +215,14 @@ fn sample_series_ids(version: &Version, selection: &Selection) -> Result<Option<
             None => of_task,
         });
     }
-    let Some(wanted) = sample_filter else { return Ok(None) };
-    let samples = version.samples()?;
     if let Some(given) = &selection.samples {
+        let samples = version.samples()?;
         let known: BTreeSet<&str> = samples.iter().map(|s| s.sample_id.as_str()).collect();
         if let Some(missing) = given.iter().find(|id| !known.contains(id.as_str())) {
             return Err(Error::validation(missing, "sample_id", "no such sample in this version"));
         }
     }
-    Ok(Some(
-        samples
-            .iter()
-            .filter(|s| wanted.contains(&s.sample_id))
-            .flat_map(|s| s.series.iter().map(|r| r.time_series_id.clone()))
-            .collect(),
-    ))
+    Ok(sample_filter)
 }
 
 /// The work of a scan of `selection`: the selected chunks of the index
@@ -570,27 +581,57 @@ impl Version {
 
 /// The row groups of a selection, each read on its own by number: the one
 /// seam the window loader (`src/windows.rs`) reads through, in any order.
-pub(crate) struct RowGroups(Plan);
+pub(crate) struct RowGroups {
+    plan: Plan,
+    /// The shard file and row group number of each row group.
+    origins: Vec<(Location, usize)>,
+}
 
 impl RowGroups {
     /// The row groups holding the chunks `selection` takes, in index order.
     pub(crate) fn plan(version: &Version, selection: &Selection) -> Result<RowGroups> {
-        plan(version, selection).map(RowGroups)
+        let plan = plan(version, selection)?;
+        let entries = version.checked_index()?.entries();
+        // the index row of each planned series' chunk 0 (both in index order)
+        let mut first_rows = Vec::with_capacity(plan.series().len());
+        let mut row = 0;
+        for meta in plan.series() {
+            while entries.get(row).is_some_and(|e| e.chunk_idx != 0 || e.meta.time_series_id != meta.time_series_id) {
+                row += 1;
+            }
+            first_rows.push(row);
+        }
+        let mut origins = Vec::with_capacity(plan.units().len());
+        for unit in plan.units() {
+            let (series, chunk_idx) = unit.chunks().next().map_or((0, -1), |(s, c, _)| (s, c));
+            let at = first_rows[series].wrapping_add(chunk_idx as usize);
+            let e = entries.get(at).ok_or_else(|| Error::Corrupt {
+                path: version.dir().join("time_series_index.parquet"),
+                reason: format!("no row {at} for chunk {chunk_idx}"),
+            })?;
+            origins.push((version.shard(at, e)?, e.row_group as usize));
+        }
+        Ok(RowGroups { plan, origins })
     }
     /// The selected series, in index order.
     pub(crate) fn series(&self) -> &[SeriesMeta] {
-        self.0.series()
+        self.plan.series()
     }
     /// Row groups, numbered `0..len()` in index order.
     pub(crate) fn len(&self) -> usize {
-        self.0.units().len()
+        self.plan.units().len()
     }
     /// `(series number, chunk_idx, n_values)` of the selected chunks of row group `i`, in row order.
     pub(crate) fn chunks(&self, i: usize) -> impl Iterator<Item = (usize, i32, i32)> + '_ {
-        self.0.units()[i].chunks()
+        self.plan.units()[i].chunks()
+    }
+    /// The shard file row group `i` lies in, and its number there.
+    pub(crate) fn origin(&self, i: usize) -> (&Location, usize) {
+        let (shard, row_group) = &self.origins[i];
+        (shard, *row_group)
     }
     /// Row group `i` decoded and checked (`chunks::decode`), as batches of [`scan_schema`].
     pub(crate) fn read(&self, i: usize) -> Result<Vec<RecordBatch>> {
-        chunks::decode(&self.0, &self.0.units()[i])
+        chunks::decode(&self.plan, &self.plan.units()[i])
     }
 }

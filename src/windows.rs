@@ -28,6 +28,10 @@ use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::reader::Version;
 use crate::scan::{RowGroups, Selection};
+use crate::storage::object::ReadStats;
+
+mod read_ahead;
+use read_ahead::{Fetch, Footers};
 
 /// Blocks (row groups where series start) whose windows are shuffled
 /// together, when none is set (8). Memory: about two buffers' decoded values
@@ -50,6 +54,10 @@ pub struct WindowOptions {
     /// values at the end and zeros before them ([`WindowBatch::padding`]);
     /// otherwise (default) it gives none.
     pub pad: bool,
+    /// Each window stacks the selected series of one sample, `[channels,
+    /// length]`, rows in the sample's series order (docs/format.md §10);
+    /// otherwise (default) each series gives windows of its own.
+    pub stack_channels: bool,
     /// Shuffled order (default), or index order.
     pub shuffle: bool,
     /// Seed of the shuffle (default 0).
@@ -62,13 +70,14 @@ pub struct WindowOptions {
 
 impl WindowOptions {
     /// Windows of `context_length + prediction_length` values, not
-    /// overlapping, shuffled with seed 0, no padding.
+    /// overlapping, one series each, shuffled with seed 0, no padding.
     pub fn new(context_length: usize, prediction_length: usize) -> WindowOptions {
         WindowOptions {
             context_length,
             prediction_length,
             stride: None,
             pad: false,
+            stack_channels: false,
             shuffle: true,
             seed: 0,
             shuffle_buffer_row_groups: DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
@@ -151,56 +160,69 @@ impl SplitMix64 {
     }
 }
 
-/// The series whose first chunk lies in one row group of the selection.
+/// The stacks whose first series' chunk 0 lies in one row group of the selection.
 #[derive(Debug, Clone)]
 struct Block {
-    /// Row groups to read: the first holds the series' first chunks.
-    row_groups: Range<usize>,
-    /// Series numbers (index order).
-    series: Range<usize>,
+    /// Row groups to read (ascending): every row group a chunk of its stacks lies in.
+    row_groups: Vec<usize>,
+    /// Stack numbers (index order of their first series).
+    stacks: Range<usize>,
 }
 
-/// The selection's series grouped in blocks, read one block at a time: the
-/// unit of the shuffle's locality and of `timef.ray.read`'s parallel reads.
+/// What windows are cut from: each selected series alone, or with
+/// [`WindowOptions::stack_channels`] the selected series of each sample,
+/// stacked. Stack `k` is `series[starts[k]..starts[k + 1]]`.
+#[derive(Debug, Default)]
+struct Stacks {
+    series: Vec<usize>,
+    starts: Vec<usize>,
+    /// The sample of each stack; empty unless stacked.
+    samples: Vec<String>,
+    /// The channels of every stack, in row order; empty unless stacked.
+    channels: Vec<String>,
+}
+
+/// The selection's series grouped in stacks and blocks, read one block at a
+/// time: the unit of the shuffle's locality and of `timef.ray.read`'s parallel reads.
 pub struct SeriesBlocks {
     row_groups: RowGroups,
     blocks: Vec<Block>,
     lengths: Vec<u64>,
     sample_ids: Vec<String>,
+    stacks: Stacks,
+    footers: Footers,
 }
 
 impl SeriesBlocks {
-    /// The blocks of the series `selection` takes from `version`.
+    /// The blocks of the series `selection` takes from `version`, each
+    /// series a stack of its own, or with `stack_channels` the selected
+    /// series of each sample the selection takes (docs/format.md §10).
     ///
     /// # Errors
     /// Those of [`crate::scan::scan`] (an unknown sample, channel, task or
-    /// split; a contradictory index).
-    pub fn new(version: &Version, selection: &Selection) -> Result<SeriesBlocks> {
+    /// split; a contradictory index); with `stack_channels`,
+    /// [`Error::Validation`] naming a sample whose series differ in length,
+    /// sampling rate or start, or whose channels are not the first sample's.
+    pub fn new(version: &Version, selection: &Selection, stack_channels: bool) -> Result<SeriesBlocks> {
         let row_groups = RowGroups::plan(version, selection)?;
         let n = row_groups.series().len();
         let mut lengths = vec![0u64; n];
-        let mut last_row_group = vec![0usize; n];
-        let mut blocks: Vec<Block> = Vec::new();
+        let mut spans = vec![0usize..0; n];
         for i in 0..row_groups.len() {
             for (series, chunk_idx, n_values) in row_groups.chunks(i) {
                 lengths[series] += u64::try_from(n_values).unwrap_or(0);
-                last_row_group[series] = i;
                 if chunk_idx == 0 {
-                    match blocks.last_mut() {
-                        Some(b) if b.row_groups.start == i => b.series.end = series + 1,
-                        _ => blocks.push(Block { row_groups: i..i + 1, series: series..series + 1 }),
-                    }
+                    spans[series].start = i;
                 }
+                spans[series].end = i + 1;
             }
-        }
-        for b in &mut blocks {
-            b.row_groups.end = b.series.clone().map(|s| last_row_group[s] + 1).max().unwrap_or(b.row_groups.end);
         }
         // each series' window carries the first sample (samples.parquet order) that lists it
         let mut sample_ids = vec![String::new(); n];
         let number: BTreeMap<&str, usize> =
             row_groups.series().iter().enumerate().map(|(i, m)| (m.time_series_id.as_str(), i)).collect();
-        for sample in version.samples()? {
+        let samples = version.samples()?;
+        for sample in &samples {
             for r in &sample.series {
                 if let Some(&i) = number.get(r.time_series_id.as_str()) {
                     if sample_ids[i].is_empty() {
@@ -209,13 +231,40 @@ impl SeriesBlocks {
                 }
             }
         }
-        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids })
+        let stacks = if stack_channels {
+            let taken = crate::scan::selected_samples(version, selection)?;
+            let stacks = samples.iter().filter(|s| taken.as_ref().is_none_or(|t| t.contains(&s.sample_id))).map(|s| {
+                let series: Vec<usize> =
+                    s.series.iter().filter_map(|r| number.get(r.time_series_id.as_str()).copied()).collect();
+                (s.sample_id.as_str(), series)
+            });
+            stack_samples(row_groups.series(), &lengths, stacks)?
+        } else {
+            Stacks { series: (0..n).collect(), starts: (0..=n).collect(), ..Stacks::default() }
+        };
+        let mut blocks: Vec<Block> = Vec::new();
+        for k in 0..stacks.starts.len() - 1 {
+            let series = &stacks.series[stacks.starts[k]..stacks.starts[k + 1]];
+            let first = series.iter().map(|&s| spans[s].start).min().unwrap_or(0);
+            if blocks.last().is_none_or(|b| b.row_groups[0] != first) {
+                blocks.push(Block { row_groups: vec![first], stacks: k..k });
+            }
+            if let Some(b) = blocks.last_mut() {
+                b.stacks.end = k + 1;
+                b.row_groups.extend(series.iter().flat_map(|&s| spans[s].clone()));
+            }
+        }
+        for b in &mut blocks {
+            b.row_groups.sort_unstable();
+            b.row_groups.dedup();
+        }
+        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids, stacks, footers: Footers::default() })
     }
     /// Blocks, numbered `0..len()` in index order.
     pub fn len(&self) -> usize {
         self.blocks.len()
     }
-    /// Whether the selection has no series.
+    /// Whether the selection has no stack.
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
     }
@@ -232,9 +281,44 @@ impl SeriesBlocks {
     pub fn sample_id(&self, series: usize) -> &str {
         &self.sample_ids[series]
     }
-    /// Series numbers of block `block`.
-    pub fn block_series(&self, block: usize) -> Range<usize> {
-        self.blocks[block].series.clone()
+    /// Stacks, numbered `0..stacks()`: the series (one each, numbered as
+    /// series) or with `stack_channels` the samples windows are cut from.
+    pub fn stacks(&self) -> usize {
+        self.stacks.starts.len() - 1
+    }
+    /// Series numbers of stack `stack`, in row order.
+    pub fn stack_series(&self, stack: usize) -> &[usize] {
+        &self.stacks.series[self.stacks.starts[stack]..self.stacks.starts[stack + 1]]
+    }
+    /// The id of stack `stack`: its sample's with `stack_channels`, else its series'.
+    pub fn stack_id(&self, stack: usize) -> &str {
+        match self.stacks.samples.get(stack) {
+            Some(sample) => sample,
+            None => &self.series()[stack].time_series_id,
+        }
+    }
+    /// The sample of stack `stack` ([`SeriesBlocks::sample_id`] of its series unless stacked).
+    pub fn stack_sample_id(&self, stack: usize) -> &str {
+        match self.stacks.samples.get(stack) {
+            Some(sample) => sample,
+            None => self.sample_id(stack),
+        }
+    }
+    /// The channels of every stack, in row order, with `stack_channels`; empty otherwise.
+    pub fn channels(&self) -> &[String] {
+        &self.stacks.channels
+    }
+    /// Values of each series of stack `stack` (equal within a stack).
+    fn stack_len(&self, stack: usize) -> u64 {
+        self.stack_series(stack).first().map_or(0, |&s| self.lengths[s])
+    }
+    /// Stack numbers of block `block`.
+    pub fn block_stacks(&self, block: usize) -> Range<usize> {
+        self.blocks[block].stacks.clone()
+    }
+    /// The block holding stack `stack`.
+    fn block_of(&self, stack: usize) -> usize {
+        self.blocks.partition_point(|b| b.stacks.end <= stack)
     }
     /// Row groups of the selection (the units [`SeriesBlocks::read_row_group`] reads).
     pub fn row_groups(&self) -> usize {
@@ -255,14 +339,10 @@ impl SeriesBlocks {
     /// Those of [`SeriesBlocks::read_row_group`].
     pub fn read_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
         let mut wanted: BTreeSet<usize> = BTreeSet::new();
-        let mut units: Vec<usize> = Vec::new();
         for &b in blocks {
-            let block = &self.blocks[b];
-            wanted.extend(block.series.clone());
-            units.extend(block.row_groups.clone());
+            wanted.extend(self.blocks[b].stacks.clone().flat_map(|k| self.stack_series(k).iter().copied()));
         }
-        units.sort_unstable();
-        units.dedup();
+        let units = self.block_row_groups(blocks);
         let decoded = self.read_units(&units, threads)?;
         // one allocation for the whole buffer: many series-sized ones in a shuffled order
         // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows
@@ -293,6 +373,33 @@ impl SeriesBlocks {
             }
         }
         Ok(out)
+    }
+
+    /// The row groups `blocks` read, ascending.
+    fn block_row_groups(&self, blocks: &[usize]) -> Vec<usize> {
+        let mut units: Vec<usize> = blocks.iter().flat_map(|&b| self.blocks[b].row_groups.iter().copied()).collect();
+        units.sort_unstable();
+        units.dedup();
+        units
+    }
+
+    /// Starts fetching ahead, on an object store, the bytes [`SeriesBlocks::read_blocks`] of `blocks` reads.
+    fn fetch_blocks(&self, blocks: &[usize]) -> Fetch {
+        Fetch::start(&self.footers, &self.row_groups, &self.block_row_groups(blocks))
+    }
+
+    /// [`SeriesBlocks::read_blocks`] after [`SeriesBlocks::fetch_blocks`]:
+    /// the shards' tails fetched with their footers are freed once read.
+    fn read_fetched_blocks(&self, blocks: &[usize], threads: usize) -> Result<BlockValues> {
+        let values = self.read_blocks(blocks, threads);
+        self.footers.decoded(&self.row_groups, &self.block_row_groups(blocks));
+        values
+    }
+
+    /// Requests and bytes of the reads through the version's store handle so
+    /// far (every reader of the opened version counted); `None` on a local path.
+    pub fn read_stats(&self) -> Option<ReadStats> {
+        (0..self.row_groups.len()).next().and_then(|i| self.row_groups.origin(i).0.read_stats())
     }
 
     /// Row groups `units` decoded on up to `threads` threads, in the order given.
@@ -331,6 +438,67 @@ impl SeriesBlocks {
         }
         Ok(out)
     }
+}
+
+/// The stacks of `samples` (`(sample_id, its selected series numbers in the
+/// sample's order)`, samples.parquet order): samples without a selected
+/// series are left out; every other must have the first one's channels in its
+/// order, and series of one length, sampling rate and start. Stacks are
+/// numbered by their first series in index order (then samples.parquet order).
+fn stack_samples<'a>(
+    meta: &[SeriesMeta],
+    lengths: &[u64],
+    samples: impl Iterator<Item = (&'a str, Vec<usize>)>,
+) -> Result<Stacks> {
+    let mut taken: Vec<(usize, &str, Vec<usize>)> = Vec::new();
+    let mut channels: Option<Vec<String>> = None;
+    for (sample, series) in samples {
+        let Some(&head) = series.first() else { continue };
+        let names: Vec<String> = series.iter().map(|&s| meta[s].channel.clone()).collect();
+        let refuse = |reason: String| Err(Error::validation(sample, "stack_channels", reason));
+        match &channels {
+            None => channels = Some(names),
+            Some(first) if *first != names => {
+                return refuse(format!(
+                    "its channels [{}] are not the first sample's [{}]: stacked channels need the same channels, in \
+                     the same order, in every sample",
+                    names.join(", "),
+                    first.join(", ")
+                ))
+            }
+            Some(_) => {}
+        }
+        let (a, first_len) = (&meta[head], lengths[head]);
+        if let Some(&other) = series.iter().find(|&&s| {
+            lengths[s] != first_len
+                || meta[s].sampling_rate_hz != a.sampling_rate_hz
+                || meta[s].t_start_s != a.t_start_s
+        }) {
+            let b = &meta[other];
+            return refuse(format!(
+                "series {} has {first_len} values at {} Hz from {} s, series {} {} values at {} Hz from {} s: \
+                 stacked channels need series of one length, sampling rate and start",
+                a.time_series_id,
+                a.sampling_rate_hz,
+                a.t_start_s,
+                b.time_series_id,
+                lengths[other],
+                b.sampling_rate_hz,
+                b.t_start_s
+            ));
+        }
+        let first = series.iter().copied().min().unwrap_or(head);
+        taken.push((first, sample, series));
+    }
+    // stable: samples with the same first series keep samples.parquet order
+    taken.sort_by_key(|(first, _, _)| *first);
+    let mut stacks = Stacks { starts: vec![0], channels: channels.unwrap_or_default(), ..Stacks::default() };
+    for (_, sample, series) in taken {
+        stacks.series.extend(series);
+        stacks.starts.push(stacks.series.len());
+        stacks.samples.push(sample.to_string());
+    }
+    Ok(stacks)
 }
 
 /// The values of the series of some blocks ([`SeriesBlocks::read_blocks`]),
@@ -499,9 +667,9 @@ impl WindowPlan {
     /// [`Error::InvalidOption`] for options out of range; those of [`SeriesBlocks::new`].
     pub fn new(version: &Version, selection: &Selection, options: WindowOptions) -> Result<WindowPlan> {
         options.check()?;
-        let blocks = SeriesBlocks::new(version, selection)?;
+        let blocks = SeriesBlocks::new(version, selection, options.stack_channels)?;
         let block_windows: Vec<u64> = (0..blocks.len())
-            .map(|b| blocks.block_series(b).map(|s| windows_of(&options, blocks.series_len(s))).sum())
+            .map(|b| blocks.block_stacks(b).map(|k| windows_of(&options, blocks.stack_len(k))).sum())
             .collect();
         let total = block_windows.iter().sum();
         Ok(WindowPlan { blocks, options, block_windows, total })
@@ -539,13 +707,13 @@ impl WindowPlan {
         EpochOrder { buffers, starts }
     }
 
-    /// `(series number, start)` of every window of buffer `g`, in the epoch's order.
+    /// `(stack number, start)` of every window of buffer `g`, in the epoch's order.
     fn buffer_windows(&self, order: &EpochOrder, epoch: u64, g: usize) -> Vec<(usize, i64)> {
         let mut out = Vec::new();
         for &b in &order.buffers[g] {
-            for s in self.blocks.block_series(b) {
-                let n = self.blocks.series_len(s);
-                out.extend((0..windows_of(&self.options, n)).map(|k| (s, window_start(&self.options, n, k))));
+            for k in self.blocks.block_stacks(b) {
+                let n = self.blocks.stack_len(k);
+                out.extend((0..windows_of(&self.options, n)).map(|w| (k, window_start(&self.options, n, w))));
             }
         }
         if self.options.shuffle {
@@ -554,8 +722,9 @@ impl WindowPlan {
         out
     }
 
-    /// `(series number, start)` of the windows `share` takes in `epoch`, in
-    /// order, without reading values: the order alone.
+    /// `(stack number, start)` of the windows `share` takes in `epoch`, in
+    /// order, without reading values: the order alone. A stack is a series
+    /// (numbered as [`SeriesBlocks::series`]) unless `stack_channels`.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`.
@@ -572,7 +741,9 @@ impl WindowPlan {
     }
 
     /// The windows `share` takes in `epoch`, in order, read ahead by one
-    /// buffer on a thread of their own.
+    /// buffer on a thread of their own. Of each buffer, only the blocks
+    /// holding a window of the share are read; on an object store the bytes
+    /// of the next buffer's row groups are fetched while one is decoded.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`;
@@ -585,13 +756,27 @@ impl WindowPlan {
         std::thread::Builder::new()
             .name("timef-windows".into())
             .spawn(move || {
-                for (g, ranges) in work {
+                // each buffer's windows of the share and the blocks holding them
+                let mut buffers = work.into_iter().map(|(g, ranges)| {
                     let all = plan.buffer_windows(&order, epoch, g);
                     let items: Vec<(usize, i64)> = ranges.into_iter().flat_map(|r| all[r].iter().copied()).collect();
-                    let result = plan
-                        .blocks
-                        .read_blocks(&order.buffers[g], plan.options.threads)
-                        .map(|values| Buffer { values, items, next: 0 });
+                    let needed: BTreeSet<usize> = items.iter().map(|&(k, _)| plan.blocks.block_of(k)).collect();
+                    (items, needed.into_iter().collect::<Vec<usize>>())
+                });
+                let fetch = |(items, needed): (Vec<(usize, i64)>, Vec<usize>)| {
+                    (plan.blocks.fetch_blocks(&needed), items, needed)
+                };
+                let mut next = buffers.next().map(fetch);
+                while let Some((mut fetched, items, needed)) = next.take() {
+                    fetched.wait();
+                    // the next buffer's bytes arrive while this one is decoded
+                    next = buffers.next().map(fetch);
+                    let result = plan.blocks.read_fetched_blocks(&needed, plan.options.threads).map(|values| Buffer {
+                        values,
+                        items,
+                        next: 0,
+                    });
+                    drop(fetched);
                     let failed = result.is_err();
                     if tx.send(result).is_err() || failed {
                         return;
@@ -604,21 +789,26 @@ impl WindowPlan {
 }
 
 impl WindowPlan {
-    /// Appends the window of series number `series` (its `values`) at `start` to `batch`.
-    fn push_window(&self, batch: &mut WindowBatch, values: &[f32], series: usize, start: i64) {
+    /// Appends the window of stack `stack` at `start` to `batch`, its
+    /// series' values taken from `values`; nothing when one is missing there.
+    fn push_window(&self, batch: &mut WindowBatch, values: &BlockValues, stack: usize, start: i64) {
         let (context, length) = (self.options.context_length, self.options.window_length());
         let padding = (-start.min(0)) as usize;
         let from = start.max(0) as usize;
-        // the window is `padding` zeros then `values[from..]`, cut at `context`
-        let observed = &values[from..from + length - padding];
-        let (past_zeros, future_zeros) = (padding.min(context), padding.saturating_sub(context));
-        let (past, future) = observed.split_at(context - past_zeros);
-        batch.past_values.resize(batch.past_values.len() + past_zeros, 0.0);
-        batch.past_values.extend_from_slice(past);
-        batch.future_values.resize(batch.future_values.len() + future_zeros, 0.0);
-        batch.future_values.extend_from_slice(future);
-        let meta = &self.blocks.series()[series];
-        batch.series.push(series);
+        let series = self.blocks.stack_series(stack);
+        let Some(rows) = series.iter().map(|&s| values.get(s)).collect::<Option<Vec<&[f32]>>>() else { return };
+        for values in rows {
+            // the row is `padding` zeros then `values[from..]`, cut at `context`
+            let observed = &values[from..from + length - padding];
+            let (past_zeros, future_zeros) = (padding.min(context), padding.saturating_sub(context));
+            let (past, future) = observed.split_at(context - past_zeros);
+            batch.past_values.resize(batch.past_values.len() + past_zeros, 0.0);
+            batch.past_values.extend_from_slice(past);
+            batch.future_values.resize(batch.future_values.len() + future_zeros, 0.0);
+            batch.future_values.extend_from_slice(future);
+        }
+        let meta = &self.blocks.series()[series[0]];
+        batch.stack.push(stack);
         batch.start.push(start);
         batch.start_s.push(meta.t_start_s + start as f64 / meta.sampling_rate_hz);
         batch.padding.push(padding as u32);
@@ -632,10 +822,10 @@ impl WindowPlan {
     pub fn block_windows(&self, block: usize) -> Result<WindowBatch> {
         let values = self.blocks.read_blocks(&[block], self.options.threads)?;
         let mut batch = WindowBatch::default();
-        for (series, values) in values.iter() {
-            let n = self.blocks.series_len(series);
-            for k in 0..windows_of(&self.options, n) {
-                self.push_window(&mut batch, values, series, window_start(&self.options, n, k));
+        for k in self.blocks.block_stacks(block) {
+            let n = self.blocks.stack_len(k);
+            for w in 0..windows_of(&self.options, n) {
+                self.push_window(&mut batch, &values, k, window_start(&self.options, n, w));
             }
         }
         Ok(batch)
@@ -690,18 +880,21 @@ struct Buffer {
     next: usize,
 }
 
-/// Windows handed out together: row `i` of each field is window `i`.
+/// Windows handed out together: row `i` of each field is window `i`. A
+/// window has `C` rows: 1, or with `stack_channels` the stacks' channels
+/// ([`SeriesBlocks::channels`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WindowBatch {
-    /// Series number of each window ([`SeriesBlocks::series`]).
-    pub series: Vec<usize>,
+    /// Stack of each window ([`SeriesBlocks::stack_series`]): its series
+    /// number ([`SeriesBlocks::series`]) unless `stack_channels`.
+    pub stack: Vec<usize>,
     /// Index of each window's first value in its series (negative when padded).
     pub start: Vec<i64>,
     /// Time of each window's first value, seconds: `t_start_s + start / sampling_rate_hz`.
     pub start_s: Vec<f64>,
-    /// `[windows, context_length]` row-major float32.
+    /// `[windows, C, context_length]` row-major float32.
     pub past_values: Vec<f32>,
-    /// `[windows, prediction_length]` row-major float32.
+    /// `[windows, C, prediction_length]` row-major float32.
     pub future_values: Vec<f32>,
     /// Leading padded (zero) values of each window; 0 unless [`WindowOptions::pad`].
     pub padding: Vec<u32>,
@@ -710,11 +903,11 @@ pub struct WindowBatch {
 impl WindowBatch {
     /// Windows in the batch.
     pub fn len(&self) -> usize {
-        self.series.len()
+        self.stack.len()
     }
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
-        self.series.is_empty()
+        self.stack.is_empty()
     }
 }
 
@@ -750,10 +943,9 @@ impl Windows {
                 },
             };
             while buffer.next < buffer.items.len() && batch.len() < max.max(1) {
-                let (series, start) = buffer.items[buffer.next];
+                let (stack, start) = buffer.items[buffer.next];
                 buffer.next += 1;
-                let Some(values) = buffer.values.get(series) else { continue };
-                self.plan.push_window(&mut batch, values, series, start);
+                self.plan.push_window(&mut batch, &buffer.values, stack, start);
             }
         }
         (!batch.is_empty()).then_some(Ok(batch))

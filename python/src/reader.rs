@@ -140,11 +140,14 @@ impl PyVersion {
 
     /// The windows of `context_length + prediction_length` values at `stride`
     /// (default: the window length) over the selected series (as `scan` takes
-    /// them), shuffled with `seed` (`shuffle`) by blocks of row groups in
-    /// buffers of `shuffle_buffer_row_groups` (`timef::windows`, docs/format.md §10).
+    /// them), each series alone or with `stack_channels` the selected series of
+    /// each sample stacked, shuffled with `seed` (`shuffle`) by blocks of row
+    /// groups in buffers of `shuffle_buffer_row_groups` (`timef::windows`,
+    /// docs/format.md §10).
     #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
-                        channels = None, stride = None, pad = false, shuffle = true, seed = 0,
-                        shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS, threads = 0))]
+                        channels = None, stride = None, pad = false, stack_channels = false, shuffle = true,
+                        seed = 0, shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
+                        threads = 0))]
     #[allow(clippy::too_many_arguments)]
     fn window_plan(
         &self,
@@ -157,6 +160,7 @@ impl PyVersion {
         channels: Option<Vec<String>>,
         stride: Option<usize>,
         pad: bool,
+        stack_channels: bool,
         shuffle: bool,
         seed: u64,
         shuffle_buffer_row_groups: usize,
@@ -165,6 +169,7 @@ impl PyVersion {
         let options = timef::windows::WindowOptions {
             stride,
             pad,
+            stack_channels,
             shuffle,
             seed,
             shuffle_buffer_row_groups,
@@ -174,51 +179,27 @@ impl PyVersion {
         PyWindowPlan::new(py, &self.inner, selection(samples, channels, task, split)?, options)
     }
 
-    /// The windows of `window_plan(...)` that rank `rank` of `world_size`
-    /// takes in `epoch`, as dict batches of at most `batch_size` numpy arrays
-    /// (see `WindowPlan.windows`).
-    #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
-                        channels = None, stride = None, pad = false, shuffle = true, seed = 0, epoch = 0, rank = 0,
-                        world_size = 1, batch_size = 256,
-                        shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS, threads = 0))]
+    /// The windows of `window_plan(context_length, prediction_length,
+    /// **options)` (every keyword argument of `window_plan`) that rank `rank`
+    /// of `world_size` takes in `epoch`, as dict batches of at most
+    /// `batch_size` numpy arrays (see `WindowPlan.windows`).
+    #[pyo3(signature = (context_length, prediction_length = 0, *, epoch = 0, rank = 0, world_size = 1,
+                        batch_size = 256, **options))]
     #[allow(clippy::too_many_arguments)]
     fn windows(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         context_length: usize,
         prediction_length: usize,
-        task: Option<String>,
-        split: Option<String>,
-        samples: Option<Vec<String>>,
-        channels: Option<Vec<String>>,
-        stride: Option<usize>,
-        pad: bool,
-        shuffle: bool,
-        seed: u64,
         epoch: u64,
         rank: usize,
         world_size: usize,
         batch_size: usize,
-        shuffle_buffer_row_groups: usize,
-        threads: usize,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyWindows> {
-        let plan = self.window_plan(
-            py,
-            context_length,
-            prediction_length,
-            task,
-            split,
-            samples,
-            channels,
-            stride,
-            pad,
-            shuffle,
-            seed,
-            shuffle_buffer_row_groups,
-            threads,
-        )?;
+        let plan = slf.call_method("window_plan", (context_length, prediction_length), options)?;
+        let plan = plan.cast::<PyWindowPlan>()?;
         let share = timef::windows::Share { consumer: rank, consumers: world_size, consumed: Vec::new(), taken: 0 };
-        plan.iter(py, epoch, share, batch_size)
+        plan.get().iter(slf.py(), epoch, share, batch_size)
     }
 
     /// Checks the version end to end; returns the report as a dict

@@ -58,6 +58,28 @@ impl PyWindowPlan {
         self.inner.blocks().len()
     }
 
+    /// The channels each window stacks, in row order, with `stack_channels`
+    /// (the first selected sample's); empty otherwise.
+    #[getter]
+    fn channels(&self) -> Vec<String> {
+        self.inner.blocks().channels().to_vec()
+    }
+
+    /// Requests and bytes of the reads through the opened version's store
+    /// handle so far (every reader of that `timef.open` counted): a dict of
+    /// `requests`, `bytes`, `read_ahead_requests`, `read_ahead_bytes`,
+    /// `read_ahead_hits`; `None` for a local version.
+    fn read_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = self.inner.blocks().read_stats() else { return Ok(None) };
+        let out = PyDict::new(py);
+        out.set_item("requests", s.requests)?;
+        out.set_item("bytes", s.bytes)?;
+        out.set_item("read_ahead_requests", s.read_ahead_requests)?;
+        out.set_item("read_ahead_bytes", s.read_ahead_bytes)?;
+        out.set_item("read_ahead_hits", s.read_ahead_hits)?;
+        Ok(Some(out))
+    }
+
     /// Row groups of the selection: the units of `read_row_group`.
     #[getter]
     fn row_groups(&self) -> usize {
@@ -81,8 +103,9 @@ impl PyWindowPlan {
         self.iter(py, epoch, share(consumer, consumers, consumed, taken), batch_size)
     }
 
-    /// `(time_series_id, start)` of the windows the same share takes, in
-    /// order, computed from the index alone (no value is read).
+    /// `(id, start)` of the windows the same share takes, in order, computed
+    /// from the index alone (no value is read); the id is the window's
+    /// `time_series_id`, or its `sample_id` with `stack_channels`.
     #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0))]
     fn order(
         &self,
@@ -93,8 +116,8 @@ impl PyWindowPlan {
         taken: u64,
     ) -> PyResult<Vec<(String, i64)>> {
         let order = self.inner.order_of(epoch, &share(consumer, consumers, consumed, taken)).map_err(to_py)?;
-        let series = self.inner.blocks().series();
-        Ok(order.into_iter().map(|(s, start)| (series[s].time_series_id.clone(), start)).collect())
+        let blocks = self.inner.blocks();
+        Ok(order.into_iter().map(|(k, start)| (blocks.stack_id(k).to_string(), start)).collect())
     }
 
     /// The positions handed out once consumer `c` of `len(taken)` took
@@ -168,36 +191,39 @@ impl PyWindowPlan {
     }
 }
 
-/// A batch as a dict of numpy arrays: `time_series_id` and `sample_id` (lists
-/// of str), `start` (int64 `[n]`), `start_s` (float64 `[n]`), `past_values`
-/// (float32 `[n, context_length]`), `future_values` (float32 `[n,
-/// prediction_length]`), and with `pad`, `past_observed_mask` and
-/// `future_observed_mask` (bool, False where padded).
+/// A batch as a dict of numpy arrays: `time_series_id` (not with
+/// `stack_channels`) and `sample_id` (lists of str), `start` (int64 `[n]`),
+/// `start_s` (float64 `[n]`), `past_values` (float32 `[n, context_length]`,
+/// with `stack_channels` `[n, channels, context_length]`), `future_values`
+/// (the same with `prediction_length`), and with `pad`, `past_observed_mask`
+/// and `future_observed_mask` (bool, shaped as the values, False where padded).
 fn batch_dict<'py>(py: Python<'py>, plan: &WindowPlan, batch: WindowBatch) -> PyResult<Bound<'py, PyDict>> {
     let n = batch.len();
     let options = plan.options();
     let (context, prediction) = (options.context_length, options.prediction_length);
-    let series = plan.blocks().series();
+    let blocks = plan.blocks();
+    let rows = blocks.channels().len().max(1);
+    let shape = |len: usize| if options.stack_channels { vec![n, rows, len] } else { vec![n, len] };
     let out = PyDict::new(py);
-    out.set_item(
-        "time_series_id",
-        batch.series.iter().map(|&s| series[s].time_series_id.as_str()).collect::<Vec<_>>(),
-    )?;
-    out.set_item("sample_id", batch.series.iter().map(|&s| plan.blocks().sample_id(s)).collect::<Vec<_>>())?;
+    if !options.stack_channels {
+        out.set_item("time_series_id", batch.stack.iter().map(|&k| blocks.stack_id(k)).collect::<Vec<_>>())?;
+    }
+    out.set_item("sample_id", batch.stack.iter().map(|&k| blocks.stack_sample_id(k)).collect::<Vec<_>>())?;
     out.set_item("start", PyArray1::from_vec(py, batch.start))?;
     out.set_item("start_s", PyArray1::from_vec(py, batch.start_s))?;
     if options.pad {
         let mask = |from: usize, len: usize| -> Vec<bool> {
-            batch.padding.iter().flat_map(|&p| (from..from + len).map(move |j| j >= p as usize)).collect()
+            let row = move |p: u32| (from..from + len).map(move |j| j >= p as usize);
+            batch.padding.iter().flat_map(|&p| (0..rows).flat_map(move |_| row(p))).collect()
         };
-        out.set_item("past_observed_mask", PyArray1::from_vec(py, mask(0, context)).reshape([n, context])?)?;
+        out.set_item("past_observed_mask", PyArray1::from_vec(py, mask(0, context)).reshape(shape(context))?)?;
         out.set_item(
             "future_observed_mask",
-            PyArray1::from_vec(py, mask(context, prediction)).reshape([n, prediction])?,
+            PyArray1::from_vec(py, mask(context, prediction)).reshape(shape(prediction))?,
         )?;
     }
-    out.set_item("past_values", PyArray1::from_vec(py, batch.past_values).reshape([n, context])?)?;
-    out.set_item("future_values", PyArray1::from_vec(py, batch.future_values).reshape([n, prediction])?)?;
+    out.set_item("past_values", PyArray1::from_vec(py, batch.past_values).reshape(shape(context))?)?;
+    out.set_item("future_values", PyArray1::from_vec(py, batch.future_values).reshape(shape(prediction))?)?;
     Ok(out)
 }
 

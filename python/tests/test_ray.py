@@ -201,3 +201,25 @@ def test_read_gives_the_series_chunks_and_windows_of_a_version(local_ray: None, 
         np.testing.assert_array_equal(np.asarray(w["future_values"]), values[s + 32 : s + 40])
     with pytest.raises(ValueError, match="what='windows' needs context_length"):
         timef.ray.read(vdir, what="windows")
+
+
+def test_read_gives_stacked_channel_windows(local_ray: None, tmp_path: Path) -> None:
+    """timef.ray.read(what="windows", stack_channels=True): one row per sample's stacked window."""
+    ds = timef.TimeFDataset("mv", "v1")
+    ds.add_source(source_id="src", name="test")
+    for i in range(6):
+        ids = [ds.add_series(time_series_id=f"m{i}/{ch}", spec_type="imu", channel=ch, sampling_rate_hz=1.0,
+                             values=np.arange(50 + 20 * i, dtype=np.float32) + 1000 * c)
+               for c, ch in enumerate("ab")]
+        ds.add_sample(sample_id=f"m{i}", source_id="src", series=ids)
+    with timef.TimeFWriter(tmp_path, ds, chunk_max_bytes=128, row_group_target_bytes=512) as w:
+        w.write()
+    vdir = str(tmp_path / "mv" / "v1")
+    rows = timef.ray.read(vdir, what="windows", context_length=8, prediction_length=2, stack_channels=True).take_all()
+    want = sorted((f"m{i}", s) for i in range(6) for s in range(0, 50 + 20 * i - 10 + 1, 10))
+    assert sorted((r["sample_id"], int(r["start"])) for r in rows) == want and len(want) == 5 + 7 + 9 + 11 + 13 + 15
+    for r in rows:
+        s = int(r["start"])
+        past, future = np.asarray(r["past_values"]), np.asarray(r["future_values"])
+        np.testing.assert_array_equal(past, [np.arange(s, s + 8), np.arange(s, s + 8) + 1000])
+        np.testing.assert_array_equal(future, [[s + 8, s + 9], [s + 1008, s + 1009]])

@@ -261,3 +261,107 @@ def test_readme_training_example_runs(needs_torch: None, tmp_path: Path, monkeyp
     monkeypatch.chdir(tmp_path)
     exec(compile(blocks[0], "README.md", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.strip().splitlines()[-1] == "epoch 1: 40 batches of torch.Size([32, 512])"
+
+
+CHANNELS = ("x", "y", "z")
+
+
+@pytest.fixture(scope="module")
+def mvdir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """12 samples of three channels x, y, z of 100 + 37 * i values at 10 Hz, from 100 * i s."""
+    ds = timef.TimeFDataset("mv", "v1")
+    ds.add_source(source_id="src", name="test")
+    for i in range(12):
+        ids = []
+        for c, ch in enumerate(CHANNELS):
+            values = np.random.default_rng(i * 3 + c).normal(size=100 + 37 * i).astype(np.float32)
+            ids.append(ds.add_series(time_series_id=f"m{i:02}/{ch}", spec_type="imu", channel=ch,
+                                     sampling_rate_hz=10.0, values=values, t_start_s=100.0 * i))
+        ds.add_sample(sample_id=f"m{i:02}", source_id="src", series=ids)
+    root = tmp_path_factory.mktemp("mv")
+    with timef.TimeFWriter(root, ds, chunk_max_bytes=256, row_group_target_bytes=1024, shard_target_bytes=4096) as w:
+        w.write()
+    return str(root / "mv" / "v1")
+
+
+def stacked_keys(batch: dict[str, Any]) -> list[tuple[str, int]]:
+    return list(zip(batch["sample_id"], (int(s) for s in batch["start"])))
+
+
+def test_stacked_channels_are_one_window_per_sample_each_row_its_read_series_slice(mvdir: str) -> None:
+    v = timef.open(mvdir)
+    context, horizon = 30, 10
+    want = [(f"m{i:02}", s) for i in range(12) for s in range(0, 100 + 37 * i - 40 + 1, 40)]
+    assert len(want) == 85
+    plan = v.window_plan(context, horizon, stack_channels=True, shuffle=False)
+    assert plan.channels == list(CHANNELS) and len(plan) == 85
+    assert plan.order() == want
+    got = []
+    for batch in v.windows(context, horizon, stack_channels=True, shuffle=False, batch_size=9):
+        n = len(batch["start"])
+        assert "time_series_id" not in batch
+        assert batch["past_values"].shape == (n, 3, context) and batch["future_values"].shape == (n, 3, horizon)
+        for i, (sample, s) in enumerate(stacked_keys(batch)):
+            for row, ch in enumerate(CHANNELS):
+                series = v.read_series(f"{sample}/{ch}")
+                np.testing.assert_array_equal(batch["past_values"][i, row], series[s : s + context])
+                np.testing.assert_array_equal(batch["future_values"][i, row], series[s + context : s + context + horizon])
+            assert batch["start_s"][i] == 100.0 * int(sample[1:]) + s / 10.0
+        got.extend(stacked_keys(batch))
+    assert got == want
+    # channels select in the sample's order; two samples only
+    two = [k for b in v.windows(context, horizon, stack_channels=True, shuffle=False, channels=["z", "x"],
+                                samples=["m03", "m01"]) for k in stacked_keys(b)]
+    assert two == [k for k in want if k[0] in ("m01", "m03")] and len(two) == 3 + 5
+    assert v.window_plan(context, horizon, stack_channels=True, channels=["z", "x"]).channels == ["x", "z"]
+    # shuffled, every window once; ranks take contiguous spans of the one order
+    shuffled = [k for b in v.windows(context, horizon, stack_channels=True, seed=2) for k in stacked_keys(b)]
+    assert shuffled != want and sorted(shuffled) == sorted(want)
+    ranks = [[k for b in v.windows(context, horizon, stack_channels=True, seed=2, rank=r, world_size=3)
+              for k in stacked_keys(b)] for r in range(3)]
+    assert ranks[0] + ranks[1] + ranks[2] == shuffled
+
+
+def test_stacked_channels_of_unequal_series_are_refused_naming_the_sample(tmp_path: Path) -> None:
+    ds = timef.TimeFDataset("uneq", "v1")
+    ds.add_source(source_id="src", name="test")
+    for sample, lengths in [("a", (50, 50)), ("b", (50, 40))]:
+        ids = [ds.add_series(time_series_id=f"{sample}/{ch}", spec_type="imu", channel=ch, sampling_rate_hz=10.0,
+                             values=np.zeros(n, np.float32)) for ch, n in zip("xy", lengths)]
+        ds.add_sample(sample_id=sample, source_id="src", series=ids)
+    with timef.TimeFWriter(tmp_path, ds) as w:
+        w.write()
+    v = timef.open(tmp_path / "uneq" / "v1")
+    with pytest.raises(timef.TimeFValidationError, match="series b/x has 50 values at 10 Hz from 0 s, series b/y 40") as e:
+        v.window_plan(10, stack_channels=True)
+    assert (e.value.id, e.value.field) == ("b", "stack_channels")
+    assert len(v.window_plan(10)) == 5 + 5 + 5 + 4
+
+
+def test_stacked_windows_through_dataloader_workers_and_resume(needs_torch: None, mvdir: str) -> None:
+    def ds(**kw: Any) -> Any:
+        return timef.torch.WindowDataset(mvdir, 30, 10, stack_channels=True, seed=5, **kw)
+
+    plan = timef.open(mvdir).window_plan(30, 10, stack_channels=True, seed=5)
+    whole = plan.order(epoch=1)
+    for ranks, workers in [(1, 2), (2, 2), (3, 2)]:
+        seen: list[tuple[str, int]] = []
+        for rank in range(ranks):
+            d = ds(rank=rank, world_size=ranks)
+            d.set_epoch(1)
+            got = [k for b in DataLoader(d, batch_size=4, num_workers=workers, multiprocessing_context="fork")
+                   for k in stacked_keys(b)]
+            assert Counter(got) == Counter(k for w in range(workers) for k in plan.order(
+                epoch=1, consumer=rank * workers + w, consumers=ranks * workers))
+            seen.extend(got)
+        assert Counter(seen) == Counter(whole) and len(seen) == len(whole)
+    window = next(iter(ds()))
+    assert window["past_values"].shape == (3, 30) and set(window) == {
+        "sample_id", "start", "start_s", "past_values", "future_values"}
+    d = ds()
+    d.set_epoch(1)
+    it = iter(d)
+    head = [(w["sample_id"], w["start"]) for _, w in zip(range(11), it)]
+    resumed = ds()
+    resumed.load_state_dict(d.state_dict())
+    assert head + [(w["sample_id"], w["start"]) for w in resumed] == whole

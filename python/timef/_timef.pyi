@@ -341,6 +341,7 @@ class Version:
         channels: list[str] | None = None,
         stride: int | None = None,
         pad: bool = False,
+        stack_channels: bool = False,
         shuffle: bool = True,
         seed: int = 0,
         shuffle_buffer_row_groups: int = 8,
@@ -349,7 +350,13 @@ class Version:
         """The windows of ``context_length + prediction_length`` values at
         ``stride`` (default: the window length, no overlap) over the series
         ``scan`` would select (docs/format.md §10). ``pad``: a series shorter
-        than a window gives one, zeros first (masked). ``shuffle``: the epoch's
+        than a window gives one, zeros first (masked). ``stack_channels``: each
+        window stacks the selected series of one sample as ``[channels,
+        length]`` rows, in the sample's series order (``channels`` selects,
+        it does not reorder); every such sample must have the first one's
+        channels in the same order, and its series one length, sampling rate
+        and start, else ``TimeFValidationError`` (``id`` the sample,
+        ``field`` ``stack_channels``). ``shuffle``: the epoch's
         order is a function of ``seed`` and the epoch only, with locality
         (blocks of row groups permuted, windows permuted within buffers of
         ``shuffle_buffer_row_groups`` blocks; memory about two buffers of
@@ -361,24 +368,17 @@ class Version:
         context_length: int,
         prediction_length: int = 0,
         *,
-        task: str | None = None,
-        split: str | None = None,
-        samples: list[str] | None = None,
-        channels: list[str] | None = None,
-        stride: int | None = None,
-        pad: bool = False,
-        shuffle: bool = True,
-        seed: int = 0,
         epoch: int = 0,
         rank: int = 0,
         world_size: int = 1,
         batch_size: int = 256,
-        shuffle_buffer_row_groups: int = 8,
-        threads: int = 0,
+        **options: Any,
     ) -> Windows:
-        """Rank ``rank`` of ``world_size``'s windows of ``window_plan(...)`` in
-        ``epoch`` (a contiguous share of the epoch's one order), as dict
-        batches of up to ``batch_size`` windows (see :class:`Windows`)."""
+        """Rank ``rank`` of ``world_size``'s windows of
+        ``window_plan(context_length, prediction_length, **options)`` (any
+        keyword argument of :meth:`window_plan`) in ``epoch`` (a contiguous
+        share of the epoch's one order), as dict batches of up to
+        ``batch_size`` windows (see :class:`Windows`)."""
     def verify(self) -> dict[str, Any]:
         """End-to-end check; ``findings`` (list of dicts with file, location, check,
         message) is empty for a conforming version."""
@@ -393,6 +393,9 @@ class WindowPlan:
     the windows per epoch. Not picklable: build one per process."""
 
     def __len__(self) -> int: ...
+    @property
+    def channels(self) -> list[str]:
+        """The channels each window stacks, in row order (``stack_channels``); else empty."""
     @property
     def blocks(self) -> int:
         """Blocks: the series starting in one row group (``read_block``, ``block_windows``)."""
@@ -422,10 +425,16 @@ class WindowPlan:
         consumed: list[tuple[int, int]] = ...,
         taken: int = 0,
     ) -> list[tuple[str, int]]:
-        """``(time_series_id, start)`` of the same windows, from the index alone."""
+        """``(id, start)`` of the same windows, from the index alone: the
+        ``time_series_id``, or the ``sample_id`` with ``stack_channels``."""
     def merge_consumed(self, consumed: list[tuple[int, int]], taken: list[int]) -> list[tuple[int, int]]:
         """The positions handed out once consumer ``c`` of ``len(taken)`` took
         ``taken[c]`` windows of its span: the ``consumed`` of any later split."""
+    def read_stats(self) -> dict[str, int] | None:
+        """Requests and bytes of the reads through the opened version's store
+        handle so far (every reader of that ``timef.open``): ``requests``,
+        ``bytes``, ``read_ahead_requests``, ``read_ahead_bytes``,
+        ``read_ahead_hits``; ``None`` for a local version."""
     def block_windows(self, block: int) -> dict[str, Any]:
         """Every window of one block in index order, as one batch."""
     def read_block(self, block: int) -> pa.Table:
@@ -440,7 +449,10 @@ class Windows:
     padded), ``start_s`` (float64 ``[n]``, its time in seconds),
     ``past_values`` (float32 ``[n, context_length]``), ``future_values``
     (float32 ``[n, prediction_length]``), and with ``pad``
-    ``past_observed_mask``/``future_observed_mask`` (bool). Reads one buffer
+    ``past_observed_mask``/``future_observed_mask`` (bool). With
+    ``stack_channels`` no ``time_series_id`` (``sample_id`` names the
+    window) and the values and masks are ``[n, channels, length]``
+    (:attr:`WindowPlan.channels`). Reads one buffer
     ahead on a thread of its own; a read error raises from ``next``."""
 
     def __iter__(self) -> Windows: ...

@@ -36,6 +36,7 @@ import pyarrow as pa
 import ray
 
 import timef
+from timef._windows import window_plan_args
 
 __all__ = ["DEFAULT_MAX_RETRIES", "read", "write"]
 
@@ -178,6 +179,7 @@ def read(
     channels: Sequence[str] | None = None,
     stride: int | None = None,
     pad: bool = False,
+    stack_channels: bool = False,
     threads: int = 1,
     storage_options: Mapping[str, str] | None = None,
 ) -> ray.data.Dataset:
@@ -193,7 +195,9 @@ def read(
     - ``what="windows"``: one row per window of ``context_length +
       prediction_length`` values at ``stride`` (the fields of
       ``Version.windows``: past_values and future_values as fixed-shape
-      tensors), one task per block, each block's windows in index order.
+      tensors), one task per block, each block's windows in index order;
+      with ``stack_channels`` one row per sample's stacked window
+      (``[channels, length]`` tensors, see ``Version.window_plan``).
 
     ``task``/``split``, ``samples`` and ``channels`` select as ``Version.scan``
     does; ``threads`` decode row groups in parallel within a task. Rows come in
@@ -206,19 +210,10 @@ def read(
         raise ValueError(f"what={what!r} is not one of {', '.join(_READ_WHAT)}")
     if what == "windows" and context_length is None:
         raise ValueError("what='windows' needs context_length")
-    plan_args = dict(
-        # chunks and series do not cut windows: any window length plans their units
-        context_length=context_length if what == "windows" else 1,
-        prediction_length=prediction_length if what == "windows" else 0,
-        task=task,
-        split=split,
-        samples=list(samples) if samples is not None else None,
-        channels=list(channels) if channels is not None else None,
-        stride=stride,
-        pad=pad,
-        shuffle=False,
-        threads=threads,
-    )
+    plan_args = {**window_plan_args(locals()), "shuffle": False}
+    if what != "windows":
+        # chunks and series do not cut windows: any window length plans their units, one series each
+        plan_args.update(context_length=1, prediction_length=0, stack_channels=False)
     options = dict(storage_options) if storage_options is not None else None
     source = os.fspath(version_dir)
     plan = timef.open(source, storage_options=options).window_plan(**plan_args)
@@ -254,10 +249,10 @@ def _plan_in_worker(source: str, options: Mapping[str, str] | None, plan_args: M
 
 
 def _window_table(batch: Mapping[str, Any]) -> pa.Table:
-    """A ``Version.windows`` batch as a table, 2-d arrays as fixed-shape tensors."""
+    """A ``Version.windows`` batch as a table, arrays of 2 or 3 dimensions as fixed-shape tensors."""
     columns = {}
     for key, value in batch.items():
-        if isinstance(value, np.ndarray) and value.ndim == 2:
+        if isinstance(value, np.ndarray) and value.ndim >= 2:
             columns[key] = pa.FixedShapeTensorArray.from_numpy_ndarray(np.ascontiguousarray(value))
         else:
             columns[key] = pa.array(value)

@@ -30,6 +30,7 @@ import torch.distributed
 import torch.utils.data
 
 import timef
+from timef._windows import window_plan_args
 
 __all__ = ["STATE_KEY", "WindowDataset"]
 
@@ -55,12 +56,16 @@ class WindowDataset(torch.utils.data.IterableDataset):
     ``task``/``split``, ``samples`` and ``channels`` select series as
     ``Version.scan`` does; ``stride`` defaults to the window length (no
     overlap); ``pad`` gives a series shorter than one window one window padded
-    at the front with zeros. ``shuffle`` orders by ``seed`` and the epoch
+    at the front with zeros. ``stack_channels`` makes each item one window
+    of a sample's selected series stacked (``past_values`` ``[channels,
+    context_length]``, rows in the sample's series order, no
+    ``time_series_id``; see :meth:`timef.Version.window_plan`). ``shuffle`` orders by ``seed`` and the epoch
     (:meth:`set_epoch`) in buffers of ``shuffle_buffer_row_groups`` blocks of
     row groups (memory: two buffers of decoded values); otherwise index order.
     ``rank`` and ``world_size`` default to ``torch.distributed``'s when it is
     initialized, else 0 and 1. ``threads`` decode row groups in parallel per
-    process (0: one per core).
+    process (0: the cores divided among the DataLoader workers, at least one
+    each; one per core without workers).
 
     Raises (when iterated, or at the first ``state_dict``/``len``) those of
     :func:`timef.open` and :meth:`timef.Version.window_plan`.
@@ -78,6 +83,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         channels: Sequence[str] | None = None,
         stride: int | None = None,
         pad: bool = False,
+        stack_channels: bool = False,
         shuffle: bool = True,
         seed: int = 0,
         rank: int | None = None,
@@ -88,22 +94,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
         storage_options: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.plan_args: dict[str, Any] = window_plan_args(locals())
         self.version_dir = os.fspath(version_dir)
         self.storage_options = dict(storage_options) if storage_options is not None else None
-        self.plan_args: dict[str, Any] = dict(
-            context_length=context_length,
-            prediction_length=prediction_length,
-            task=task,
-            split=split,
-            samples=list(samples) if samples is not None else None,
-            channels=list(channels) if channels is not None else None,
-            stride=stride,
-            pad=pad,
-            shuffle=shuffle,
-            seed=seed,
-            shuffle_buffer_row_groups=shuffle_buffer_row_groups,
-            threads=threads,
-        )
         self.rank = rank
         self.world_size = world_size
         self.batch_size = batch_size
@@ -123,7 +116,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         if self._plan_of is None or self._plan_of[0] != os.getpid():
             version = timef.open(self.version_dir, storage_options=self.storage_options)
             self._manifest_sha256 = version.manifest_sha256
-            self._plan_of = (os.getpid(), version.window_plan(**self.plan_args))
+            args = dict(self.plan_args)
+            info = torch.utils.data.get_worker_info()
+            if args["threads"] == 0 and info is not None:
+                # the cores shared among the workers, not one thread per core in each
+                args["threads"] = max(1, (os.cpu_count() or 1) // info.num_workers)
+            self._plan_of = (os.getpid(), version.window_plan(**args))
         return self._plan_of[1]
 
     def __len__(self) -> int:
@@ -193,7 +191,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         )
         for batch in batches:
             tensors = {k: (torch.from_numpy(v) if hasattr(v, "dtype") else v) for k, v in batch.items()}
-            n = len(batch["time_series_id"])
+            n = len(batch["start"])
             if self.batch_size is not None:
                 state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
                 yield tensors

@@ -297,6 +297,30 @@ impl Location {
         }
     }
 
+    /// Fetches `ranges` of this file ahead of its reads (an object:
+    /// coalesced, concurrent ranged GETs, after which reads of those bytes
+    /// through the same store handle, the opened version's, need no request;
+    /// docs/format.md §10 "Object stores"), held until the [`Prefetched`]
+    /// returned is dropped. Nothing on a local path.
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead(&self, ranges: Vec<std::ops::Range<u64>>) -> Result<Prefetched> {
+        match &self.0 {
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead(ranges)?)))),
+        }
+    }
+
+    /// Requests and bytes of the reads through this location's store handle
+    /// (every location of one opened version shares it); `None` on a local path.
+    pub fn read_stats(&self) -> Option<object::ReadStats> {
+        match &self.0 {
+            Inner::Local(..) => None,
+            Inner::Object(o) => Some(o.read_stats()),
+        }
+    }
+
     /// Every file under this location, relative and `/`-separated, sorted, with
     /// its size in bytes; plus the sub-directories that could not be listed
     /// (local only). Symbolic links are not followed.
@@ -372,6 +396,31 @@ impl Location {
         match &self.0 {
             Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
+        }
+    }
+}
+
+impl Location {
+    /// Fetches the last `bytes` of this file (a Parquet file's footer and
+    /// page index) ahead of its reads, as [`Location::read_ahead`].
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<Prefetched> {
+        match &self.0 {
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead_tail(bytes)?)))),
+        }
+    }
+}
+
+/// Bytes fetched ahead by [`Location::read_ahead`]; dropped, they are freed.
+pub(crate) struct Prefetched(Option<(object::ObjectLocation, u64)>);
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        if let Some((o, owner)) = &self.0 {
+            o.release_read_ahead(*owner);
         }
     }
 }

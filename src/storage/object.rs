@@ -51,7 +51,10 @@ use super::{LiveGuard, Small, StorageOptions, WrittenFile, CLAIM, MANIFEST, PART
 use crate::error::{Error, Result};
 use crate::runtime::{block_on, PerProcess};
 
+mod read_ahead;
 mod upload;
+use read_ahead::ReadAhead;
+pub use read_ahead::ReadStats;
 use upload::Landed;
 pub(crate) use upload::Upload;
 
@@ -76,11 +79,19 @@ struct Backend {
     /// (`memory://`) or one the caller built.
     rebuild: Option<Rebuild>,
     label: String,
+    /// Bytes fetched ahead of reads through this handle, and its read counts.
+    read_ahead: ReadAhead,
 }
 
 impl Backend {
     fn new(store: Arc<dyn ObjectStore>, rebuild: Option<Rebuild>, label: String) -> Backend {
-        Backend { store: PerProcess::with(Arc::clone(&store)), first: store, rebuild, label }
+        Backend {
+            store: PerProcess::with(Arc::clone(&store)),
+            first: store,
+            rebuild,
+            label,
+            read_ahead: ReadAhead::default(),
+        }
     }
 
     /// This process's client: the first one, or in a forked child one built
@@ -316,11 +327,41 @@ impl ObjectLocation {
     }
 
     pub(crate) fn reader(&self) -> Result<ObjectReader> {
+        let read_ahead = &self.backend.read_ahead;
+        if let Some(len) = read_ahead.size(self.path.as_ref()) {
+            return Ok(ObjectReader { loc: self.clone(), len });
+        }
+        read_ahead.count(0);
         let len = match block_on(self.store().head(&self.path))? {
             Ok(meta) => meta.size,
             Err(e) => return Err(self.err(e)),
         };
         Ok(ObjectReader { loc: self.clone(), len })
+    }
+
+    /// Fetches `ranges` of this object ahead of its reads ([`read_ahead`]:
+    /// coalesced, concurrent GETs): reads of those bytes through this store
+    /// handle are answered from memory until [`ObjectLocation::release_read_ahead`]
+    /// of the owner returned.
+    pub(crate) fn read_ahead(&self, ranges: Vec<Range<u64>>) -> Result<u64> {
+        let fetched = block_on(self.backend.read_ahead.fetch(self.store().as_ref(), &self.path, ranges))?;
+        fetched.map_err(|e| self.err(e))
+    }
+
+    /// Fetches the last `bytes` of this object ahead of its reads, as [`ObjectLocation::read_ahead`].
+    pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<u64> {
+        let fetched = block_on(self.backend.read_ahead.fetch_tail(self.store().as_ref(), &self.path, bytes))?;
+        fetched.map_err(|e| self.err(e))
+    }
+
+    /// Drops the bytes `owner` fetched ahead.
+    pub(crate) fn release_read_ahead(&self, owner: u64) {
+        self.backend.read_ahead.release(owner);
+    }
+
+    /// Requests and bytes of the reads through this store handle so far.
+    pub(crate) fn read_stats(&self) -> ReadStats {
+        self.backend.read_ahead.stats()
     }
 
     /// Every object under this prefix as (relative path, size), sorted.
@@ -539,8 +580,14 @@ impl ObjectReader {
     }
 
     fn range(&self, range: Range<u64>) -> io::Result<Bytes> {
+        let read_ahead = &self.loc.backend.read_ahead;
+        if let Some(bytes) = read_ahead.get(self.loc.path.as_ref(), &range) {
+            return Ok(bytes);
+        }
         let got = block_on(self.loc.store().get_range(&self.loc.path, range)).map_err(io::Error::other)?;
-        got.map_err(|e| io::Error::other(self.loc.err(e)))
+        let bytes = got.map_err(|e| io::Error::other(self.loc.err(e)))?;
+        read_ahead.count(bytes.len() as u64);
+        Ok(bytes)
     }
 
     pub(crate) fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
