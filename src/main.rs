@@ -902,8 +902,15 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     if a.dry_run {
         print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
     } else {
-        let (dir, plan) = timef::edit::edit_version_at(&base, &out_root, &a.version, e)?;
+        let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
         print(&plan)?;
+        // on stderr, as the connectors' notes: stdout stays the plan and the version
+        eprintln!(
+            "timef: copied {} of {} values pages, {} bytes read from the base's shards",
+            c.pages_copied,
+            c.pages_copied + c.pages_encoded,
+            c.bytes_read
+        );
         outln!("{}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
