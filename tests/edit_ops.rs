@@ -423,6 +423,79 @@ fn cli_add_ucr_equals_an_ingest_of_both_files() {
     );
 }
 
+/// aeon ships TEST files whose `@problemName` is the TRAIN's with a suffix
+/// (`JapaneseVowels_eq`): added to a base ingested from the TRAIN alone, the
+/// cases take the base's name and source, with the warning an ingest of both
+/// gives, and the version is a fresh ingest of both.
+#[test]
+fn cli_add_ucr_whose_problem_name_differs_by_a_suffix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (train, test) = (tmp.path().join("Toy_TRAIN.ts"), tmp.path().join("Toy_TEST.ts"));
+    std::fs::write(&train, "@problemName toy\n@univariate true\n@classLabel true a b\n@data\n1,2,3:a\n4,5,6:b\n")
+        .unwrap();
+    std::fs::write(&test, "@problemName toy_eq\n@univariate true\n@classLabel true a b\n@data\n7,8,9:b\n").unwrap();
+    let base = ingest(&tmp.path().join("a"), "ucr", "toy", "v1", &[train.clone()]);
+    let fresh = ingest(&tmp.path().join("b"), "ucr", "toy", "v2", &[train, test.clone()]);
+    let r = tmp.path().join("a");
+    let (code, out, err) = cli(&[
+        "edit",
+        base.to_str().unwrap(),
+        "--out-root",
+        r.to_str().unwrap(),
+        "--version",
+        "v2",
+        "--add-ucr",
+        test.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let dir = r.join("toy/v2");
+    assert_eq!(
+        out,
+        format!(
+            "add sample toy-test-0\nadd 1 sample(s), 1 series, 1 annotation(s), 1 task(s), 0 source(s)\n{}\n",
+            dir.display()
+        )
+    );
+    let warning = format!(
+        "timef: warning: @problemName \"toy\" of the base and \"toy_eq\" of {} differ by a suffix; read as one dataset named toy",
+        test.display()
+    );
+    assert_eq!(err.lines().next(), Some(warning.as_str()), "{err}");
+    assert_fresh(&dir, &fresh);
+    let v = timef::reader::Version::open(&dir).unwrap();
+    let samples: Vec<(String, String)> = v.samples().unwrap().into_iter().map(|s| (s.sample_id, s.source_id)).collect();
+    let want = [("toy-test-0", "toy"), ("toy-train-0", "toy"), ("toy-train-1", "toy")];
+    assert_eq!(samples, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    assert_eq!(&v.read_series("toy-test-0/0").unwrap()[..], &[7.0f32, 8.0, 9.0][..]);
+    let labels: Vec<(String, String)> =
+        v.annotations().unwrap().into_iter().map(|(s, a)| (s, a.value_str.unwrap_or_default())).collect();
+    let want = [("toy-test-0", "b"), ("toy-train-0", "a"), ("toy-train-1", "b")];
+    assert_eq!(labels, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    // a name that is no suffix of the base's is refused, naming the file
+    let other = tmp.path().join("Other_TEST.ts");
+    std::fs::write(&other, "@problemName yot\n@univariate true\n@classLabel true a b\n@data\n7,8,9:a\n").unwrap();
+    let (code, _, err) = cli(&[
+        "edit",
+        base.to_str().unwrap(),
+        "--out-root",
+        r.to_str().unwrap(),
+        "--version",
+        "v3",
+        "--add-ucr",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (code, err),
+        (
+            2,
+            format!(
+                "timef: error: {}: @problemName \"yot\" differ from the base's; the files are not one dataset\n",
+                other.display()
+            )
+        )
+    );
+}
+
 #[test]
 fn cli_relabel_resplit_and_describe_from_files() {
     let tmp = tempfile::tempdir().unwrap();
