@@ -305,16 +305,12 @@ struct Connector {
 impl Connector {
     /// The options of reading `.ts` files into dataset `name` at `version`.
     fn ucr(&self, name: &str, version: &str, sampling_rate_hz: Option<f64>, text: Text) -> UcrOptions {
-        UcrOptions {
-            name: name.to_string(),
-            version: version.to_string(),
-            spec_type: self.spec_type.clone(),
-            sampling_rate_hz,
-            ids: self.ids.into(),
-            on_missing: self.missing.into(),
-            encoding: text.into(),
-            problem_name: None,
-        }
+        let mut o = UcrOptions::new(name, version)
+            .with_ids(self.ids.into())
+            .with_on_missing(self.missing.into())
+            .with_encoding(text.into());
+        (o.spec_type, o.sampling_rate_hz) = (self.spec_type.clone(), sampling_rate_hz);
+        o
     }
     /// The options of reading an Arrow or Parquet file into dataset `name` at `version`.
     fn arrow(&self, name: &str, version: &str, sampling_rate_hz: Option<f64>) -> ArrowOptions {

@@ -42,6 +42,12 @@ fn operation(dir: &Path) -> serde_json::Value {
     m["derived_from"]["operation"].clone()
 }
 
+/// `timef edit BASE --out-root ROOT --version VERSION --add-ucr FILE`: (exit code, stdout, stderr).
+fn add_ucr(base: &Path, root: &Path, version: &str, file: &Path) -> (i32, String, String) {
+    let (base, root, file) = (base.to_str().unwrap(), root.to_str().unwrap(), file.to_str().unwrap());
+    cli(&["--quiet", "edit", base, "--out-root", root, "--version", version, "--add-ucr", file])
+}
+
 fn ingest(root: &Path, kind: &str, name: &str, version: &str, files: &[PathBuf]) -> PathBuf {
     let r = root.to_str().unwrap();
     let mut args = vec!["--quiet", "ingest", kind, "--root", r, "--name", name, "--version", version];
@@ -394,17 +400,7 @@ fn cli_add_ucr_equals_an_ingest_of_both_files() {
     let base = ingest(&tmp.path().join("a"), "ucr", "ArrowHead", "v1", &[train.clone()]);
     let fresh = ingest(&tmp.path().join("b"), "ucr", "ArrowHead", "v2", &[train, test.clone()]);
     let r = tmp.path().join("a");
-    let (code, out, err) = cli(&[
-        "--quiet",
-        "edit",
-        base.to_str().unwrap(),
-        "--out-root",
-        r.to_str().unwrap(),
-        "--version",
-        "v2",
-        "--add-ucr",
-        test.to_str().unwrap(),
-    ]);
+    let (code, out, err) = add_ucr(&base, &r, "v2", &test);
     assert_eq!(code, 0, "{err}");
     let dir = r.join("ArrowHead/v2");
     let lines: Vec<&str> = out.lines().collect();
@@ -437,16 +433,7 @@ fn cli_add_ucr_whose_problem_name_differs_by_a_suffix() {
     let base = ingest(&tmp.path().join("a"), "ucr", "toy", "v1", &[train.clone()]);
     let fresh = ingest(&tmp.path().join("b"), "ucr", "toy", "v2", &[train, test.clone()]);
     let r = tmp.path().join("a");
-    let (code, out, err) = cli(&[
-        "edit",
-        base.to_str().unwrap(),
-        "--out-root",
-        r.to_str().unwrap(),
-        "--version",
-        "v2",
-        "--add-ucr",
-        test.to_str().unwrap(),
-    ]);
+    let (code, out, err) = add_ucr(&base, &r, "v2", &test);
     assert_eq!(code, 0, "{err}");
     let dir = r.join("toy/v2");
     assert_eq!(
@@ -474,16 +461,7 @@ fn cli_add_ucr_whose_problem_name_differs_by_a_suffix() {
     // a name that is no suffix of the base's is refused, naming the file
     let other = tmp.path().join("Other_TEST.ts");
     std::fs::write(&other, "@problemName yot\n@univariate true\n@classLabel true a b\n@data\n7,8,9:a\n").unwrap();
-    let (code, _, err) = cli(&[
-        "edit",
-        base.to_str().unwrap(),
-        "--out-root",
-        r.to_str().unwrap(),
-        "--version",
-        "v3",
-        "--add-ucr",
-        other.to_str().unwrap(),
-    ]);
+    let (code, _, err) = add_ucr(&base, &r, "v3", &other);
     assert_eq!(
         (code, err),
         (
