@@ -10,12 +10,14 @@
 //! `--add EVERY`: after every EVERY-th series of the base, a new series (its
 //! spec type, channel and rate, 100 000 deterministic values) in a new sample;
 //! `--relabel EVERY`: a `class` label annotation on every EVERY-th sample.
+//! BASE and OUT_ROOT are local paths or URLs (s3://BUCKET/PREFIX, ...).
 //! Prints what was copied and encoded.
 
 use std::sync::Arc;
 
 use timef::edit::{apply, base_options, Cascade, Edit};
 use timef::reader::Version;
+use timef::storage::Location;
 use timef::{Annotation, Sample, SeriesRef, TimeFWriter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -73,11 +75,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             d.add_annotation(a, std::slice::from_ref(&s.sample_id))?;
         }
     }
-    let staged = TimeFWriter::new(out_root, base_options(&base)?).with_base(Arc::clone(&base)).write(d)?;
+    let out = Location::from_path(std::path::Path::new(out_root))?;
+    let staged = TimeFWriter::at(out, base_options(&base)?).with_base(Arc::clone(&base)).write(d)?;
     let c = staged.copied();
     let dir = staged.commit()?;
     println!(
-        "{}: copied {} of {} values pages ({} shards whole), {} base pages decoded, {} bytes read from the base",
+        "{}: copied {} of {} values pages ({} shards whole), {} base pages decoded, {} bytes read from the base's shards",
         dir.display(),
         c.pages_copied,
         c.pages_copied + c.pages_encoded,

@@ -1,4 +1,4 @@
-# Sourced by the benchmark scripts (scripts/bench_*.sh): the one timing helper.
+# Sourced by the benchmark scripts (scripts/bench_*.sh, dedup.sh): their shared helpers.
 #
 # best_of LABEL COMMAND...: runs COMMAND $runs times, its stdout discarded, and
 # prints "LABEL <best wall time, s> <peak RSS of the last run, KiB>" (GNU time).
@@ -16,4 +16,19 @@ best_of() {
     best=$(python3 -c "print(min($best, $s))")
   done
   echo "$label $best $kb"
+}
+
+# every_hundredth_sample PY VERSION_DIR OUT: writes to OUT 1% of the version's
+# sample ids (at least one), spread evenly through the sorted ids, one a line,
+# and prints "N samples; K picked" (the edit benchmarks remove them).
+every_hundredth_sample() {
+  "$1" - "$2" "$3" <<'PY'
+import sys, pyarrow.parquet as pq
+version, out = sys.argv[1:]
+ids = sorted(pq.read_table(f"{version}/samples.parquet").column("sample_id").to_pylist())
+k = max(1, round(len(ids) / 100))
+step = len(ids) // k
+open(out, "w").write("\n".join(ids[step // 2::step][:k]) + "\n")
+print(f"{len(ids)} samples; {k} picked")
+PY
 }

@@ -5,6 +5,7 @@
 #   scripts/dedup.sh [TOTAL_MIB=256]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
 mib=${1:-256}
 py=.venv/bin/python
 [ -x "$py" ] || { echo "run .ci/run once to create .venv" >&2; exit 2; }
@@ -13,14 +14,6 @@ bin=${CARGO_TARGET_DIR:-target}/release/timef
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py ../shared/tools/gen_bench.py "$work/in.arrow" --total-mib "$mib"
 "$bin" --quiet ingest arrow --root "$work/r" --name b --version v1 "$work/in.arrow" >/dev/null
-$py - "$work" <<'PY'
-import sys, pyarrow.parquet as pq
-w = sys.argv[1]
-ids = sorted(pq.read_table(f"{w}/r/b/v1/samples.parquet").column("sample_id").to_pylist())
-k = max(1, round(len(ids) / 100))
-step = len(ids) // k
-open(f"{w}/rm.txt", "w").write("\n".join(ids[step // 2::step][:k]) + "\n")
-print(f"removing {k} of {len(ids)} samples")
-PY
+every_hundredth_sample "$py" "$work/r/b/v1" "$work/rm.txt"
 "$bin" --quiet edit "$work/r/b/v1" --out-root "$work/r" --version v2 --remove-samples-from "$work/rm.txt" | tail -1 >/dev/null
 "$bin" dedup "$work/r/b/v1" "$work/r/b/v2"

@@ -156,17 +156,12 @@ struct EditArgs {
     /// Add the series of a Monash .tsf file.
     #[arg(long, value_name = "FILE")]
     add_tsf: Option<PathBuf>,
-    /// With --add-*: spec type of every added series (default: unknown).
-    #[arg(long)]
-    spec_type: Option<String>,
-    /// With --add-*: how ids are spelled (as the base was ingested).
-    #[arg(long, value_enum, default_value_t = Ids::String)]
-    ids: Ids,
+    /// With --add-*: the connector options of `timef ingest` (ids spelled as the base was ingested).
+    #[command(flatten)]
+    connector: Connector,
     /// With --add-arrow/--add-ucr: sampling rate of every added series in Hz.
     #[arg(long)]
     sampling_rate_hz: Option<f64>,
-    #[command(flatten)]
-    missing: Missing,
     #[command(flatten)]
     text: Text,
     /// Annotation rows to set (.jsonl, .parquet or .csv: annotation_id, sample_id, annotation_type,
@@ -253,8 +248,6 @@ enum Ingest {
         #[arg(long)]
         sampling_rate_hz: Option<f64>,
         #[command(flatten)]
-        missing: Missing,
-        #[command(flatten)]
         text: Text,
         /// The input files.
         #[arg(required = true)]
@@ -267,8 +260,6 @@ enum Ingest {
         /// Sampling rate of every series in Hz (default: each row's `freq`, else 1; must match `freq`).
         #[arg(long)]
         sampling_rate_hz: Option<f64>,
-        #[command(flatten)]
-        missing: Missing,
         /// The input file.
         file: PathBuf,
     },
@@ -276,8 +267,6 @@ enum Ingest {
     Tsf {
         #[command(flatten)]
         common: Common,
-        #[command(flatten)]
-        missing: Missing,
         #[command(flatten)]
         text: Text,
         /// The input file.
@@ -296,15 +285,58 @@ struct Common {
     /// Dataset version.
     #[arg(long)]
     version: String,
+    #[command(flatten)]
+    connector: Connector,
+}
+
+/// The options of the connectors' readers: `timef ingest`'s, and `timef edit`'s for `--add-*`.
+#[derive(Args, Clone)]
+struct Connector {
     /// Spec type of every series (default: unknown).
     #[arg(long)]
     spec_type: Option<String>,
     /// How ids are spelled.
     #[arg(long, value_enum, default_value_t = Ids::String)]
     ids: Ids,
+    #[command(flatten)]
+    missing: Missing,
 }
 
-#[derive(Args)]
+impl Connector {
+    /// The options of reading `.ts` files into dataset `name` at `version`.
+    fn ucr(&self, name: &str, version: &str, sampling_rate_hz: Option<f64>, text: Text) -> UcrOptions {
+        let mut o = UcrOptions::new(name, version)
+            .with_ids(self.ids.into())
+            .with_on_missing(self.missing.into())
+            .with_encoding(text.into());
+        (o.spec_type, o.sampling_rate_hz) = (self.spec_type.clone(), sampling_rate_hz);
+        o
+    }
+    /// The options of reading an Arrow or Parquet file into dataset `name` at `version`.
+    fn arrow(&self, name: &str, version: &str, sampling_rate_hz: Option<f64>) -> ArrowOptions {
+        ArrowOptions {
+            name: name.to_string(),
+            version: version.to_string(),
+            spec_type: self.spec_type.clone(),
+            sampling_rate_hz,
+            ids: self.ids.into(),
+            on_missing: self.missing.into(),
+        }
+    }
+    /// The options of reading a `.tsf` file into dataset `name` at `version`.
+    fn tsf(&self, name: &str, version: &str, text: Text) -> TsfOptions {
+        TsfOptions {
+            name: name.to_string(),
+            version: version.to_string(),
+            spec_type: self.spec_type.clone(),
+            ids: self.ids.into(),
+            on_missing: self.missing.into(),
+            encoding: text.into(),
+        }
+    }
+}
+
+#[derive(Args, Clone, Copy)]
 struct Missing {
     /// What to do with a case (row, series line, .ts case) holding a missing value (NaN, null, `?`).
     #[arg(long, value_enum, default_value_t = MissingArg::Error)]
@@ -328,7 +360,7 @@ impl From<Missing> for OnMissing {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone, Copy)]
 struct Text {
     /// Text encoding of the input.
     #[arg(long, value_enum, default_value_t = EncodingArg::Utf8)]
@@ -478,39 +510,17 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 Ingest::Tsf { common, .. } => check_common(common, None)?,
             }
             let (root, (dataset, dropped)) = match ingest {
-                Ingest::Ucr { common, sampling_rate_hz, missing, text, files } => {
-                    let opts = UcrOptions {
-                        name: common.name,
-                        version: common.version,
-                        spec_type: common.spec_type,
-                        sampling_rate_hz,
-                        ids: common.ids.into(),
-                        on_missing: missing.into(),
-                        encoding: text.into(),
-                    };
-                    (common.root, timef::connectors::ucr::read_ucr_with_report(&files, &opts)?)
+                Ingest::Ucr { common: Common { root, name, version, connector }, sampling_rate_hz, text, files } => {
+                    let opts = connector.ucr(&name, &version, sampling_rate_hz, text);
+                    (root, timef::connectors::ucr::read_ucr_with_report(&files, &opts)?)
                 }
-                Ingest::Arrow { common, sampling_rate_hz, missing, file } => {
-                    let opts = ArrowOptions {
-                        name: common.name,
-                        version: common.version,
-                        spec_type: common.spec_type,
-                        sampling_rate_hz,
-                        ids: common.ids.into(),
-                        on_missing: missing.into(),
-                    };
-                    (common.root, timef::connectors::arrow::read_arrow_with_report(&file, &opts)?)
+                Ingest::Arrow { common: Common { root, name, version, connector }, sampling_rate_hz, file } => {
+                    let opts = connector.arrow(&name, &version, sampling_rate_hz);
+                    (root, timef::connectors::arrow::read_arrow_with_report(&file, &opts)?)
                 }
-                Ingest::Tsf { common, missing, text, file } => {
-                    let opts = TsfOptions {
-                        name: common.name,
-                        version: common.version,
-                        spec_type: common.spec_type,
-                        ids: common.ids.into(),
-                        on_missing: missing.into(),
-                        encoding: text.into(),
-                    };
-                    (common.root, timef::connectors::tsf::read_tsf_with_report(&file, &opts)?)
+                Ingest::Tsf { common: Common { root, name, version, connector }, text, file } => {
+                    let opts = connector.tsf(&name, &version, text);
+                    (root, timef::connectors::tsf::read_tsf_with_report(&file, &opts)?)
                 }
             };
             if let Some(summary) = dropped.summary() {
@@ -776,42 +786,25 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     if a.add_arrow.is_some() || !a.add_ucr.is_empty() || a.add_tsf.is_some() {
         check_rate(a.sampling_rate_hz)?;
         // the additions are read under the base's name, as an ingest of the same files names them
-        let name = Version::open_at(base.clone())?.manifest().dataset.name.clone();
-        let (spec_type, ids, on_missing, encoding) =
-            (a.spec_type, a.ids.into(), OnMissing::from(a.missing), TextEncoding::from(a.text));
+        let v = std::sync::Arc::new(Version::open_at(base.clone())?);
+        let name = v.manifest().dataset.name.clone();
+        let (c, version) = (&a.connector, a.version.as_str());
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
-            let o = ArrowOptions {
-                name: name.clone(),
-                version: a.version.clone(),
-                spec_type: spec_type.clone(),
-                sampling_rate_hz: a.sampling_rate_hz,
-                ids,
-                on_missing,
-            };
+            let o = c.arrow(&name, version, a.sampling_rate_hz);
             added.push((vec![file.clone()], timef::connectors::arrow::read_arrow_with_report(file, &o)?));
         }
         if !a.add_ucr.is_empty() {
-            let o = UcrOptions {
-                name: name.clone(),
-                version: a.version.clone(),
-                spec_type: spec_type.clone(),
-                sampling_rate_hz: a.sampling_rate_hz,
-                ids,
-                on_missing,
-                encoding,
-            };
+            let mut o = c.ucr(&name, version, a.sampling_rate_hz, a.text);
+            // splits of the base's problem: its source is named by the base's `@problemName`
+            // (the TEST file's may differ by a suffix, as aeon ships them)
+            let source_id = IdMode::from(c.ids).id(&name);
+            let base_source = v.to_dataset(&name, version)?.sources().find(|s| s.source_id == source_id).cloned();
+            o.problem_name = base_source.map(|s| s.name);
             added.push((a.add_ucr.clone(), timef::connectors::ucr::read_ucr_with_report(&a.add_ucr, &o)?));
         }
         if let Some(file) = &a.add_tsf {
-            let o = TsfOptions {
-                name: name.clone(),
-                version: a.version.clone(),
-                spec_type: spec_type.clone(),
-                ids,
-                on_missing,
-                encoding,
-            };
+            let o = c.tsf(&name, version, a.text);
             added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
         for (files, (dataset, dropped)) in added {
@@ -902,8 +895,15 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     if a.dry_run {
         print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
     } else {
-        let (dir, plan) = timef::edit::edit_version_at(&base, &out_root, &a.version, e)?;
+        let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
         print(&plan)?;
+        // on stderr, as the connectors' notes: stdout stays the plan and the version
+        eprintln!(
+            "timef: copied {} of {} values pages, {} bytes read from the base's shards",
+            c.pages_copied,
+            c.pages_copied + c.pages_encoded,
+            c.bytes_read
+        );
         outln!("{}", dir.display());
     }
     Ok(ExitCode::SUCCESS)

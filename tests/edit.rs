@@ -216,7 +216,7 @@ fn cli_edit_dry_run_and_exit_codes() {
     assert_eq!((code, err), (2, format!("timef: error: version already exists: {b}\n")));
     let list = root.path().join("rm.txt");
     std::fs::write(&list, "# drop T1's context\ntsf-T1/context\n\n").unwrap();
-    let (code, out, _) = cli(&[
+    let (code, out, err) = cli(&[
         "edit",
         b,
         "--out-root",
@@ -235,4 +235,20 @@ fn cli_edit_dry_run_and_exit_codes() {
             root.path().join("tsf/v2").display()
         )
     );
+    // stderr says what the write took from the base: what the library counts for the same edit
+    let twin = tempfile::tempdir().unwrap();
+    let edit = Edit {
+        remove_sample_ids: ["tsf-T1/context".to_string()].into(),
+        cascade: Cascade::RemoveDependents,
+        ..Default::default()
+    };
+    let at = |p: &Path| timef::storage::Location::from_path(p).unwrap();
+    let (_, _, c) = timef::edit::edit_version_counted_at(&at(&base_dir), &at(twin.path()), "v2", edit).unwrap();
+    assert!(c.pages_copied + c.pages_encoded > 0 && c.bytes_read > 0, "{c:?}");
+    let total = c.pages_copied + c.pages_encoded;
+    let line = format!(
+        "timef: copied {} of {total} values pages, {} bytes read from the base's shards\n",
+        c.pages_copied, c.bytes_read
+    );
+    assert_eq!(err, line);
 }

@@ -42,6 +42,12 @@ fn operation(dir: &Path) -> serde_json::Value {
     m["derived_from"]["operation"].clone()
 }
 
+/// `timef edit BASE --out-root ROOT --version VERSION --add-ucr FILE`: (exit code, stdout, stderr).
+fn add_ucr(base: &Path, root: &Path, version: &str, file: &Path) -> (i32, String, String) {
+    let (base, root, file) = (base.to_str().unwrap(), root.to_str().unwrap(), file.to_str().unwrap());
+    cli(&["--quiet", "edit", base, "--out-root", root, "--version", version, "--add-ucr", file])
+}
+
 fn ingest(root: &Path, kind: &str, name: &str, version: &str, files: &[PathBuf]) -> PathBuf {
     let r = root.to_str().unwrap();
     let mut args = vec!["--quiet", "ingest", kind, "--root", r, "--name", name, "--version", version];
@@ -394,17 +400,7 @@ fn cli_add_ucr_equals_an_ingest_of_both_files() {
     let base = ingest(&tmp.path().join("a"), "ucr", "ArrowHead", "v1", &[train.clone()]);
     let fresh = ingest(&tmp.path().join("b"), "ucr", "ArrowHead", "v2", &[train, test.clone()]);
     let r = tmp.path().join("a");
-    let (code, out, err) = cli(&[
-        "--quiet",
-        "edit",
-        base.to_str().unwrap(),
-        "--out-root",
-        r.to_str().unwrap(),
-        "--version",
-        "v2",
-        "--add-ucr",
-        test.to_str().unwrap(),
-    ]);
+    let (code, out, err) = add_ucr(&base, &r, "v2", &test);
     assert_eq!(code, 0, "{err}");
     let dir = r.join("ArrowHead/v2");
     let lines: Vec<&str> = out.lines().collect();
@@ -420,6 +416,61 @@ fn cli_add_ucr_equals_an_ingest_of_both_files() {
             "inputs": [{"file": "ArrowHead_TEST.ts",
                         "sha256": "5417dab42626d41df5e435bb22458c2df40dfad4bcd3b59559bbe72e20e84904"}],
             "samples": 175, "time_series": 175, "annotations": 175, "tasks": 1, "sources": 0}]})
+    );
+}
+
+/// aeon ships TEST files whose `@problemName` is the TRAIN's with a suffix
+/// (`JapaneseVowels_eq`): added to a base ingested from the TRAIN alone, the
+/// cases take the base's name and source, with the warning an ingest of both
+/// gives, and the version is a fresh ingest of both.
+#[test]
+fn cli_add_ucr_whose_problem_name_differs_by_a_suffix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (train, test) = (tmp.path().join("Toy_TRAIN.ts"), tmp.path().join("Toy_TEST.ts"));
+    std::fs::write(&train, "@problemName toy\n@univariate true\n@classLabel true a b\n@data\n1,2,3:a\n4,5,6:b\n")
+        .unwrap();
+    std::fs::write(&test, "@problemName toy_eq\n@univariate true\n@classLabel true a b\n@data\n7,8,9:b\n").unwrap();
+    let base = ingest(&tmp.path().join("a"), "ucr", "toy", "v1", &[train.clone()]);
+    let fresh = ingest(&tmp.path().join("b"), "ucr", "toy", "v2", &[train, test.clone()]);
+    let r = tmp.path().join("a");
+    let (code, out, err) = add_ucr(&base, &r, "v2", &test);
+    assert_eq!(code, 0, "{err}");
+    let dir = r.join("toy/v2");
+    assert_eq!(
+        out,
+        format!(
+            "add sample toy-test-0\nadd 1 sample(s), 1 series, 1 annotation(s), 1 task(s), 0 source(s)\n{}\n",
+            dir.display()
+        )
+    );
+    let warning = format!(
+        "timef: warning: @problemName \"toy\" of the base and \"toy_eq\" of {} differ by a suffix; read as one dataset named toy",
+        test.display()
+    );
+    assert_eq!(err.lines().next(), Some(warning.as_str()), "{err}");
+    assert_fresh(&dir, &fresh);
+    let v = timef::reader::Version::open(&dir).unwrap();
+    let samples: Vec<(String, String)> = v.samples().unwrap().into_iter().map(|s| (s.sample_id, s.source_id)).collect();
+    let want = [("toy-test-0", "toy"), ("toy-train-0", "toy"), ("toy-train-1", "toy")];
+    assert_eq!(samples, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    assert_eq!(&v.read_series("toy-test-0/0").unwrap()[..], &[7.0f32, 8.0, 9.0][..]);
+    let labels: Vec<(String, String)> =
+        v.annotations().unwrap().into_iter().map(|(s, a)| (s, a.value_str.unwrap_or_default())).collect();
+    let want = [("toy-test-0", "b"), ("toy-train-0", "a"), ("toy-train-1", "b")];
+    assert_eq!(labels, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    // a name that is no suffix of the base's is refused, naming the file
+    let other = tmp.path().join("Other_TEST.ts");
+    std::fs::write(&other, "@problemName yot\n@univariate true\n@classLabel true a b\n@data\n7,8,9:a\n").unwrap();
+    let (code, _, err) = add_ucr(&base, &r, "v3", &other);
+    assert_eq!(
+        (code, err),
+        (
+            2,
+            format!(
+                "timef: error: {}: @problemName \"yot\" differ from the base's; the files are not one dataset\n",
+                other.display()
+            )
+        )
     );
 }
 

@@ -132,85 +132,29 @@ proptest! {
     }
 }
 
-/// An in-memory store whose listed objects carry the modification times the
-/// test sets (by key prefix), so ages can be random.
+/// The modification times the test sets (by key prefix) for the objects a
+/// [`store::Passing`] lists, so ages can be random.
 #[derive(Debug, Default)]
-struct Aged {
-    inner: object_store::memory::InMemory,
-    /// Key prefix -> modification time of every object under it.
-    ages: std::sync::Mutex<BTreeMap<String, chrono::DateTime<chrono::Utc>>>,
-}
+struct Ages(std::sync::Mutex<BTreeMap<String, chrono::DateTime<chrono::Utc>>>);
 
-impl std::fmt::Display for Aged {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Aged")
-    }
-}
+type Aged = store::Passing<Ages>;
 
-impl Aged {
+impl Ages {
     fn set(&self, prefix: &str, age_s: u64) {
         let t = chrono::Utc::now() - chrono::Duration::seconds(age_s as i64);
-        self.ages.lock().unwrap().insert(prefix.to_string(), t);
+        self.0.lock().unwrap().insert(prefix.to_string(), t);
     }
 }
 
-/// `m` with the time of the longest prefix of `ages` its key starts with.
-fn aged(
-    ages: &BTreeMap<String, chrono::DateTime<chrono::Utc>>,
-    mut m: object_store::ObjectMeta,
-) -> object_store::ObjectMeta {
-    let key = m.location.to_string();
-    if let Some((_, t)) = ages.iter().filter(|(p, _)| key.starts_with(p.as_str())).max_by_key(|(p, _)| p.len()) {
-        m.last_modified = *t;
-    }
-    m
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for Aged {
-    async fn put_opts(
-        &self,
-        l: &ObjPath,
-        p: object_store::PutPayload,
-        o: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        self.inner.put_opts(l, p, o).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        l: &ObjPath,
-        o: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.inner.put_multipart_opts(l, o).await
-    }
-    async fn get_opts(
-        &self,
-        l: &ObjPath,
-        o: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        self.inner.get_opts(l, o).await
-    }
-    fn delete_stream(
-        &self,
-        l: futures::stream::BoxStream<'static, object_store::Result<ObjPath>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjPath>> {
-        self.inner.delete_stream(l)
-    }
-    fn list(
-        &self,
-        p: Option<&ObjPath>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        let ages = self.ages.lock().unwrap().clone();
-        self.inner.list(p).map(move |m| m.map(|m| aged(&ages, m))).boxed()
-    }
-    async fn list_with_delimiter(&self, p: Option<&ObjPath>) -> object_store::Result<object_store::ListResult> {
-        let mut r = self.inner.list_with_delimiter(p).await?;
-        let ages = self.ages.lock().unwrap().clone();
-        r.objects = r.objects.into_iter().map(|m| aged(&ages, m)).collect();
-        Ok(r)
-    }
-    async fn copy_opts(&self, f: &ObjPath, t: &ObjPath, o: object_store::CopyOptions) -> object_store::Result<()> {
-        self.inner.copy_opts(f, t, o).await
+/// Each listed object with the time of the longest prefix its key starts with.
+impl store::Watch for Ages {
+    fn listed(&self, mut m: object_store::ObjectMeta) -> object_store::ObjectMeta {
+        let key = m.location.to_string();
+        let ages = self.0.lock().unwrap();
+        if let Some((_, t)) = ages.iter().filter(|(p, _)| key.starts_with(p.as_str())).max_by_key(|(p, _)| p.len()) {
+            m.last_modified = *t;
+        }
+        m
     }
 }
 
@@ -267,7 +211,7 @@ proptest! {
         let claim = |id: &str| serde_json::to_vec(&serde_json::json!({
             "writer_id": id, "created_at_unix_s": 0, "created_by": "test"
         })).unwrap();
-        let age = |key: &str, old: bool| store.set(&format!("root/{key}"), if old { 7200 } else { 0 });
+        let age = |key: &str, old: bool| store.watch.set(&format!("root/{key}"), if old { 7200 } else { 0 });
         put("top.txt", b"user".to_vec());
         // every object key that must go
         let mut dead: BTreeSet<String> = BTreeSet::new();

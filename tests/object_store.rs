@@ -302,79 +302,31 @@ fn memory_files_equal_the_local_writers_bytes() {
     assert_eq!(file_bytes(&copy), file_bytes(&local));
 }
 
-/// An in-memory store that counts the bytes its GETs return, its list
+/// Counts of a [`store::Passing`]: the bytes its GETs return, its list
 /// requests (`list` and `list_with_delimiter`), and the entries they return
 /// (objects and common prefixes).
 #[derive(Debug, Default)]
-struct Counting {
-    inner: object_store::memory::InMemory,
+struct Counts {
     bytes: AtomicU64,
-    lists: Arc<AtomicU64>,
-    listed: Arc<AtomicU64>,
+    lists: AtomicU64,
+    listed: AtomicU64,
 }
 
-impl std::fmt::Display for Counting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Counting")
-    }
-}
+type Counting = store::Passing<Counts>;
 
-#[async_trait::async_trait]
-impl ObjectStore for Counting {
-    async fn put_opts(
-        &self,
-        l: &ObjPath,
-        p: object_store::PutPayload,
-        o: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        self.inner.put_opts(l, p, o).await
+impl store::Watch for Counts {
+    fn got(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::SeqCst);
     }
-    async fn put_multipart_opts(
-        &self,
-        l: &ObjPath,
-        o: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.inner.put_multipart_opts(l, o).await
-    }
-    async fn get_opts(
-        &self,
-        l: &ObjPath,
-        o: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        let head = o.head;
-        let r = self.inner.get_opts(l, o).await?;
-        if !head {
-            self.bytes.fetch_add(r.range.end - r.range.start, Ordering::SeqCst);
-        }
-        Ok(r)
-    }
-    fn delete_stream(
-        &self,
-        l: futures::stream::BoxStream<'static, object_store::Result<ObjPath>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjPath>> {
-        self.inner.delete_stream(l)
-    }
-    fn list(
-        &self,
-        p: Option<&ObjPath>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+    fn listing(&self) {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        let listed = Arc::clone(&self.listed);
-        self.inner
-            .list(p)
-            .inspect(move |_| {
-                listed.fetch_add(1, Ordering::SeqCst);
-            })
-            .boxed()
     }
-    async fn list_with_delimiter(&self, p: Option<&ObjPath>) -> object_store::Result<object_store::ListResult> {
-        self.lists.fetch_add(1, Ordering::SeqCst);
-        let r = self.inner.list_with_delimiter(p).await?;
-        self.listed.fetch_add((r.objects.len() + r.common_prefixes.len()) as u64, Ordering::SeqCst);
-        Ok(r)
+    fn listed(&self, m: object_store::ObjectMeta) -> object_store::ObjectMeta {
+        self.listed.fetch_add(1, Ordering::SeqCst);
+        m
     }
-    async fn copy_opts(&self, f: &ObjPath, t: &ObjPath, o: object_store::CopyOptions) -> object_store::Result<()> {
-        self.inner.copy_opts(f, t, o).await
+    fn listed_prefix(&self) {
+        self.listed.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -387,9 +339,9 @@ fn read_series_fetches_only_the_byte_ranges_it_needs() {
     let v = Version::open_at(root.join("n/1")).unwrap();
     let shard = v.manifest().files.iter().find(|f| f.path.starts_with("time_series/")).unwrap().bytes;
     v.index().unwrap();
-    let before = counting.bytes.load(Ordering::SeqCst);
+    let before = counting.watch.bytes.load(Ordering::SeqCst);
     let values = v.read_series("x0017").unwrap();
-    let fetched = counting.bytes.load(Ordering::SeqCst) - before;
+    let fetched = counting.watch.bytes.load(Ordering::SeqCst) - before;
     assert_eq!(&values[..], &noise(18, 20_000)[..]);
     assert!(shard > 2_000_000, "a shard of {shard} bytes");
     assert!(fetched < shard / 8, "read_series fetched {fetched} of a {shard}-byte shard");
@@ -428,7 +380,7 @@ fn ls_listing(series: usize) -> LsListing {
     rt.block_on(counting.put(&ObjPath::from("root/b/2/_timef_claim.json"), claim.to_vec().into())).unwrap();
     rt.block_on(counting.put(&ObjPath::from("root/b/2/time_series/shard-00000.parquet"), vec![2u8].into())).unwrap();
     let shards = rt.block_on(counting.list(Some(&ObjPath::from("root/a/1/time_series"))).collect::<Vec<_>>()).len();
-    let (lists, listed) = (counting.lists.load(Ordering::SeqCst), counting.listed.load(Ordering::SeqCst));
+    let (lists, listed) = (counting.watch.lists.load(Ordering::SeqCst), counting.watch.listed.load(Ordering::SeqCst));
     // what `timef ls` reads: the survey, then each committed version's manifest
     let survey = timef::storage::survey(&root, 0).unwrap();
     let versions = survey
@@ -439,11 +391,11 @@ fn ls_listing(series: usize) -> LsListing {
         })
         .collect();
     let stale = survey.report.per_dataset;
-    let lists = counting.lists.load(Ordering::SeqCst) - lists;
-    let listed = counting.listed.load(Ordering::SeqCst) - listed;
-    let before = counting.listed.load(Ordering::SeqCst);
+    let lists = counting.watch.lists.load(Ordering::SeqCst) - lists;
+    let listed = counting.watch.listed.load(Ordering::SeqCst) - listed;
+    let before = counting.watch.listed.load(Ordering::SeqCst);
     let gc = timef::storage::gc_dry_run(&root, 0).unwrap().per_dataset;
-    let gc_listed = counting.listed.load(Ordering::SeqCst) - before;
+    let gc_listed = counting.watch.listed.load(Ordering::SeqCst) - before;
     LsListing { versions, stale, gc, gc_listed, lists, listed, shards }
 }
 

@@ -118,6 +118,7 @@ fn read_ucr(
         ids: id_mode(ids)?,
         on_missing: self::on_missing(on_missing)?,
         encoding: self::encoding(encoding)?,
+        problem_name: None,
     };
     let d = py.detach(|| timef::connectors::ucr::read_ucr(&paths, &opts)).map_err(to_py)?;
     Ok(PyDataset::wrap(d))

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use serde_json::json;
 use timef::dataset::LoaderError;
 use timef::writer::{StagedVersion, WriterOptions};
 use timef::WriteProgressEvent;
@@ -308,13 +309,19 @@ fn json_values(py: Python<'_>, rows: &[Bound<'_, PyAny>]) -> PyResult<Vec<serde_
 }
 
 /// Writes a new version of `base_dir` with an edit applied (copy-on-write) and
-/// returns its directory.
+/// returns its directory. With `dry_run=True` it makes every check (the
+/// target's absence included), writes nothing and returns what the edit would
+/// do, as `timef edit --dry-run`: a dict of sorted lists `remove_samples`,
+/// `remove_tasks` and `strip_samples_from_tasks` (`[task_name, task_id]`),
+/// `remove_annotations`, `remove_series`, `add_samples`, `add_series`,
+/// `add_annotations`, `add_tasks`, `add_sources` (ids), and `set` (the ids of
+/// `set_annotations`, `set_tasks` and `set_sources` as given).
 #[pyfunction]
 #[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(),
                     remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),
                     remove_task_ids = Vec::new(), add = Vec::new(), set_annotations = Vec::new(),
                     set_tasks = Vec::new(), set_sources = Vec::new(), description = None, license = None,
-                    citation = None, cascade = false, storage_options = None))]
+                    citation = None, cascade = false, dry_run = false, storage_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn edit_version<'py>(
     py: Python<'py>,
@@ -334,8 +341,9 @@ pub fn edit_version<'py>(
     license: Option<String>,
     citation: Option<String>,
     cascade: bool,
+    dry_run: bool,
     storage_options: Option<HashMap<String, String>>,
-) -> PyResult<String> {
+) -> PyResult<Py<PyAny>> {
     // the options configure whichever side is on an object store (both when both are)
     let options_for = |root: &Bound<'_, PyAny>| -> PyResult<Option<HashMap<String, String>>> {
         let text: std::path::PathBuf = root.extract()?;
@@ -368,7 +376,35 @@ pub fn edit_version<'py>(
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
         inputs: Vec::new(),
     };
+    if dry_run {
+        let set = json!({
+            "set_annotations": edit.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect::<Vec<_>>(),
+            "set_tasks": edit.set_tasks.iter().map(|(n, t)| [n, &t.task_id]).collect::<Vec<_>>(),
+            "set_sources": edit.set_sources.iter().map(|s| &s.source_id).collect::<Vec<_>>(),
+        });
+        let plan = py.detach(|| timef::edit::plan_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
+        return dry_run_plan(py, &plan, set);
+    }
     let (dir, _plan) =
         py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
-    Ok(dir.display().to_string())
+    Ok(dir.display().to_string().into_pyobject(py)?.into_any().unbind())
+}
+
+/// What a dry run of [`edit_version`] returns (its doc lists the keys).
+fn dry_run_plan(py: Python<'_>, plan: &timef::edit::EditPlan, set: serde_json::Value) -> PyResult<Py<PyAny>> {
+    let pairs = |p: &[(String, String)]| p.iter().map(|(n, t)| [n.clone(), t.clone()]).collect::<Vec<_>>();
+    let out = json!({
+        "remove_samples": plan.samples,
+        "remove_tasks": pairs(&plan.tasks),
+        "strip_samples_from_tasks": pairs(&plan.stripped_tasks),
+        "remove_annotations": plan.annotations,
+        "remove_series": plan.series,
+        "add_samples": plan.added_samples,
+        "add_series": plan.added.series,
+        "add_annotations": plan.added.annotations,
+        "add_tasks": plan.added.tasks,
+        "add_sources": plan.added.sources,
+        "set": set,
+    });
+    json_to_py(py, &out.to_string())
 }

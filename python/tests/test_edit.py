@@ -176,3 +176,48 @@ def test_readme_curation_python_example_runs(tmp_path: Path, monkeypatch: pytest
     v = timef.open(tmp_path / "out" / "BasicMotions" / "v2")
     assert v.task_names() == ["test", "train", "val"]
     assert v.manifest["counts"]["samples"] == 80
+
+
+def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_path: Path) -> None:
+    base = timef.ingest_ucr([real("ucr/BasicMotions_TRAIN.ts")], tmp_path, dataset_name="bm", dataset_version="v1")
+    added = timef.TimeFDataset("bm", "x")
+    added.add_source(source_id="bm", name="BasicMotions")
+    added.add_series(time_series_id="bm-new/0", spec_type="unknown", channel="0", sampling_rate_hz=1.0,
+                     values=np.arange(100, dtype=np.float32))
+    added.add_sample(sample_id="bm-new", source_id="bm", series=["bm-new/0"])
+    relabel = {"annotation_id": "bm-train-1/class", "sample_id": "bm-train-1", "annotation_type": "label",
+               "key": "class", "value_str": "Walking"}
+    before = listing(tmp_path)
+    kwargs = dict(remove_sample_ids=["bm-train-0"], remove_channels=["5"], add=[added],
+                  set_annotations=[relabel], set_sources=[{"source_id": "bm", "name": "BasicMotions"}])
+    plan = timef.edit_version(base, tmp_path, dataset_version="v2", dry_run=True, **kwargs)
+    assert listing(tmp_path) == before
+    removed_series = sorted({f"bm-train-0/{d}" for d in range(6)} | {f"bm-train-{i}/5" for i in range(40)})
+    assert plan == {
+        "remove_samples": ["bm-train-0"],
+        "remove_tasks": [],
+        "strip_samples_from_tasks": [["train", "bm-train"]],
+        "remove_annotations": ["bm-train-0/class"],
+        "remove_series": removed_series,
+        "add_samples": ["bm-new"],
+        "add_series": ["bm-new/0"],
+        "add_annotations": [],
+        "add_tasks": [],
+        "add_sources": [],
+        "set": {"set_annotations": ["bm-train-1/class"], "set_tasks": [], "set_sources": ["bm"]},
+    }
+    # the dataset handed to `add` was taken by the dry run as by a write
+    with pytest.raises(ValueError, match="already handed to a writer"):
+        added.sample_ids
+    # every check of the write: a target that exists, a refused edit
+    with pytest.raises(FileExistsError):
+        timef.edit_version(base, tmp_path, dataset_version="v1", dry_run=True, remove_sample_ids=["bm-train-0"])
+    with pytest.raises(timef.TimeFEditError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v2", dry_run=True, remove_sample_ids=["nope"])
+    assert (e.value.id, e.value.field) == ("nope", "remove_sample_ids")
+    assert listing(tmp_path) == before
+    # the write does what the dry run said
+    new = timef.edit_version(base, tmp_path, dataset_version="v2", remove_sample_ids=["bm-train-0"],
+                             remove_channels=["5"])
+    assert timef.open(new).manifest["derived_from"]["removed"] == {
+        "annotations": 1, "samples": 1, "tasks": 0, "time_series": len(removed_series)}

@@ -491,8 +491,9 @@ def edit_version(
     license: str | None = None,
     citation: str | None = None,
     cascade: bool = False,
+    dry_run: bool = False,
     storage_options: dict[str, str] | None = None,
-) -> str:
+) -> str | dict[str, Any]:
     """Writes ``<out_root>/<base name>/<dataset_version>``: the base with the
     edit applied (docs/format.md section 7), committed atomically with a
     ``derived_from`` lineage block; the base is untouched. The bytes are those
@@ -514,7 +515,15 @@ def edit_version(
     added id with other content, or a sample left without series or a task
     losing a required reference unless ``cascade=True`` removes those,
     transitively; ``TimeFInputError`` for a malformed row, ``TimeFValidationError``
-    for an entity breaking a rule. Returns the new version's directory."""
+    for an entity breaking a rule. Returns the new version's directory.
+
+    ``dry_run=True`` makes every check (the target's absence included) and
+    writes nothing, as ``timef edit --dry-run``: it returns what the edit
+    would do, a dict of sorted lists: ``remove_samples``, ``remove_tasks`` and
+    ``strip_samples_from_tasks`` (``[task_name, task_id]`` pairs),
+    ``remove_annotations``, ``remove_series``, ``add_samples``, ``add_series``,
+    ``add_annotations``, ``add_tasks``, ``add_sources``, and ``set`` (a dict of
+    the ``set_annotations``, ``set_tasks`` and ``set_sources`` ids as given)."""
 
 def read_ucr(
     paths: Sequence[StrPath],

@@ -54,6 +54,12 @@ pub struct UcrOptions {
     pub on_missing: OnMissing,
     /// Text encoding of the files (UTF-8 by default).
     pub encoding: TextEncoding,
+    /// The `@problemName` the files are splits of when it is known beforehand,
+    /// as the name of the source of a version ingested from other splits
+    /// (`timef edit --add-ucr`): each file's must equal it or differ by a
+    /// suffix (then with a warning), and the source takes it. `None`: the
+    /// first file's `@problemName` is the one.
+    pub problem_name: Option<String>,
 }
 
 impl UcrOptions {
@@ -83,6 +89,12 @@ impl UcrOptions {
     /// Sets [`UcrOptions::on_missing`].
     pub fn with_on_missing(mut self, on_missing: OnMissing) -> Self {
         self.on_missing = on_missing;
+        self
+    }
+
+    /// Sets [`UcrOptions::problem_name`].
+    pub fn with_problem_name(mut self, problem_name: impl Into<String>) -> Self {
+        self.problem_name = Some(problem_name.into());
         self
     }
 
@@ -151,36 +163,37 @@ pub fn read_ucr_with_report(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Re
     }
 
     let mut ds = TimeFDataset::new(opts.name.as_str(), opts.version.as_str())?;
-    let mut first: Option<(&Path, Option<String>, TsResponse, Option<usize>)> = None;
+    // the problem every file is a split of: its name, and where that name is from
+    let mut problem = opts.problem_name.clone().map(|n| (n, "the base".to_string()));
+    let mut first: Option<(&Path, TsResponse, Option<usize>)> = None;
     for (i, (path, split)) in files.into_iter().enumerate() {
         let file = parse_ts_file_encoded(path, opts.on_missing, opts.encoding)?;
         dropped.cases.extend(file.dropped.iter().map(|i| format!("{}: case {i}", path.display())));
         let dims = file.cases.first().map(|c| c.channels.len());
         // the files of one dataset are splits of one problem: same name, labels, dimensions
-        if let Some((first_path, name, response, first_dims)) = &first {
-            let differs = |what: String| {
-                Error::input(
-                    path,
-                    None,
-                    format!("{what} differ from {}'s; the files are not one dataset", first_path.display()),
-                )
-            };
-            if let (Some(this), Some(first_name)) = (&file.problem_name, name) {
-                // aeon ships splits named so (`Covid3MonthDiscrete`, `JapaneseVowels_eq`):
-                // one problem whose name differs by a suffix is read as one dataset, named by the option
-                if this.starts_with(first_name.as_str()) || first_name.starts_with(this.as_str()) {
-                    if this != first_name {
-                        dropped.warnings.push(format!(
-                            "@problemName {first_name:?} of {} and {this:?} of {} differ by a suffix; read as one dataset named {}",
-                            first_path.display(),
-                            path.display(),
-                            opts.name
-                        ));
-                    }
-                } else {
-                    return Err(differs(format!("@problemName {this:?}")));
+        let differs = |what: String, of: &str| {
+            Error::input(path, None, format!("{what} differ from {of}'s; the files are not one dataset"))
+        };
+        match (&file.problem_name, &problem) {
+            // aeon ships splits named so (`Covid3MonthDiscrete`, `JapaneseVowels_eq`):
+            // one problem whose name differs by a suffix is read as one dataset, named by the option
+            (Some(this), Some((known, of))) => {
+                if !(this.starts_with(known.as_str()) || known.starts_with(this.as_str())) {
+                    return Err(differs(format!("@problemName {this:?}"), of));
+                }
+                if this != known {
+                    dropped.warnings.push(format!(
+                        "@problemName {known:?} of {of} and {this:?} of {} differ by a suffix; read as one dataset named {}",
+                        path.display(),
+                        opts.name
+                    ));
                 }
             }
+            (Some(this), None) => problem = Some((this.clone(), path.display().to_string())),
+            (None, _) => {}
+        }
+        if let Some((first_path, response, first_dims)) = &first {
+            let differs = |what: String| differs(what, &first_path.display().to_string());
             if &file.response != response {
                 return Err(differs(format!("the declared labels or targets ({:?})", file.response)));
             }
@@ -188,13 +201,13 @@ pub fn read_ucr_with_report(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Re
                 return Err(differs(format!("the dimensions ({})", dims.unwrap_or(0))));
             }
         } else {
-            first = Some((path, file.problem_name.clone(), file.response.clone(), dims));
+            first = Some((path, file.response.clone(), dims));
         }
         if i == 0 {
             ds.info.description = file.description();
             ds.add_source(Source {
                 source_id: opts.ids.id(&opts.name),
-                name: file.problem_name.clone().unwrap_or_else(|| opts.name.clone()),
+                name: problem.as_ref().map_or_else(|| opts.name.clone(), |(name, _)| name.clone()),
                 ..Default::default()
             })?;
         }

@@ -34,7 +34,7 @@ use crate::manifest::DerivedFrom;
 use crate::options::WriterOptions;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
-use crate::writer::TimeFWriter;
+use crate::writer::{CopyStats, TimeFWriter};
 
 /// What to do with samples left without series and tasks that would lose a
 /// required reference.
@@ -287,8 +287,19 @@ pub fn edit_version_at(
     base_dir: &Location,
     out_root: &Location,
     new_version: &str,
-    mut edit: Edit,
+    edit: Edit,
 ) -> Result<(PathBuf, EditPlan)> {
+    edit_version_counted_at(base_dir, out_root, new_version, edit).map(|(dir, plan, _)| (dir, plan))
+}
+
+/// [`edit_version_at`], also returning what the write copied from the base,
+/// compressed and read from the base's shards (`timef edit` prints it).
+pub fn edit_version_counted_at(
+    base_dir: &Location,
+    out_root: &Location,
+    new_version: &str,
+    mut edit: Edit,
+) -> Result<(PathBuf, EditPlan, CopyStats)> {
     let (base, d, plan) = prepare(base_dir, out_root, new_version, &mut edit)?;
     let derived_from = DerivedFrom {
         dataset_version: base.manifest().dataset.version.clone(),
@@ -299,6 +310,7 @@ pub fn edit_version_at(
     let writer = TimeFWriter::at(out_root.clone(), base_options(&base)?)
         .with_derived_from(derived_from)
         .with_base(Arc::clone(&base));
-    let dir = writer.write(d)?.commit()?;
-    Ok((dir, plan))
+    let staged = writer.write(d)?;
+    let copied = staged.copied();
+    Ok((staged.commit()?, plan, copied))
 }

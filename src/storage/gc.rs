@@ -149,6 +149,16 @@ trait Tree {
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>>;
 }
 
+/// A key or name an object store lists (each segment percent-encoded the way
+/// `object_store` spells `#`, `%` and the like) as the text it stands for,
+/// which [`ObjectLocation::join`] encodes again: once, not twice.
+fn decoded(key: &str) -> String {
+    key.split('/')
+        .map(|part| percent_encoding::percent_decode_str(part).decode_utf8_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 fn join(rel: &str, name: &str) -> String {
     if rel.is_empty() {
         name.to_string()
@@ -193,10 +203,13 @@ struct Delimited(ObjectLocation);
 impl Tree for Delimited {
     fn level(&self, rel: &str) -> Result<Level> {
         let (dirs, files) = self.0.join(rel).list_level()?;
-        Ok(Level { dirs: dirs.into_iter().collect(), files: files.into_iter().collect() })
+        Ok(Level {
+            dirs: dirs.iter().map(|d| decoded(d)).collect(),
+            files: files.into_iter().map(|(f, t)| (decoded(&f), t)).collect(),
+        })
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        Ok(self.0.join(rel).list_times()?.into_iter().map(|(k, t)| (join(rel, &k), t)).collect())
+        Ok(self.0.join(rel).list_times()?.into_iter().map(|(k, t)| (join(rel, &decoded(&k)), t)).collect())
     }
 }
 
@@ -504,7 +517,8 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 delimited = Delimited(o.clone());
                 &delimited
             } else {
-                let mut all: BTreeMap<String, SystemTime> = o.list_times()?.into_iter().collect();
+                let mut all: BTreeMap<String, SystemTime> =
+                    o.list_times()?.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
                 if let Some(dir) = o.file_path() {
                     skip_links(&dir, &mut all, |rel| o.join(rel).to_string(), &mut survey.report);
                 }
@@ -632,18 +646,43 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     let newest =
         |rel: &str| -> Result<Option<SystemTime>> { Ok(tree.files_under(rel)?.into_iter().map(|(_, t)| t).max()) };
     // every object, the marker (claim or parts' marker) last; a delete that
-    // fails is reported and keeps the marker, so what is left is still found
+    // fails is reported and keeps the marker, so what is left is still found.
+    // An object gone since the listing (another gc, a user) is not this run's
+    // removal: stores answer its delete as done, so it is looked up first.
+    // `file://`: the file itself goes, as object_store cannot name every file
+    // a directory holds (it reads `a#b` back as the key of the file `a%23b`).
+    let dir = place.file_path();
+    let delete = |rel: &str| -> std::result::Result<bool, String> {
+        match &dir {
+            Some(dir) => match fs::remove_file(dir.join(rel)) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(e.to_string()),
+            },
+            None => {
+                let at = place.join(rel);
+                at.size()
+                    .and_then(|size| size.map(|_| at.delete()).transpose())
+                    .map(|d| d.is_some())
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
     let remove = |rels: Vec<String>, unit: String, report: &mut GcReport| {
         let mut done = Vec::new();
         if run.removes() {
             for rel in rels {
-                match place.join(&rel).delete() {
-                    Ok(()) => done.push(shown(&rel)),
+                match delete(&rel) {
+                    Ok(true) => done.push(shown(&rel)),
+                    Ok(false) => {}
                     Err(e) => {
-                        report.failed.push((shown(&rel), e.to_string()));
+                        report.failed.push((shown(&rel), e));
                         return;
                     }
                 }
+            }
+            if done.is_empty() {
+                return;
             }
         } else {
             done.extend(rels.iter().map(|rel| shown(rel)));

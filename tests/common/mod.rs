@@ -2,6 +2,8 @@
 //! committing them, and the independent conformance checker.
 #![allow(dead_code)]
 
+pub mod store;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
