@@ -475,20 +475,62 @@ fn zero_levels(
 }
 
 /// Appends values `range` of the BYTE_STREAM_SPLIT `streams` of `n` float32
-/// values (byte k of value i at `streams[k * n + i]`) to `out`. The four
-/// streams are sliced to the range first, so the loop has no bounds checks
-/// and vectorizes (byte interleaves).
+/// values (byte k of value i at `streams[k * n + i]`) to `out`: 16 values at
+/// a time by four byte-interleaves of SSE2 (x86-64's baseline; about 3x the
+/// auto-vectorized loop, which moves 4 values a step), the rest one by one.
 fn unsplit(streams: &[u8], n: usize, range: Range<usize>, out: &mut Vec<f32>) {
     let (a, b) = (range.start, range.end);
     let (s0, s1, s2, s3) =
         (&streams[a..b], &streams[n + a..n + b], &streams[2 * n + a..2 * n + b], &streams[3 * n + a..3 * n + b]);
+    out.reserve(b - a);
+    let done = unsplit_blocks(s0, s1, s2, s3, out);
     out.extend(
-        s0.iter()
-            .zip(s1)
-            .zip(s2)
-            .zip(s3)
+        s0[done..]
+            .iter()
+            .zip(&s1[done..])
+            .zip(&s2[done..])
+            .zip(&s3[done..])
             .map(|(((&b0, &b1), &b2), &b3)| f32::from_bits(u32::from_le_bytes([b0, b1, b2, b3]))),
     );
+}
+
+/// Appends the values of the whole blocks of 16 of the four equally long
+/// streams to `out`, whose capacity holds them all; returns how many.
+#[cfg(target_arch = "x86_64")]
+fn unsplit_blocks(s0: &[u8], s1: &[u8], s2: &[u8], s3: &[u8], out: &mut Vec<f32>) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi8, _mm_unpacklo_epi16,
+        _mm_unpacklo_epi8,
+    };
+    let at = out.len();
+    let blocks = s0.len() / 16;
+    let spare = &mut out.spare_capacity_mut()[..blocks * 16];
+    let streams = s0.chunks_exact(16).zip(s1.chunks_exact(16)).zip(s2.chunks_exact(16)).zip(s3.chunks_exact(16));
+    for (dst, (((b0, b1), b2), b3)) in spare.chunks_exact_mut(16).zip(streams) {
+        // SAFETY: SSE2 is part of x86-64; every load reads a chunk of exactly
+        // 16 bytes, and the four stores write the 64 bytes of `dst`, 16
+        // float32 slots of `out`'s spare capacity (unaligned accesses).
+        unsafe {
+            let load = |s: &[u8]| _mm_loadu_si128(s.as_ptr().cast::<__m128i>());
+            let (b0, b1, b2, b3) = (load(b0), load(b1), load(b2), load(b3));
+            let (lo01, hi01) = (_mm_unpacklo_epi8(b0, b1), _mm_unpackhi_epi8(b0, b1));
+            let (lo23, hi23) = (_mm_unpacklo_epi8(b2, b3), _mm_unpackhi_epi8(b2, b3));
+            let p = dst.as_mut_ptr().cast::<__m128i>();
+            _mm_storeu_si128(p, _mm_unpacklo_epi16(lo01, lo23));
+            _mm_storeu_si128(p.add(1), _mm_unpackhi_epi16(lo01, lo23));
+            _mm_storeu_si128(p.add(2), _mm_unpacklo_epi16(hi01, hi23));
+            _mm_storeu_si128(p.add(3), _mm_unpackhi_epi16(hi01, hi23));
+        }
+    }
+    // SAFETY: the loop above initialized the `blocks * 16` slots after `at`
+    unsafe { out.set_len(at + blocks * 16) };
+    blocks * 16
+}
+
+/// Elsewhere the values are appended one by one ([`unsplit`]'s tail).
+#[cfg(not(target_arch = "x86_64"))]
+fn unsplit_blocks(_: &[u8], _: &[u8], _: &[u8], _: &[u8], _: &mut Vec<f32>) -> usize {
+    0
 }
 
 #[cfg(test)]
@@ -722,13 +764,16 @@ mod tests {
 
     #[test]
     fn unsplit_interleaves_the_four_streams() {
-        let values: Vec<f32> = (0..37).map(|i| i as f32 * 1.25 - 7.0).collect();
+        let values: Vec<f32> = (0..37).map(|i| i as f32 * 1.25 - 7.0e5).collect();
         let mut streams = Vec::new();
         for k in 0..4 {
             streams.extend(values.iter().map(|v| v.to_le_bytes()[k]));
         }
-        let mut out = vec![99.0];
-        unsplit(&streams, 37, 3..30, &mut out);
-        assert_eq!(out, [&[99.0][..], &values[3..30]].concat());
+        // blocks of 16 and a tail, from any offset
+        for range in [3..30, 0..37, 5..21, 7..7] {
+            let mut out = vec![99.0];
+            unsplit(&streams, 37, range.clone(), &mut out);
+            assert_eq!(out, [&[99.0][..], &values[range]].concat());
+        }
     }
 }
