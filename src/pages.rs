@@ -564,11 +564,7 @@ mod tests {
                 values.push(*v);
             }
         }
-        let mut out = Vec::new();
-        for levels in [bit_packed(&rep), bit_packed(&def)] {
-            out.extend((levels.len() as u32).to_le_bytes());
-            out.extend(levels);
-        }
+        let mut out = [bit_packed_run(&rep), bit_packed_run(&def)].concat();
         for k in 0..4 {
             out.extend(values.iter().map(|v| v.to_le_bytes()[k]));
         }
@@ -593,11 +589,23 @@ mod tests {
         [c.out, body.to_vec()].concat()
     }
 
+    /// The page of the decompressed bytes `plain` holding `entries` level
+    /// entries, compressed, its header's sizes and CRC true.
+    fn sealed(plain: &[u8], entries: i32) -> Vec<u8> {
+        let body = zstd::bulk::compress(plain, 3).unwrap();
+        page(entries, &body, plain.len() as i32, crc32fast::hash(&body))
+    }
+
     /// A well-formed page of `rows`.
     fn good_page(rows: &[&[f32]]) -> Vec<u8> {
         let (plain, entries) = plain(rows);
-        let body = zstd::bulk::compress(&plain, 3).unwrap();
-        page(entries, &body, plain.len() as i32, crc32fast::hash(&body))
+        sealed(&plain, entries)
+    }
+
+    /// `levels` as a v1 page stores them: their length, then one bit-packed run.
+    fn bit_packed_run(levels: &[u8]) -> Vec<u8> {
+        let run = bit_packed(levels);
+        [&(run.len() as u32).to_le_bytes()[..], &run].concat()
     }
 
     /// Reads `selected` rows of the chunk of `pages` (each with its rows), placed from byte 0.
@@ -734,30 +742,17 @@ mod tests {
 
     #[test]
     fn levels_above_the_maximum_or_a_missing_value_are_refused() {
-        // repetition levels as one RLE run of level 2
-        let mut plain = Vec::new();
-        plain.extend(2u32.to_le_bytes());
-        plain.extend([2 << 1, 2]);
-        plain.extend(2u32.to_le_bytes());
-        plain.extend([2 << 1, 1]);
-        plain.extend([0u8; 4]);
-        let body = zstd::bulk::compress(&plain, 3).unwrap();
-        let p = page(1, &body, plain.len() as i32, crc32fast::hash(&body));
+        // repetition levels: one RLE run of two entries of level 2
+        let rle_of_2 = [&4u32.to_le_bytes()[..], &[2 << 1, 2, 0, 0]].concat();
+        let too_high = [&rle_of_2[..], &bit_packed_run(&[1, 1])[..], &[0u8; 8]].concat();
         assert_eq!(
-            read(&[(p, 1)], 1, None).unwrap_err(),
-            "page at byte 0: repetition levels: an RLE run of 2 entries after 0 of 1"
+            read(&[(sealed(&too_high, 2), 1)], 2, None).unwrap_err(),
+            "page at byte 0: repetition levels: level 2 (the column's maximum is 1)"
         );
         // a row of two entries, the second of definition level 0
-        let mut plain = Vec::new();
-        for levels in [bit_packed(&[0, 1]), bit_packed(&[1, 0])] {
-            plain.extend((levels.len() as u32).to_le_bytes());
-            plain.extend(levels);
-        }
-        plain.extend([0u8; 4]);
-        let body = zstd::bulk::compress(&plain, 3).unwrap();
-        let p = page(2, &body, plain.len() as i32, crc32fast::hash(&body));
+        let missing = [&bit_packed_run(&[0, 1])[..], &bit_packed_run(&[1, 0])[..], &[0u8; 4]].concat();
         assert_eq!(
-            read(&[(p, 1)], 2, None).unwrap_err(),
+            read(&[(sealed(&missing, 2), 1)], 2, None).unwrap_err(),
             "page at byte 0: definition level 0 inside row 0 of the page (a value is missing)"
         );
     }
