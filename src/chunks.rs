@@ -12,8 +12,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Float32Type, Int32Type, Schema, SchemaRef};
+use arrow::array::{
+    Array, ArrayRef, AsArray, Float32Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
+};
+use arrow::buffer::{OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
@@ -24,6 +27,7 @@ use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::footer::{contain, version_parquet_error, CheckedPages};
 use crate::limits::DEFAULT_BATCH_ROWS;
+use crate::pages::{self, ValuesChunk};
 use crate::parquet_read::{col, decode_error, open_parquet, strings};
 use crate::storage::{Location, Source};
 
@@ -328,9 +332,9 @@ fn shard_meta(shard: &Shard) -> Result<(CheckedPages<Source>, ArrowReaderMetadat
 
 /// Decodes one row group of `plan` into batches of [`chunk_schema`], one row
 /// per selected chunk, after checking every decoded row against the index
-/// (`time_series_id`, `chunk_idx`, `n_values`). Values pages are held to what
-/// the index says the row group holds before they are decoded
-/// ([`CheckedPages::values_budget`]).
+/// (`time_series_id`, `chunk_idx`, `n_values`). The values column chunk is
+/// read by [`pages::read_values`] (its pages held to what the index says the
+/// row group holds before they are decoded), the key columns by the parquet crate.
 ///
 /// # Errors
 /// [`Error::Corrupt`] naming the shard for anything its bytes contradict,
@@ -359,12 +363,13 @@ fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
     let root = |name: &str| {
         roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
     };
-    let mask =
-        ProjectionMask::roots(meta.parquet_schema(), [root("time_series_id")?, root("chunk_idx")?, root("values")?]);
-    let values = group
+    let (ids_root, chunk_idx_root) = (root("time_series_id")?, root("chunk_idx")?);
+    root("values")?;
+    let (c, values) = group
         .columns()
         .iter()
-        .find(|c| c.column_path().string() == VALUES_LEAF)
+        .enumerate()
+        .find(|(_, c)| c.column_path().string() == VALUES_LEAF)
         .ok_or_else(|| corrupt(format!("shard has no {VALUES_LEAF} column")))?;
     if u64::try_from(values.num_values()).ok() != Some(unit.values_entries) {
         return Err(corrupt(format!(
@@ -374,51 +379,70 @@ fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
             unit.values_entries
         )));
     }
-    let file = file.values_budget(values.byte_range(), unit.values_entries);
+    let selected: Option<Vec<usize>> =
+        (unit.rows.len() < rg_rows).then(|| unit.rows.iter().map(|r| r.row_offset).collect());
+    let page_index = meta.metadata().page_index_for_row_group(unit.row_group);
+    let chunk = ValuesChunk {
+        compression: values.compression(),
+        start: values.byte_range().0,
+        pages: page_index.offset_index(c).map_or(&[][..], |o| o.page_locations().as_slice()),
+        rows: rg_rows as u64,
+        entries: unit.values_entries,
+    };
+    let values = pages::read_values(&path, file.inner(), &chunk, selected.as_deref())?;
+    // the small key columns (one page each per row group) through the parquet crate
+    let mask = ProjectionMask::roots(meta.parquet_schema(), [ids_root, chunk_idx_root]);
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
         .with_row_groups(vec![unit.row_group])
         .with_projection(mask)
         .with_batch_size(DEFAULT_BATCH_ROWS);
-    if unit.rows.len() < rg_rows {
-        let ranges = unit.rows.iter().map(|r| r.row_offset..r.row_offset + 1);
+    if let Some(rows) = &selected {
+        let ranges = rows.iter().map(|&r| r..r + 1);
         builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
     }
     let reader = builder.build().map_err(|e| version_parquet_error(&path, e))?;
     let decoded = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| decode_error(&path, &failure, e))?;
     let mut rows = unit.rows.iter();
-    let mut out = Vec::with_capacity(decoded.len());
-    for batch in decoded {
+    let mut at = 0;
+    for batch in &decoded {
         let expected: Vec<&ChunkRow> = rows.by_ref().take(batch.num_rows()).collect();
         if expected.len() != batch.num_rows() {
             return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
         }
-        out.push(chunk_batch(plan, &path, &batch, &expected)?);
+        check_keys(plan, &path, batch, &expected, &values.offsets[at..])?;
+        at += expected.len();
     }
-    if rows.next().is_some() {
+    if rows.next().is_some() || values.offsets.len() != unit.rows.len() + 1 {
         return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
     }
-    Ok(out)
+    let list = ListArray::try_new(
+        values_item(),
+        OffsetBuffer::new(ScalarBuffer::from(values.offsets)),
+        Arc::new(Float32Array::from(values.values)) as ArrayRef,
+        None,
+    )
+    .map_err(|e| corrupt(format!("values: {e}")))?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            unit.rows.iter().map(|r| plan.series[r.series].time_series_id.as_str()),
+        )),
+        Arc::new(Int32Array::from_iter_values(unit.rows.iter().map(|r| r.chunk_idx))),
+        Arc::new(Int64Array::from_iter_values(unit.rows.iter().map(|r| r.value_offset))),
+        Arc::new(list),
+    ];
+    Ok(vec![RecordBatch::try_new(chunk_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))?])
 }
 
-/// The decoded `batch` as a batch of [`chunk_schema`], after checking that
-/// each row is the chunk `expected` says.
-fn chunk_batch(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&ChunkRow]) -> Result<RecordBatch> {
+/// Checks that each row of the decoded key columns `batch` is the chunk
+/// `expected` says, and holds the values it says (`offsets`, from the row's).
+fn check_keys(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&ChunkRow], offsets: &[i32]) -> Result<()> {
     let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
     let ids = strings(path, col(path, batch, "time_series_id")?)?;
     let chunk_idx = col(path, batch, "chunk_idx")?
         .as_primitive_opt::<Int32Type>()
         .ok_or_else(|| corrupt("chunk_idx is not int32".into()))?;
-    let list =
-        col(path, batch, "values")?.as_list_opt::<i32>().ok_or_else(|| corrupt("values is not a list".into()))?;
-    let items =
-        list.values().as_primitive_opt::<Float32Type>().ok_or_else(|| corrupt("values are not float32".into()))?;
-    if list.null_count() > 0 || items.null_count() > 0 {
-        return Err(corrupt("null in the required column values".into()));
-    }
-    let offsets = list.value_offsets();
     for (i, row) in expected.iter().enumerate() {
         let want = &plan.series[row.series].time_series_id;
-        let len = offsets[i + 1] - offsets[i];
         if ids[i].as_deref() != Some(want.as_str()) || chunk_idx.is_null(i) || chunk_idx.value(i) != row.chunk_idx {
             return Err(corrupt(format!(
                 "pointer of {want} chunk {} lands on {:?} chunk {:?}",
@@ -427,6 +451,10 @@ fn chunk_batch(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&Chunk
                 chunk_idx.is_valid(i).then(|| chunk_idx.value(i))
             )));
         }
+        let len = match (offsets.get(i), offsets.get(i + 1)) {
+            (Some(s), Some(e)) => e - s,
+            _ => return Err(corrupt(format!("{want} chunk {}: no values decoded", row.chunk_idx))),
+        };
         if len != row.n_values {
             return Err(corrupt(format!(
                 "{want} chunk {}: the index says {} values, the shard holds {len}",
@@ -434,13 +462,5 @@ fn chunk_batch(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&Chunk
             )));
         }
     }
-    let values = ListArray::try_new(values_item(), list.offsets().clone(), Arc::new(items.clone()) as ArrayRef, None)
-        .map_err(|e| corrupt(format!("values: {e}")))?;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(expected.iter().map(|r| plan.series[r.series].time_series_id.as_str()))),
-        Arc::new(Int32Array::from_iter_values(expected.iter().map(|r| r.chunk_idx))),
-        Arc::new(Int64Array::from_iter_values(expected.iter().map(|r| r.value_offset))),
-        Arc::new(values),
-    ];
-    RecordBatch::try_new(chunk_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))
+    Ok(())
 }

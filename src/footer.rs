@@ -269,15 +269,12 @@ pub struct CheckedPages<R> {
     /// Offsets where the offset index says a page (or the dictionary page
     /// before the first located page) starts.
     page_starts: HashSet<u64>,
-    /// The values column chunk of a shard's row group being read, and what
-    /// its pages may hold ([`CheckedPages::values_budget`]).
-    values: Option<Claims>,
     /// The column chunks of flat columns (no repetition), by start: their
     /// data pages claim at most their row group's rows together.
     flat: Arc<[Claims]>,
 }
 
-/// A column chunk's byte range, the most values its data pages may claim
+/// A flat column chunk's byte range, the most values its data pages may claim
 /// together, and what the pages read so far claimed (by page offset, so a
 /// header read twice counts once): many small pages, each within the limit,
 /// are refused once together they pass it.
@@ -285,31 +282,27 @@ pub struct CheckedPages<R> {
 struct Claims {
     start: u64,
     end: u64,
+    /// Its row group's rows.
     limit: u64,
-    /// The values column chunk of a shard's row group: `limit` is the level
-    /// entries (values, plus one per empty chunk) the index puts in it, and its
-    /// pages follow [`values_page_problem`]. Else a flat column: `limit` is its
-    /// row group's rows.
-    values: bool,
     claimed: Arc<Mutex<(BTreeMap<u64, u64>, u64)>>,
 }
 
 impl Claims {
-    fn new(byte_range: (u64, u64), limit: u64, values: bool) -> Claims {
+    fn new(byte_range: (u64, u64), limit: u64) -> Claims {
         let (start, len) = byte_range;
         let claimed = Arc::new(Mutex::new((BTreeMap::new(), 0)));
-        Claims { start, end: start.saturating_add(len), limit, values, claimed }
+        Claims { start, end: start.saturating_add(len), limit, claimed }
     }
 
     fn contains(&self, at: u64) -> bool {
         (self.start..self.end).contains(&at)
     }
 
-    /// The page rules of the header at `at` ([`values_page_problem`] or
-    /// [`dictionary_problem`]), then whether the values claimed by the chunk's
-    /// data pages so far, this one's included, pass the limit.
+    /// The page rules of the header at `at` ([`dictionary_problem`]), then
+    /// whether the values claimed by the chunk's data pages so far, this
+    /// one's included, pass the limit.
     fn problem(&self, at: u64, header: &[u8]) -> Option<String> {
-        let first = if self.values { values_page_problem(header, self.limit) } else { dictionary_problem(header) };
+        let first = dictionary_problem(header);
         if first.is_some() {
             return first;
         }
@@ -328,11 +321,9 @@ impl Claims {
         }
         let (total, limit) = (*total, self.limit);
         (total > limit).then(|| {
-            if self.values {
-                format!("the values pages claim {total} values so far, the index puts {limit} in their row group")
-            } else {
-                format!("the data pages of a flat column chunk claim {total} values so far, its row group holds {limit} rows")
-            }
+            format!(
+                "the data pages of a flat column chunk claim {total} values so far, its row group holds {limit} rows"
+            )
         })
     }
 }
@@ -346,7 +337,7 @@ impl<R: ChunkReader> CheckedPages<R> {
             let index = meta.page_index_for_row_group(g);
             for (c, col) in rg.columns().iter().enumerate() {
                 if col.column_descr().max_rep_level() == 0 {
-                    flat.push(Claims::new(col.byte_range(), u64::try_from(rg.num_rows()).unwrap_or(0), false));
+                    flat.push(Claims::new(col.byte_range(), u64::try_from(rg.num_rows()).unwrap_or(0)));
                 }
                 if let Some(pages) = index.offset_index(c) {
                     page_starts.insert(col.byte_range().0);
@@ -355,31 +346,19 @@ impl<R: ChunkReader> CheckedPages<R> {
             }
         }
         flat.sort_by_key(|c| c.start);
-        CheckedPages { inner, page_starts, values: None, flat: flat.into() }
+        CheckedPages { inner, page_starts, flat: flat.into() }
     }
 
-    /// Holds every page whose header lies in `byte_range` (a shard row
-    /// group's values column chunk, `(start, length)`) to the TimeF values
-    /// rules, before it is decoded ([`values_page_problem`]): no dictionary
-    /// page or dictionary encoding (the format never writes them), and at most
-    /// `entries` values (what the index says the chunk holds), at most
-    /// [`MAX_PAGE_BYTES`] decoded and allocatable ([`claim_problem`]).
-    pub fn values_budget(self, byte_range: (u64, u64), entries: u64) -> CheckedPages<R> {
-        CheckedPages { values: Some(Claims::new(byte_range, entries, true)), ..self }
-    }
-
-    /// The claims the page at `at` is held to: the values budget's, or its
-    /// flat column chunk's (column chunks do not overlap: [`size_problem`]).
+    /// The claims the page at `at` is held to: its flat column chunk's
+    /// (column chunks do not overlap: [`size_problem`]). A shard's values
+    /// pages are read by [`crate::pages`], which holds them to the values rules.
     fn claims(&self, at: u64) -> Option<&Claims> {
-        self.values.as_ref().filter(|v| v.contains(at)).or_else(|| {
-            let i = self.flat.partition_point(|c| c.start <= at);
-            i.checked_sub(1).map(|i| &self.flat[i]).filter(|c| c.contains(at))
-        })
+        let i = self.flat.partition_point(|c| c.start <= at);
+        i.checked_sub(1).map(|i| &self.flat[i]).filter(|c| c.contains(at))
     }
 
-    /// The rules for a page header at `at` beyond its sizes: a values page's
-    /// ([`values_page_problem`]) when it lies in the values chunk, else a
-    /// dictionary page's entry count ([`dictionary_problem`]).
+    /// The rules for a page header at `at` beyond its sizes: its flat column
+    /// chunk's claims, else a dictionary page's entry count ([`dictionary_problem`]).
     fn header_problem(&self, at: u64, header: &[u8]) -> Option<String> {
         match self.claims(at) {
             Some(c) => c.problem(at, header),
@@ -606,12 +585,8 @@ mod tests {
     }
 
     fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-        let checked = CheckedPages {
-            inner: Bytes::copy_from_slice(bytes),
-            page_starts: HashSet::new(),
-            values: None,
-            flat: Arc::new([]),
-        };
+        let checked =
+            CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new(), flat: Arc::new([]) };
         let mut out = Vec::new();
         checked.get_read(0).map_err(std::io::Error::other)?.read_to_end(&mut out)?;
         Ok(out)
@@ -639,12 +614,8 @@ mod tests {
 
     #[test]
     fn a_range_beyond_the_file_is_refused_before_it_is_read() {
-        let checked = CheckedPages {
-            inner: Bytes::from_static(b"PAR1 tiny"),
-            page_starts: HashSet::new(),
-            values: None,
-            flat: Arc::new([]),
-        };
+        let checked =
+            CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new(), flat: Arc::new([]) };
         let err = checked.get_bytes(4, 1 << 40).unwrap_err().to_string();
         assert_eq!(err, "Parquet error: bytes 4..+1099511627776 lie beyond the file's 9 bytes");
     }

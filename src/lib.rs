@@ -27,6 +27,7 @@ pub mod layout;
 pub mod limits;
 pub mod manifest;
 pub mod options;
+mod pages;
 mod parquet_read;
 pub mod reader;
 mod runtime;

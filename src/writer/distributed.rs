@@ -528,7 +528,8 @@ impl DistributedWrite {
 
 /// Refuses a record whose chunk statistics are not those of the values in
 /// its staged shard (docs/format.md "Trust model"): the shard at `loc` is
-/// decoded row group by row group, and each row's [`Partial`] is compared,
+/// decoded row group by row group by the values page reader
+/// ([`crate::pages::read_values`], the readers' own), and each row's [`Partial`] is compared,
 /// field by field and bit for bit, with the record's row at that place
 /// (`rows`, the record's rows of this shard in row order, already checked
 /// against the plan's placement).
@@ -538,36 +539,23 @@ impl DistributedWrite {
 /// field, or [`PartProblem::IndexMismatch`] when the shard's rows are not the
 /// record's; [`Error::Corrupt`] when the shard does not decode; I/O and store errors.
 fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(PartProblem) -> Error) -> Result<()> {
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::Float32Type;
-    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-    use parquet::arrow::ProjectionMask;
     use parquet::file::metadata::PageIndexPolicy;
 
-    use crate::footer::{contain, version_parquet_error, CheckedPages};
-    use crate::limits::DEFAULT_BATCH_ROWS;
-    use crate::parquet_read::{col, decode_error, open_parquet};
+    use crate::footer::contain;
+    use crate::pages::{read_values, ValuesChunk};
+    use crate::parquet_read::open_parquet;
 
     let path = loc.to_path_buf();
-    let (_, meta) = open_parquet(loc, PageIndexPolicy::Skip)?;
-    let arrow = ArrowReaderMetadata::try_new(Arc::clone(&meta), ArrowReaderOptions::new())
-        .map_err(|e| version_parquet_error(&path, e))?;
+    let (file, meta) = open_parquet(loc, PageIndexPolicy::Optional)?;
     let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
-    let values_root = meta
-        .file_metadata()
-        .schema_descr()
-        .root_schema()
-        .get_fields()
-        .iter()
-        .position(|f| f.name() == "values")
-        .ok_or_else(|| corrupt("shard has no values column".into()))?;
     let unexpected = |why: String| mismatch(PartProblem::IndexMismatch(why));
     let mut expected = rows.iter();
     for (rg, group) in meta.row_groups().iter().enumerate() {
-        let values_chunk = group
+        let (c, values_chunk) = group
             .columns()
             .iter()
-            .find(|c| c.column_path().string() == crate::chunks::VALUES_LEAF)
+            .enumerate()
+            .find(|(_, c)| c.column_path().string() == crate::chunks::VALUES_LEAF)
             .ok_or_else(|| corrupt("shard has no values column".into()))?;
         let entries: u64 =
             rows.iter().filter(|r| r.row_group as usize == rg).map(|r| u64::from(r.n_values.max(1))).sum();
@@ -577,59 +565,44 @@ fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(Pa
                 values_chunk.num_values()
             )));
         }
-        let file = CheckedPages::new(loc.open()?, &meta).values_budget(values_chunk.byte_range(), entries);
-        let failure = file.inner().read_failure();
-        let decode = || -> Result<()> {
-            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow.clone())
-                .with_row_groups(vec![rg])
-                .with_projection(ProjectionMask::roots(meta.file_metadata().schema_descr(), [values_root]))
-                .with_batch_size(DEFAULT_BATCH_ROWS)
-                .build()
-                .map_err(|e| version_parquet_error(&path, e))?;
-            let mut row_offset = 0u32;
-            for batch in reader {
-                let batch = batch.map_err(|e| decode_error(&path, &failure, e))?;
-                let list = col(&path, &batch, "values")?
-                    .as_list_opt::<i32>()
-                    .ok_or_else(|| corrupt("values is not a list".into()))?;
-                let items = list
-                    .values()
-                    .as_primitive_opt::<Float32Type>()
-                    .ok_or_else(|| corrupt("values are not float32".into()))?;
-                let offsets = list.value_offsets();
-                for i in 0..list.len() {
-                    let Some(row) = expected.next().filter(|r| (r.row_group, r.row_offset) == (rg as u32, row_offset))
-                    else {
-                        return Err(unexpected(format!(
-                            "row group {rg} row {row_offset} of the staged shard is not the record's next row"
-                        )));
-                    };
-                    let staged = Partial::of(&items.values()[offsets[i] as usize..offsets[i + 1] as usize]).to_stats();
-                    let fields = [
-                        ("n", row.n as f64, staged.count as f64),
-                        ("min", row.min, staged.min),
-                        ("max", row.max, staged.max),
-                        ("mean", row.mean, staged.mean),
-                        ("std", row.std, staged.std),
-                    ];
-                    let differs = (row.n != staged.count).then_some(fields[0]).or_else(|| {
-                        fields[1..].iter().copied().find(|(_, recorded, staged)| recorded.to_bits() != staged.to_bits())
-                    });
-                    if let Some((field, recorded, staged)) = differs {
-                        return Err(mismatch(PartProblem::StatisticsMismatch {
-                            time_series_id: row.time_series_id.clone(),
-                            chunk_idx: row.chunk_idx,
-                            field,
-                            recorded: format!("{recorded:?}"),
-                            staged: format!("{staged:?}"),
-                        }));
-                    }
-                    row_offset += 1;
-                }
-            }
-            Ok(())
+        let page_index = meta.page_index_for_row_group(rg);
+        let chunk = ValuesChunk {
+            compression: values_chunk.compression(),
+            start: values_chunk.byte_range().0,
+            pages: page_index.offset_index(c).map_or(&[][..], |o| o.page_locations().as_slice()),
+            rows: u64::try_from(group.num_rows()).unwrap_or(0),
+            entries,
         };
-        contain(decode).unwrap_or_else(|panic| Err(corrupt(panic)))?;
+        let staged =
+            contain(|| read_values(&path, file.inner(), &chunk, None)).unwrap_or_else(|panic| Err(corrupt(panic)))?;
+        for (row_offset, w) in staged.offsets.windows(2).enumerate() {
+            let Some(row) = expected.next().filter(|r| (r.row_group, r.row_offset) == (rg as u32, row_offset as u32))
+            else {
+                return Err(unexpected(format!(
+                    "row group {rg} row {row_offset} of the staged shard is not the record's next row"
+                )));
+            };
+            let staged = Partial::of(&staged.values[w[0] as usize..w[1] as usize]).to_stats();
+            let fields = [
+                ("n", row.n as f64, staged.count as f64),
+                ("min", row.min, staged.min),
+                ("max", row.max, staged.max),
+                ("mean", row.mean, staged.mean),
+                ("std", row.std, staged.std),
+            ];
+            let differs = (row.n != staged.count).then_some(fields[0]).or_else(|| {
+                fields[1..].iter().copied().find(|(_, recorded, staged)| recorded.to_bits() != staged.to_bits())
+            });
+            if let Some((field, recorded, staged)) = differs {
+                return Err(mismatch(PartProblem::StatisticsMismatch {
+                    time_series_id: row.time_series_id.clone(),
+                    chunk_idx: row.chunk_idx,
+                    field,
+                    recorded: format!("{recorded:?}"),
+                    staged: format!("{staged:?}"),
+                }));
+            }
+        }
     }
     if let Some(row) = expected.next() {
         return Err(unexpected(format!(
