@@ -571,11 +571,14 @@ pub(crate) fn encode_values(
     pages: &PagePlan,
     reuse: &[Option<ReusablePage<'_>>],
 ) -> parquet::errors::Result<(EncodedChunk, u64)> {
-    let mut buf = Vec::new();
+    // room for the chunk at its uncompressed size, so that it is never copied
+    // as it grows (pages it does not reach are never touched)
+    let value_bytes: usize = rows.iter().map(|r| std::mem::size_of_val(*r)).sum();
+    let mut buf = Vec::with_capacity(value_bytes + PAGE_OVERHEAD_BYTES * pages.len());
     let mut reused = 0;
+    let mut zstd = take_compressor(codec.level)?;
     let mut close = {
-        let zstd = zstd::bulk::Compressor::new(codec.level).map_err(|e| ParquetError::External(Box::new(e)))?;
-        let compress = Some(Compressing { zstd, reuse, next: 0, reused: &mut reused });
+        let compress = Some(Compressing { zstd: &mut zstd, reuse, next: 0, reused: &mut reused });
         let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
         let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
         let mut w = get_typed_column_writer::<FloatType>(writer);
@@ -613,6 +616,7 @@ pub(crate) fn encode_values(
         }
         w.close()?
     };
+    give_back_compressor(codec.level, zstd);
     close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
     Ok((EncodedChunk { bytes: Bytes::from(buf), close }, reused))
 }
@@ -649,9 +653,35 @@ impl ValuesCodec {
     }
 }
 
+/// Bytes a `values` page adds to its chunk besides its values, at most (page
+/// header and levels); only sizes the chunk's buffer.
+const PAGE_OVERHEAD_BYTES: usize = 1024;
+
+thread_local! {
+    /// This thread's zstd context for `values` pages and its level: made once
+    /// a thread, not once a row group (its tables and buffers are about a MiB,
+    /// faulted in anew by each fresh context). A context's output depends only
+    /// on the level and the input, never on what it compressed before.
+    static VALUES_ZSTD: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// This thread's zstd context at `level` (made if it has none at that level).
+fn take_compressor(level: i32) -> parquet::errors::Result<zstd::bulk::Compressor<'static>> {
+    match VALUES_ZSTD.with(|z| z.borrow_mut().take()) {
+        Some((l, c)) if l == level => Ok(c),
+        _ => zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e))),
+    }
+}
+
+/// Keeps `c` (at `level`) for this thread's next [`take_compressor`].
+fn give_back_compressor(level: i32, c: zstd::bulk::Compressor<'static>) {
+    VALUES_ZSTD.with(|z| *z.borrow_mut() = Some((level, c)));
+}
+
 /// The compression step of [`encode_values`]'s page writer.
 struct Compressing<'a> {
-    zstd: zstd::bulk::Compressor<'static>,
+    zstd: &'a mut zstd::bulk::Compressor<'static>,
     reuse: &'a [Option<ReusablePage<'a>>],
     /// The page being written.
     next: usize,
