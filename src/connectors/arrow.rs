@@ -730,6 +730,7 @@ impl Pass<'_> {
         if !typings::is_value_type(leaf) {
             return Err(typing(format!("target values have type {leaf}, {want} (integers or floats)")));
         }
+        let mut ahead = CheckedAhead::default();
         for r in 0..batch.num_rows() {
             let row = self.row_base + r;
             let readable = match &ids {
@@ -769,7 +770,8 @@ impl Pass<'_> {
             let mut held = Vec::with_capacity(channels.len());
             let mut keep = true;
             for (d, values) in channels.iter().enumerate() {
-                match typings::to_f32(values) {
+                let checked = if multivariate { None } else { ahead.take(target.as_ref(), r) };
+                match checked.unwrap_or_else(|| typings::to_f32(values)) {
                     Ok(v) => held.push(v),
                     Err(e) => {
                         let e = match e {
@@ -848,6 +850,44 @@ impl Pass<'_> {
             }
             (ValueError::Invalid(m), _) => Err(item(m)),
         }
+    }
+}
+
+/// Values of a univariate `target` checked ahead of the pass, on the compute
+/// pool ([`typings::to_f32`] of each row's list; the values check is most of
+/// the pass), a window of rows holding about [`CHECK_AHEAD_VALUES`] values at
+/// a time, so the input pages it faults in before the pass releases them stay
+/// a few MiB. The pass takes each row's result in row order: the same errors,
+/// in the same order, as checking each row when it comes.
+#[derive(Default)]
+struct CheckedAhead {
+    /// The first row of the window.
+    start: usize,
+    /// Each row's check (`None` for a null row, or once taken).
+    rows: Vec<Option<std::result::Result<SeriesValues, ValueError>>>,
+}
+
+/// Values checked ahead of the pass at a time (16 MiB of float32).
+const CHECK_AHEAD_VALUES: usize = 4 << 20;
+
+impl CheckedAhead {
+    /// The check of row `r` of `target` (once), checking the window that
+    /// starts at `r` when `r` is outside the current one; `None` when the
+    /// pool is unavailable (the pass then checks the row itself).
+    fn take(&mut self, target: &dyn Array, r: usize) -> Option<std::result::Result<SeriesValues, ValueError>> {
+        use rayon::prelude::*;
+        if !(self.start..self.start + self.rows.len()).contains(&r) {
+            let (mut lists, mut values) = (Vec::new(), 0);
+            while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
+                let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
+                values += list.as_ref().map_or(0, |l| l.len());
+                lists.push(list);
+            }
+            let pool = crate::runtime::compute_pool().ok()?;
+            self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
+            self.start = r;
+        }
+        self.rows.get_mut(r - self.start).and_then(Option::take)
     }
 }
 
