@@ -449,9 +449,9 @@ pub(crate) struct ParquetFile {
 /// The sink of a [`ParquetFile`]: passes bytes on to the staged file until
 /// the footer starts, then keeps them, so the footer is rewritten
 /// ([`crate::float_order`]) before it reaches storage. Bytes are passed on in
-/// blocks of [`PASS_BLOCK_BYTES`]: the parquet crate splices a column chunk
-/// through an 8 KiB buffer, which would otherwise be one write (and one
-/// hash update) per 8 KiB.
+/// blocks of up to [`PASS_BLOCK_BYTES`], and at the end of each row group: the
+/// parquet crate splices a column chunk through an 8 KiB buffer, which would
+/// otherwise be one write (and one hash update) per 8 KiB.
 struct FooterSink {
     file: StagedFile,
     /// Bytes accepted before the footer (passed on, or in `block`).
@@ -530,7 +530,9 @@ impl ParquetFile {
         }
         let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
         self.rows += meta.num_rows() as u64;
-        Ok(())
+        // a row group's bytes reach storage when it is appended, as they did
+        // before the sink gathered blocks (a writer killed mid-shard leaves them)
+        self.writer.inner_mut().pass_block().map_err(|e| Error::io(rel, e))
     }
 
     /// Writes the footer (float leaves in type-defined order, `docs/format.md`
