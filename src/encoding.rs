@@ -567,10 +567,13 @@ pub(crate) fn encode_values(
     rows: &[&[f32]],
     pages: &PagePlan,
 ) -> parquet::errors::Result<EncodedChunk> {
-    let mut buf = Vec::new();
+    // room for the chunk at its uncompressed size, so that it is never copied
+    // as it grows (pages it does not reach are never touched)
+    let value_bytes: usize = rows.iter().map(|r| std::mem::size_of_val(*r)).sum();
+    let mut buf = Vec::with_capacity(value_bytes + PAGE_OVERHEAD_BYTES * pages.len());
+    let mut zstd = take_compressor(codec.level)?;
     let mut close = {
-        let zstd = zstd::bulk::Compressor::new(codec.level).map_err(|e| ParquetError::External(Box::new(e)))?;
-        let compress = Some(Compressing { zstd });
+        let compress = Some(Compressing { zstd: &mut zstd });
         let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
         let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
         let mut w = get_typed_column_writer::<FloatType>(writer);
@@ -608,6 +611,7 @@ pub(crate) fn encode_values(
         }
         w.close()?
     };
+    give_back_compressor(codec.level, zstd);
     close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
     Ok(EncodedChunk { bytes: Bytes::from(buf), close })
 }
@@ -641,12 +645,38 @@ impl ValuesCodec {
     }
 }
 
-/// The compression step of [`encode_values`]'s page writer.
-struct Compressing {
-    zstd: zstd::bulk::Compressor<'static>,
+/// Bytes a `values` page adds to its chunk besides its values, at most (page
+/// header and levels); only sizes the chunk's buffer.
+const PAGE_OVERHEAD_BYTES: usize = 1024;
+
+thread_local! {
+    /// This thread's zstd context for `values` pages and its level: made once
+    /// a thread, not once a row group (its tables and buffers are about a MiB,
+    /// faulted in anew by each fresh context). A context's output depends only
+    /// on the level and the input, never on what it compressed before.
+    static VALUES_ZSTD: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-impl Compressing {
+/// This thread's zstd context at `level` (made if it has none at that level).
+fn take_compressor(level: i32) -> parquet::errors::Result<zstd::bulk::Compressor<'static>> {
+    match VALUES_ZSTD.with(|z| z.borrow_mut().take()) {
+        Some((l, c)) if l == level => Ok(c),
+        _ => zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e))),
+    }
+}
+
+/// Keeps `c` (at `level`) for this thread's next [`take_compressor`].
+fn give_back_compressor(level: i32, c: zstd::bulk::Compressor<'static>) {
+    VALUES_ZSTD.with(|z| *z.borrow_mut() = Some((level, c)));
+}
+
+/// The compression step of [`encode_values`]'s page writer.
+struct Compressing<'a> {
+    zstd: &'a mut zstd::bulk::Compressor<'static>,
+}
+
+impl Compressing<'_> {
     /// `page` (uncompressed) compressed.
     fn compress(&mut self, page: CompressedPage) -> parquet::errors::Result<CompressedPage> {
         let buf = Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?);
@@ -704,7 +734,7 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
     /// Set when the column writer runs uncompressed ([`encode_values`]).
-    compress: Option<Compressing>,
+    compress: Option<Compressing<'a>>,
 }
 
 impl PageWriter for CrcPageWriter<'_> {

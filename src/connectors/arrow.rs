@@ -113,6 +113,11 @@ impl Spill {
 /// on a few cores, so the encoders seldom fault a page back in).
 const RELEASE_LAG_BYTES: usize = 64 << 20;
 
+/// Bytes of a mapping released at once behind the reads (4 MiB): consecutive
+/// series are released in blocks this large, not one `madvise` (and TLB
+/// shootdown) a series.
+const RELEASE_BLOCK_BYTES: usize = 4 << 20;
+
 /// The float32 values of a read-only mapping (the IPC input, or the spill of
 /// converted values), handed to the writer one series at a time
 /// ([`crate::dataset::ValuesStore`]). As the writer moves forward through the
@@ -157,10 +162,10 @@ impl crate::dataset::ValuesStore for MappedValues {
         if offset.checked_add(len).is_none_or(|end| end > buffer.len() / 4) {
             return Err(format!("values {offset}+{len} outside a mapping of {} bytes", buffer.len()).into());
         }
-        let behind = (offset * 4).saturating_sub(RELEASE_LAG_BYTES) / PAGE_BYTES * PAGE_BYTES;
+        let behind = (offset * 4).saturating_sub(RELEASE_LAG_BYTES) / RELEASE_BLOCK_BYTES * RELEASE_BLOCK_BYTES;
         let released = self.released.fetch_max(behind, std::sync::atomic::Ordering::Relaxed);
         if behind > released {
-            advise_dont_need(map, released..behind);
+            advise_dont_need(map, released..behind.min(map.len()));
         }
         Ok(release_on_drop(SeriesValues::new(buffer.clone(), offset, len), map))
     }
@@ -484,7 +489,7 @@ impl<'a> Read<'a> {
             None => None,
         };
         Ok(Read {
-            pass: Pass { path, opts, row_base: 0, in_memory, count_only: false },
+            pass: Pass { path, opts, row_base: 0, in_memory, count_only: false, checked: 0..0 },
             out: Out {
                 dataset,
                 source_id,
@@ -656,6 +661,10 @@ struct Pass<'a> {
     in_memory: bool,
     /// Values are checked and counted, not kept ([`ArrowMetaPass`]).
     count_only: bool,
+    /// Checked values of the IPC mapping not released yet (a byte range of
+    /// it): consecutive series are released together, in blocks of
+    /// [`RELEASE_BLOCK_BYTES`], not one `madvise` a series.
+    checked: std::ops::Range<usize>,
 }
 
 impl Pass<'_> {
@@ -666,9 +675,26 @@ impl Pass<'_> {
     fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
         self.rows(batch, int96_starts, out)?;
         if let Some((map, _)) = &out.ipc {
+            advise_dont_need(map, whole_pages_of(map, std::mem::replace(&mut self.checked, 0..0)));
             release_batch(map, batch);
         }
         Ok(())
+    }
+
+    /// Adds `values` (a checked slice of `map`) to the checked range,
+    /// releasing that range first when `values` does not continue it, and
+    /// after once it spans [`RELEASE_BLOCK_BYTES`].
+    fn release_checked(&mut self, map: &memmap2::Mmap, values: &[f32]) {
+        let start = (values.as_ptr() as usize).saturating_sub(map.as_ptr() as usize);
+        let end = start + std::mem::size_of_val(values);
+        if start == self.checked.end && !self.checked.is_empty() {
+            self.checked.end = end;
+        } else {
+            advise_dont_need(map, whole_pages_of(map, std::mem::replace(&mut self.checked, start..end)));
+        }
+        if self.checked.len() >= RELEASE_BLOCK_BYTES {
+            advise_dont_need(map, whole_pages_of(map, std::mem::replace(&mut self.checked, 0..0)));
+        }
     }
 
     fn rows(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
@@ -704,6 +730,7 @@ impl Pass<'_> {
         if !typings::is_value_type(leaf) {
             return Err(typing(format!("target values have type {leaf}, {want} (integers or floats)")));
         }
+        let mut ahead = CheckedAhead::default();
         for r in 0..batch.num_rows() {
             let row = self.row_base + r;
             let readable = match &ids {
@@ -743,7 +770,8 @@ impl Pass<'_> {
             let mut held = Vec::with_capacity(channels.len());
             let mut keep = true;
             for (d, values) in channels.iter().enumerate() {
-                match typings::to_f32(values) {
+                let checked = if multivariate { None } else { ahead.take(target.as_ref(), r) };
+                match checked.unwrap_or_else(|| typings::to_f32(values)) {
                     Ok(v) => held.push(v),
                     Err(e) => {
                         let e = match e {
@@ -765,7 +793,7 @@ impl Pass<'_> {
                     _ if self.count_only => Ok(Held::Counted(v.len())),
                     Some((map, _)) if is_in(&v, map) => {
                         // checked: give the pages back until the writer reads them again
-                        release_pages(map, &v);
+                        self.release_checked(map, &v);
                         Ok(Held::Mapped(v))
                     }
                     None if self.in_memory => Ok(Held::Mapped(v)),
@@ -822,6 +850,44 @@ impl Pass<'_> {
             }
             (ValueError::Invalid(m), _) => Err(item(m)),
         }
+    }
+}
+
+/// Values of a univariate `target` checked ahead of the pass, on the compute
+/// pool ([`typings::to_f32`] of each row's list; the values check is most of
+/// the pass), a window of rows holding about [`CHECK_AHEAD_VALUES`] values at
+/// a time, so the input pages it faults in before the pass releases them stay
+/// a few MiB. The pass takes each row's result in row order: the same errors,
+/// in the same order, as checking each row when it comes.
+#[derive(Default)]
+struct CheckedAhead {
+    /// The first row of the window.
+    start: usize,
+    /// Each row's check (`None` for a null row, or once taken).
+    rows: Vec<Option<std::result::Result<SeriesValues, ValueError>>>,
+}
+
+/// Values checked ahead of the pass at a time (16 MiB of float32).
+const CHECK_AHEAD_VALUES: usize = 4 << 20;
+
+impl CheckedAhead {
+    /// The check of row `r` of `target` (once), checking the window that
+    /// starts at `r` when `r` is outside the current one; `None` when the
+    /// pool is unavailable (the pass then checks the row itself).
+    fn take(&mut self, target: &dyn Array, r: usize) -> Option<std::result::Result<SeriesValues, ValueError>> {
+        use rayon::prelude::*;
+        if !(self.start..self.start + self.rows.len()).contains(&r) {
+            let (mut lists, mut values) = (Vec::new(), 0);
+            while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
+                let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
+                values += list.as_ref().map_or(0, |l| l.len());
+                lists.push(list);
+            }
+            let pool = crate::runtime::compute_pool().ok()?;
+            self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
+            self.start = r;
+        }
+        self.rows.get_mut(r - self.start).and_then(Option::take)
     }
 }
 

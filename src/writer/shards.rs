@@ -582,34 +582,63 @@ pub(crate) struct ParquetFile {
 
 /// The sink of a [`ParquetFile`]: passes bytes on to the staged file until
 /// the footer starts, then keeps them, so the footer is rewritten
-/// ([`crate::float_order`]) before it reaches storage.
+/// ([`crate::float_order`]) before it reaches storage. Bytes are passed on in
+/// blocks of up to [`PASS_BLOCK_BYTES`], and at the end of each row group: the
+/// parquet crate splices a column chunk through an 8 KiB buffer, which would
+/// otherwise be one write (and one hash update) per 8 KiB.
 struct FooterSink {
     file: StagedFile,
-    /// Bytes passed on.
+    /// Bytes accepted before the footer (passed on, or in `block`).
     passed: u64,
+    /// Bytes accepted, not yet passed on.
+    block: Vec<u8>,
     /// The footer, once it started.
     footer: Option<Vec<u8>>,
+}
+
+/// The bytes a [`FooterSink`] gathers before passing them on (1 MiB).
+const PASS_BLOCK_BYTES: usize = 1 << 20;
+
+impl FooterSink {
+    fn new(file: StagedFile) -> FooterSink {
+        FooterSink { file, passed: 0, block: Vec::new(), footer: None }
+    }
+
+    /// Passes the gathered bytes on.
+    fn pass_block(&mut self) -> std::io::Result<()> {
+        if !self.block.is_empty() {
+            std::io::Write::write_all(&mut self.file, &self.block)?;
+            self.block.clear();
+        }
+        Ok(())
+    }
 }
 
 impl std::io::Write for FooterSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match &mut self.footer {
-            Some(kept) => {
-                kept.extend_from_slice(buf);
-                Ok(buf.len())
-            }
+            Some(kept) => kept.extend_from_slice(buf),
             None => {
-                let n = self.file.write(buf)?;
-                self.passed += n as u64;
-                Ok(n)
+                if self.block.capacity() == 0 {
+                    self.block.reserve_exact(PASS_BLOCK_BYTES);
+                }
+                self.block.extend_from_slice(buf);
+                self.passed += buf.len() as u64;
+                if self.block.len() >= PASS_BLOCK_BYTES {
+                    self.pass_block()?;
+                }
             }
         }
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self.footer {
             Some(_) => Ok(()),
-            None => self.file.flush(),
+            None => {
+                self.pass_block()?;
+                self.file.flush()
+            }
         }
     }
 }
@@ -621,7 +650,7 @@ impl ParquetFile {
         schema: Arc<FileSchema>,
         props: &WriterPropertiesPtr,
     ) -> Result<Self> {
-        let file = FooterSink { file: staging.create_file(rel)?, passed: 0, footer: None };
+        let file = FooterSink::new(staging.create_file(rel)?);
         let writer = SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
             .map_err(|e| Error::parquet(rel, e))?;
         Ok(ParquetFile { writer, rel: rel.to_string(), schema, rows: 0 })
@@ -635,7 +664,9 @@ impl ParquetFile {
         }
         let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
         self.rows += meta.num_rows() as u64;
-        Ok(())
+        // a row group's bytes reach storage when it is appended, as they did
+        // before the sink gathered blocks (a writer killed mid-shard leaves them)
+        self.writer.inner_mut().pass_block().map_err(|e| Error::io(rel, e))
     }
 
     /// Writes the footer (float leaves in type-defined order, `docs/format.md`
@@ -646,7 +677,9 @@ impl ParquetFile {
         self.writer.flush().map_err(|e| Error::io(&rel, e))?;
         self.writer.inner_mut().footer = Some(Vec::new());
         // into_inner writes the footer
-        let sink = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        let mut sink = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        // flushed above; passed on here too so no byte before the footer can stay behind
+        sink.pass_block().map_err(|e| Error::io(&rel, e))?;
         let (mut file, mut footer) = (sink.file, sink.footer.unwrap_or_default());
         let floats: Vec<bool> = self
             .schema
