@@ -26,6 +26,7 @@ mod float_order;
 pub mod layout;
 pub mod limits;
 pub mod manifest;
+pub mod names;
 pub mod options;
 mod pages;
 mod parquet_read;

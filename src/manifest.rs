@@ -12,8 +12,7 @@ use crate::dataset::{Annotation, SeriesMeta, Task};
 use crate::error::{Error, Result};
 use crate::options::WriterOptions;
 
-/// The manifest's `format` value.
-pub const FORMAT: &str = "timef";
+pub use crate::names::FORMAT;
 /// The manifest's `format_version` value this crate writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 

@@ -560,9 +560,10 @@ impl Version {
         }
         // the writer loads series in index order: one scan answers them all
         let cursor = SeriesCursor::new(Arc::clone(self));
+        let manifest_sha256: Arc<str> = Arc::from(self.manifest_sha256());
         for meta in self.series()? {
             let loader = SeriesCursor::loader(&cursor, meta.time_series_id.clone());
-            d.add_series_of(meta, Arc::clone(self), loader)?;
+            d.add_series_of(meta, Arc::clone(&manifest_sha256), loader)?;
         }
         for s in self.samples()? {
             d.add_sample(s)?;

@@ -42,18 +42,7 @@ pub fn is_canonical_uuid(s: &str) -> bool {
     s.len() == 36 && !s.bytes().any(|b| b.is_ascii_uppercase()) && uuid::Uuid::try_parse(s).is_ok()
 }
 
-/// Checks a path component (`dataset_name`, `dataset_version`, `task_name`):
-/// 1-128 chars of `[A-Za-z0-9._-]`, not starting with `.` (FORMAT-BRIEF §1).
-pub fn validate_name(value: &str, field: &'static str) -> Result<()> {
-    let ok = (1..=128).contains(&value.len())
-        && !value.starts_with('.')
-        && value.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::validation(value, field, "must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'"))
-    }
-}
+pub use crate::names::validate_name;
 
 fn non_empty(id: &str, field: &'static str, value: &str) -> Result<()> {
     if value.is_empty() {
@@ -325,11 +314,12 @@ pub(crate) enum ValuesSource {
     Stored { store: u32, offset: u64, len: u64 },
     /// A loader that runs once.
     Load(Loader),
-    /// The values version `version` holds for this series, read by `loader`
-    /// ([`crate::reader::Version::to_dataset`]): a writer whose base is that version
-    /// copies them from its shards without running the loader
-    /// ([`crate::TimeFWriter::with_base`]).
-    Version { version: Arc<crate::reader::Version>, loader: Loader },
+    /// The values the version whose manifest has sha256 `manifest_sha256`
+    /// holds for this series, read by `loader` (`Version::to_dataset`): a
+    /// writer whose base is that version copies them from its shards without
+    /// running the loader (`TimeFWriter::with_base`). The version is named by
+    /// its manifest's hash, not held, so the dataset sits below the reader.
+    Version { manifest_sha256: Arc<str>, loader: Loader },
     /// Already taken.
     Taken,
 }
@@ -442,14 +432,10 @@ impl TimeFDataset {
         self.insert_series(meta, ValuesSource::Stored { store, offset, len })
     }
 
-    /// Adds a series whose values `loader` reads from `version` ([`ValuesSource::Version`]).
-    pub(crate) fn add_series_of(
-        &mut self,
-        meta: SeriesMeta,
-        version: Arc<crate::reader::Version>,
-        loader: Loader,
-    ) -> Result<()> {
-        self.insert_series(meta, ValuesSource::Version { version, loader })
+    /// Adds a series whose values `loader` reads from the version whose
+    /// manifest has sha256 `manifest_sha256` ([`ValuesSource::Version`]).
+    pub(crate) fn add_series_of(&mut self, meta: SeriesMeta, manifest_sha256: Arc<str>, loader: Loader) -> Result<()> {
+        self.insert_series(meta, ValuesSource::Version { manifest_sha256, loader })
     }
 
     fn insert_series(&mut self, meta: SeriesMeta, values: ValuesSource) -> Result<()> {
@@ -483,11 +469,10 @@ impl TimeFDataset {
         }
     }
 
-    /// Whether series row `row`'s values are those `version` holds for it
-    /// (added by `to_dataset` of a version with the same manifest).
-    pub(crate) fn values_of(&self, row: usize, version: &crate::reader::Version) -> bool {
-        matches!(&self.values[row], ValuesSource::Version { version: v, .. }
-            if v.manifest_sha256() == version.manifest_sha256())
+    /// Whether series row `row`'s values are those the version whose manifest
+    /// has sha256 `manifest_sha256` holds for it (added by `to_dataset` of it).
+    pub(crate) fn values_of(&self, row: usize, manifest_sha256: &str) -> bool {
+        matches!(&self.values[row], ValuesSource::Version { manifest_sha256: m, .. } if &**m == manifest_sha256)
     }
 
     /// Takes the loader of series `time_series_id` out of the dataset (it runs at

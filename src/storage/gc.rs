@@ -318,7 +318,7 @@ fn is_staging_name(name: &str) -> bool {
         return false;
     };
     rest.rsplit_once('-').is_some_and(|(version, random)| {
-        crate::dataset::validate_name(version, "version").is_ok()
+        crate::names::validate_name(version, "version").is_ok()
             && random.len() == local::STAGING_RANDOM_CHARS
             && random.bytes().all(|b| b.is_ascii_alphanumeric())
     })
@@ -328,7 +328,7 @@ fn is_staging_name(name: &str) -> bool {
 /// with a valid version name and a write id as timef makes them.
 fn parts_name(name: &str) -> Option<(&str, &str)> {
     parse_staged(name)
-        .filter(|(version, id)| crate::dataset::validate_name(version, "version").is_ok() && object::is_writer_id(id))
+        .filter(|(version, id)| crate::names::validate_name(version, "version").is_ok() && object::is_writer_id(id))
 }
 
 /// The string field `key` of the JSON object in the marker file at `rel`
@@ -378,7 +378,7 @@ fn scan_dataset(
         }
         let inner = tree.level(&at)?;
         let manifest = inner.files.contains_key(MANIFEST)
-            && marker_field(place, &join(&at, MANIFEST), "format")?.as_deref() == Some(crate::manifest::FORMAT);
+            && marker_field(place, &join(&at, MANIFEST), "format")?.as_deref() == Some(crate::names::FORMAT);
         let claim = match inner.files.get(CLAIM) {
             Some(t)
                 if marker_field(place, &join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>

@@ -271,7 +271,7 @@ impl TimeFWriter {
             let id = series.id(row);
             // only values that are the base's own (its `to_dataset` loaders)
             // come from its shards: any other loader runs, as in a fresh write
-            let of_base = self.base.as_ref().is_some_and(|b| dataset.values_of(row, b));
+            let of_base = self.base.as_ref().is_some_and(|b| dataset.values_of(row, b.manifest_sha256()));
             let base_rows = if of_base { stream.base_series(&series.meta(row), chunk_values)? } else { None };
             if let Some(base_rows) = base_rows {
                 // the base's chunks: read from its shards as their row groups are built
