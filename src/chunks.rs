@@ -27,7 +27,7 @@ use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
 use crate::footer::{contain, version_parquet_error, CheckedPages};
 use crate::limits::DEFAULT_BATCH_ROWS;
-use crate::pages::{self, ValuesChunk};
+use crate::pages::{self, RowValues, ValuesChunk};
 use crate::parquet_read::{col, decode_error, open_parquet, strings};
 use crate::storage::{Location, Source};
 
@@ -344,7 +344,40 @@ pub(crate) fn decode(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         .unwrap_or_else(|panic| Err(Error::Corrupt { path: plan.shard_path(unit), reason: panic }))
 }
 
+/// [`decode`]'s values alone, checked as it checks them, into `out` (its
+/// buffers reused: [`pages::read_values_into`]): row `i` is the unit's
+/// `i`-th selected chunk (`Unit::chunks` order).
+///
+/// # Errors
+/// Those of [`decode`].
+pub(crate) fn decode_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<()> {
+    contain(|| decode_unit_values(plan, unit, out))
+        .unwrap_or_else(|panic| Err(Error::Corrupt { path: plan.shard_path(unit), reason: panic }))
+}
+
 fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
+    let mut values = RowValues::default();
+    decode_unit_values(plan, unit, &mut values)?;
+    let corrupt = |reason: String| Error::Corrupt { path: plan.shard_path(unit), reason };
+    let list = ListArray::try_new(
+        values_item(),
+        OffsetBuffer::new(ScalarBuffer::from(values.offsets)),
+        Arc::new(Float32Array::from(values.values)) as ArrayRef,
+        None,
+    )
+    .map_err(|e| corrupt(format!("values: {e}")))?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            unit.rows.iter().map(|r| plan.series[r.series].time_series_id.as_str()),
+        )),
+        Arc::new(Int32Array::from_iter_values(unit.rows.iter().map(|r| r.chunk_idx))),
+        Arc::new(Int64Array::from_iter_values(unit.rows.iter().map(|r| r.value_offset))),
+        Arc::new(list),
+    ];
+    Ok(vec![RecordBatch::try_new(chunk_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))?])
+}
+
+fn decode_unit_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<()> {
     let shard = &plan.shards[unit.shard];
     let path = shard.loc.to_path_buf();
     let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
@@ -389,7 +422,7 @@ fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         rows: rg_rows as u64,
         entries: unit.values_entries,
     };
-    let values = pages::read_values(&path, file.inner(), &chunk, selected.as_deref())?;
+    pages::read_values_into(&path, file.inner(), &chunk, selected.as_deref(), out)?;
     // the small key columns (one page each per row group) through the parquet crate
     let mask = ProjectionMask::roots(meta.parquet_schema(), [ids_root, chunk_idx_root]);
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
@@ -409,28 +442,13 @@ fn decode_unit(plan: &Plan, unit: &Unit) -> Result<Vec<RecordBatch>> {
         if expected.len() != batch.num_rows() {
             return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
         }
-        check_keys(plan, &path, batch, &expected, &values.offsets[at..])?;
+        check_keys(plan, &path, batch, &expected, &out.offsets[at..])?;
         at += expected.len();
     }
-    if rows.next().is_some() || values.offsets.len() != unit.rows.len() + 1 {
+    if rows.next().is_some() || out.offsets.len() != unit.rows.len() + 1 {
         return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
     }
-    let list = ListArray::try_new(
-        values_item(),
-        OffsetBuffer::new(ScalarBuffer::from(values.offsets)),
-        Arc::new(Float32Array::from(values.values)) as ArrayRef,
-        None,
-    )
-    .map_err(|e| corrupt(format!("values: {e}")))?;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(
-            unit.rows.iter().map(|r| plan.series[r.series].time_series_id.as_str()),
-        )),
-        Arc::new(Int32Array::from_iter_values(unit.rows.iter().map(|r| r.chunk_idx))),
-        Arc::new(Int64Array::from_iter_values(unit.rows.iter().map(|r| r.value_offset))),
-        Arc::new(list),
-    ];
-    Ok(vec![RecordBatch::try_new(chunk_schema(), columns).map_err(|e| corrupt(format!("arrow: {e}")))?])
+    Ok(())
 }
 
 /// Checks that each row of the decoded key columns `batch` is the chunk

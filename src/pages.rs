@@ -69,15 +69,35 @@ pub(crate) fn read_values<R: ChunkReader>(
     chunk: &ValuesChunk<'_>,
     selected: Option<&[usize]>,
 ) -> Result<RowValues> {
+    let mut out = RowValues::default();
+    read_values_into(path, file, chunk, selected, &mut out)?;
+    Ok(out)
+}
+
+/// [`read_values`] into `out`, a caller's buffers reused from row group to
+/// row group (cleared first, their capacity kept): a decode then writes to
+/// memory already touched, not to freshly mapped pages. On an error `out`
+/// holds a part of the rows.
+///
+/// # Errors
+/// Those of [`read_values`].
+pub(crate) fn read_values_into<R: ChunkReader>(
+    path: &Path,
+    file: &R,
+    chunk: &ValuesChunk<'_>,
+    selected: Option<&[usize]>,
+    out: &mut RowValues,
+) -> Result<()> {
     let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
+    out.values.clear();
+    out.offsets.clear();
+    out.offsets.push(0);
     let plan = PagePlan::new(chunk, selected).map_err(corrupt)?;
-    let mut out = RowValues { values: Vec::new(), offsets: vec![0] };
-    let Some(span) = plan.span.clone() else { return Ok(out) };
+    let Some(span) = plan.span.clone() else { return Ok(()) };
     let length = usize::try_from(span.end - span.start)
         .map_err(|_| corrupt(format!("a values column chunk of {} bytes", span.end - span.start)))?;
     let bytes = file.get_bytes(span.start, length).map_err(|e| version_parquet_error(path, e))?;
-    READER.with(|r| r.borrow_mut().decode(chunk, &plan, span.start, &bytes, &mut out)).map_err(corrupt)?;
-    Ok(out)
+    READER.with(|r| r.borrow_mut().decode(chunk, &plan, span.start, &bytes, out)).map_err(corrupt)
 }
 
 /// Which pages of a chunk a selection needs, and the bytes to read for them.

@@ -25,6 +25,7 @@ use crate::chunks::{self, chunk_schema, Plan};
 use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::reader::Version;
+use crate::pages::RowValues;
 use crate::storage::Location;
 
 /// Decoding threads when none is set: 0, meaning one per available core
@@ -634,5 +635,10 @@ impl RowGroups {
     /// Row group `i` decoded and checked (`chunks::decode`), as batches of [`scan_schema`].
     pub(crate) fn read(&self, i: usize) -> Result<Vec<RecordBatch>> {
         chunks::decode(&self.plan, &self.plan.units()[i])
+    }
+    /// Row group `i`'s values alone, decoded and checked as [`RowGroups::read`]
+    /// does, into `out` (buffers reused): row `j` is its `j`-th [`RowGroups::chunks`] item.
+    pub(crate) fn read_values(&self, i: usize, out: &mut RowValues) -> Result<()> {
+        chunks::decode_values(&self.plan, &self.plan.units()[i], out)
     }
 }

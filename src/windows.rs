@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Float32Type;
+use arrow::array::RecordBatch;
 
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
+use crate::pages::RowValues;
 use crate::reader::Version;
 use crate::scan::{RowGroups, Selection};
 use crate::storage::object::ReadStats;
@@ -191,6 +191,47 @@ pub struct SeriesBlocks {
     sample_ids: Vec<String>,
     stacks: Stacks,
     footers: Footers,
+    pool: Pool,
+}
+
+/// Buffers reused from one read to the next (a fresh buffer is faulted in
+/// page by page as it is first written: a third of a read's time): the values
+/// of decoded row groups, and of whole buffers ([`BlockValues`], handed back
+/// by [`Windows`] once its windows are out). At most
+/// [`MAX_POOLED_BUFFERS`] and [`MAX_POOLED_ROW_GROUPS`] are kept.
+#[derive(Default)]
+struct Pool {
+    values: Mutex<Vec<Vec<f32>>>,
+    rows: Mutex<Vec<RowValues>>,
+}
+
+/// Buffers of values a [`Pool`] keeps: the one handed out and the one read ahead.
+const MAX_POOLED_BUFFERS: usize = 2;
+/// Decoded row groups a [`Pool`] keeps.
+const MAX_POOLED_ROW_GROUPS: usize = 64;
+
+impl Pool {
+    /// An empty values buffer, reused when one was given back.
+    fn values(&self) -> Vec<f32> {
+        let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default();
+        values.clear();
+        values
+    }
+    fn give_values(&self, values: Vec<f32>) {
+        let mut pool = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < MAX_POOLED_BUFFERS {
+            pool.push(values);
+        }
+    }
+    /// Buffers for a decoded row group, reused when some were given back.
+    fn rows(&self) -> RowValues {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner()).pop().unwrap_or_default()
+    }
+    fn give_rows(&self, rows: Vec<RowValues>) {
+        let mut pool = self.rows.lock().unwrap_or_else(|p| p.into_inner());
+        pool.extend(rows);
+        pool.truncate(MAX_POOLED_ROW_GROUPS);
+    }
 }
 
 impl SeriesBlocks {
@@ -258,7 +299,15 @@ impl SeriesBlocks {
             b.row_groups.sort_unstable();
             b.row_groups.dedup();
         }
-        Ok(SeriesBlocks { row_groups, blocks, lengths, sample_ids, stacks, footers: Footers::default() })
+        Ok(SeriesBlocks {
+            row_groups,
+            blocks,
+            lengths,
+            sample_ids,
+            stacks,
+            footers: Footers::default(),
+            pool: Pool::default(),
+        })
     }
     /// Blocks, numbered `0..len()` in index order.
     pub fn len(&self) -> usize {
@@ -344,34 +393,39 @@ impl SeriesBlocks {
         }
         let units = self.block_row_groups(blocks);
         let decoded = self.read_units(&units, threads)?;
-        // one allocation for the whole buffer: many series-sized ones in a shuffled order
-        // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows
+        // one buffer for the whole block set, reused: many series-sized ones in a shuffled order
+        // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows, and a
+        // fresh one is faulted in page by page as it is first written
         let total: u64 = wanted.iter().map(|&s| self.lengths[s]).sum();
-        let mut out =
-            BlockValues { values: Vec::with_capacity(usize::try_from(total).unwrap_or(0)), series: Vec::new() };
+        let mut out = BlockValues { values: self.pool.values(), series: Vec::new() };
+        out.values.reserve(usize::try_from(total).unwrap_or(0));
         // sorted row groups hold the wanted chunks in index order: each series is one run
-        for (&unit, batches) in units.iter().zip(decoded) {
-            let mut chunks = self.row_groups.chunks(unit);
-            for batch in batches {
-                let list = batch.column(3).as_list::<i32>();
-                let items = list.values().as_primitive::<Float32Type>().values();
-                let offsets = list.value_offsets();
-                for row in 0..batch.num_rows() {
-                    let Some((series, _, _)) = chunks.next() else { break };
-                    if !wanted.contains(&series) {
-                        continue;
-                    }
-                    let at = out.values.len();
-                    if out.series.last().is_none_or(|(last, _)| *last != series) {
-                        out.series.push((series, at..at));
-                    }
-                    out.values.extend_from_slice(&items[offsets[row] as usize..offsets[row + 1] as usize]);
-                    if let Some((_, range)) = out.series.last_mut() {
-                        range.end = out.values.len();
-                    }
+        for (&unit, decoded) in units.iter().zip(&decoded) {
+            let offsets = &decoded.offsets;
+            let mut row = 0;
+            let mut chunks = self.row_groups.chunks(unit).peekable();
+            while let Some((series, _, _)) = chunks.next() {
+                // the run of this series' rows in the row group
+                let first = row;
+                row += 1;
+                while chunks.next_if(|&(s, _, _)| s == series).is_some() {
+                    row += 1;
+                }
+                let (Some(&from), Some(&to)) = (offsets.get(first), offsets.get(row)) else { break };
+                if !wanted.contains(&series) {
+                    continue;
+                }
+                let at = out.values.len();
+                if out.series.last().is_none_or(|(last, _)| *last != series) {
+                    out.series.push((series, at..at));
+                }
+                out.values.extend_from_slice(&decoded.values[from as usize..to as usize]);
+                if let Some((_, range)) = out.series.last_mut() {
+                    range.end = out.values.len();
                 }
             }
         }
+        self.pool.give_rows(decoded);
         Ok(out)
     }
 
@@ -402,8 +456,9 @@ impl SeriesBlocks {
         (0..self.row_groups.len()).next().and_then(|i| self.row_groups.origin(i).0.read_stats())
     }
 
-    /// Row groups `units` decoded on up to `threads` threads, in the order given.
-    fn read_units(&self, units: &[usize], threads: usize) -> Result<Vec<Vec<RecordBatch>>> {
+    /// The values of row groups `units` decoded on up to `threads` threads,
+    /// in the order given, into buffers of the pool.
+    fn read_units(&self, units: &[usize], threads: usize) -> Result<Vec<RowValues>> {
         let threads = match threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
@@ -411,11 +466,12 @@ impl SeriesBlocks {
         .min(units.len())
         .max(1);
         let next = AtomicUsize::new(0);
-        let slots: Vec<Mutex<Option<Result<Vec<RecordBatch>>>>> = units.iter().map(|_| Mutex::new(None)).collect();
+        let slots: Vec<Mutex<Option<Result<RowValues>>>> = units.iter().map(|_| Mutex::new(None)).collect();
         let work = || loop {
             let at = next.fetch_add(1, Ordering::Relaxed);
             let Some(&unit) = units.get(at) else { return };
-            let result = self.read_row_group(unit);
+            let mut rows = self.pool.rows();
+            let result = self.row_groups.read_values(unit, &mut rows).map(|()| rows);
             let failed = result.is_err();
             *slots[at].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
             if failed {
@@ -428,7 +484,7 @@ impl SeriesBlocks {
             }
             work();
         });
-        let results: Vec<Option<Result<Vec<RecordBatch>>>> =
+        let results: Vec<Option<Result<RowValues>>> =
             slots.into_iter().map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
         // every row group taken before a failure was read (the scope joined its thread), so
         // the first failure comes before any row group left unread
@@ -796,8 +852,10 @@ impl WindowPlan {
         let padding = (-start.min(0)) as usize;
         let from = start.max(0) as usize;
         let series = self.blocks.stack_series(stack);
-        let Some(rows) = series.iter().map(|&s| values.get(s)).collect::<Option<Vec<&[f32]>>>() else { return };
-        for values in rows {
+        if !series.iter().all(|&s| values.get(s).is_some()) {
+            return;
+        }
+        for values in series.iter().filter_map(|&s| values.get(s)) {
             // the row is `padding` zeros then `values[from..]`, cut at `context`
             let observed = &values[from..from + length - padding];
             let (past_zeros, future_zeros) = (padding.min(context), padding.saturating_sub(context));
@@ -814,6 +872,21 @@ impl WindowPlan {
         batch.padding.push(padding as u32);
     }
 
+    /// An empty batch with room for `windows` windows: each window's values
+    /// are then copied once, never moved by a growing buffer.
+    fn batch_with_capacity(&self, windows: usize) -> WindowBatch {
+        let rows = self.blocks.channels().len().max(1);
+        let per_window = |len: usize| windows.saturating_mul(rows).saturating_mul(len);
+        WindowBatch {
+            stack: Vec::with_capacity(windows),
+            start: Vec::with_capacity(windows),
+            start_s: Vec::with_capacity(windows),
+            past_values: Vec::with_capacity(per_window(self.options.context_length)),
+            future_values: Vec::with_capacity(per_window(self.options.prediction_length)),
+            padding: Vec::with_capacity(windows),
+        }
+    }
+
     /// Every window of block `block` in index order (whatever the shuffle):
     /// the unit of a distributed read (`timef.ray.read`).
     ///
@@ -821,13 +894,15 @@ impl WindowPlan {
     /// Those of [`SeriesBlocks::read_blocks`].
     pub fn block_windows(&self, block: usize) -> Result<WindowBatch> {
         let values = self.blocks.read_blocks(&[block], self.options.threads)?;
-        let mut batch = WindowBatch::default();
+        let windows = usize::try_from(self.block_windows[block]).unwrap_or(0);
+        let mut batch = self.batch_with_capacity(windows);
         for k in self.blocks.block_stacks(block) {
             let n = self.blocks.stack_len(k);
             for w in 0..windows_of(&self.options, n) {
                 self.push_window(&mut batch, &values, k, window_start(&self.options, n, w));
             }
         }
+        self.blocks.pool.give_values(values.values);
         Ok(batch)
     }
 }
@@ -911,6 +986,9 @@ impl WindowBatch {
     }
 }
 
+/// Windows a batch of [`Windows::next_batch`] has room for from the start.
+const MAX_RESERVED_WINDOWS: usize = 4096;
+
 /// A consumer's windows ([`WindowPlan::windows`]), read by batch.
 pub struct Windows {
     plan: Arc<WindowPlan>,
@@ -926,12 +1004,19 @@ impl Windows {
     /// # Errors
     /// Those of the reads ([`Error::Corrupt`], [`Error::Io`]...).
     pub fn next_batch(&mut self, max: usize) -> Option<Result<WindowBatch>> {
-        let mut batch = WindowBatch::default();
+        // room for a whole batch, up to a bound (a huge `max` ends with the epoch's few windows)
+        let mut batch = self.plan.batch_with_capacity(max.clamp(1, MAX_RESERVED_WINDOWS));
         while batch.len() < max.max(1) && !self.done {
             let buffer = match &mut self.current {
                 Some(b) if b.next < b.items.len() => b,
                 _ => match self.rx.recv() {
-                    Ok(Ok(b)) => self.current.insert(b),
+                    Ok(Ok(b)) => {
+                        // its values buffer goes back to the reader thread, for a buffer ahead
+                        if let Some(done) = self.current.take() {
+                            self.plan.blocks.pool.give_values(done.values.values);
+                        }
+                        self.current.insert(b)
+                    }
                     Ok(Err(e)) => {
                         self.done = true;
                         return Some(Err(e));
