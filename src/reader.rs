@@ -7,6 +7,7 @@
 //! page index), that hold the series' chunks.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -14,6 +15,8 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{Float32Type, Int64Type};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::reader::{ChunkReader, Length};
+use sha2::{Digest, Sha256};
 
 pub use crate::chunks::IndexEntry;
 use crate::chunks::{self, Index};
@@ -165,10 +168,7 @@ impl Version {
             path: loc.to_path_buf(),
             reason: format!("manifest.json {}: {}", p.location, p.reason),
         })?;
-        let manifest_sha256 = {
-            use sha2::Digest;
-            hex::encode(sha2::Sha256::digest(&bytes))
-        };
+        let manifest_sha256 = hex::encode(Sha256::digest(&bytes));
         let listed = manifest.files.iter().map(|f| f.path.clone()).collect();
         Ok(Version {
             dir: loc.to_path_buf(),
@@ -215,11 +215,31 @@ impl Version {
     /// the index, samples, annotations and tasks tables.
     fn small_table(&self, rel: &str, origin: impl FnOnce() -> String) -> Result<(PathBuf, RecordBatch)> {
         let loc = self.file(rel, origin)?;
-        let (rows, bytes) = self.manifest.files.iter().find(|f| f.path == rel).map_or((0, 0), |f| (f.rows, f.bytes));
+        let path = loc.to_path_buf();
+        let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
+        let entry = self.manifest.files.iter().find(|f| f.path == rel);
+        let entry = entry.ok_or_else(|| corrupt("not in manifest.json's files".into()))?;
         // on an object store one GET of the whole file rather than one per page (best
         // effort: what it misses is read as usual, a failure reported by that read)
-        let _whole = (bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(Vec::from([0..bytes])).ok());
-        Ok((loc.to_path_buf(), read_table(&loc, rows)?))
+        let _whole =
+            (entry.bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(Vec::from([0..entry.bytes])).ok());
+        // read whole anyway: its bytes are held to the manifest's size and
+        // sha256 before a value is decoded (docs/format.md §6), so a table
+        // altered at the same size is refused, not carried into an edit
+        let source = loc.open()?;
+        let len = source.len();
+        if len != entry.bytes {
+            return Err(corrupt(format!("{len} bytes, manifest.json says {}", entry.bytes)));
+        }
+        // streamed through the hash: a large index is not held twice
+        let mut hasher = Sha256::new();
+        let mut read = source.get_read(0).map_err(|e| version_parquet_error(&path, e))?.take(len);
+        std::io::copy(&mut read, &mut hasher).map_err(|e| Error::io(&path, e))?;
+        let sha256 = hex::encode(hasher.finalize());
+        if sha256 != entry.sha256 {
+            return Err(corrupt(format!("sha256 {sha256}, manifest.json says {}", entry.sha256)));
+        }
+        Ok((path.clone(), read_table(&loc, entry.rows)?))
     }
 
     /// The manifest.

@@ -22,20 +22,21 @@ use common::*;
 /// `n` samples `s000`.., each with one series `x000`.. of `len(i)` values
 /// (seeded by `i`), one label each.
 fn dataset(name: &str, n: usize, len: impl Fn(usize) -> usize) -> TimeFDataset {
-    dataset_seeded("v1", n, len, |i| i as u32, name)
+    dataset_seeded("v1", n, len, |i| i as u32, name, &|i| format!("x{i:03}"))
 }
 
-/// [`dataset`] at `version`, series `i`'s values seeded by `seed(i)`.
+/// [`dataset`] at `version`, series `i` named `id(i)`, its values seeded by `seed(i)`.
 fn dataset_seeded(
     version: &str,
     n: usize,
     len: impl Fn(usize) -> usize,
     seed: impl Fn(usize) -> u32,
     name: &str,
+    id: &dyn Fn(usize) -> String,
 ) -> TimeFDataset {
     let mut d = dataset_with_source(name, version);
     for i in 0..n {
-        let (sid, xid) = (format!("s{i:03}"), format!("x{i:03}"));
+        let (sid, xid) = (format!("s{i:03}"), id(i));
         add_series(&mut d, &xid, "eeg", "C3", 256.0, seed(i), len(i));
         d.add_sample(timef::Sample {
             sample_id: sid.clone(),
@@ -204,7 +205,7 @@ fn base_len(i: usize) -> usize {
     500 + (i * 37) % 600
 }
 fn x010_reseeded(version: &str) -> TimeFDataset {
-    dataset_seeded(version, 40, base_len, |i| if i == 10 { 99 } else { i as u32 }, "ds")
+    dataset_seeded(version, 40, base_len, |i| if i == 10 { 99 } else { i as u32 }, "ds", &|i| format!("x{i:03}"))
 }
 
 /// Files of `dir` but the manifest (whose lineage an edit adds), relative path and bytes.
@@ -460,4 +461,131 @@ fn a_base_shard_altered_in_place_is_found_by_verify_of_the_edit() {
         "{}",
         report.summary()
     );
+}
+
+/// [`base`]'s dataset with series `i` named `id(i)`.
+fn base_ids(root: &Path, id: &dyn Fn(usize) -> String) -> PathBuf {
+    commit(&root.join("base"), dataset_seeded("v1", 40, |i| 500 + (i * 37) % 600, |i| i as u32, "ds", id), small_options())
+}
+
+/// The logical type of the `time_series_id` column of `rel` under `dir`.
+fn id_type(dir: &Path, rel: &str) -> Option<parquet::basic::LogicalType> {
+    parquet_metadata(&dir.join(rel)).file_metadata().schema_descr().column(0).logical_type_ref().cloned()
+}
+
+/// The id encoding of the series ids is decided by the whole dataset (uuid16
+/// iff every id is a canonical UUID, docs/format.md §6): removing the one
+/// series that is not a UUID makes the write uuid16, so no base shard (all
+/// `string`) is copied whole; its `values` pages still are.
+#[test]
+fn removing_the_only_non_uuid_series_copies_no_shard_of_the_other_id_encoding() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base_ids(root.path(), &|i| if i == 39 { "zzz-not-a-uuid".into() } else { uuid7(i as u64) });
+    let shard = "time_series/shard-00000.parquet";
+    assert_eq!(id_type(&base_dir, shard), Some(parquet::basic::LogicalType::String));
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| remove(d, &["s039"]));
+    assert_eq!(id_type(&copied, shard), None, "uuid16: FIXED_LEN_BYTE_ARRAY(16), no logical type");
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 19, pages_encoded: 0, pages_decoded: 0, shards_copied: 0, bytes_read: 44923 }
+    );
+    let report = timef::verify::verify(&copied).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+}
+
+/// The reverse: a series whose id is not a UUID added to a uuid16 base.
+#[test]
+fn adding_a_non_uuid_series_copies_no_shard_of_the_other_id_encoding() {
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base_ids(root.path(), &|i| uuid7(i as u64));
+    let shard = "time_series/shard-00000.parquet";
+    assert_eq!(id_type(&base_dir, shard), None);
+    let (copied, fresh, stats) = edit_both(root.path(), &base_dir, &|d| {
+        add_series(d, "zzz-not-a-uuid", "eeg", "C3", 256.0, 99, 700);
+        d.add_sample(timef::Sample {
+            sample_id: "s999".into(),
+            source_id: "src".into(),
+            series: main_refs(&["zzz-not-a-uuid"]),
+            ..Default::default()
+        })
+        .unwrap();
+    });
+    assert_eq!(id_type(&copied, shard), Some(parquet::basic::LogicalType::String));
+    assert_same_bytes(&copied, &fresh);
+    assert_eq!(
+        stats,
+        CopyStats { pages_copied: 19, pages_encoded: 2, pages_decoded: 1, shards_copied: 0, bytes_read: 43890 }
+    );
+    let report = timef::verify::verify(&copied).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+}
+
+/// The compact-protocol varint of the i32 `v` (zigzag), as a page header's CRC is stored.
+fn zigzag(v: i32) -> Vec<u8> {
+    varint(u64::from(((v << 1) ^ (v >> 31)) as u32))
+}
+
+/// Rewrites the first value of the float64 column `column` of the Parquet
+/// file at `path` whose lowest bit can be flipped with the page recompressed
+/// to the same size and its CRC recomputed: one value off by one ulp, the
+/// file's size kept (only its sha256 changes). Returns its row.
+fn flip_lowest_bit(path: &Path, column: &str, level: i32) -> Option<usize> {
+    let mut bytes = std::fs::read(path).unwrap();
+    let meta = parquet_metadata(path);
+    let descr = meta.file_metadata().schema_descr();
+    let leaf = (0..descr.num_columns()).find(|&c| descr.column(c).path().string() == column).unwrap();
+    let max_def = descr.column(leaf).max_def_level();
+    for p in file_pages(path).into_iter().filter(|p| p.column == column) {
+        let page = &p.page;
+        let body = page.body_offset() as usize..page.body_offset() as usize + page.header.compressed_page_size as usize;
+        let raw = zstd::bulk::decompress(&bytes[body.clone()], page.header.uncompressed_page_size as usize).unwrap();
+        let from = if max_def > 0 { 4 + u32::from_le_bytes(raw[0..4].try_into().unwrap()) as usize } else { 0 };
+        for i in 1..(raw.len() - from) / 8 {
+            // byte 0 of value i, plain (8 bytes each) or byte-stream-split
+            for at in [from + i, from + 8 * i] {
+                let mut t = raw.clone();
+                t[at] ^= 1;
+                let c = zstd::bulk::compress(&t, level).unwrap();
+                let (old, new) = (zigzag(page.header.crc.unwrap()), zigzag(crc32fast::hash(&c) as i32));
+                if c.len() != body.len() || old.len() != new.len() {
+                    continue;
+                }
+                let h = page.offset as usize..page.body_offset() as usize;
+                let pos = bytes[h.clone()].windows(old.len()).position(|w| w == &old[..]).unwrap() + h.start;
+                bytes[pos..pos + new.len()].copy_from_slice(&new);
+                bytes[body].copy_from_slice(&c);
+                std::fs::write(path, &bytes).unwrap();
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// A base whose index says a chunk's mean one ulp off (the index's bytes
+/// changed at the same size, its page's CRC recomputed): an edit takes the
+/// chunks' statistics from the base's index as stored, so the index is held
+/// to the manifest's sha256 before it is decoded; the edit and a plain read
+/// are refused naming it, and nothing is committed.
+#[test]
+fn an_index_altered_at_the_same_size_is_refused_by_an_edit_and_a_read() {
+    use sha2::Digest;
+    let root = tempfile::tempdir().unwrap();
+    let base_dir = base(root.path());
+    let rel = "time_series_index.parquet";
+    let level = timef::edit::base_options(&Version::open(&base_dir).unwrap()).unwrap().compression_level();
+    let listed = Version::open(&base_dir).unwrap().manifest().files.iter().find(|f| f.path == rel).cloned().unwrap();
+    assert!(flip_lowest_bit(&base_dir.join(rel), "mean", level).is_some());
+    let bytes = std::fs::read(base_dir.join(rel)).unwrap();
+    assert_eq!(bytes.len() as u64, listed.bytes);
+    let reason = format!("sha256 {}, manifest.json says {}", hex::encode(sha2::Sha256::digest(&bytes)), listed.sha256);
+    let expect = |err: timef::Error| match err {
+        timef::Error::Corrupt { path, reason: r } => assert_eq!((path, r), (base_dir.join(rel), reason.clone())),
+        other => panic!("{other:?}"),
+    };
+    expect(Version::open(&base_dir).unwrap().index().unwrap_err());
+    let edit = Edit::remove_samples(["s017"], Cascade::Refuse);
+    expect(timef::edit::edit_version(&base_dir, &root.path().join("out"), "v2", edit).unwrap_err());
+    assert!(!root.path().join("out/ds/v2").exists());
 }

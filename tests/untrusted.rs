@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{cli, commit, ecg_dataset, rewrite_shard_paths, small_options};
+use common::{cli, commit, ecg_dataset, reseal, rewrite_shard_paths, small_options};
 use timef::reader::Version;
 use timef::Error;
 
@@ -291,7 +291,8 @@ fn object_store_version_refuses_paths_leaving_its_prefix() {
         .any(|f| f.file == "../../other/annotations.parquet" && f.location == "manifest files[0]"));
 }
 
-/// A page of the index whose bytes were changed (its CRC no longer matches):
+/// A page of the index whose bytes were changed (its CRC no longer matches),
+/// resealed so the decoder meets it (a read checks a table's sha256 first):
 /// the decoding error is a corrupt version, exit 2 like every other kind of
 /// corruption (not 3), one line naming the file; `verify` reports it (exit 1).
 #[test]
@@ -304,6 +305,7 @@ fn a_decoding_error_of_a_version_file_is_a_corrupt_version_exit_2() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[last] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
+    reseal(&c.dir, "time_series_index.parquet");
     for args in [vec!["cat", c.dir(), "s000/I"], vec!["info", c.dir(), "--samples"]] {
         // info reads and checks the index too, so it meets the page
         let (code, stdout, err) = cli(&args);

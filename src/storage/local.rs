@@ -221,16 +221,20 @@ impl Staging {
         Ok((file, path))
     }
 
-    /// Places `from` (a finished file of another version: versions are
-    /// immutable) at `rel` as a hard link, or a copy (fsynced) where linking
-    /// fails, e.g. across devices; returns its size.
-    pub fn link_file(&mut self, rel: &str, from: &Path) -> Result<u64> {
+    /// Places `from` (a finished file of another version, versions being
+    /// immutable) at `rel` as a hard link and returns its size; `None` where
+    /// the file system refuses the link (another device): the writer then
+    /// builds the file from the base's pages, as it does for another store,
+    /// and nothing of `from` passes through here.
+    ///
+    /// # Errors
+    /// I/O errors naming the path in staging.
+    pub fn link_file(&mut self, rel: &str, from: &Path) -> Result<Option<u64>> {
         let path = self.place(rel)?;
         if fs::hard_link(from, &path).is_err() {
-            fs::copy(from, &path).map_err(|e| Error::io(&path, e))?;
-            File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io(&path, e))?;
+            return Ok(None);
         }
-        Ok(fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len())
+        Ok(Some(fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len()))
     }
 
     /// The path of `rel` in staging, its directories created (and recorded

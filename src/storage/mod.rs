@@ -617,7 +617,7 @@ impl Staging {
     pub fn copy_file(&mut self, rel: &str, from: &Location) -> Result<Option<u64>> {
         check_interrupted(&self.dir())?;
         match (&mut self.0, &from.0) {
-            (StagingInner::Local(s), Inner::Local(path, _)) => s.link_file(rel, path).map(Some),
+            (StagingInner::Local(s), Inner::Local(path, _)) => s.link_file(rel, path),
             (StagingInner::Object(s), Inner::Object(o)) => s.copy_file(rel, o),
             _ => Ok(None),
         }

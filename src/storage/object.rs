@@ -79,17 +79,25 @@ struct Backend {
     /// (`memory://`) or one the caller built.
     rebuild: Option<Rebuild>,
     label: String,
+    /// What makes two handles one store, so that a server-side copy between
+    /// them is asked of the store that holds the source: the sha256 of the
+    /// label and the client options (endpoint, region, ...; never shown, as
+    /// it may cover a credential) for a store built from a URL, the client's
+    /// address for one the caller built. Two spellings of one endpoint are
+    /// two stores here (a copy is then a download and upload, never wrong).
+    identity: String,
     /// Bytes fetched ahead of reads through this handle, and its read counts.
     read_ahead: ReadAhead,
 }
 
 impl Backend {
-    fn new(store: Arc<dyn ObjectStore>, rebuild: Option<Rebuild>, label: String) -> Backend {
+    fn new(store: Arc<dyn ObjectStore>, rebuild: Option<Rebuild>, label: String, identity: String) -> Backend {
         Backend {
             store: PerProcess::with(Arc::clone(&store)),
             first: store,
             rebuild,
             label,
+            identity,
             read_ahead: ReadAhead::default(),
         }
     }
@@ -175,6 +183,16 @@ impl ObjectLocation {
             object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;
         let path = ObjPath::parse(path).map_err(|e| invalid(&shown, e.to_string()))?;
         let (retry, options) = store_options::split_retry(&shown, options)?;
+        let identity = {
+            let mut h = Sha256::new();
+            for (k, v) in &options {
+                h.update(format!("{}\0{k}\0{v}\0", k.len()));
+            }
+            h.update(url.scheme());
+            h.update("\0");
+            h.update(url.host_str().unwrap_or(""));
+            hex::encode(h.finalize())
+        };
         use object_store::ObjectStoreScheme as S;
         let host = url.host_str().unwrap_or("");
         let (store, rebuild): (Arc<dyn ObjectStore>, Option<Rebuild>) = match scheme {
@@ -221,12 +239,13 @@ impl ObjectLocation {
             S::Local => "file://".to_string(),
             _ => format!("{}://{host}", url.scheme()),
         };
-        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, rebuild, label)), path })
+        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, rebuild, label, identity)), path })
     }
 
     pub(crate) fn from_store(store: Arc<dyn ObjectStore>, label: &str, prefix: &str) -> Result<ObjectLocation> {
         let path = ObjPath::parse(prefix).map_err(|e| invalid(label, e.to_string()))?;
-        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, None, label.to_string())), path })
+        let identity = format!("{label}@{:p}", Arc::as_ptr(&store));
+        Ok(ObjectLocation { backend: Arc::new(Backend::new(store, None, label.to_string(), identity)), path })
     }
 
     pub(crate) fn join(&self, rel: &str) -> ObjectLocation {
@@ -822,7 +841,7 @@ impl Staging {
     /// are (what the commit checks); returns its size. `None` when `from` is
     /// on another store (then nothing is done).
     pub(crate) fn copy_file(&mut self, rel: &str, from: &ObjectLocation) -> Result<Option<u64>> {
-        if from.backend.label != self.target.backend.label {
+        if from.backend.identity != self.target.backend.identity {
             return Ok(None);
         }
         if !self.holds_claim()? {

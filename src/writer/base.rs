@@ -28,10 +28,13 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use parquet::basic::Compression;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::reader::{ChunkReader, Length};
+use parquet::schema::types::SchemaDescriptor;
 
 use super::page_splice::StoredPage;
 use super::WriterOptions;
+use crate::encoding::FileSchema;
 use crate::error::{Error, Result};
 use crate::footer::{page_problem, values_header_problem};
 use crate::manifest::{ChannelStats, FileEntry};
@@ -66,9 +69,13 @@ pub(crate) struct BaseFooter {
     /// clones share, so row groups built on several threads would interleave.
     source: Mutex<Source>,
     meta: ParquetMetaData,
-    /// Its pages may be stored in the write as they are: the shard was
-    /// written by this build (the same zstd gives the same bytes).
+    /// Its `values` pages may be stored in the write as they are: the shard
+    /// was written by this build (`created_by`, which names the byte rules,
+    /// `docs/format.md` §7) with the write's `values` column.
     reusable: bool,
+    /// The whole file may be the write's shard: besides, its schema (the id
+    /// encoding of the series ids) and key-value metadata are the write's.
+    whole: bool,
     /// Where it is, for a copy of the whole file.
     loc: Location,
     /// Its entry in the base's manifest (`None`: not listed).
@@ -101,15 +108,23 @@ pub(crate) struct BaseShards {
     /// The last row group [`BaseShards::chunk`] handed out, by group.
     last: Option<(usize, BaseRowGroup)>,
     footers: BTreeMap<String, Arc<BaseFooter>>,
-    created_by: String,
+    /// The write's shard schema and properties, which a base shard's footer
+    /// must match for its pages or its whole file to be reused.
+    schema: Arc<FileSchema>,
+    props: WriterPropertiesPtr,
     bytes_read: u64,
 }
 
 impl BaseShards {
-    /// The base `version` of a write with `options` whose Parquet files say
-    /// `created_by`, or `None` when the base was written with other options
-    /// (its chunks would not be the write's).
-    pub(crate) fn new(version: Arc<Version>, options: &WriterOptions, created_by: String) -> Result<Option<Self>> {
+    /// The base `version` of a write with `options` whose shards have
+    /// `schema` and `props`, or `None` when the base was written with other
+    /// options (its chunks would not be the write's).
+    pub(crate) fn new(
+        version: Arc<Version>,
+        options: &WriterOptions,
+        schema: Arc<FileSchema>,
+        props: WriterPropertiesPtr,
+    ) -> Result<Option<Self>> {
         if version.manifest().writer.options().ok() != Some(*options) {
             return Ok(None);
         }
@@ -123,7 +138,7 @@ impl BaseShards {
             }
         }
         let footers = BTreeMap::new();
-        Ok(Some(BaseShards { version, groups, next: 0, last: None, footers, created_by, bytes_read: 0 }))
+        Ok(Some(BaseShards { version, groups, next: 0, last: None, footers, schema, props, bytes_read: 0 }))
     }
 
     /// Bytes read so far for footers and offset indexes.
@@ -215,12 +230,32 @@ impl BaseShards {
         .map_err(|panic| Error::Corrupt { path: file.clone(), reason: panic })?
         .map_err(|e| crate::footer::version_parquet_error(&file, e))?;
         self.bytes_read += counted.read.load(Ordering::Relaxed);
-        let reusable = meta.file_metadata().created_by() == Some(self.created_by.as_str());
+        let (reusable, whole) = self.reuse(&meta);
         let source = Mutex::new(counted.inner);
         let entry = self.version.manifest().files.iter().find(|f| f.path == path).cloned();
-        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable, loc, entry });
+        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable, whole, loc, entry });
         self.footers.insert(path.to_string(), Arc::clone(&footer));
         Ok(footer)
+    }
+}
+
+impl BaseShards {
+    /// Whether the `values` pages of a base shard with footer `meta` may be
+    /// reused, and whether its whole file may: its bytes are a function of its
+    /// rows, the options (checked in [`BaseShards::new`]), the byte rules
+    /// (`created_by`), the schema (the id encoding of the series ids is
+    /// decided by the whole dataset, `docs/format.md` §6) and the key-value
+    /// metadata (the Arrow schema); each must be the write's.
+    fn reuse(&self, meta: &ParquetMetaData) -> (bool, bool) {
+        let file = meta.file_metadata();
+        let leaf = |d: &SchemaDescriptor| d.num_columns().checked_sub(1).map(|c| d.column(c));
+        let base_values = leaf(file.schema_descr());
+        let values_same = base_values.is_some() && base_values == leaf(&self.schema.descr);
+        let pages = file.created_by() == Some(self.props.created_by()) && values_same;
+        let whole = pages
+            && file.schema_descr().root_schema() == self.schema.descr.root_schema()
+            && file.key_value_metadata() == self.props.key_value_metadata();
+        (pages, whole)
     }
 }
 
@@ -291,7 +326,7 @@ impl BaseRowGroup {
     /// has exactly its bytes.
     pub(crate) fn is(&self, path: &str, row_group: u32, rows: usize) -> bool {
         let f = &self.footer;
-        f.reusable && f.path == path && self.row_group == row_group as usize && self.lengths.len() == rows
+        f.whole && f.path == path && self.row_group == row_group as usize && self.lengths.len() == rows
     }
 
     /// Row groups of the shard.

@@ -256,12 +256,14 @@ impl TimeFWriter {
         let schema = Arc::new(tables::shard_schema(ids)?);
         let props = schema.properties(codec, &files::created_by())?;
         let planner = Planner::new(&self.options, 0);
+        let base = match &self.base {
+            Some(base) => BaseShards::new(Arc::clone(base), &self.options, Arc::clone(&schema), Arc::clone(&props))?,
+            None => None,
+        };
         let mut stream =
             ShardStream::new(staging, schema, props, Arc::clone(&keys), ids.get(IdSpace::TimeSeries), planner)?;
-        if let Some(base) = &self.base {
-            if let Some(base) = BaseShards::new(Arc::clone(base), &self.options, files::created_by())? {
-                stream = stream.with_base(base);
-            }
+        if let Some(base) = base {
+            stream = stream.with_base(base);
         }
         let chunk_values = self.options.chunk_max_values();
         let total = keys.len() as u64;
