@@ -12,8 +12,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Float32Type, Int32Type, Schema, SchemaRef};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type};
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };

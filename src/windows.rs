@@ -21,8 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::Float32Type;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::RecordBatch;
 
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};

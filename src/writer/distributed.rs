@@ -538,8 +538,9 @@ impl DistributedWrite {
 /// field, or [`PartProblem::IndexMismatch`] when the shard's rows are not the
 /// record's; [`Error::Corrupt`] when the shard does not decode; I/O and store errors.
 fn check_statistics(loc: &Location, rows: &[&PartIndexRow], mismatch: impl Fn(PartProblem) -> Error) -> Result<()> {
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::Float32Type;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Float32Type;
+    use arrow_array::Array;
     use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     use parquet::arrow::ProjectionMask;
     use parquet::file::metadata::PageIndexPolicy;
