@@ -11,8 +11,8 @@
 
 use std::time::Instant;
 
-use arrow::array::AsArray;
-use arrow::datatypes::Float32Type;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [_, input, threads] => (input, threads.parse()?),
         _ => return Err("usage: codec_limit INPUT.arrow [THREADS]".into()),
     };
-    let reader = arrow::ipc::reader::FileReader::try_new(std::fs::File::open(input)?, None)?;
+    let reader = arrow_ipc::reader::FileReader::try_new(std::fs::File::open(input)?, None)?;
     let mut values: Vec<f32> = Vec::new();
     for batch in reader {
         let batch = batch?;

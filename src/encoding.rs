@@ -273,8 +273,8 @@ impl FileSchema {
     /// Arrow readers (pyarrow, polars, DuckDB) see uuid16 ids as plain
     /// `fixed_size_binary(16)` and top-level categoricals as
     /// `dictionary<int32, utf8>`.
-    pub fn arrow_schema(&self) -> Result<arrow::datatypes::Schema> {
-        use arrow::datatypes::{DataType, Field, Schema};
+    pub fn arrow_schema(&self) -> Result<arrow_schema::Schema> {
+        use arrow_schema::{DataType, Field, Schema};
         let inferred = parquet::arrow::parquet_to_arrow_schema(&self.descr, None).map_err(schema_err)?;
         let fields: Vec<Field> = inferred
             .fields()

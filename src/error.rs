@@ -240,7 +240,7 @@ pub enum Error {
         path: PathBuf,
         /// The arrow error.
         #[source]
-        source: arrow::error::ArrowError,
+        source: arrow_schema::ArrowError,
     },
 }
 

@@ -69,11 +69,11 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
     let _live = crate::storage::LiveGuard::new();
     let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone().map_err(|e| Error::io(out, e))?);
     let (series, chunks, values) = (scan.series_meta().len() as u64, scan.chunks(), scan.values());
-    let arrow_err = |e: arrow::error::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };
+    let arrow_err = |e: arrow_schema::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };
     let parquet_err = |e: parquet::errors::ParquetError| Error::parquet(out, e);
     let mut file = match format {
         ExportFormat::ArrowIpc => {
-            let mut w = arrow::ipc::writer::FileWriter::try_new(file, &scan_schema()).map_err(arrow_err)?;
+            let mut w = arrow_ipc::writer::FileWriter::try_new(file, &scan_schema()).map_err(arrow_err)?;
             for batch in scan {
                 crate::storage::check_interrupted(out)?;
                 w.write(&batch?).map_err(arrow_err)?;

@@ -542,8 +542,8 @@ pub fn version_parquet_error(path: &Path, e: ParquetError) -> Error {
 
 /// An arrow error on a file of a version: [`Error::Corrupt`] naming the file,
 /// except an I/O failure.
-pub fn version_arrow_error(path: &Path, e: arrow::error::ArrowError) -> Error {
-    use arrow::error::ArrowError;
+pub fn version_arrow_error(path: &Path, e: arrow_schema::ArrowError) -> Error {
+    use arrow_schema::ArrowError;
     match e {
         ArrowError::IoError(_, io) => Error::io(path, io),
         ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {

@@ -6,8 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Float64Type, Int32Type};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int32Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::error::{Error, Result};
@@ -33,7 +35,7 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
             Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
         }
         _ => {
-            let c = arrow::compute::cast(col, &DataType::Utf8).map_err(|e| version_arrow_error(path, e))?;
+            let c = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| version_arrow_error(path, e))?;
             strings(path, &c)
         }
     }
@@ -99,7 +101,7 @@ pub(crate) fn open_parquet(
 
 /// A decoder's error on a file of a version: the failed read behind it when
 /// one failed (I/O, object store), else [`Error::Corrupt`].
-pub(crate) fn decode_error(path: &Path, failure: &ReadFailure, e: arrow::error::ArrowError) -> Error {
+pub(crate) fn decode_error(path: &Path, failure: &ReadFailure, e: arrow_schema::ArrowError) -> Error {
     match failure.take() {
         Some(io) => Error::io(path, io),
         None => version_arrow_error(path, e),

@@ -11,8 +11,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{Float32Type, Int64Type};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::reader::{ChunkReader, Length};
@@ -86,7 +87,7 @@ fn read_table(loc: &Location, rows: u64) -> Result<RecordBatch> {
                 reason: format!("the footer claims {claimed} rows, the pages hold {rows}"),
             });
         }
-        arrow::compute::concat_batches(&schema, &batches).map_err(|e| version_arrow_error(path, e))
+        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| version_arrow_error(path, e))
     };
     contain(read).map_err(|panic| Error::Corrupt { path: path.clone(), reason: panic })?
 }

@@ -18,14 +18,16 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::{Float32Type, SchemaRef};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 
 use crate::chunks::{self, chunk_schema, Plan};
 use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
-use crate::reader::Version;
 use crate::pages::RowValues;
+use crate::reader::Version;
 use crate::storage::Location;
 
 /// Decoding threads when none is set: 0, meaning one per available core

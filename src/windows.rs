@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::RecordBatch;
+use arrow_array::RecordBatch;
 
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};

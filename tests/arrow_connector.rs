@@ -8,7 +8,8 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringArray, TimestampSecondArray};
+use arrow_array::builder::{Float64Builder, ListBuilder};
+use arrow_array::{ArrayRef, RecordBatch, StringArray, TimestampSecondArray};
 use common::{assert_conforming, cli, py_script, py_tool};
 use timef::connectors::arrow::{read_arrow, ArrowOptions};
 use timef::reader::Version;
@@ -45,7 +46,7 @@ fn equals_reference_writer_many_small_series() {
 
 /// Writes `batch` as an Arrow IPC file at `path`.
 fn write_ipc_file(path: &Path, batch: &RecordBatch) {
-    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batch.schema()).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batch.schema()).unwrap();
     w.write(batch).unwrap();
     w.finish().unwrap();
 }
@@ -91,7 +92,7 @@ fn ipc_stream_multivariate_float64() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mv.arrows");
     let batch = multivariate_batch();
-    let mut w = arrow::ipc::writer::StreamWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
+    let mut w = arrow_ipc::writer::StreamWriter::try_new(File::create(&path).unwrap(), &batch.schema()).unwrap();
     w.write(&batch).unwrap();
     w.finish().unwrap();
     check_multivariate(&path);
@@ -187,7 +188,7 @@ fn duplicate_item_ids_are_refused() {
 
 /// Writes `batches` (one schema) as an Arrow IPC file at `path`.
 fn write_ipc_batches(path: &Path, batches: &[RecordBatch]) {
-    let mut w = arrow::ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batches[0].schema()).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batches[0].schema()).unwrap();
     for b in batches {
         w.write(b).unwrap();
     }
@@ -253,7 +254,7 @@ fn an_item_id_seen_before_is_refused_in_any_batch_and_after_a_dropped_row() {
 /// exactly.
 #[test]
 fn values_of_an_input_past_the_release_lag_read_back_exactly() {
-    use arrow::array::Float32Builder;
+    use arrow_array::builder::Float32Builder;
     use timef::scan::{scan, ScanOptions, Selection};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.arrow");

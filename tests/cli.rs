@@ -185,15 +185,15 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
     let bad = tmp.path().join("nulls.arrows");
     {
         use std::sync::Arc;
-        let mut target = arrow::array::ListBuilder::new(arrow::array::Float32Builder::new());
+        let mut target = arrow_array::builder::ListBuilder::new(arrow_array::builder::Float32Builder::new());
         target.values().append_option(Some(1.0));
         target.values().append_null();
         target.append(true);
         let batch =
-            arrow::array::RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as arrow::array::ArrayRef)])
+            arrow_array::RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as arrow_array::ArrayRef)])
                 .unwrap();
         let mut w =
-            arrow::ipc::writer::StreamWriter::try_new(std::fs::File::create(&bad).unwrap(), &batch.schema()).unwrap();
+            arrow_ipc::writer::StreamWriter::try_new(std::fs::File::create(&bad).unwrap(), &batch.schema()).unwrap();
         w.write(&batch).unwrap();
         w.finish().unwrap();
     }

@@ -11,9 +11,10 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch, UInt32Array};
-use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::Float32Type;
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, UInt32Array};
+use arrow_buffer::OffsetBuffer;
 use common::{cli, commit, ecg_dataset, parquet_metadata, read_parquet, reseal, small_options, varint};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -114,7 +115,7 @@ fn a_repeated_index_row_is_a_corrupt_version_on_every_read_path() {
     let mut rows: Vec<u32> = (0..batch.num_rows() as u32).collect();
     // over the series' chunk 1: the rows stay the count the manifest lists
     rows[row + 1] = row as u32;
-    let repeated = arrow::compute::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
+    let repeated = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
     rewrite(&dir, INDEX, &[repeated], WriterProperties::builder().build());
 
     let reason = format!("row {}: s000/I chunk 0 at value 0 with {n} values, expected chunk 1 at value {n}", row + 1);
@@ -194,13 +195,13 @@ fn a_values_page_past_what_the_index_says_is_refused_before_it_is_decoded() {
             lengths.push(e - s);
         }
         let field = match b.schema().field(i).data_type() {
-            arrow::datatypes::DataType::List(f) => Arc::clone(f),
+            arrow_schema::DataType::List(f) => Arc::clone(f),
             other => panic!("{other}"),
         };
         let list = ListArray::new(
             field,
             OffsetBuffer::from_lengths(lengths),
-            Arc::new(arrow::array::Float32Array::from(values)) as ArrayRef,
+            Arc::new(arrow_array::Float32Array::from(values)) as ArrayRef,
             None,
         );
         let mut columns = b.columns().to_vec();
@@ -288,7 +289,7 @@ fn an_index_out_of_series_order_is_a_corrupt_version() {
     let (n, last) = (index.len(), index[index.len() - 1].meta.time_series_id.clone());
     let batch = read_parquet(&dir.join(INDEX));
     let rows: Vec<u32> = (k..n).chain(0..k).map(|r| r as u32).collect();
-    let moved = arrow::compute::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
+    let moved = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(rows)).unwrap();
     rewrite(&dir, INDEX, &[moved], WriterProperties::builder().build());
     let reason = format!(
         "row {}: {first} does not sort after the previous series {last} (spec_type, channel, time_series_id): \
@@ -321,7 +322,7 @@ fn rows_of_row_group_0_refilled(dir: &Path, per_row: impl Fn(u64) -> u64) -> (u6
     let b = &groups[0];
     let i = b.schema().index_of("values").unwrap();
     let field = match b.schema().field(i).data_type() {
-        arrow::datatypes::DataType::List(f) => Arc::clone(f),
+        arrow_schema::DataType::List(f) => Arc::clone(f),
         other => panic!("{other}"),
     };
     let lengths: Vec<usize> = (0..rows).map(|_| per_row(entries) as usize).collect();
@@ -329,7 +330,7 @@ fn rows_of_row_group_0_refilled(dir: &Path, per_row: impl Fn(u64) -> u64) -> (u6
     let list = ListArray::new(
         field,
         OffsetBuffer::from_lengths(lengths),
-        Arc::new(arrow::array::Float32Array::from(vec![1.0f32; total])) as ArrayRef,
+        Arc::new(arrow_array::Float32Array::from(vec![1.0f32; total])) as ArrayRef,
         None,
     );
     let mut columns = b.columns().to_vec();
@@ -443,7 +444,7 @@ fn an_index_footer_claiming_other_rows_than_the_manifest_is_refused_before_decod
     let dir = version(tmp.path());
     let batch = read_parquet(&dir.join(INDEX));
     let n = batch.num_rows();
-    let twice = arrow::compute::concat_batches(&batch.schema(), [&batch, &batch]).unwrap();
+    let twice = arrow_select::concat::concat_batches(&batch.schema(), [&batch, &batch]).unwrap();
     rewrite(&dir, INDEX, &[twice], WriterProperties::builder().build());
     let path = dir.join(INDEX);
     let reason = format!("the footer claims {} rows, manifest.json lists {n}", 2 * n);

@@ -10,9 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{
-    ArrayRef, Float32Builder, Float64Builder, ListBuilder, RecordBatch, StringArray, TimestampSecondArray, UInt32Array,
-};
+use arrow_array::builder::{Float32Builder, Float64Builder, ListBuilder};
+use arrow_array::{ArrayRef, RecordBatch, StringArray, TimestampSecondArray, UInt32Array};
 use common::{cli, input, small_options};
 use timef::connectors::arrow::{
     arrow_part_series, arrow_row_parts, arrow_series_ids, read_arrow, read_arrow_batches, ArrowMetaPass, ArrowOptions,
@@ -149,7 +148,7 @@ fn rows_for(
 }
 
 fn take(b: &RecordBatch, rows: &[u32]) -> RecordBatch {
-    arrow::compute::take_record_batch(b, &UInt32Array::from(rows.to_vec())).unwrap()
+    arrow_select::take::take_record_batch(b, &UInt32Array::from(rows.to_vec())).unwrap()
 }
 
 /// Runs every part (as a worker would: task and record through JSON) in

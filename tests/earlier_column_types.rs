@@ -11,9 +11,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
-use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{DataType, Field, Fields, Schema};
+use arrow_array::{Array, ArrayRef, ListArray, RecordBatch, StringArray, StructArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::basic::{LogicalType, Type as PhysicalType};
 use parquet::schema::types::Type;
 use timef::reader::Version;
@@ -155,7 +155,7 @@ fn samples_with_metadata(golden: &Path, pairs: &[(&str, &str)]) -> Vec<u8> {
     );
     let field = Arc::new(Field::new("element", DataType::Struct(entry), false));
     let offsets = OffsetBuffer::from_lengths([pairs.len(), 1, 0]);
-    let nulls = arrow::buffer::NullBuffer::from(vec![true, true, false]);
+    let nulls = arrow_buffer::NullBuffer::from(vec![true, true, false]);
     let list = ListArray::new(Arc::clone(&field), offsets, Arc::new(entries), Some(nulls));
     let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     fields[i] = Field::new("metadata", list.data_type().clone(), true);

@@ -9,8 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::{Float32Type, Int32Type, Int64Type};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type, Int64Type};
+use arrow_array::RecordBatch;
 use common::*;
 use timef::reader::Version;
 use timef::scan::{scan, scan_schema, ScanOptions, Selection};
@@ -157,7 +158,7 @@ fn read_export(path: &Path) -> Vec<RecordBatch> {
         let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
         r.map(|b| b.unwrap()).collect()
     } else {
-        arrow::ipc::reader::FileReader::try_new(file, None).unwrap().map(|b| b.unwrap()).collect()
+        arrow_ipc::reader::FileReader::try_new(file, None).unwrap().map(|b| b.unwrap()).collect()
     }
 }
 
@@ -363,26 +364,26 @@ fn an_object_store_scan_and_export_equal_the_local_ones() {
 
 #[test]
 fn a_series_whose_chunks_disagree_on_their_channel_is_refused_not_cut_short() {
-    use arrow::array::{Array, ArrayRef, StringArray};
+    use arrow_array::{Array, ArrayRef, StringArray};
     let (_tmp, dir) = golden_copy();
     // relabel rec-a/I's chunk 1 as channel II: a channel filter must not take chunk 0 alone
     let path = dir.join("time_series_index.parquet");
     let file = std::fs::File::open(&path).unwrap();
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
     let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    let batch = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let batch = arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
     let schema = batch.schema();
     let column = |name: &str| schema.index_of(name).unwrap();
     let as_utf8 = |i: usize| {
-        let a = arrow::compute::cast(batch.column(i), &arrow::datatypes::DataType::Utf8).unwrap();
+        let a = arrow_cast::cast(batch.column(i), &arrow_schema::DataType::Utf8).unwrap();
         a.as_any().downcast_ref::<StringArray>().unwrap().clone()
     };
     let (ids, channels) = (as_utf8(column("time_series_id")), as_utf8(column("channel")));
-    let chunks = batch.column(column("chunk_idx")).as_any().downcast_ref::<arrow::array::Int32Array>().unwrap().clone();
+    let chunks = batch.column(column("chunk_idx")).as_any().downcast_ref::<arrow_array::Int32Array>().unwrap().clone();
     let row = (0..batch.num_rows()).find(|&r| ids.value(r) == "rec-a/I" && chunks.value(r) == 1).unwrap();
     let relabelled: StringArray =
         (0..channels.len()).map(|r| Some(if r == row { "II" } else { channels.value(r) })).collect();
-    let relabelled: ArrayRef = arrow::compute::cast(&relabelled, batch.column(column("channel")).data_type()).unwrap();
+    let relabelled: ArrayRef = arrow_cast::cast(&relabelled, batch.column(column("channel")).data_type()).unwrap();
     let mut columns = batch.columns().to_vec();
     columns[column("channel")] = relabelled;
     let crafted = RecordBatch::try_new(schema.clone(), columns).unwrap();

@@ -7,7 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Builder, ListBuilder, RecordBatch, StringArray};
+use arrow_array::builder::{Float64Builder, ListBuilder};
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use common::cli;
 use timef::connectors::arrow::{read_arrow, ArrowOptions};
 use timef::reader::Version;
@@ -138,7 +139,7 @@ fn every_typing_gives_a_byte_identical_version() {
 }
 
 fn ipc(path: &Path, batch: &RecordBatch) {
-    let mut w = arrow::ipc::writer::FileWriter::try_new(std::fs::File::create(path).unwrap(), &batch.schema()).unwrap();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(path).unwrap(), &batch.schema()).unwrap();
     w.write(batch).unwrap();
     w.finish().unwrap();
 }
@@ -179,7 +180,7 @@ fn refusals_name_file_row_item_channel() {
                 ("item_id", ids()),
                 (
                     "target",
-                    Arc::new(arrow::array::ListArray::from_iter_primitive::<arrow::datatypes::Int64Type, _, _>([
+                    Arc::new(arrow_array::ListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>([
                         Some(vec![Some(1)]),
                         Some(vec![Some(16_777_217)]),
                     ])) as ArrayRef,
@@ -362,7 +363,7 @@ fn cp1252_tsf_ingests_with_its_encoding() {
 
 mod typings_property {
     use super::*;
-    use arrow::datatypes::{DataType, Field, TimeUnit};
+    use arrow_schema::{DataType, Field, TimeUnit};
     use proptest::prelude::*;
 
     fn list_of(kind: u8, leaf: DataType, len: i32) -> DataType {
@@ -378,8 +379,8 @@ mod typings_property {
     fn plain(ids: &[u16], days: &[i16], values: &[Vec<u8>]) -> [ArrayRef; 3] {
         let id: ArrayRef = Arc::new(StringArray::from(ids.iter().map(|i| i.to_string()).collect::<Vec<_>>()));
         let ms: Vec<i64> = days.iter().map(|&d| i64::from(d) * 86_400_000).collect();
-        let start: ArrayRef = Arc::new(arrow::array::TimestampMillisecondArray::from(ms));
-        let mut t = ListBuilder::new(arrow::array::Float32Builder::new());
+        let start: ArrayRef = Arc::new(arrow_array::TimestampMillisecondArray::from(ms));
+        let mut t = ListBuilder::new(arrow_array::builder::Float32Builder::new());
         for v in values {
             t.values().append_slice(&v.iter().map(|&x| f32::from(x)).collect::<Vec<_>>());
             t.append(true);
@@ -444,14 +445,14 @@ mod typings_property {
                 DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8, DataType::Int16,
                 DataType::Int32, DataType::Int64, DataType::UInt8, DataType::UInt16, DataType::UInt32, DataType::UInt64,
             ][leaf_kind].clone();
-            let cast = |a: &ArrayRef, t: &DataType| arrow::compute::cast(a, t).unwrap();
+            let cast = |a: &ArrayRef, t: &DataType| arrow_cast::cast(a, t).unwrap();
             // a zone only labels the instant: cast the unit, then set the zone
             // (arrow's cast from a naive timestamp to a zone reads it as local time)
             let start = match &start_type {
                 DataType::Timestamp(unit, Some(tz)) => {
                     let naive = cast(&base[1], &DataType::Timestamp(*unit, None));
                     let data = naive.to_data().into_builder().data_type(DataType::Timestamp(*unit, Some(tz.clone())));
-                    arrow::array::make_array(data.build().unwrap())
+                    arrow_array::make_array(data.build().unwrap())
                 }
                 t => cast(&base[1], t),
             };

@@ -13,7 +13,7 @@ mod common;
 
 use std::path::Path;
 
-use arrow::datatypes::Int32Type;
+use arrow_array::types::Int32Type;
 use timef::layout::{key_hash, values_pages};
 use timef::reader::Version;
 use timef::{Sample, SeriesMeta, WriterOptions};

@@ -11,7 +11,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float32Builder, Int32Array, ListBuilder, RecordBatch, StringArray, TimestampSecondArray};
+use arrow_array::builder::{Float32Builder, ListBuilder};
+use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, TimestampSecondArray};
 use bytes::Bytes;
 use common::{cli, commit, ecg_dataset, read_parquet, reseal, small_options};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
@@ -37,11 +38,11 @@ fn ipc_bytes(stream: bool) -> Vec<u8> {
     let batch = small_batch();
     let mut out = Vec::new();
     if stream {
-        let mut w = arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema()).unwrap();
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &batch.schema()).unwrap();
         w.write(&batch).unwrap();
         w.finish().unwrap();
     } else {
-        let mut w = arrow::ipc::writer::FileWriter::try_new(&mut out, &batch.schema()).unwrap();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &batch.schema()).unwrap();
         w.write(&batch).unwrap();
         w.finish().unwrap();
     }
@@ -488,13 +489,13 @@ fn a_highly_compressed_ipc_file_is_read() {
         ("target", Arc::new(target.finish()) as ArrayRef),
     ])
     .unwrap();
-    let options = arrow::ipc::writer::IpcWriteOptions::default()
-        .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+    let options = arrow_ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("zeros.arrow");
     let mut w =
-        arrow::ipc::writer::FileWriter::try_new_with_options(File::create(&path).unwrap(), &batch.schema(), options)
+        arrow_ipc::writer::FileWriter::try_new_with_options(File::create(&path).unwrap(), &batch.schema(), options)
             .unwrap();
     w.write(&batch).unwrap();
     w.finish().unwrap();
@@ -511,8 +512,8 @@ fn a_highly_compressed_ipc_file_is_read() {
 /// than 256 MiB is refused before it is decoded, in both IPC forms.
 #[test]
 fn ipc_dictionaries_past_256_mib_are_refused_before_they_are_decoded() {
-    use arrow::array::DictionaryArray;
-    use arrow::datatypes::Int32Type;
+    use arrow_array::types::Int32Type;
+    use arrow_array::DictionaryArray;
     let words: Vec<String> = (0..3).map(|i| format!("{i}").repeat(100 << 20)).collect();
     let junk: DictionaryArray<Int32Type> = words.iter().map(String::as_str).take(1).collect();
     let junk = DictionaryArray::<Int32Type>::try_new(
@@ -530,8 +531,8 @@ fn ipc_dictionaries_past_256_mib_are_refused_before_they_are_decoded() {
         ("junk", Arc::new(junk) as ArrayRef),
     ])
     .unwrap();
-    let options = arrow::ipc::writer::IpcWriteOptions::default()
-        .try_with_compression(Some(arrow::ipc::CompressionType::ZSTD))
+    let options = arrow_ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     for stream in [true, false] {
@@ -539,12 +540,12 @@ fn ipc_dictionaries_past_256_mib_are_refused_before_they_are_decoded() {
         let file = File::create(&path).unwrap();
         if stream {
             let mut w =
-                arrow::ipc::writer::StreamWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
+                arrow_ipc::writer::StreamWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
             w.write(&batch).unwrap();
             w.finish().unwrap();
         } else {
             let mut w =
-                arrow::ipc::writer::FileWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
+                arrow_ipc::writer::FileWriter::try_new_with_options(file, &batch.schema(), options.clone()).unwrap();
             w.write(&batch).unwrap();
             w.finish().unwrap();
         }

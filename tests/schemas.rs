@@ -14,7 +14,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::parquet_to_arrow_schema;
 use serde_json::{json, Map, Value};
 use timef::encoding::{FileSchema, IdEncoding};

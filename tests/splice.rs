@@ -465,7 +465,11 @@ fn a_base_shard_altered_in_place_is_found_by_verify_of_the_edit() {
 
 /// [`base`]'s dataset with series `i` named `id(i)`.
 fn base_ids(root: &Path, id: &dyn Fn(usize) -> String) -> PathBuf {
-    commit(&root.join("base"), dataset_seeded("v1", 40, |i| 500 + (i * 37) % 600, |i| i as u32, "ds", id), small_options())
+    commit(
+        &root.join("base"),
+        dataset_seeded("v1", 40, |i| 500 + (i * 37) % 600, |i| i as u32, "ds", id),
+        small_options(),
+    )
 }
 
 /// The logical type of the `time_series_id` column of `rel` under `dir`.

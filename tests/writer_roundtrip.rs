@@ -10,8 +10,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::Array;
+use arrow_schema::DataType;
 use sha2::Digest;
 use timef::manifest::ChannelStats;
 use timef::reader::Version;

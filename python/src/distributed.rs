@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use arrow::array::RecordBatch;
-use arrow::ffi_stream::RecordBatchStreamReader;
+use arrow_array::ffi_stream::RecordBatchStreamReader;
+use arrow_array::RecordBatch;
 use arrow_pyarrow::{FromPyArrow, ToPyArrow};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -53,7 +53,7 @@ fn all_batches(sources: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
 }
 
 /// `batches` as a `pyarrow.Table` of `schema`'s columns.
-fn to_table(py: Python<'_>, batches: Vec<RecordBatch>, schema: arrow::datatypes::SchemaRef) -> PyResult<Py<PyAny>> {
+fn to_table(py: Python<'_>, batches: Vec<RecordBatch>, schema: arrow_schema::SchemaRef) -> PyResult<Py<PyAny>> {
     let list = PyList::empty(py);
     for b in &batches {
         list.append(b.to_pyarrow(py)?)?;
@@ -463,8 +463,8 @@ pub fn split_parts(py: Python<'_>, source: &Bound<'_, PyAny>, router: PyRef<'_, 
                     }
                 }
                 for (p, rows) in by_part {
-                    let indices = arrow::array::UInt32Array::from(rows);
-                    let taken = arrow::compute::take_record_batch(b, &indices)
+                    let indices = arrow_array::UInt32Array::from(rows);
+                    let taken = arrow_select::take::take_record_batch(b, &indices)
                         .map_err(|e| timef::Error::Arrow { path: PathBuf::from("<split_parts>"), source: e })?;
                     out.entry(p).or_default().push(taken);
                 }

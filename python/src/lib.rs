@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use arrow::ffi_stream::RecordBatchStreamReader;
+use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_pyarrow::FromPyArrow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

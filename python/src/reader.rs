@@ -132,9 +132,9 @@ impl PyVersion {
                 timef::scan::scan(&v, &selection, &options)
             })
             .map_err(to_py)?;
-        let batches = scan.map(|b| b.map_err(|e| arrow::error::ArrowError::ExternalError(Box::new(e))));
-        let reader: Box<dyn arrow::record_batch::RecordBatchReader + Send> =
-            Box::new(arrow::record_batch::RecordBatchIterator::new(batches, scan_schema()));
+        let batches = scan.map(|b| b.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e))));
+        let reader: Box<dyn arrow_array::RecordBatchReader + Send> =
+            Box::new(arrow_array::RecordBatchIterator::new(batches, scan_schema()));
         reader.into_pyarrow(py)
     }
 

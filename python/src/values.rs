@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -23,8 +23,8 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch};
-use arrow::buffer::Buffer;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::connectors::typings::{self, ValueError};
@@ -143,7 +143,7 @@ impl MappedValues {
             std::ptr::NonNull::new(map.as_ptr() as *mut u8).ok_or_else(|| std::io::Error::other("empty mapping"))?;
         // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
         let buffer = unsafe {
-            Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow::alloc::Allocation>)
+            Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(&map) as Arc<dyn arrow_buffer::alloc::Allocation>)
         };
         self.mapped.set((buffer, map)).map_err(|_| std::io::Error::other("mapping set twice"))
     }
@@ -540,7 +540,7 @@ const PARQUET_BATCH_VALUES: usize = 1 << 20;
 fn open_parquet(
     path: &Path,
 ) -> Result<(
-    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>>,
+    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>>>,
     Option<Vec<Option<f64>>>,
     u64,
 )> {
@@ -931,7 +931,7 @@ fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
 /// `map` (a batch's body is one stretch of the file): ids, offsets and values
 /// of millions of small rows would otherwise stay resident after the pass.
 fn release_batch(map: &memmap2::Mmap, batch: &RecordBatch) {
-    fn span(data: &arrow::array::ArrayData, map: &memmap2::Mmap, lo: &mut usize, hi: &mut usize) {
+    fn span(data: &arrow_data::ArrayData, map: &memmap2::Mmap, lo: &mut usize, hi: &mut usize) {
         let base = map.as_ptr() as usize;
         let bufs = data.buffers().iter().chain(data.nulls().map(|n| n.buffer()));
         for b in bufs {
@@ -1005,11 +1005,11 @@ pub const MAX_IPC_DICTIONARY_BYTES: i64 = 256 << 20;
 /// `dictionary_bytes`) decode to at most [`MAX_IPC_DICTIONARY_BYTES`]. Checked
 /// before arrow-ipc sees the message, which slices and allocates from these
 /// numbers unchecked.
-fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8], dictionary_bytes: &mut i64) -> Option<String> {
+fn ipc_message_problem(message: &arrow_ipc::Message, body: &[u8], dictionary_bytes: &mut i64) -> Option<String> {
     let batch = match message.header_type() {
-        arrow::ipc::MessageHeader::Schema => return None,
-        arrow::ipc::MessageHeader::RecordBatch => message.header_as_record_batch()?,
-        arrow::ipc::MessageHeader::DictionaryBatch => match message.header_as_dictionary_batch()?.data() {
+        arrow_ipc::MessageHeader::Schema => return None,
+        arrow_ipc::MessageHeader::RecordBatch => message.header_as_record_batch()?,
+        arrow_ipc::MessageHeader::DictionaryBatch => match message.header_as_dictionary_batch()?.data() {
             Some(b) => b,
             None => return Some("dictionary batch without data".into()),
         },
@@ -1037,7 +1037,7 @@ fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8], dictionary_by
         }
         decoded = decoded.saturating_add(bytes);
     }
-    if message.header_type() == arrow::ipc::MessageHeader::DictionaryBatch {
+    if message.header_type() == arrow_ipc::MessageHeader::DictionaryBatch {
         *dictionary_bytes = dictionary_bytes.saturating_add(decoded);
         if *dictionary_bytes > MAX_IPC_DICTIONARY_BYTES {
             return Some(format!(
@@ -1062,7 +1062,7 @@ fn ipc_message_problem(message: &arrow::ipc::Message, body: &[u8], dictionary_by
 /// The message at the start of `bytes` (a continuation marker and length, or
 /// the legacy bare length, then the flatbuffer): the message and the bytes its
 /// metadata takes, checked to lie inside `bytes`. `Ok(None)` at an end-of-stream marker.
-fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow::ipc::Message<'_>, usize)>, String> {
+fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow_ipc::Message<'_>, usize)>, String> {
     let word = |at: usize| bytes.get(at..at + 4).map(|w| i32::from_le_bytes([w[0], w[1], w[2], w[3]]));
     let (prefix, len) = match word(0) {
         Some(-1) => (8, word(4)),
@@ -1076,7 +1076,7 @@ fn ipc_message(bytes: &[u8]) -> std::result::Result<Option<(arrow::ipc::Message<
     let end = prefix + len;
     let flatbuffer =
         bytes.get(prefix..end).ok_or_else(|| format!("message of {len} bytes beyond the end of the file"))?;
-    let message = arrow::ipc::root_as_message(flatbuffer).map_err(|e| format!("bad message: {e}"))?;
+    let message = arrow_ipc::root_as_message(flatbuffer).map_err(|e| format!("bad message: {e}"))?;
     Ok(Some((message, end)))
 }
 
@@ -1109,7 +1109,7 @@ impl From<&str> for IpcStop {
 
 /// Runs an arrow-ipc decoder call, its panics on crafted bytes contained.
 fn ipc_call<T>(
-    f: impl FnOnce() -> std::result::Result<T, arrow::error::ArrowError>,
+    f: impl FnOnce() -> std::result::Result<T, arrow_schema::ArrowError>,
 ) -> std::result::Result<T, IpcStop> {
     contain(f).map_err(IpcStop::Bad)?.map_err(|e| IpcStop::Bad(e.to_string()))
 }
@@ -1123,8 +1123,9 @@ fn decode_ipc(path: &Path, map: &Arc<memmap2::Mmap>, each: &mut dyn FnMut(Record
     let bad = |e: String| Error::input(path, None, format!("not a readable Arrow IPC file or stream: {e}"));
     let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8).ok_or_else(|| Error::input(path, None, "empty file"))?;
     // SAFETY: the buffer covers exactly the mapping, which `map` keeps alive.
-    let buffer =
-        unsafe { Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(map) as Arc<dyn arrow::alloc::Allocation>) };
+    let buffer = unsafe {
+        Buffer::from_custom_allocation(ptr, map.len(), Arc::clone(map) as Arc<dyn arrow_buffer::alloc::Allocation>)
+    };
     let result = if buffer.len() >= 16 && &buffer[..6] == b"ARROW1" {
         decode_ipc_file(&buffer, each)
     } else {
@@ -1142,18 +1143,18 @@ fn decode_ipc_file(
     buffer: &Buffer,
     each: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> std::result::Result<(), IpcStop> {
-    use arrow::ipc::reader::{read_footer_length, FileDecoder};
+    use arrow_ipc::reader::{read_footer_length, FileDecoder};
     let trailer = buffer.len() - 10;
     let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| "truncated IPC file")?;
     let footer_len = ipc_call(|| read_footer_length(tail))?;
     let footer_start =
         trailer.checked_sub(footer_len).filter(|&s| s >= 8).ok_or("footer beyond the start of the file")?;
-    let footer = arrow::ipc::root_as_footer(&buffer[footer_start..trailer]).map_err(|e| format!("bad footer: {e}"))?;
+    let footer = arrow_ipc::root_as_footer(&buffer[footer_start..trailer]).map_err(|e| format!("bad footer: {e}"))?;
     let schema = footer.schema().ok_or("footer without schema")?;
-    let schema = Arc::new(ipc_call(|| arrow::ipc::convert::try_fb_to_schema(schema))?);
+    let schema = Arc::new(ipc_call(|| arrow_ipc::convert::try_fb_to_schema(schema))?);
     let mut decoder = FileDecoder::new(schema, footer.version());
     let mut dictionary_bytes = 0i64;
-    let block_data = |block: &arrow::ipc::Block, dictionary_bytes: &mut i64| -> std::result::Result<Buffer, IpcStop> {
+    let block_data = |block: &arrow_ipc::Block, dictionary_bytes: &mut i64| -> std::result::Result<Buffer, IpcStop> {
         let (offset, meta_len, body_len) = (block.offset(), i64::from(block.metaDataLength()), block.bodyLength());
         let end = offset.checked_add(meta_len).and_then(|e| e.checked_add(body_len));
         if offset < 8 || meta_len < 8 || body_len < 0 || end.is_none_or(|end| end > footer_start as i64) {
@@ -1199,7 +1200,7 @@ fn decode_ipc_stream(
         }
         at += meta_end + body_len;
     }
-    let mut decoder = arrow::ipc::reader::StreamDecoder::new();
+    let mut decoder = arrow_ipc::reader::StreamDecoder::new();
     let mut rest = buffer.clone();
     while !rest.is_empty() {
         match ipc_call(|| decoder.decode(&mut rest))? {

@@ -11,11 +11,13 @@
 //!   any integer or float type; a list of such lists is multivariate.
 //! * `freq`: a pandas offset alias ([`pandas_frequency_hz`]).
 
-use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{
-    DataType, Float16Type, Float32Type, Float64Type, Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType,
-    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt32Type, UInt64Type,
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt32Type, UInt64Type,
 };
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType, TimeUnit};
 
 use crate::connectors::tsf::GREGORIAN_YEAR_S;
 use crate::connectors::{civil_epoch_s, decimal};
@@ -42,7 +44,7 @@ fn strings(c: &ArrayRef, integers_too: bool) -> Option<std::result::Result<Array
         DataType::Dictionary(_, v) => is_string(v) || (integers_too && v.is_integer()),
         t => integers_too && t.is_integer(),
     };
-    ok.then(|| arrow::compute::cast(c, &DataType::LargeUtf8).map_err(|e| e.to_string()))
+    ok.then(|| arrow_cast::cast(c, &DataType::LargeUtf8).map_err(|e| e.to_string()))
 }
 
 /// `item_id` as text per row (`None` for null), or why the typing is refused.
@@ -110,15 +112,15 @@ pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>
             each(&|r| ticks_to_s(v(r), per_s))
         }
         DataType::Date32 => {
-            let d = c.as_primitive::<arrow::datatypes::Date32Type>();
+            let d = c.as_primitive::<arrow_array::types::Date32Type>();
             each(&|r| Ok(i64::from(d.value(r)) as f64 * 86_400.0))
         }
         DataType::Date64 => {
-            let d = c.as_primitive::<arrow::datatypes::Date64Type>();
+            let d = c.as_primitive::<arrow_array::types::Date64Type>();
             each(&|r| ticks_to_s(d.value(r), 1_000))
         }
         t if is_string(t) || matches!(t, DataType::Dictionary(_, v) if is_string(v)) => {
-            let cast = arrow::compute::cast(c, &DataType::LargeUtf8).map_err(|e| (usize::MAX, e.to_string()))?;
+            let cast = arrow_cast::cast(c, &DataType::LargeUtf8).map_err(|e| (usize::MAX, e.to_string()))?;
             let s = cast.as_string::<i64>();
             each(&|r| {
                 parse_iso8601(s.value(r)).ok_or_else(|| format!("start {:?} is not an ISO-8601 date-time", s.value(r)))
@@ -355,8 +357,7 @@ pub(crate) fn to_f32(values: &ArrayRef) -> std::result::Result<SeriesValues, Val
         )?,
         t if t.is_integer() => {
             // 8- and 16-bit integers are exact in float32: arrow's cast kernel
-            let cast =
-                arrow::compute::cast(values, &DataType::Float32).map_err(|e| ValueError::Invalid(e.to_string()))?;
+            let cast = arrow_cast::cast(values, &DataType::Float32).map_err(|e| ValueError::Invalid(e.to_string()))?;
             cast.as_primitive::<Float32Type>().values().clone()
         }
         other => return Err(ValueError::Invalid(format!("values of type {other}"))),

@@ -23,7 +23,7 @@ pub type LoaderError = Box<dyn std::error::Error + Send + Sync>;
 /// One series' float32 values: immutable, reference counted and cheaply sliced
 /// (an Arrow `ScalarBuffer`), so a connector can hand out values it already holds,
 /// e.g. in a memory-mapped Arrow file, without a copy. `Vec<f32>` converts with `.into()`.
-pub type SeriesValues = arrow::buffer::ScalarBuffer<f32>;
+pub type SeriesValues = arrow_buffer::ScalarBuffer<f32>;
 
 /// Produces one series' float32 values. Runs at most once (seed, "Streaming and chunking").
 pub type Loader = Box<dyn FnOnce() -> std::result::Result<SeriesValues, LoaderError> + Send>;

@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{DataType, Field, Schema};
-use arrow::record_batch::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::Array;
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -126,7 +127,7 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
                 })
                 .collect();
             let file = std::fs::File::open(path).map_err(io)?;
-            let reader = arrow::csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
+            let reader = arrow_csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
                 .with_header(true)
                 .build(file)
                 .map_err(|e| Error::input(path, None, e.to_string()))?;
@@ -165,7 +166,7 @@ fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
         return Ok(Value::Null);
     }
     let cast =
-        |t: &DataType| arrow::compute::cast(&col.slice(r, 1), t).map_err(|e| Error::input(path, None, e.to_string()));
+        |t: &DataType| arrow_cast::cast(&col.slice(r, 1), t).map_err(|e| Error::input(path, None, e.to_string()));
     Ok(match col.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..) => {
             Value::String(cast(&DataType::Utf8)?.as_string::<i32>().value(0).to_string())
@@ -179,10 +180,10 @@ fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
             Value::Array((0..items.len()).map(|i| cell(path, items.as_ref(), i)).collect::<Result<_>>()?)
         }
         t if t.is_integer() => {
-            Value::from(cast(&DataType::Int64)?.as_primitive::<arrow::datatypes::Int64Type>().value(0))
+            Value::from(cast(&DataType::Int64)?.as_primitive::<arrow_array::types::Int64Type>().value(0))
         }
         t if t.is_floating() => serde_json::Number::from_f64(
-            cast(&DataType::Float64)?.as_primitive::<arrow::datatypes::Float64Type>().value(0),
+            cast(&DataType::Float64)?.as_primitive::<arrow_array::types::Float64Type>().value(0),
         )
         .map(Value::Number)
         .unwrap_or(Value::Null),

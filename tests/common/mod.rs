@@ -584,12 +584,12 @@ pub fn regenerate() -> bool {
 }
 
 /// A whole Parquet file read through arrow-rs into one batch.
-pub fn read_parquet(path: &Path) -> arrow::record_batch::RecordBatch {
+pub fn read_parquet(path: &Path) -> arrow_array::RecordBatch {
     let file = std::fs::File::open(path).expect("open parquet file");
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).expect("parquet footer");
     let schema = builder.schema().clone();
     let batches: Vec<_> = builder.build().expect("reader").collect::<Result<_, _>>().expect("decode");
-    arrow::compute::concat_batches(&schema, &batches).expect("concat")
+    arrow_select::concat::concat_batches(&schema, &batches).expect("concat")
 }
 
 /// A Parquet file's footer, with its column and offset indexes.
@@ -602,15 +602,15 @@ pub fn parquet_metadata(path: &Path) -> parquet::file::metadata::ParquetMetaData
 }
 
 /// Column `name` of `batch`.
-pub fn column<'a>(batch: &'a arrow::record_batch::RecordBatch, name: &str) -> &'a arrow::array::ArrayRef {
+pub fn column<'a>(batch: &'a arrow_array::RecordBatch, name: &str) -> &'a arrow_array::ArrayRef {
     batch.column_by_name(name).unwrap_or_else(|| panic!("column {name} missing"))
 }
 
 /// The values of a UTF-8 column or of an id column (uuid16 `FixedSizeBinary(16)`
 /// read back as canonical strings); `None` for nulls. Panics on any other type.
-pub fn strings(col: &dyn arrow::array::Array) -> Vec<Option<String>> {
-    use arrow::array::AsArray;
-    use arrow::datatypes::DataType;
+pub fn strings(col: &dyn arrow_array::Array) -> Vec<Option<String>> {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
     match col.data_type() {
         DataType::FixedSizeBinary(16) => col
             .as_fixed_size_binary()
@@ -620,20 +620,21 @@ pub fn strings(col: &dyn arrow::array::Array) -> Vec<Option<String>> {
         DataType::Utf8 => col.as_string::<i32>().iter().map(|s| s.map(str::to_string)).collect(),
         // categoricals: the files' ARROW:schema declares them dictionary<int32, utf8>
         DataType::Dictionary(_, v) if **v == DataType::Utf8 => {
-            strings(arrow::compute::cast(col, &DataType::Utf8).expect("cast").as_ref())
+            strings(arrow_cast::cast(col, &DataType::Utf8).expect("cast").as_ref())
         }
         other => panic!("a string or id column of type {other}"),
     }
 }
 
 /// [`strings`] of a column without nulls.
-pub fn required_strings(col: &dyn arrow::array::Array) -> Vec<String> {
+pub fn required_strings(col: &dyn arrow_array::Array) -> Vec<String> {
     strings(col).into_iter().map(|s| s.expect("no null in a required column")).collect()
 }
 
 /// The rows of a list column of strings or ids; `None` for null lists.
-pub fn string_lists(col: &dyn arrow::array::Array) -> Vec<Option<Vec<String>>> {
-    use arrow::array::{Array, AsArray};
+pub fn string_lists(col: &dyn arrow_array::Array) -> Vec<Option<Vec<String>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
     let list = col.as_list::<i32>();
     let items = required_strings(list.values().as_ref());
     let offsets = list.value_offsets();
@@ -643,8 +644,8 @@ pub fn string_lists(col: &dyn arrow::array::Array) -> Vec<Option<Vec<String>>> {
 }
 
 /// The values of a primitive column; `None` for nulls.
-pub fn primitives<T: arrow::datatypes::ArrowPrimitiveType>(col: &dyn arrow::array::Array) -> Vec<Option<T::Native>> {
-    use arrow::array::AsArray;
+pub fn primitives<T: arrow_array::ArrowPrimitiveType>(col: &dyn arrow_array::Array) -> Vec<Option<T::Native>> {
+    use arrow_array::cast::AsArray;
     col.as_primitive::<T>().iter().collect()
 }
 
@@ -666,17 +667,17 @@ pub fn reseal(dir: &Path, rel: &str) {
 
 /// Rewrites the index's `shard_path` column (`f(row, old) -> new`) and reseals it.
 pub fn rewrite_shard_paths(dir: &Path, f: impl Fn(usize, &str) -> String) {
-    use arrow::array::Array;
+    use arrow_array::Array;
     let path = dir.join("time_series_index.parquet");
     let batch = read_parquet(&path);
     let i = batch.schema().index_of("shard_path").unwrap();
-    let old = arrow::compute::cast(batch.column(i), &arrow::datatypes::DataType::Utf8).unwrap();
-    let old = old.as_any().downcast_ref::<arrow::array::StringArray>().unwrap();
-    let new: arrow::array::StringArray = (0..old.len()).map(|r| Some(f(r, old.value(r)))).collect();
-    let new = arrow::compute::cast(&new, batch.column(i).data_type()).unwrap();
-    let mut columns: Vec<arrow::array::ArrayRef> = batch.columns().to_vec();
+    let old = arrow_cast::cast(batch.column(i), &arrow_schema::DataType::Utf8).unwrap();
+    let old = old.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
+    let new: arrow_array::StringArray = (0..old.len()).map(|r| Some(f(r, old.value(r)))).collect();
+    let new = arrow_cast::cast(&new, batch.column(i).data_type()).unwrap();
+    let mut columns: Vec<arrow_array::ArrayRef> = batch.columns().to_vec();
     columns[i] = new;
-    let batch = arrow::record_batch::RecordBatch::try_new(batch.schema(), columns).unwrap();
+    let batch = arrow_array::RecordBatch::try_new(batch.schema(), columns).unwrap();
     let mut w =
         parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
     w.write(&batch).unwrap();
