@@ -407,6 +407,33 @@ fn a_relabel_copies_every_shard_file_on_local_and_memory_stores() {
     assert!(report.is_ok(), "{}", report.summary());
 }
 
+/// Two stores under one label (`memory://same`, two `InMemory` stores: as one
+/// bucket name on two endpoints): a shard is copied server-side only within
+/// one store, so the edit onto the other store builds every shard from the
+/// base's pages (read through the base's store) and writes a fresh write's
+/// bytes, where a copy would have been asked of a store without the key.
+#[test]
+fn an_edit_onto_another_store_under_the_same_label_builds_its_shards() {
+    let (_, _, base) = memory_base("memory://same");
+    let other: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let target = Location::from_object_store(other, "memory://same", "root").unwrap();
+    let relabel = |d: &mut TimeFDataset| d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    relabel(&mut d);
+    let staged = TimeFWriter::at(target.join("edited"), small_options()).with_base(Arc::clone(&base)).write(d).unwrap();
+    let stats = staged.copied();
+    assert_eq!((stats.pages_copied, stats.pages_encoded, stats.pages_decoded, stats.shards_copied), (19, 0, 0, 0));
+    staged.commit().unwrap();
+    let report = timef::verify::verify_at(&target.join("edited/ds/v2")).unwrap();
+    assert!(report.is_ok(), "{}", report.summary());
+    // the same store under the same label still copies every shard whole
+    let (_, mem, base) = memory_base("memory://same-store");
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    relabel(&mut d);
+    let staged = TimeFWriter::at(mem.join("edited"), small_options()).with_base(base).write(d).unwrap();
+    assert_eq!(staged.copied().shards_copied, 7);
+}
+
 /// A base shard whose size is not the one its manifest lists (here: its
 /// footer appended again, so it still reads) is refused when it would be
 /// copied, naming the file; nothing is committed.
