@@ -383,11 +383,11 @@ def test_s3_abort_while_a_worker_uploads_leaves_nothing_in_the_way(cli: Path) ->
 
 
 def test_commit_refuses_forged_chunk_statistics(tmp_path: Path) -> None:
-    """A record whose chunk min, max, mean or m2 is forged: PartRecordError
+    """A record whose chunk min, max, mean or std is forged: PartRecordError
     `statistics_mismatch` naming the part, shard, chunk and field; nothing published."""
     table = gluonts_rows(20, seed=4)
     root = tmp_path / "dist"
-    for field in ("min", "max", "mean", "m2"):
+    for field in ("min", "max", "mean", "std"):
         w = plan(root, [table], parts=2)
         records = write_parts(w, [table])
         honest: dict = {}
