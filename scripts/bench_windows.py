@@ -42,6 +42,12 @@ GEN = REPO.parent / "shared" / "tools" / "gen_bench.py"
 
 
 def rss_mib() -> float:
+    # this process's own peak (VmHWM): ru_maxrss would also count the parent's
+    # resident memory at the fork (exec carries it over into the child's)
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -45,9 +45,6 @@ pub struct Version {
     series_rows: OnceLock<std::collections::HashMap<String, std::ops::Range<usize>>>,
 }
 
-/// Largest table file fetched whole before it is read (on an object store).
-const MAX_TABLE_READ_AHEAD_BYTES: u64 = 64 << 20;
-
 /// Reads a whole (small) table file into one batch, decoded in batches of
 /// [`DEFAULT_BATCH_ROWS`] rows: the footer must claim the `rows` the manifest
 /// lists for it (checked before anything is decoded, so a footer claiming any
@@ -220,10 +217,11 @@ impl Version {
         let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
         let entry = self.manifest.files.iter().find(|f| f.path == rel);
         let entry = entry.ok_or_else(|| corrupt("not in manifest.json's files".into()))?;
-        // on an object store one GET of the whole file rather than one per page (best
-        // effort: what it misses is read as usual, a failure reported by that read)
-        let _whole =
-            (entry.bytes <= MAX_TABLE_READ_AHEAD_BYTES).then(|| loc.read_ahead(Vec::from([0..entry.bytes])).ok());
+        // on an object store one GET of the whole file, held while it is hashed and
+        // decoded, rather than one download for the hash and requests per page for
+        // the decode (best effort: what it misses is read as usual, a failure
+        // reported by that read)
+        let _whole = loc.read_ahead(Vec::from([0..entry.bytes])).ok();
         // read whole anyway: its bytes are held to the manifest's size and
         // sha256 before a value is decoded (docs/format.md §6), so a table
         // altered at the same size is refused, not carried into an edit

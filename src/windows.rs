@@ -874,8 +874,13 @@ impl WindowPlan {
 
     /// An empty batch with room for `windows` windows: each window's values
     /// are then copied once, never moved by a growing buffer.
+    /// Values reserved are at most [`MAX_RESERVED_VALUES`] (windows of a long
+    /// context then grow the batch as they come, never over-reserve).
     fn batch_with_capacity(&self, windows: usize) -> WindowBatch {
         let rows = self.blocks.channels().len().max(1);
+        let window_values =
+            rows.saturating_mul(self.options.context_length.saturating_add(self.options.prediction_length)).max(1);
+        let windows = windows.min(MAX_RESERVED_VALUES / window_values);
         let per_window = |len: usize| windows.saturating_mul(rows).saturating_mul(len);
         WindowBatch {
             stack: Vec::with_capacity(windows),
@@ -988,6 +993,8 @@ impl WindowBatch {
 
 /// Windows a batch of [`Windows::next_batch`] has room for from the start.
 const MAX_RESERVED_WINDOWS: usize = 4096;
+/// Values (float32) a batch has room for from the start: 64 MiB.
+const MAX_RESERVED_VALUES: usize = 16 << 20;
 
 /// A consumer's windows ([`WindowPlan::windows`]), read by batch.
 pub struct Windows {

@@ -84,7 +84,7 @@ struct Backend {
     /// label and the client options (endpoint, region, ...; never shown, as
     /// it may cover a credential) for a store built from a URL, the client's
     /// address for one the caller built. Two spellings of one endpoint are
-    /// two stores here (a copy is then a download and upload, never wrong).
+    /// two stores here (the shard is then built from the base's pages: slower, never wrong).
     identity: String,
     /// Bytes fetched ahead of reads through this handle, and its read counts.
     read_ahead: ReadAhead,
@@ -183,16 +183,11 @@ impl ObjectLocation {
             object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;
         let path = ObjPath::parse(path).map_err(|e| invalid(&shown, e.to_string()))?;
         let (retry, options) = store_options::split_retry(&shown, options)?;
-        let identity = {
-            let mut h = Sha256::new();
-            for (k, v) in &options {
-                h.update(format!("{}\0{k}\0{v}\0", k.len()));
-            }
-            h.update(url.scheme());
-            h.update("\0");
-            h.update(url.host_str().unwrap_or(""));
-            hex::encode(h.finalize())
-        };
+        // the options' part of the store's identity (Backend::identity)
+        let mut identity = Sha256::new();
+        for (k, v) in &options {
+            identity.update(format!("{}\0{k}\0{v}\0", k.len()));
+        }
         use object_store::ObjectStoreScheme as S;
         let host = url.host_str().unwrap_or("");
         let (store, rebuild): (Arc<dyn ObjectStore>, Option<Rebuild>) = match scheme {
@@ -235,10 +230,18 @@ impl ObjectLocation {
             }
         };
         let _ = retry;
-        let label = match scheme {
-            S::Local => "file://".to_string(),
-            _ => format!("{}://{host}", url.scheme()),
+        // a path-style URL (`https://s3.<region>.amazonaws.com/<bucket>/..`, R2,
+        // Azure blob) names its bucket or container in the path: part of the
+        // store, not of the path inside it
+        let segments = url.path_segments().map_or(0, |s| s.filter(|p| !p.is_empty()).count());
+        let bucket_in_path =
+            (segments > path.parts().count()).then(|| url.path_segments().and_then(|mut s| s.find(|p| !p.is_empty())));
+        let label = match (scheme, bucket_in_path.flatten()) {
+            (S::Local, _) => "file://".to_string(),
+            (_, Some(bucket)) => format!("{}://{host}/{bucket}", url.scheme()),
+            (_, None) => format!("{}://{host}", url.scheme()),
         };
+        let identity = hex::encode(identity.chain_update(&label).finalize());
         Ok(ObjectLocation { backend: Arc::new(Backend::new(store, rebuild, label, identity)), path })
     }
 
@@ -839,7 +842,9 @@ impl Staging {
     /// onto `rel` of the version with the store's server-side copy, while the
     /// claim is this writer's, and records it as an upload's size and ETag
     /// are (what the commit checks); returns its size. `None` when `from` is
-    /// on another store (then nothing is done).
+    /// on another store, or on `file://` when the copy (a hard link) is
+    /// refused, e.g. across devices (then nothing is left of it: the writer
+    /// builds the file from the base's pages).
     pub(crate) fn copy_file(&mut self, rel: &str, from: &ObjectLocation) -> Result<Option<u64>> {
         if from.backend.identity != self.target.backend.identity {
             return Ok(None);
@@ -847,7 +852,14 @@ impl Staging {
         if !self.holds_claim()? {
             return Err(claim_lost(&self.target));
         }
-        self.copy_recorded(from, rel).map(Some)
+        match self.copy_recorded(from, rel) {
+            Err(_) if from.file_path().is_some() => {
+                let to = self.target.join(rel);
+                self.written.retain(|(written, _)| written.path != to.path);
+                Ok(None)
+            }
+            copied => copied.map(Some),
+        }
     }
 
     pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::reader::{ChunkReader, Length};
@@ -40,6 +40,7 @@ use crate::footer::{page_problem, values_header_problem};
 use crate::manifest::{ChannelStats, FileEntry};
 use crate::reader::{IndexEntry, Version};
 use crate::storage::{FileSink, Location, Source};
+use crate::thrift::PageKind;
 
 /// What a write took from its base and what it compressed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -294,6 +295,10 @@ struct BasePage {
     stored: Bytes,
     header_len: usize,
     uncompressed_page_size: usize,
+    /// Its values are BYTE_STREAM_SPLIT (else PLAIN).
+    split: bool,
+    /// It has a CRC (checked): only such a page is stored as it is.
+    crc: bool,
     /// The page's values and the start of each row in them (and the end),
     /// once [`BasePages::decode`] decoded it.
     decoded: Option<(Vec<f32>, Vec<usize>)>,
@@ -426,12 +431,28 @@ impl BaseRowGroup {
         if compressed.len() != header.compressed_page_size as usize {
             return Err(bad("its size is not the offset index's".into()));
         }
-        if header.crc != Some(crc32fast::hash(compressed) as i32) {
+        // checked where there is one, as every reader checks it; a page without
+        // one (another writer's) is decoded, never stored as it is
+        let crc = header.crc.is_some();
+        if header.crc.is_some_and(|c| c != crc32fast::hash(compressed) as i32) {
             return Err(bad("CRC mismatch".into()));
         }
+        // the encodings the reader takes (src/pages.rs): PLAIN too, what other
+        // Parquet writers store by default (a rewritten shard)
+        let split = match header.kind {
+            PageKind::Data {
+                encoding, def_level_encoding: Encoding::RLE, rep_level_encoding: Encoding::RLE, ..
+            } => match encoding {
+                Encoding::BYTE_STREAM_SPLIT => true,
+                Encoding::PLAIN => false,
+                other => return Err(bad(format!("encoded {other} (the format writes BYTE_STREAM_SPLIT)"))),
+            },
+            PageKind::Data { .. } => return Err(bad("levels not RLE (the format writes RLE levels)".into())),
+            _ => return Err(bad("not a v1 data page (the format writes v1 pages)".into())),
+        };
         let uncompressed_page_size =
             usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
-        Ok(BasePage { first_row, rows, stored, header_len, uncompressed_page_size, decoded: None })
+        Ok(BasePage { first_row, rows, stored, header_len, uncompressed_page_size, split, crc, decoded: None })
     }
 }
 
@@ -449,7 +470,7 @@ impl BasePages {
     /// Decodes the page holding row `row` unless it is decoded; returns
     /// whether it decoded it. A v1 data page of the `values` leaf is its
     /// repetition levels and definition levels (each after its 4-byte
-    /// length), then the values BYTE_STREAM_SPLIT.
+    /// length), then the values BYTE_STREAM_SPLIT (or PLAIN).
     pub(crate) fn decode(&mut self, row: usize) -> Result<bool> {
         let k = self.page_at(row).ok_or_else(|| self.at.corrupt(format!("no values page holds row {row}")))?;
         let at = &self.at;
@@ -472,8 +493,11 @@ impl BasePages {
         if split.len() != 4 * n {
             return Err(bad(format!("{} value bytes for {n} values", split.len())));
         }
-        let values: Vec<f32> =
-            (0..n).map(|i| f32::from_le_bytes([split[i], split[n + i], split[2 * n + i], split[3 * n + i]])).collect();
+        let values: Vec<f32> = if page.split {
+            (0..n).map(|i| f32::from_le_bytes([split[i], split[n + i], split[2 * n + i], split[3 * n + i]])).collect()
+        } else {
+            split.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        };
         let mut starts = Vec::with_capacity(lengths.len() + 1);
         starts.push(0);
         for &l in lengths {
@@ -506,7 +530,7 @@ impl BasePages {
     pub(crate) fn copyable(&self, rows: Range<usize>, extremes: (f32, f32)) -> Result<Option<StoredPage>> {
         let Some(k) = self.page_at(rows.start) else { return Ok(None) };
         let p = &self.pages[k];
-        if !self.at.footer.reusable || p.first_row != rows.start || p.rows != rows.len() {
+        if !self.at.footer.reusable || !p.crc || !p.split || p.first_row != rows.start || p.rows != rows.len() {
             return Ok(None);
         }
         let f = &self.at.footer;
