@@ -189,8 +189,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
             taken=state["taken"],
             batch_size=self.batch_size or 256,
         )
+        in_worker = torch.utils.data.get_worker_info() is not None
         for batch in batches:
-            tensors = {k: (torch.from_numpy(v) if hasattr(v, "dtype") else v) for k, v in batch.items()}
+            tensors = _one_storage(batch) if in_worker else _tensors(batch)
             n = len(batch["start"])
             if self.batch_size is not None:
                 state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
@@ -248,6 +249,37 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
+
+
+def _tensors(batch: Mapping[str, Any]) -> dict[str, Any]:
+    """The batch's arrays as tensors sharing their memory; the rest as it is."""
+    return {k: (torch.from_numpy(v) if hasattr(v, "dtype") else v) for k, v in batch.items()}
+
+
+def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
+    """``_tensors`` with every array copied into views of one storage: a
+    DataLoader worker hands a batch to the main process through shared memory,
+    one file descriptor (and one round trip to fetch it) per storage, which
+    costs more than the copy (a batch of 256 windows of 576 values: 7.7 ms
+    a batch through one worker with four storages, 6.0 ms with one)."""
+    arrays = {k: v for k, v in batch.items() if hasattr(v, "dtype")}
+    # 8-byte aligned offsets: every dtype here (int64, float64, float32, bool) views them
+    offsets, total = {}, 0
+    for k, a in arrays.items():
+        offsets[k] = total
+        total += -(-a.nbytes // 8) * 8
+    # made in shared memory here: handed over, it is not copied there again
+    storage = torch.empty(total, dtype=torch.uint8).share_memory_()
+    out = {}
+    for k, v in batch.items():
+        if k not in arrays:
+            out[k] = v
+            continue
+        t = torch.from_numpy(arrays[k])
+        view = storage[offsets[k] : offsets[k] + t.nbytes].view(t.dtype).view(t.shape)
+        view.copy_(t)
+        out[k] = view
+    return out
 
 
 def _find_states(obj: Any) -> list[dict[str, Any]]:
