@@ -25,6 +25,9 @@ const DECODED_COLUMNS: [&str; 3] = ["time_series_id", "chunk_idx", "values"];
 /// Per shard (by path): its location and the byte ranges to fetch of it.
 type ShardRanges = BTreeMap<PathBuf, (Location, Vec<Range<u64>>)>;
 
+/// Shards whose row groups one fetch requests at once.
+const MAX_CONCURRENT_SHARD_FETCHES: usize = 4;
+
 /// Bytes fetched from the end of a shard before its footer is read: its
 /// footer and page index, which the decode reads again, in one GET.
 const TAIL_BYTES: u64 = 256 << 10;
@@ -100,7 +103,24 @@ impl Fetch {
     /// not start) the decode reads itself, and reports its failure.
     pub(super) fn start(footers: &Footers, rows: &RowGroups, units: &[usize]) -> Fetch {
         let ranges = footers.ranges(rows, units).unwrap_or_default();
-        let work = move || ranges.into_values().filter_map(|(shard, r)| shard.read_ahead(r).ok()).collect();
+        // the shards' fetches side by side, a few at a time: one after another, each
+        // request's latency adds up (a buffer's row groups are spread over shards)
+        let work = move || {
+            let shards: Vec<_> = ranges.into_values().collect();
+            let mut held = Vec::new();
+            for group in shards.chunks(MAX_CONCURRENT_SHARD_FETCHES) {
+                std::thread::scope(|scope| {
+                    let fetch = move |(shard, r): &(Location, Vec<Range<u64>>)| shard.read_ahead(r.clone()).ok();
+                    // a thread that cannot start leaves its shard to the decode
+                    let running: Vec<_> = group
+                        .iter()
+                        .filter_map(|item| std::thread::Builder::new().spawn_scoped(scope, move || fetch(item)).ok())
+                        .collect();
+                    held.extend(running.into_iter().filter_map(|h| h.join().ok().flatten()));
+                });
+            }
+            held
+        };
         let running = match units.is_empty() {
             true => None,
             false => std::thread::Builder::new().name("timef-read-ahead".into()).spawn(work).ok(),
