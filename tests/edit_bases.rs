@@ -218,17 +218,20 @@ fn path_style_urls_of_two_buckets_are_two_stores() {
         Location::parse(&format!("https://s3.us-east-1.amazonaws.com/{bucket}/{prefix}"), &options).unwrap()
     };
     assert_eq!(at(&a, "root").to_string(), format!("https://s3.us-east-1.amazonaws.com/{a}/root"));
+    // an encoded slash is a separator of the path inside the bucket, not a segment more
+    assert_eq!(at(&a, "p%2Fq").to_string(), format!("https://s3.us-east-1.amazonaws.com/{a}/p/q"));
     let local = tempfile::tempdir().unwrap();
     let base_dir = ten(&local.path().join("base"));
     let d = Arc::new(Version::open(&base_dir).unwrap()).to_dataset("ds", "v1").unwrap();
-    TimeFWriter::at(at(&a, "root"), small_options()).write(d).unwrap().commit().unwrap();
-    let base = Arc::new(Version::open_at(at(&a, "root/ds/v1")).unwrap());
+    // the base under an encoded slash: its label must still name bucket A
+    TimeFWriter::at(at(&a, "p%2Fq"), small_options()).write(d).unwrap().commit().unwrap();
+    let base = Arc::new(Version::open_at(at(&a, "p%2Fq").join("ds/v1")).unwrap());
     let relabel = |d: &mut TimeFDataset| d.add_annotation(label("s003", "b"), &["s003".to_string()]).unwrap();
     let shards = listed_files(&base_dir).iter().filter(|f| f.starts_with("time_series/")).count() as u64;
-    for (bucket, copied) in [(&b, 0), (&a, shards)] {
+    for (bucket, prefix, copied) in [(&b, "edited", 0), (&b, "e%2Ff", 0), (&a, "edited", shards)] {
         let mut d = base.to_dataset("ds", "v2").unwrap();
         relabel(&mut d);
-        let target = at(bucket, "edited");
+        let target = at(bucket, prefix);
         let staged = TimeFWriter::at(target.clone(), small_options()).with_base(Arc::clone(&base)).write(d).unwrap();
         let stats: CopyStats = staged.copied();
         assert_eq!((stats.pages_encoded, stats.shards_copied), (0, copied), "into {bucket}: {stats:?}");

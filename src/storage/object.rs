@@ -166,6 +166,17 @@ macro_rules! cloud_store {
     }};
 }
 
+/// Hosts whose `https://` URLs name the bucket or container as the first path
+/// segment (as `object_store::ObjectStoreScheme::parse` reads them), besides
+/// `s3*.amazonaws.com`.
+const PATH_STYLE_HOSTS: [&str; 5] = [
+    "dfs.core.windows.net",
+    "blob.core.windows.net",
+    "dfs.fabric.microsoft.com",
+    "blob.fabric.microsoft.com",
+    "r2.cloudflarestorage.com",
+];
+
 impl ObjectLocation {
     /// Parses `text` as an object-store URL and builds its client.
     pub(crate) fn parse(text: &str, options: &StorageOptions) -> Result<ObjectLocation> {
@@ -232,11 +243,14 @@ impl ObjectLocation {
         let _ = retry;
         // a path-style URL (`https://s3.<region>.amazonaws.com/<bucket>/..`, R2,
         // Azure blob) names its bucket or container in the path: part of the
-        // store, not of the path inside it
-        let segments = url.path_segments().map_or(0, |s| s.filter(|p| !p.is_empty()).count());
-        let bucket_in_path =
-            (segments > path.parts().count()).then(|| url.path_segments().and_then(|mut s| s.find(|p| !p.is_empty())));
-        let label = match (scheme, bucket_in_path.flatten()) {
+        // store, not of the path inside it. The hosts are those for which
+        // `ObjectStoreScheme::parse` takes the first segment off the path (a
+        // count of segments would not do: it decodes `%2F` into a separator).
+        let bucket_in_path = url.scheme() == "https"
+            && (PATH_STYLE_HOSTS.iter().any(|end| host.ends_with(end))
+                || (host.ends_with("amazonaws.com") && host.starts_with("s3")));
+        let bucket = bucket_in_path.then(|| url.path_segments().and_then(|mut s| s.next())).flatten();
+        let label = match (scheme, bucket.filter(|b| !b.is_empty())) {
             (S::Local, _) => "file://".to_string(),
             (_, Some(bucket)) => format!("{}://{host}/{bucket}", url.scheme()),
             (_, None) => format!("{}://{host}", url.scheme()),
