@@ -26,13 +26,7 @@ fn ten(root: &Path) -> PathBuf {
     for i in 0..10usize {
         let (sid, xid) = (format!("s{i:03}"), format!("x{i:03}"));
         add_series(&mut d, &xid, "eeg", "C3", 256.0, i as u32, 600);
-        d.add_sample(timef::Sample {
-            sample_id: sid,
-            source_id: "src".into(),
-            series: main_refs(&[&xid]),
-            ..Default::default()
-        })
-        .unwrap();
+        add_sample_of(&mut d, &sid, &[&xid]);
     }
     commit(root, d, small_options())
 }
@@ -164,13 +158,7 @@ fn a_batch_of_few_long_windows_reserves_what_it_holds() {
     let v: Vec<f32> = (0..2_000_001).map(|i| (i % 1000) as f32).collect();
     let want = v[..2_000_000].to_vec();
     d.add_series(SeriesMeta::new("x", "eeg", "C3", 256.0), Box::new(move || Ok(v.into()))).unwrap();
-    d.add_sample(timef::Sample {
-        sample_id: "s".into(),
-        source_id: "src".into(),
-        series: main_refs(&["x"]),
-        ..Default::default()
-    })
-    .unwrap();
+    add_sample_of(&mut d, "s", &["x"]);
     let dir = commit(tmp.path(), d, timef::WriterOptions::default());
     let v = Version::open(&dir).unwrap();
     let plan = Arc::new(WindowPlan::new(&v, &Selection::all(), WindowOptions::new(2_000_000, 0)).unwrap());
@@ -200,16 +188,7 @@ fn create_bucket(endpoint: &str, name: &str) {
 #[test]
 fn path_style_urls_of_two_buckets_are_two_stores() {
     let Some(endpoint) = s3_endpoint("path_style_urls_of_two_buckets_are_two_stores") else { return };
-    let options: StorageOptions = [
-        ("aws_endpoint", endpoint.as_str()),
-        ("aws_allow_http", "true"),
-        ("aws_access_key_id", "testing"),
-        ("aws_secret_access_key", "testing"),
-        ("aws_region", "us-east-1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    let options = s3_options(&endpoint);
     let tag = uuid::Uuid::new_v4().simple().to_string();
     let (a, b) = (format!("ps-a-{}", &tag[..12]), format!("ps-b-{}", &tag[..12]));
     create_bucket(&endpoint, &a);
@@ -251,13 +230,7 @@ fn a_table_on_an_object_store_is_fetched_once() {
     let root = Location::from_object_store(store, "memory://one-fetch", "root").unwrap();
     let mut d = dataset_with_source("big", "v1");
     add_series(&mut d, "x", "eeg", "C3", 256.0, 7, 7_000);
-    d.add_sample(timef::Sample {
-        sample_id: "s".into(),
-        source_id: "src".into(),
-        series: main_refs(&["x"]),
-        ..Default::default()
-    })
-    .unwrap();
+    add_sample_of(&mut d, "s", &["x"]);
     let options = timef::WriterOptions::builder().chunk_max_bytes(4).try_build().unwrap();
     TimeFWriter::at(root.clone(), options).write(d).unwrap().commit().unwrap();
     let loc = root.join("big/v1");

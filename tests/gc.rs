@@ -48,19 +48,6 @@ fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-fn s3_options(endpoint: &str) -> StorageOptions {
-    [
-        ("aws_endpoint", endpoint),
-        ("aws_allow_http", "true"),
-        ("aws_access_key_id", "testing"),
-        ("aws_secret_access_key", "testing"),
-        ("aws_region", "us-east-1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
 /// A fresh bucket on the S3 server (a plain HTTP PUT: the server checks no signature).
 fn s3_bucket(endpoint: &str) -> String {
     let name = format!("timef-gc-{}", uuid::Uuid::new_v4().simple());

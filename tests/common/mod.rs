@@ -53,6 +53,31 @@ pub fn s3_endpoint(test: &str) -> Option<String> {
     }
 }
 
+/// Storage options for the test S3 server at `endpoint` (moto's test credentials).
+pub fn s3_options(endpoint: &str) -> timef::storage::StorageOptions {
+    [
+        ("aws_endpoint", endpoint),
+        ("aws_allow_http", "true"),
+        ("aws_access_key_id", "testing"),
+        ("aws_secret_access_key", "testing"),
+        ("aws_region", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Adds sample `sample_id` of source `src` listing the series `series` (main role).
+pub fn add_sample_of(d: &mut TimeFDataset, sample_id: &str, series: &[&str]) {
+    d.add_sample(Sample {
+        sample_id: sample_id.into(),
+        source_id: "src".into(),
+        series: main_refs(series),
+        ..Default::default()
+    })
+    .unwrap();
+}
+
 /// A real data file under `tests/data/real/` (public archive files, cited in its README).
 pub fn real(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real").join(rel)
