@@ -1,8 +1,9 @@
 //! Pinned Parquet properties, the column-chunk encoder, page CRCs and the
 //! read-back self-check (FORMAT-BRIEF §3).
 //!
-//! Every TimeF file is written through this module, one column chunk at a time:
-//! values go to the parquet crate's typed column writers, which hand finished
+//! Every TimeF file is written through this module, one column chunk at a time
+//! (the shards' `values` column aside: `crate::writer` encodes its pages,
+//! `docs/format.md` §5): values go to the parquet crate's typed column writers, which hand finished
 //! pages to its own `CrcPageWriter`. That page writer serializes the Thrift page header
 //! itself ([`crate::thrift`]) so it can carry the CRC-32 of the page bytes (the
 //! parquet crate, as of 60.1, never writes one), and buffers the chunk in memory so chunks of one row
@@ -21,13 +22,12 @@ use bytes::Bytes;
 use parquet::basic::{
     ColumnOrder, Compression, Encoding, LogicalType, Repetition, SortOrder, Type as PhysicalType, ZstdLevel,
 };
-use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
+use parquet::column::page::{CompressedPage, PageWriteSpec, PageWriter};
 use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{
     ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray, FixedLenByteArrayType, FloatType, Int32Type,
     Int64Type,
 };
-use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type, TypePtr};
@@ -451,7 +451,7 @@ pub(crate) fn encode_leaf_pages(
 
 /// Encodes one leaf column chunk with one data page per entry of `pages` (row
 /// counts), each page's data made by `build`: the one dispatch over physical types.
-fn encode_pages(
+pub(crate) fn encode_pages(
     rel: &str,
     descr: ColumnDescPtr,
     props: &WriterPropertiesPtr,
@@ -460,11 +460,7 @@ fn encode_pages(
 ) -> Result<EncodedChunk> {
     let mut buf = Vec::new();
     let close = {
-        let writer = get_column_writer(
-            descr.clone(),
-            Arc::clone(props),
-            Box::new(CrcPageWriter { buf: &mut buf, compress: None }),
-        );
+        let writer = get_column_writer(descr.clone(), Arc::clone(props), Box::new(CrcPageWriter { buf: &mut buf }));
         match descr.physical_type() {
             PhysicalType::INT32 => write_built::<Int32Type>(rel, writer, pages, build)?,
             PhysicalType::INT64 => write_built::<Int64Type>(rel, writer, pages, build)?,
@@ -553,150 +549,6 @@ pub(crate) fn row_bytes(data: &LeafData, max_def: i16, dictionary: bool) -> Vec<
     rows
 }
 
-/// Encodes the `values` column (a required list of required float32) of one
-/// shard row group: `rows` are the chunks, `pages` the rows per page. The lean
-/// path of the hot loop: a single-chunk page is handed to the column writer
-/// straight from the series' buffer, and the levels (definition all 1;
-/// repetition 0 at each chunk start, else 1) come from reused buffers.
-///
-/// The column writer runs uncompressed and each page is compressed here, as
-/// the parquet crate's zstd codec does ([`ValuesCodec`]).
-pub(crate) fn encode_values(
-    descr: ColumnDescPtr,
-    codec: &ValuesCodec,
-    rows: &[&[f32]],
-    pages: &PagePlan,
-) -> parquet::errors::Result<EncodedChunk> {
-    // room for the chunk at its uncompressed size, so that it is never copied
-    // as it grows (pages it does not reach are never touched)
-    let value_bytes: usize = rows.iter().map(|r| std::mem::size_of_val(*r)).sum();
-    let mut buf = Vec::with_capacity(value_bytes + PAGE_OVERHEAD_BYTES * pages.len());
-    let mut zstd = take_compressor(codec.level)?;
-    let mut close = {
-        let compress = Some(Compressing { zstd: &mut zstd });
-        let page_writer = Box::new(CrcPageWriter { buf: &mut buf, compress });
-        let writer = get_column_writer(descr, Arc::clone(&codec.props), page_writer);
-        let mut w = get_typed_column_writer::<FloatType>(writer);
-        let longest = pages
-            .iter()
-            .scan(0usize, |start, &n| {
-                let len: usize = rows[*start..*start + n].iter().map(|r| r.len()).sum();
-                *start += n;
-                Some(len)
-            })
-            .max()
-            .unwrap_or(0);
-        let ones = vec![1i16; longest];
-        let mut first_then_ones = ones.clone();
-        if let Some(f) = first_then_ones.first_mut() {
-            *f = 0;
-        }
-        let (mut scratch, mut rep) = (Vec::new(), Vec::new());
-        let mut start = 0;
-        for &n in pages {
-            let page = &rows[start..start + n];
-            start += n;
-            let len: usize = page.iter().map(|r| r.len()).sum();
-            if let [row] = page {
-                w.write_batch(row, Some(&ones[..len]), Some(&first_then_ones[..len]))?;
-            } else {
-                scratch.clear();
-                rep.clear();
-                for row in page {
-                    scratch.extend_from_slice(row);
-                    rep.extend_from_slice(&first_then_ones[..row.len()]);
-                }
-                w.write_batch(&scratch, Some(&ones[..len]), Some(&rep))?;
-            }
-        }
-        w.close()?
-    };
-    give_back_compressor(codec.level, zstd);
-    close.metadata = close.metadata.into_builder().set_compression(codec.codec).build()?;
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
-}
-
-/// How the `values` column of the shards is compressed: the column writer
-/// runs with `props` (the file's, that column uncompressed) and
-/// [`encode_values`] compresses each page with zstd at `level`, as the parquet
-/// crate's codec does (`zstd::bulk::Compressor`, same level), and records
-/// `codec` in the column chunk's metadata.
-pub(crate) struct ValuesCodec {
-    props: WriterPropertiesPtr,
-    codec: Compression,
-    level: i32,
-}
-
-impl ValuesCodec {
-    /// The codec of leaf `descr` in the file properties `props`.
-    pub(crate) fn new(props: &WriterPropertiesPtr, descr: &ColumnDescPtr) -> Result<ValuesCodec> {
-        let codec = props.compression(descr.path());
-        let Compression::ZSTD(level) = codec else {
-            return Err(general("time_series", format!("the values column is compressed with {codec:?}, not ZSTD")));
-        };
-        let props = props.as_ref().clone().into_builder();
-        let props = Arc::new(props.set_column_compression(descr.path().clone(), Compression::UNCOMPRESSED).build());
-        Ok(ValuesCodec { props, codec, level: level.compression_level() })
-    }
-
-    /// The codec the column chunk's metadata records.
-    pub(crate) fn compression(&self) -> Compression {
-        self.codec
-    }
-}
-
-/// Bytes a `values` page adds to its chunk besides its values, at most (page
-/// header and levels); only sizes the chunk's buffer.
-const PAGE_OVERHEAD_BYTES: usize = 1024;
-
-thread_local! {
-    /// This thread's zstd context for `values` pages and its level: made once
-    /// a thread, not once a row group (its tables and buffers are about a MiB,
-    /// faulted in anew by each fresh context). A context's output depends only
-    /// on the level and the input, never on what it compressed before.
-    static VALUES_ZSTD: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// This thread's zstd context at `level` (made if it has none at that level).
-fn take_compressor(level: i32) -> parquet::errors::Result<zstd::bulk::Compressor<'static>> {
-    match VALUES_ZSTD.with(|z| z.borrow_mut().take()) {
-        Some((l, c)) if l == level => Ok(c),
-        _ => zstd::bulk::Compressor::new(level).map_err(|e| ParquetError::External(Box::new(e))),
-    }
-}
-
-/// Keeps `c` (at `level`) for this thread's next [`take_compressor`].
-fn give_back_compressor(level: i32, c: zstd::bulk::Compressor<'static>) {
-    VALUES_ZSTD.with(|z| *z.borrow_mut() = Some((level, c)));
-}
-
-/// The compression step of [`encode_values`]'s page writer.
-struct Compressing<'a> {
-    zstd: &'a mut zstd::bulk::Compressor<'static>,
-}
-
-impl Compressing<'_> {
-    /// `page` (uncompressed) compressed.
-    fn compress(&mut self, page: CompressedPage) -> parquet::errors::Result<CompressedPage> {
-        let buf = Bytes::from(self.zstd.compress(page.data()).map_err(|e| ParquetError::External(Box::new(e)))?);
-        match page.compressed_page() {
-            Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, statistics, .. } => {
-                let data = Page::DataPage {
-                    buf,
-                    num_values: *num_values,
-                    encoding: *encoding,
-                    def_level_encoding: *def_level_encoding,
-                    rep_level_encoding: *rep_level_encoding,
-                    statistics: statistics.clone(),
-                };
-                Ok(CompressedPage::new(data, page.uncompressed_size()))
-            }
-            _ => Err(ParquetError::General("the values column has v1 data pages only".into())),
-        }
-    }
-}
-
 /// Builds the levels of a list leaf: `rows` yields `None` for a null list and
 /// `Some(n)` for a list of `n` required elements. `nullable` is whether the
 /// list itself may be null (max definition level 2) or not (max 1).
@@ -733,16 +585,10 @@ pub(crate) fn optional_levels<T>(rows: &[Option<T>]) -> Vec<i16> {
 /// CRC-32 of the page bytes as stored (FORMAT-BRIEF §3; [`crate::thrift`]).
 struct CrcPageWriter<'a> {
     buf: &'a mut Vec<u8>,
-    /// Set when the column writer runs uncompressed ([`encode_values`]).
-    compress: Option<Compressing<'a>>,
 }
 
 impl PageWriter for CrcPageWriter<'_> {
     fn write_page(&mut self, page: CompressedPage) -> parquet::errors::Result<PageWriteSpec> {
-        let page = match &mut self.compress {
-            Some(c) => c.compress(page)?,
-            None => page,
-        };
         let start = self.buf.len();
         let header = crate::thrift::write_page_header(&page)?;
         self.buf.extend_from_slice(&header);

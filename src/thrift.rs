@@ -118,33 +118,62 @@ fn size_i32(n: usize) -> parquet::errors::Result<i32> {
 /// data and dictionary pages). Page-header statistics stay off: the column
 /// index carries them.
 pub(crate) fn write_page_header(page: &CompressedPage) -> parquet::errors::Result<Vec<u8>> {
-    let data = page.data();
-    let mut c = Compact::new();
-    let (kind, uncompressed) = (page.page_type(), page.uncompressed_size());
-    c.i32(1, if kind == PageType::DICTIONARY_PAGE { 2 } else { 0 });
-    c.i32(2, size_i32(uncompressed)?);
-    c.i32(3, size_i32(data.len())?);
-    c.i32(4, crc32fast::hash(data) as i32);
+    let (data, uncompressed) = (page.data(), page.uncompressed_size());
     match page.compressed_page() {
         Page::DataPage { num_values, encoding, def_level_encoding, rep_level_encoding, .. } => {
-            c.begin(5);
-            c.i32(1, *num_values as i32);
-            c.i32(2, encoding_id(*encoding)?);
-            c.i32(3, encoding_id(*def_level_encoding)?);
-            c.i32(4, encoding_id(*rep_level_encoding)?);
-            c.end();
+            let levels = (*def_level_encoding, *rep_level_encoding);
+            data_page_header(uncompressed, data, *num_values, *encoding, levels)
         }
-        Page::DictionaryPage { num_values, encoding, is_sorted, .. } => {
+        Page::DictionaryPage { num_values, encoding, is_sorted, .. } => header_with(2, uncompressed, data, |c| {
             c.begin(7);
             c.i32(1, *num_values as i32);
             c.i32(2, encoding_id(*encoding)?);
             c.bool(3, *is_sorted);
             c.end();
-        }
+            Ok(())
+        }),
         Page::DataPageV2 { .. } => {
-            return Err(parquet::errors::ParquetError::General("TimeF writes v1 data pages only".into()))
+            Err(parquet::errors::ParquetError::General("TimeF writes v1 data pages only".into()))
         }
     }
+}
+
+/// The serialized header of a v1 data page of `num_values` levels whose body
+/// as stored is `body` (`uncompressed` bytes before compression), its values
+/// in `encoding` and its (definition, repetition) levels in `levels`; with
+/// the body's CRC-32, as [`write_page_header`].
+pub(crate) fn data_page_header(
+    uncompressed: usize,
+    body: &[u8],
+    num_values: u32,
+    encoding: Encoding,
+    levels: (Encoding, Encoding),
+) -> parquet::errors::Result<Vec<u8>> {
+    header_with(0, uncompressed, body, |c| {
+        c.begin(5);
+        c.i32(1, num_values as i32);
+        c.i32(2, encoding_id(encoding)?);
+        c.i32(3, encoding_id(levels.0)?);
+        c.i32(4, encoding_id(levels.1)?);
+        c.end();
+        Ok(())
+    })
+}
+
+/// A page header of parquet.thrift `PageType` id `page_type`: sizes, CRC-32
+/// of `body`, then the sub-header `sub` writes.
+fn header_with(
+    page_type: i32,
+    uncompressed: usize,
+    body: &[u8],
+    sub: impl FnOnce(&mut Compact) -> parquet::errors::Result<()>,
+) -> parquet::errors::Result<Vec<u8>> {
+    let mut c = Compact::new();
+    c.i32(1, page_type);
+    c.i32(2, size_i32(uncompressed)?);
+    c.i32(3, size_i32(body.len())?);
+    c.i32(4, crc32fast::hash(body) as i32);
+    sub(&mut c)?;
     c.end();
     Ok(c.out)
 }

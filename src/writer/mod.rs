@@ -25,6 +25,7 @@ mod index_rows;
 mod page_splice;
 pub mod plan;
 mod shards;
+mod values_pages;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -8,8 +8,9 @@
 //! number of levels, the base's column index its minimum, maximum, null and
 //! NaN counts and level histograms. What the column writer derives from its
 //! pages is derived here from the same figures in the same way: the chunk's
-//! minimum and maximum fold the pages' in IEEE 754 total order (the crate's
-//! `update_min`/`update_max` over page statistics), level histograms and
+//! minimum and maximum fold the pages' in IEEE 754 total order, a NaN giving
+//! way to any number (the crate's `update_min`/`update_max` over page
+//! statistics), level histograms and
 //! counts add up, and the column index's boundary order is ascending while no
 //! page's minimum or maximum falls below the previous page's, else descending
 //! while none rises, else unordered. So the bytes are those of a fresh write.
@@ -92,28 +93,6 @@ impl StoredPage {
     }
 }
 
-/// The pages of `chunk`, a `values` column chunk just encoded.
-pub(crate) fn pages_of(chunk: &EncodedChunk) -> Result<Vec<StoredPage>, Problem> {
-    let (Some(offsets), Some(index)) = (&chunk.close.offset_index, &chunk.close.column_index) else {
-        return Err("an encoded values column chunk without a page index".into());
-    };
-    let locations = offsets.page_locations();
-    let total_rows = chunk.close.rows_written as i64;
-    locations
-        .iter()
-        .enumerate()
-        .map(|(k, loc)| {
-            let start = loc.offset as usize;
-            let end = start + loc.compressed_page_size as usize;
-            if end > chunk.bytes.len() {
-                return Err(format!("page {k} outside its chunk"));
-            }
-            let next_row = locations.get(k + 1).map_or(total_rows, |n| n.first_row_index);
-            StoredPage::new(chunk.bytes.slice(start..end), next_row - loc.first_row_index, index, k, None)
-        })
-        .collect()
-}
-
 /// The column chunk of `pages` (in order) of leaf `descr`, compressed with `codec`.
 pub(crate) fn splice(
     descr: ColumnDescPtr,
@@ -157,11 +136,18 @@ pub(crate) fn splice(
                 count: 1,
             }),
         }
+        // the crate's `update_min`/`update_max`: a NaN gives way to a number and never displaces one
+        let takes = |new: f32, old: f32, wins: bool| match (old.is_nan(), new.is_nan()) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => wins,
+        };
         extremes = Some(match extremes {
             None => (p.min, p.max),
-            Some((min, max)) => {
-                (if greater(min, p.min) { p.min } else { min }, if greater(p.max, max) { p.max } else { max })
-            }
+            Some((min, max)) => (
+                if takes(p.min, min, greater(min, p.min)) { p.min } else { min },
+                if takes(p.max, max, greater(p.max, max)) { p.max } else { max },
+            ),
         });
         if let Some((last_min, last_max)) = last {
             ascending &= !(greater(last_min, p.min) || greater(last_max, p.max));

@@ -21,9 +21,10 @@ use super::base::{BaseChunk, BasePages, BaseRowGroup, BaseShards, CopyStats};
 use super::index_rows::{IndexRow, IndexRows, IndexSpill};
 use super::page_splice;
 use super::plan::{Placed, Planner, RowGroupEnd};
+use super::values_pages::{self, ValuesCodec};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::SeriesValues;
-use crate::encoding::{encode_chunk, encode_values, self_check, EncodedChunk, FileSchema, IdEncoding, ValuesCodec};
+use crate::encoding::{encode_chunk, self_check, EncodedChunk, FileSchema, IdEncoding};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
 use crate::manifest::{self, ChannelStats, Partial};
@@ -540,33 +541,20 @@ fn build_row_group(
         .map(|(i, leaf)| encode_chunk("time_series", schema.descr.column(i), props, leaf))
         .collect::<Result<Vec<_>>>()?;
     let descr = schema.descr.column(4);
-    let err = |e| Error::parquet("time_series", e);
     took.pages_encoded = encoded_pages.len() as u64;
     took.pages_copied = value_pages.len() as u64 - took.pages_encoded;
-    let encoded = match encoded_pages.is_empty() {
-        true => None,
-        false => Some(encode_values(descr.clone(), codec, &values, &encoded_pages).map_err(err)?),
+    let splice_err = |reason: String| Error::SelfCheck {
+        path: "time_series".into(),
+        column: "values".into(),
+        reason: format!("building the values column chunk: {reason}"),
     };
-    let chunk = match (encoded, took.pages_copied) {
-        (Some(chunk), 0) => chunk,
-        (encoded, _) => {
-            let splice_err = |reason: String| Error::SelfCheck {
-                path: "time_series".into(),
-                column: "values".into(),
-                reason: format!("splicing copied pages: {reason}"),
-            };
-            let mut fresh = match &encoded {
-                Some(chunk) => page_splice::pages_of(chunk).map_err(splice_err)?.into_iter(),
-                None => Vec::new().into_iter(),
-            };
-            let pages = copied
-                .into_iter()
-                .map(|copy| copy.or_else(|| fresh.next()))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| splice_err("fewer encoded pages than planned".into()))?;
-            page_splice::splice(descr, codec.compression(), pages).map_err(splice_err)?
-        }
-    };
+    let mut fresh = values_pages::encode_pages(codec, &values, &encoded_pages).map_err(splice_err)?.into_iter();
+    let pages = copied
+        .into_iter()
+        .map(|copy| copy.or_else(|| fresh.next()))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| splice_err("fewer encoded pages than planned".into()))?;
+    let chunk = page_splice::splice(descr, codec.compression(), pages).map_err(splice_err)?;
     chunks.push(chunk);
     let index = rows.iter().map(|r| r.row).collect();
     Ok((chunks, index, took))

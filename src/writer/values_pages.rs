@@ -1,0 +1,476 @@
+//! The pages of the shards' `values` column (a required list of required
+//! float32, BYTE_STREAM_SPLIT, zstd), encoded here rather than through the
+//! parquet crate's column writer: the hot loop of every write, one pass over
+//! a page's values for its byte streams and its statistics, the levels as
+//! runs, one zstd context a thread (`docs/format.md` §5, "Decision").
+//!
+//! The bytes are the column writer's (v1 data page: repetition levels,
+//! definition levels, each RLE with its 4-byte length, then the values'
+//! four byte streams; compressed whole as the crate's zstd codec does; the
+//! header as [`crate::thrift::write_page_header`] writes it), and so are the
+//! figures [`super::page_splice::splice`] builds the chunk's metadata and
+//! page index from: minimum and maximum in IEEE 754 total order with NaN
+//! skipped while any other value is present (the crate's `update_min` and
+//! `update_max`), NaN count, level histograms. The test below holds the two
+//! encoders to the same bytes.
+
+use bytes::Bytes;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::properties::WriterPropertiesPtr;
+use parquet::schema::types::ColumnDescPtr;
+
+use super::page_splice::{Problem, StoredPage};
+use crate::encoding::PagePlan;
+use crate::error::{Error, Result};
+
+/// How the `values` column is compressed: zstd at the file properties'
+/// level, recorded as that codec in the column chunk's metadata.
+pub(crate) struct ValuesCodec {
+    codec: Compression,
+    level: i32,
+}
+
+impl ValuesCodec {
+    /// The codec of leaf `descr` in the file properties `props`; an error
+    /// unless it is zstd (FORMAT-BRIEF §3).
+    pub(crate) fn new(props: &WriterPropertiesPtr, descr: &ColumnDescPtr) -> Result<ValuesCodec> {
+        let codec = props.compression(descr.path());
+        let Compression::ZSTD(level) = codec else {
+            return Err(Error::parquet(
+                "time_series",
+                parquet::errors::ParquetError::General(format!(
+                    "the values column is compressed with {codec:?}, not ZSTD"
+                )),
+            ));
+        };
+        Ok(ValuesCodec { codec, level: level.compression_level() })
+    }
+
+    /// The codec the column chunk's metadata records.
+    pub(crate) fn compression(&self) -> Compression {
+        self.codec
+    }
+}
+
+/// A thread's working state for [`encode_pages`]: made once a thread, not
+/// once a row group (a zstd context's tables and buffers are about a MiB,
+/// faulted in anew by each fresh one). A context's output depends only on
+/// the level and the input, never on what it compressed before.
+struct Scratch {
+    level: i32,
+    zstd: zstd::bulk::Compressor<'static>,
+    /// A page before compression.
+    page: Vec<u8>,
+    /// A page's body after compression.
+    body: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The `values` pages of one row group: `rows` are its chunks' values in
+/// row order, `pages` the rows of each page. Each page is stored as header
+/// and body, consecutive slices of one buffer. A chunk without values is an
+/// error (a fresh write never makes one, `layout::chunk_count`).
+pub(crate) fn encode_pages(codec: &ValuesCodec, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
+    let mut scratch = match SCRATCH.with(|s| s.borrow_mut().take()) {
+        Some(s) if s.level == codec.level => s,
+        _ => Scratch {
+            level: codec.level,
+            zstd: zstd::bulk::Compressor::new(codec.level).map_err(|e| format!("zstd level {}: {e}", codec.level))?,
+            page: Vec::new(),
+            body: Vec::new(),
+        },
+    };
+    let encoded = encode_with(&mut scratch, rows, pages);
+    SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));
+    encoded
+}
+
+/// A page's figures besides its bytes.
+struct Figures {
+    num_values: u32,
+    rows: usize,
+    min: f32,
+    max: f32,
+    nans: i64,
+    repetition: [i64; 2],
+}
+
+fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
+    // room for the pages at their uncompressed size, so the buffer is never
+    // copied as it grows (what they do not reach is never touched)
+    let value_bytes: usize = rows.iter().map(|r| std::mem::size_of_val(*r)).sum();
+    let mut out = Vec::with_capacity(value_bytes + PAGE_OVERHEAD_BYTES * pages.len());
+    let mut spans = Vec::with_capacity(pages.len());
+    let mut start = 0;
+    for &n in pages {
+        let page = rows.get(start..start + n).ok_or("a page plan past its rows")?;
+        start += n;
+        let figures = raw_page(&mut s.page, page)?;
+        s.body.clear();
+        s.body.reserve(zstd::zstd_safe::compress_bound(s.page.len()));
+        s.zstd.compress_to_buffer(&s.page[..], &mut s.body).map_err(|e| format!("zstd: {e}"))?;
+        let header = crate::thrift::data_page_header(
+            s.page.len(),
+            &s.body,
+            figures.num_values,
+            Encoding::BYTE_STREAM_SPLIT,
+            (Encoding::RLE, Encoding::RLE),
+        )
+        .map_err(|e| e.to_string())?;
+        let at = out.len();
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&s.body);
+        spans.push((at..out.len(), header.len() + s.page.len(), figures));
+    }
+    let out = Bytes::from(out);
+    Ok(spans
+        .into_iter()
+        .map(|(span, uncompressed, f)| StoredPage {
+            bytes: out.slice(span),
+            uncompressed_bytes: uncompressed as i64,
+            num_values: i64::from(f.num_values),
+            rows: f.rows as i64,
+            encoding: Encoding::BYTE_STREAM_SPLIT,
+            min: f.min,
+            max: f.max,
+            null_count: 0,
+            nan_count: Some(f.nans),
+            repetition_histogram: Some(f.repetition.to_vec()),
+            definition_histogram: Some(vec![0, i64::from(f.num_values)]),
+        })
+        .collect())
+}
+
+/// Bytes a page adds besides its values, at most (header and levels); only
+/// sizes the output buffer.
+const PAGE_OVERHEAD_BYTES: usize = 1024;
+
+/// Writes the uncompressed page of `rows` into `page`: repetition levels (0
+/// at each row's first value, else 1), definition levels (all 1), then the
+/// four byte streams of the values; returns its figures.
+fn raw_page(page: &mut Vec<u8>, rows: &[&[f32]]) -> Result<Figures, Problem> {
+    let n: usize = rows.iter().map(|r| r.len()).sum();
+    let num_values = u32::try_from(n).map_err(|_| format!("a page of {n} values"))?;
+    if rows.iter().any(|r| r.is_empty()) {
+        return Err("a chunk without values".into());
+    }
+    page.clear();
+    let mut rep = Levels::new(page);
+    for row in rows {
+        rep.put_run(0, 1);
+        rep.put_run(1, row.len() - 1);
+    }
+    rep.finish();
+    let mut def = Levels::new(page);
+    def.put_run(1, n);
+    def.finish();
+    let repetition = [rows.len() as i64, (n - rows.len()) as i64];
+    let at = page.len();
+    page.resize(at + 4 * n, 0);
+    let (b0, rest) = page[at..].split_at_mut(n);
+    let (b1, rest) = rest.split_at_mut(n);
+    let (b2, b3) = rest.split_at_mut(n);
+    let mut extremes = Extremes::default();
+    let mut i = 0;
+    for row in rows {
+        let end = i + row.len();
+        extremes.split(row, &mut b0[i..end], &mut b1[i..end], &mut b2[i..end], &mut b3[i..end]);
+        i = end;
+    }
+    let (min, max) = match extremes.nans == n as i64 {
+        false => (from_key(extremes.min), from_key(extremes.max)),
+        // only NaN: the crate's fold compares NaNs among themselves in total order
+        true => {
+            let all = || rows.iter().flat_map(|r| r.iter().copied());
+            let min = all().min_by(f32::total_cmp).unwrap_or(f32::NAN);
+            (min, all().max_by(f32::total_cmp).unwrap_or(f32::NAN))
+        }
+    };
+    Ok(Figures { num_values, rows: rows.len(), min, max, nans: extremes.nans, repetition })
+}
+
+/// Values in a bit-packed group of the RLE/bit-packing hybrid.
+const GROUP: usize = 8;
+/// Groups in one bit-packed run at most, less one (the crate's encoder closes
+/// a run when it would reach 64 groups).
+const MAX_GROUPS: usize = 1 << 6;
+
+/// The levels (0 or 1, bit width 1) of a v1 data page in the RLE/bit-packing
+/// hybrid with their 4-byte length (Parquet "Encodings", RLE), decided run by
+/// run as the parquet crate's `RleEncoder` decides them, so the bytes are
+/// its bytes: a value repeated 8 times ends the bit-packed run before it and
+/// becomes an RLE run, groups of 8 are bit-packed, a run stops at 63 groups,
+/// and the last partial group is padded with zeros.
+struct Levels<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the length goes.
+    at: usize,
+    pending: Vec<u8>,
+    current: u8,
+    repeat: usize,
+}
+
+impl<'a> Levels<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Levels<'a> {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        Levels { out, at, pending: Vec::with_capacity(MAX_GROUPS * GROUP), current: 0, repeat: 0 }
+    }
+
+    /// `count` levels `value`: one at a time until the run is an RLE run,
+    /// then all at once.
+    fn put_run(&mut self, value: u8, mut count: usize) {
+        while count > 0 && !(self.repeat >= GROUP && self.current == value) {
+            self.put(value);
+            count -= 1;
+        }
+        self.repeat += count;
+    }
+
+    fn put(&mut self, value: u8) {
+        if self.current == value {
+            self.repeat += 1;
+            if self.repeat > GROUP {
+                return;
+            }
+        } else {
+            if self.repeat >= GROUP {
+                self.rle_run();
+            }
+            self.repeat = 1;
+            self.current = value;
+        }
+        self.pending.push(value);
+        if self.pending.len() % GROUP == 0 {
+            self.commit_group();
+        }
+    }
+
+    fn commit_group(&mut self) {
+        if self.repeat >= GROUP {
+            // the group's values are the start of an RLE run
+            self.pending.truncate(self.pending.len() - GROUP);
+            if !self.pending.is_empty() {
+                self.bit_packed_run();
+            }
+            return;
+        }
+        if self.pending.len() / GROUP + 1 >= MAX_GROUPS {
+            self.bit_packed_run();
+        }
+        self.repeat = 0;
+    }
+
+    fn rle_run(&mut self) {
+        let mut v = (self.repeat as u64) << 1;
+        while v >= 0x80 {
+            self.out.push((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        self.out.push(v as u8);
+        self.out.push(self.current);
+        self.pending.clear();
+        self.repeat = 0;
+    }
+
+    fn bit_packed_run(&mut self) {
+        self.out.push((((self.pending.len() / GROUP) << 1) | 1) as u8);
+        for group in self.pending.chunks(GROUP) {
+            self.out.push(group.iter().enumerate().fold(0u8, |b, (i, &v)| b | (v << i)));
+        }
+        self.pending.clear();
+    }
+
+    /// Ends the levels: the last run, then the length before them.
+    fn finish(mut self) {
+        if !self.pending.is_empty() || self.repeat > 0 {
+            let tail = self.pending.len() % GROUP;
+            let all_repeat = self.pending.len() == tail && (self.repeat == tail || tail == 0);
+            if self.repeat > 0 && all_repeat {
+                self.rle_run();
+            } else {
+                if tail > 0 {
+                    self.pending.resize(self.pending.len() + GROUP - tail, 0);
+                }
+                if !self.pending.is_empty() {
+                    self.bit_packed_run();
+                }
+            }
+        }
+        let len = (self.out.len() - self.at - 4) as u32;
+        self.out[self.at..self.at + 4].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// The running extremes of a page, over its values' total-order keys with NaN
+/// left out, and its NaN count.
+struct Extremes {
+    min: i32,
+    max: i32,
+    nans: i64,
+}
+
+impl Default for Extremes {
+    fn default() -> Self {
+        Extremes { min: i32::MAX, max: i32::MIN, nans: 0 }
+    }
+}
+
+impl Extremes {
+    /// Splits `values` into its four byte streams and takes in its extremes.
+    #[inline]
+    fn split(&mut self, values: &[f32], b0: &mut [u8], b1: &mut [u8], b2: &mut [u8], b3: &mut [u8]) {
+        let (mut min, mut max, mut nans) = (self.min, self.max, 0u32);
+        for ((((&v, o0), o1), o2), o3) in values.iter().zip(b0).zip(b1).zip(b2).zip(b3) {
+            let bits = v.to_bits();
+            *o0 = bits as u8;
+            *o1 = (bits >> 8) as u8;
+            *o2 = (bits >> 16) as u8;
+            *o3 = (bits >> 24) as u8;
+            // a NaN's key is past both infinities: it can win neither fold
+            let nan = v.is_nan();
+            let k = key(v);
+            min = min.min(if nan { i32::MAX } else { k });
+            max = max.max(if nan { i32::MIN } else { k });
+            nans += u32::from(nan);
+        }
+        (self.min, self.max, self.nans) = (min, max, self.nans + i64::from(nans));
+    }
+}
+
+/// The key `f32::total_cmp` orders by.
+#[inline]
+fn key(v: f32) -> i32 {
+    let bits = v.to_bits() as i32;
+    bits ^ (((bits >> 31) as u32) >> 1) as i32
+}
+
+/// The float of total-order key `k` (the mapping is its own inverse).
+fn from_key(k: i32) -> f32 {
+    f32::from_bits((k ^ (((k >> 31) as u32) >> 1) as i32) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::{Codec, EncodedChunk, IdEncoding, LeafBuilder, LeafData, Values};
+    use crate::tables::{shard_schema, IdEncodings};
+
+    /// The chunk of `rows` in pages `plan` by both encoders: the parquet
+    /// crate's column writer (zstd as its codec) and [`encode_pages`] spliced.
+    fn both(rows: &[Vec<f32>], plan: &[usize]) -> (EncodedChunk, EncodedChunk) {
+        let schema = shard_schema(IdEncodings([IdEncoding::String; 6])).expect("schema");
+        let props = schema.properties(Codec { zstd_level: 3 }, "timef test").expect("props");
+        let descr = schema.descr.column(4);
+        let build: LeafBuilder<'_> = Box::new(|range: std::ops::Range<usize>| {
+            let page = &rows[range];
+            let (mut def, mut rep) = (Vec::new(), Vec::new());
+            for r in page {
+                def.extend(std::iter::repeat_n(1, r.len()));
+                rep.push(0);
+                rep.extend(std::iter::repeat_n(1, r.len() - 1));
+            }
+            let values = Values::F32(page.concat());
+            Ok(LeafData { values, def: Some(def), rep: Some(rep) })
+        });
+        let reference = crate::encoding::encode_pages("t", descr.clone(), &props, plan, &build).expect("reference");
+        let codec = ValuesCodec::new(&props, &descr).expect("codec");
+        let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
+        let pages = encode_pages(&codec, &slices, plan).expect("pages");
+        let ours = super::super::page_splice::splice(descr, codec.compression(), pages).expect("splice");
+        (reference, ours)
+    }
+
+    fn assert_same(rows: &[Vec<f32>], plan: &[usize]) {
+        let (reference, ours) = both(rows, plan);
+        assert_eq!(ours.bytes, reference.bytes, "page bytes of {plan:?}");
+        assert_eq!(format!("{:?}", ours.close.metadata), format!("{:?}", reference.close.metadata));
+        assert_eq!(format!("{:?}", ours.close.column_index), format!("{:?}", reference.close.column_index));
+        assert_eq!(format!("{:?}", ours.close.offset_index), format!("{:?}", reference.close.offset_index));
+        assert_eq!(ours.close.rows_written, reference.close.rows_written);
+        assert_eq!(ours.close.bytes_written, reference.close.bytes_written);
+    }
+
+    /// Deterministic values: a walk with steps of many sizes.
+    fn walk(n: usize, seed: u32) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+        let mut v = 0.0f32;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                v += (x % 2001) as f32 / 1000.0 - 1.0;
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pages_are_the_column_writers_bytes_and_figures() {
+        // one long row a page, many short rows a page, rows of one value
+        let long: Vec<Vec<f32>> = (0..3).map(|k| walk(70_000 + k * 13, k as u32)).collect();
+        assert_same(&long, &[1, 1, 1]);
+        let short: Vec<Vec<f32>> = (0..400).map(|k| walk(1 + k % 37, k as u32)).collect();
+        assert_same(&short, &[1, 7, 8, 9, 16, 17, 342]);
+        let ones: Vec<Vec<f32>> = (0..20).map(|k| vec![k as f32]).collect();
+        assert_same(&ones, &[20]);
+        assert_same(&ones, &[3, 5, 12]);
+        // levels that never repeat 8 times: bit-packed runs past 63 groups
+        let alternating: Vec<Vec<f32>> = (0..700).map(|k| walk(1 + k % 2, k as u32)).collect();
+        assert_same(&alternating, &[700]);
+        // repeats of exactly 7, 8 and 9 levels, and a partial last group
+        let edges: Vec<Vec<f32>> = [8, 9, 10, 1, 1, 7, 3, 8, 2].iter().map(|&n| walk(n, n as u32)).collect();
+        assert_same(&edges, &[9]);
+        assert_same(&edges, &[1, 1, 1, 1, 1, 1, 1, 1, 1]);
+        // row lengths and page plans drawn from a seed
+        for seed in 1..40u32 {
+            let lens = walk(300, seed);
+            let rows: Vec<Vec<f32>> =
+                lens.iter().enumerate().map(|(k, v)| walk(1 + (v.to_bits() % 23) as usize, k as u32)).collect();
+            let mut plan = Vec::new();
+            let mut left = rows.len();
+            for (k, v) in walk(300, seed + 99).iter().enumerate() {
+                let n = (1 + (v.to_bits() as usize + k) % 70).min(left);
+                if n == 0 {
+                    break;
+                }
+                plan.push(n);
+                left -= n;
+            }
+            assert_same(&rows, &plan);
+        }
+    }
+
+    #[test]
+    fn extremes_follow_total_order_and_skip_nan() {
+        let nan = f32::NAN;
+        let neg_nan = f32::from_bits(0xffc0_0000);
+        let rows = vec![
+            // zeros of both signs: -0.0 is the lesser
+            vec![0.0, -0.0, 0.0],
+            vec![-0.0],
+            // NaN first, between and last; infinities
+            vec![nan, 1.5, neg_nan, -2.5, nan],
+            vec![f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE / 2.0],
+            // pages of NaN only, of both signs
+            vec![nan, neg_nan],
+            vec![nan],
+            vec![neg_nan, neg_nan],
+        ];
+        assert_same(&rows, &[1, 1, 1, 1, 1, 1, 1]);
+        assert_same(&rows, &[2, 2, 3]);
+        assert_same(&rows, &[7]);
+    }
+
+    #[test]
+    fn a_chunk_without_values_is_refused() {
+        let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
+        let rows: [&[f32]; 2] = [&[1.0], &[]];
+        let e = encode_pages(&codec, &rows, &[2]).err();
+        assert_eq!(e.as_deref(), Some("a chunk without values"));
+    }
+}
