@@ -217,11 +217,14 @@ impl Pool {
         values.clear();
         values
     }
-    fn give_values(&self, values: Vec<f32>) {
+    /// Takes back the buffers of `values` once its windows are out.
+    fn give_block(&self, values: BlockValues) {
         let mut pool = self.values.lock().unwrap_or_else(|p| p.into_inner());
         if pool.len() < MAX_POOLED_BUFFERS {
-            pool.push(values);
+            pool.push(values.joined);
         }
+        drop(pool);
+        self.give_rows(values.decoded);
     }
     /// Buffers for a decoded row group, reused when some were given back.
     fn rows(&self) -> RowValues {
@@ -393,15 +396,14 @@ impl SeriesBlocks {
         }
         let units = self.block_row_groups(blocks);
         let decoded = self.read_units(&units, threads)?;
-        // one buffer for the whole block set, reused: many series-sized ones in a shuffled order
-        // fragment glibc's heap (its mmap threshold adapts to them) and the RSS grows, and a
-        // fresh one is faulted in page by page as it is first written
-        let total: u64 = wanted.iter().map(|&s| self.lengths[s]).sum();
-        let mut out = BlockValues { values: self.pool.values(), series: Vec::new() };
-        out.values.reserve(usize::try_from(total).unwrap_or(0));
+        // a series within one row group is used where it was decoded; only one spanning
+        // several is copied, into one buffer reused for the whole block set (many
+        // series-sized ones in a shuffled order fragment glibc's heap, and a fresh one is
+        // faulted in page by page as it is first written)
+        let mut out = BlockValues { decoded: Vec::new(), joined: self.pool.values(), series: Vec::new() };
         // sorted row groups hold the wanted chunks in index order: each series is one run
-        for (&unit, decoded) in units.iter().zip(&decoded) {
-            let offsets = &decoded.offsets;
+        for (k, (&unit, rows)) in units.iter().zip(&decoded).enumerate() {
+            let offsets = &rows.offsets;
             let mut row = 0;
             let mut chunks = self.row_groups.chunks(unit).peekable();
             while let Some((series, _, _)) = chunks.next() {
@@ -415,17 +417,26 @@ impl SeriesBlocks {
                 if !wanted.contains(&series) {
                     continue;
                 }
-                let at = out.values.len();
-                if out.series.last().is_none_or(|(last, _)| *last != series) {
-                    out.series.push((series, at..at));
-                }
-                out.values.extend_from_slice(&decoded.values[from as usize..to as usize]);
-                if let Some((_, range)) = out.series.last_mut() {
-                    range.end = out.values.len();
+                let run = from as usize..to as usize;
+                match out.series.last_mut() {
+                    // the series goes on from the previous row group: joined
+                    Some((last, place)) if *last == series => {
+                        let at = match place.clone() {
+                            Place::Joined(range) => range.start,
+                            Place::Decoded(j, range) => {
+                                let at = out.joined.len();
+                                out.joined.extend_from_slice(&decoded[j].values[range]);
+                                at
+                            }
+                        };
+                        out.joined.extend_from_slice(&rows.values[run]);
+                        *place = Place::Joined(at..out.joined.len());
+                    }
+                    _ => out.series.push((series, Place::Decoded(k, run))),
                 }
             }
         }
-        self.pool.give_rows(decoded);
+        out.decoded = decoded;
         Ok(out)
     }
 
@@ -558,23 +569,42 @@ fn stack_samples<'a>(
 }
 
 /// The values of the series of some blocks ([`SeriesBlocks::read_blocks`]),
-/// held in one buffer, series in index order.
+/// series in index order: each where its row group was decoded, or, when it
+/// spans several row groups, joined into one buffer.
 #[derive(Debug, Default)]
 pub struct BlockValues {
-    values: Vec<f32>,
-    /// `(series number, range of values)`, ascending.
-    series: Vec<(usize, Range<usize>)>,
+    /// The row groups read, in the order read.
+    decoded: Vec<RowValues>,
+    /// The series that span several row groups, one after another.
+    joined: Vec<f32>,
+    /// `(series number, where its values are)`, ascending.
+    series: Vec<(usize, Place)>,
+}
+
+/// Where a series' values are in a [`BlockValues`].
+#[derive(Debug, Clone)]
+enum Place {
+    /// In decoded row group `.0`, at these values.
+    Decoded(usize, Range<usize>),
+    /// In the joined buffer, at these values.
+    Joined(Range<usize>),
 }
 
 impl BlockValues {
     /// The values of series number `series`, if read.
     pub fn get(&self, series: usize) -> Option<&[f32]> {
         let at = self.series.binary_search_by_key(&series, |(s, _)| *s).ok()?;
-        Some(&self.values[self.series[at].1.clone()])
+        Some(self.at(&self.series[at].1))
     }
     /// `(series number, values)` of every series read, in index order.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &[f32])> + '_ {
-        self.series.iter().map(|(s, r)| (*s, &self.values[r.clone()]))
+        self.series.iter().map(|(s, place)| (*s, self.at(place)))
+    }
+    fn at(&self, place: &Place) -> &[f32] {
+        match place {
+            Place::Decoded(k, range) => self.decoded.get(*k).and_then(|r| r.values.get(range.clone())).unwrap_or(&[]),
+            Place::Joined(range) => self.joined.get(range.clone()).unwrap_or(&[]),
+        }
     }
 }
 
@@ -907,7 +937,7 @@ impl WindowPlan {
                 self.push_window(&mut batch, &values, k, window_start(&self.options, n, w));
             }
         }
-        self.blocks.pool.give_values(values.values);
+        self.blocks.pool.give_block(values);
         Ok(batch)
     }
 }
@@ -1020,7 +1050,7 @@ impl Windows {
                     Ok(Ok(b)) => {
                         // its values buffer goes back to the reader thread, for a buffer ahead
                         if let Some(done) = self.current.take() {
-                            self.plan.blocks.pool.give_values(done.values.values);
+                            self.plan.blocks.pool.give_block(done.values);
                         }
                         self.current.insert(b)
                     }
