@@ -29,6 +29,7 @@ use crate::thrift::{PageHeader, PageKind};
 
 /// One `values` page as stored (header and body) with the figures its column
 /// chunk's metadata needs.
+#[derive(Clone)]
 pub(crate) struct StoredPage {
     /// Header and body, as stored.
     pub(crate) bytes: Bytes,
@@ -93,13 +94,22 @@ impl StoredPage {
     }
 }
 
-/// The column chunk of `pages` (in order) of leaf `descr`, compressed with `codec`.
+/// The column chunk of `pages` (in order) of leaf `descr`, compressed with
+/// `codec`. `whole`, when given, is the pages' bytes end to end (a chunk
+/// just encoded): the chunk's bytes without a copy.
 pub(crate) fn splice(
     descr: ColumnDescPtr,
     codec: Compression,
     pages: Vec<StoredPage>,
+    whole: Option<Bytes>,
 ) -> Result<EncodedChunk, Problem> {
-    let mut bytes = Vec::with_capacity(pages.iter().map(|p| p.bytes.len()).sum());
+    let total: usize = pages.iter().map(|p| p.bytes.len()).sum();
+    let mut bytes = match &whole {
+        Some(w) if w.len() != total => return Err(format!("{} bytes given for pages of {total}", w.len())),
+        Some(_) => Vec::new(),
+        None => Vec::with_capacity(total),
+    };
+    let mut offset = 0i64;
     let mut locations = Vec::with_capacity(pages.len());
     let mut index = ColumnIndexBuilder::new(PhysicalType::FLOAT);
     let (mut ascending, mut descending) = (true, true);
@@ -113,11 +123,14 @@ pub(crate) fn splice(
     let greater = |a: f32, b: f32| a.total_cmp(&b).is_gt();
     for p in &pages {
         locations.push(PageLocation {
-            offset: bytes.len() as i64,
+            offset,
             compressed_page_size: i32::try_from(p.bytes.len()).map_err(|_| "a page past 2 GiB".to_string())?,
             first_row_index: rows,
         });
-        bytes.extend_from_slice(&p.bytes);
+        offset += p.bytes.len() as i64;
+        if whole.is_none() {
+            bytes.extend_from_slice(&p.bytes);
+        }
         uncompressed += p.uncompressed_bytes;
         num_values += p.num_values;
         rows += p.rows;
@@ -175,6 +188,7 @@ pub(crate) fn splice(
         .with_nan_count(nans)
         .with_backwards_compatible_min_max(descr.sort_order().is_signed())
         .into();
+    let bytes = whole.unwrap_or_else(|| Bytes::from(bytes));
     let total = bytes.len() as i64;
     let metadata = ColumnChunkMetaData::builder(descr)
         .set_compression(codec)
@@ -199,5 +213,5 @@ pub(crate) fn splice(
         column_index: Some(column_index),
         offset_index: Some(OffsetIndexMetaData { page_locations: locations, unencoded_byte_array_data_bytes: None }),
     };
-    Ok(EncodedChunk { bytes: Bytes::from(bytes), close })
+    Ok(EncodedChunk { bytes, close })
 }

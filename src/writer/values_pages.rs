@@ -11,8 +11,8 @@
 //! figures [`super::page_splice::splice`] builds the chunk's metadata and
 //! page index from: minimum and maximum in IEEE 754 total order with NaN
 //! skipped while any other value is present (the crate's `update_min` and
-//! `update_max`), NaN count, level histograms. The test below holds the two
-//! encoders to the same bytes.
+//! `update_max`), NaN count, level histograms. The tests below hold the two
+//! encoders to the same bytes and the same figures, bit for bit.
 
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding};
@@ -52,7 +52,7 @@ impl ValuesCodec {
     }
 }
 
-/// A thread's working state for [`encode_pages`]: made once a thread, not
+/// A thread's working state for [`encode`]: made once a thread, not
 /// once a row group (a zstd context's tables and buffers are about a MiB,
 /// faulted in anew by each fresh one). A context's output depends only on
 /// the level and the input, never on what it compressed before.
@@ -70,10 +70,15 @@ thread_local! {
 }
 
 /// The `values` pages of one row group: `rows` are its chunks' values in
-/// row order, `pages` the rows of each page. Each page is stored as header
-/// and body, consecutive slices of one buffer. A chunk without values is an
-/// error (a fresh write never makes one, `layout::chunk_count`).
-pub(crate) fn encode_pages(codec: &ValuesCodec, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
+/// row order, `pages` the rows of each page. Returns the pages' bytes end to
+/// end (each page its header and body) and the pages as slices of them. A
+/// chunk without values is an error (a fresh write never makes one,
+/// `layout::chunk_count`).
+pub(crate) fn encode(
+    codec: &ValuesCodec,
+    rows: &[&[f32]],
+    pages: &PagePlan,
+) -> Result<(Bytes, Vec<StoredPage>), Problem> {
     let mut scratch = match SCRATCH.with(|s| s.borrow_mut().take()) {
         Some(s) if s.level == codec.level => s,
         _ => Scratch {
@@ -84,9 +89,21 @@ pub(crate) fn encode_pages(codec: &ValuesCodec, rows: &[&[f32]], pages: &PagePla
         },
     };
     let encoded = encode_with(&mut scratch, rows, pages);
+    // a thread outlives the write (rayon's workers, the process): it keeps
+    // buffers of an ordinary page, never those of an outsized one
+    for buffer in [&mut scratch.page, &mut scratch.body] {
+        if buffer.capacity() > KEPT_BUFFER_BYTES {
+            *buffer = Vec::new();
+        }
+    }
     SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));
     encoded
 }
+
+/// The largest buffer a thread keeps from one [`encode`] to the next: twice
+/// the page size the cuts aim at ([`crate::layout::PAGE_MAX_BYTES`]), so a
+/// page of one chunk larger than that is encoded in buffers of its own.
+const KEPT_BUFFER_BYTES: usize = 2 * crate::layout::PAGE_MAX_BYTES as usize;
 
 /// A page's figures besides its bytes.
 struct Figures {
@@ -98,11 +115,18 @@ struct Figures {
     repetition: [i64; 2],
 }
 
-fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
-    // room for the pages at their uncompressed size, so the buffer is never
-    // copied as it grows (what they do not reach is never touched)
-    let value_bytes: usize = rows.iter().map(|r| std::mem::size_of_val(*r)).sum();
-    let mut out = Vec::with_capacity(value_bytes + PAGE_OVERHEAD_BYTES * pages.len());
+fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<(Bytes, Vec<StoredPage>), Problem> {
+    // room for every page at its largest, so the buffer is never copied as it
+    // grows (what the pages do not reach is never touched)
+    let mut room = 0;
+    let mut start = 0;
+    for &n in pages {
+        let values: usize =
+            rows.get(start..start + n).ok_or("a page plan past its rows")?.iter().map(|r| r.len()).sum();
+        room += stored_bytes_at_most(values);
+        start += n;
+    }
+    let mut out = Vec::with_capacity(room);
     let mut spans = Vec::with_capacity(pages.len());
     let mut start = 0;
     for &n in pages {
@@ -126,7 +150,7 @@ fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec
         spans.push((at..out.len(), header.len() + s.page.len(), figures));
     }
     let out = Bytes::from(out);
-    Ok(spans
+    let pages = spans
         .into_iter()
         .map(|(span, uncompressed, f)| StoredPage {
             bytes: out.slice(span),
@@ -141,12 +165,21 @@ fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec
             repetition_histogram: Some(f.repetition.to_vec()),
             definition_histogram: Some(vec![0, i64::from(f.num_values)]),
         })
-        .collect())
+        .collect();
+    Ok((out, pages))
 }
 
-/// Bytes a page adds besides its values, at most (header and levels); only
-/// sizes the output buffer.
-const PAGE_OVERHEAD_BYTES: usize = 1024;
+/// The stored size of a page of `values` values, at most: its header (a
+/// `PageHeader` of six i32 fields and a `DataPageHeader` of four, 5 bytes
+/// each at most, with field and struct markers: under 64 bytes) and zstd's
+/// bound over its uncompressed size, the values' 4 bytes each plus each
+/// level stream's length and runs (a run of at least 8 levels takes at most 7
+/// bytes, a group of 8 bit-packed levels 1 byte and a run's indicator 1 more:
+/// under a byte a level, plus a last partial group).
+fn stored_bytes_at_most(values: usize) -> usize {
+    let levels = 4 + values + 16;
+    64 + zstd::zstd_safe::compress_bound(4 * values + 2 * levels)
+}
 
 /// Writes the uncompressed page of `rows` into `page`: repetition levels (0
 /// at each row's first value, else 1), definition levels (all 1), then the
@@ -360,7 +393,7 @@ mod tests {
     use crate::tables::{shard_schema, IdEncodings};
 
     /// The chunk of `rows` in pages `plan` by both encoders: the parquet
-    /// crate's column writer (zstd as its codec) and [`encode_pages`] spliced.
+    /// crate's column writer (zstd as its codec) and [`encode`] spliced.
     fn both(rows: &[Vec<f32>], plan: &[usize]) -> (EncodedChunk, EncodedChunk) {
         let schema = shard_schema(IdEncodings([IdEncoding::String; 6])).expect("schema");
         let props = schema.properties(Codec { zstd_level: 3 }, "timef test").expect("props");
@@ -379,8 +412,13 @@ mod tests {
         let reference = crate::encoding::encode_pages("t", descr.clone(), &props, plan, &build).expect("reference");
         let codec = ValuesCodec::new(&props, &descr).expect("codec");
         let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
-        let pages = encode_pages(&codec, &slices, plan).expect("pages");
-        let ours = super::super::page_splice::splice(descr, codec.compression(), pages).expect("splice");
+        let (whole, pages) = encode(&codec, &slices, plan).expect("pages");
+        // the fresh chunk as the writer builds it, and as an edit builds it (pages copied one by one)
+        let ours = super::super::page_splice::splice(descr.clone(), codec.compression(), pages.clone(), Some(whole))
+            .expect("splice");
+        let copied = super::super::page_splice::splice(descr, codec.compression(), pages, None).expect("splice");
+        assert_eq!(copied.bytes, ours.bytes);
+        assert_eq!(format!("{:?}", copied.close.metadata), format!("{:?}", ours.close.metadata));
         (reference, ours)
     }
 
@@ -392,6 +430,22 @@ mod tests {
         assert_eq!(format!("{:?}", ours.close.offset_index), format!("{:?}", reference.close.offset_index));
         assert_eq!(ours.close.rows_written, reference.close.rows_written);
         assert_eq!(ours.close.bytes_written, reference.close.bytes_written);
+        // Debug prints every NaN as "NaN": the extremes compared bit for bit
+        assert_eq!(extreme_bits(&ours), extreme_bits(&reference), "extremes' bits of {plan:?}");
+    }
+
+    /// The chunk statistics' and column index's minimum and maximum as bits.
+    fn extreme_bits(c: &EncodedChunk) -> (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(u32, u32)>) {
+        use parquet::file::page_index::column_index::ColumnIndexMetaData;
+        let stats = c.close.metadata.statistics().expect("statistics");
+        let Some(ColumnIndexMetaData::FLOAT(index)) = &c.close.column_index else { panic!("a float column index") };
+        let pages = index
+            .min_values()
+            .iter()
+            .zip(index.max_values())
+            .map(|(min, max)| (min.to_bits(), max.to_bits()))
+            .collect();
+        (stats.min_bytes_opt().map(<[u8]>::to_vec), stats.max_bytes_opt().map(<[u8]>::to_vec), pages)
     }
 
     /// Deterministic values: a walk with steps of many sizes.
@@ -466,11 +520,149 @@ mod tests {
         assert_same(&rows, &[7]);
     }
 
+    /// xorshift32 bits.
+    fn bits(state: &mut u32) -> u32 {
+        *state ^= *state << 13;
+        *state ^= *state >> 17;
+        *state ^= *state << 5;
+        *state
+    }
+
+    #[test]
+    fn level_runs_at_group_and_run_edges_are_the_crates() {
+        // rows of one value only: repetition levels all 0, 1..=1100 of them
+        for n in [1, 2, 7, 8, 9, 15, 16, 17, 503, 504, 505, 511, 512, 513, 520, 1100] {
+            let rows: Vec<Vec<f32>> = (0..n).map(|k| vec![k as f32]).collect();
+            assert_same(&rows, &[n]);
+        }
+        // rows of two values: levels alternate, bit-packed runs of exactly 62, 63, 64 groups
+        for n in [248, 250, 252, 254, 256, 258, 500, 504, 508, 1000, 1008] {
+            let rows: Vec<Vec<f32>> = (0..n / 2).map(|k| vec![k as f32, -(k as f32)]).collect();
+            assert_same(&rows, &[n / 2]);
+        }
+        // random row lengths near the group size, random page plans
+        let mut st = 0x9e37_79b9u32;
+        let choices = [1usize, 1, 1, 2, 3, 6, 7, 8, 9, 10, 15, 16, 17, 63, 64, 65, 504, 505];
+        for _ in 0..300 {
+            let nrows = 1 + bits(&mut st) as usize % 400;
+            let rows: Vec<Vec<f32>> = (0..nrows)
+                .map(|_| {
+                    let len = choices[bits(&mut st) as usize % choices.len()];
+                    (0..len).map(|_| f32::from_bits(bits(&mut st))).collect()
+                })
+                .collect();
+            let mut plan = Vec::new();
+            let mut left = nrows;
+            while left > 0 {
+                let n = (1 + bits(&mut st) as usize % 200).min(left);
+                plan.push(n);
+                left -= n;
+            }
+            assert_same(&rows, &plan);
+        }
+    }
+
+    #[test]
+    fn any_bits_nan_payloads_and_nan_only_pages_give_the_crates_figures() {
+        let mut st = 12345u32;
+        let nan = |sign: u32, payload: u32| f32::from_bits(sign << 31 | 0x7f80_0000 | (payload & 0x7f_ffff).max(1));
+        for round in 0..200 {
+            let nrows = 1 + round % 40;
+            let rows: Vec<Vec<f32>> = (0..nrows)
+                .map(|r| {
+                    let len = 1 + bits(&mut st) as usize % 30;
+                    (0..len)
+                        .map(|_| match (r + round) % 4 {
+                            // only NaN of random signs and payloads
+                            0 => nan(bits(&mut st) & 1, bits(&mut st)),
+                            // any bits at all
+                            1 => f32::from_bits(bits(&mut st)),
+                            // zeros, subnormals, infinities
+                            2 => [0.0, -0.0, f32::from_bits(1), -f32::from_bits(1), f32::INFINITY, f32::NEG_INFINITY]
+                                [bits(&mut st) as usize % 6],
+                            _ => f32::from_bits(bits(&mut st) & 0x807f_ffff),
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut plan = Vec::new();
+            let mut left = nrows;
+            while left > 0 {
+                let n = (1 + bits(&mut st) as usize % 5).min(left);
+                plan.push(n);
+                left -= n;
+            }
+            assert_same(&rows, &plan);
+            assert_same(&rows, &vec![1; nrows]);
+        }
+        // a chunk whose first and last pages are NaN only, a number between
+        let rows = vec![vec![nan(1, 5), nan(0, 9)], vec![3.0], vec![nan(0, 0x7f_ffff)], vec![-0.0], vec![nan(1, 1)]];
+        assert_same(&rows, &[1, 1, 1, 1, 1]);
+        let rows = vec![vec![nan(0, 3)], vec![nan(1, 3)], vec![nan(0, 1)]];
+        assert_same(&rows, &[1, 1, 1]);
+    }
+
+    #[test]
+    fn rows_past_a_mib_are_the_crates_pages() {
+        let long: Vec<Vec<f32>> = vec![walk(300_000, 1), walk(1, 2), walk(262_145, 3), walk(8, 4)];
+        assert_same(&long, &[1, 3]);
+        assert_same(&long, &[4]);
+        assert_same(&long, &[2, 1, 1]);
+    }
+
+    #[test]
+    fn a_thread_keeps_no_outsized_buffers_after_a_write() {
+        std::thread::spawn(|| {
+            let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 1 };
+            // one 64 MiB chunk, one page
+            let row: Vec<f32> = walk(16 << 20, 7);
+            encode(&codec, &[&row[..]], &[1]).expect("pages");
+            let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| (s.page.capacity(), s.body.capacity())));
+            assert_eq!(kept, Some((0, 0)));
+            // an ordinary page's buffers are kept for the next
+            let short = walk(1000, 8);
+            encode(&codec, &[&short[..]], &[1]).expect("pages");
+            let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| s.page.capacity().min(s.body.capacity())));
+            assert!(kept.is_some_and(|k| k >= 4000), "{kept:?}");
+        })
+        .join()
+        .expect("the encoding thread");
+    }
+
+    #[test]
+    fn the_output_buffer_holds_every_page_at_its_largest() {
+        // short rows of values that do not compress: levels past a KiB a page
+        let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
+        let mut st = 99u32;
+        let rows: Vec<Vec<f32>> = (0..100_000)
+            .map(|_| {
+                let len = 1 + bits(&mut st) as usize % 3;
+                (0..len).map(|_| f32::from_bits(bits(&mut st) & 0xbfff_ffff)).collect()
+            })
+            .collect();
+        let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
+        for plan in [vec![100_000], vec![1; 100_000]] {
+            let (whole, pages) = encode(&codec, &slices, &plan).expect("pages");
+            let mut start = 0;
+            let bound: usize = plan
+                .iter()
+                .map(|&n| {
+                    let values = slices[start..start + n].iter().map(|r| r.len()).sum();
+                    start += n;
+                    stored_bytes_at_most(values)
+                })
+                .sum();
+            let stored: usize = pages.iter().map(|p| p.bytes.len()).sum();
+            assert_eq!(stored, whole.len());
+            assert!(stored <= bound, "{stored} bytes stored, {bound} reserved");
+        }
+    }
+
     #[test]
     fn a_chunk_without_values_is_refused() {
         let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
         let rows: [&[f32]; 2] = [&[1.0], &[]];
-        let e = encode_pages(&codec, &rows, &[2]).err();
+        let e = encode(&codec, &rows, &[2]).err();
         assert_eq!(e.as_deref(), Some("a chunk without values"));
     }
 }
