@@ -220,7 +220,7 @@ impl Pool {
     /// Takes back the buffers of `values` once its windows are out.
     fn give_block(&self, values: BlockValues) {
         let mut pool = self.values.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < MAX_POOLED_BUFFERS {
+        if pool.len() < MAX_POOLED_BUFFERS && values.joined.capacity() > 0 {
             pool.push(values.joined);
         }
         drop(pool);
@@ -396,48 +396,74 @@ impl SeriesBlocks {
         }
         let units = self.block_row_groups(blocks);
         let decoded = self.read_units(&units, threads)?;
-        // a series within one row group is used where it was decoded; only one spanning
-        // several is copied, into one buffer reused for the whole block set (many
-        // series-sized ones in a shuffled order fragment glibc's heap, and a fresh one is
-        // faulted in page by page as it is first written)
+        // a row group whose values the blocks mostly want is kept and its series used where
+        // they were decoded; a series spanning row groups, or in a row group mostly of
+        // other blocks' series (an edge of the block set), is copied into one buffer reused
+        // for the whole block set (many series-sized ones in a shuffled order fragment
+        // glibc's heap, and a fresh one is faulted in page by page as it is first written)
         let mut out = BlockValues { decoded: Vec::new(), joined: self.pool.values(), series: Vec::new() };
-        // sorted row groups hold the wanted chunks in index order: each series is one run
-        for (k, (&unit, rows)) in units.iter().zip(&decoded).enumerate() {
-            let offsets = &rows.offsets;
-            let mut row = 0;
-            let mut chunks = self.row_groups.chunks(unit).peekable();
-            while let Some((series, _, _)) = chunks.next() {
-                // the run of this series' rows in the row group
-                let first = row;
-                row += 1;
-                while chunks.next_if(|&(s, _, _)| s == series).is_some() {
-                    row += 1;
-                }
-                let (Some(&from), Some(&to)) = (offsets.get(first), offsets.get(row)) else { break };
-                if !wanted.contains(&series) {
+        let mut done = Vec::new();
+        for (&unit, rows) in units.iter().zip(decoded) {
+            let runs = self.series_runs(unit, &rows.offsets);
+            let wanted_values: usize = runs.iter().filter(|(s, _)| wanted.contains(s)).map(|(_, r)| r.len()).sum();
+            let keep = 2 * wanted_values >= rows.values.len();
+            let k = out.decoded.len();
+            for (series, run) in runs.into_iter().filter(|(s, _)| wanted.contains(s)) {
+                let continued = out.series.last().is_some_and(|(last, _)| *last == series);
+                if !continued && keep {
+                    out.series.push((series, Place::Decoded(k, run)));
                     continue;
                 }
-                let run = from as usize..to as usize;
-                match out.series.last_mut() {
-                    // the series goes on from the previous row group: joined
-                    Some((last, place)) if *last == series => {
-                        let at = match place.clone() {
-                            Place::Joined(range) => range.start,
-                            Place::Decoded(j, range) => {
-                                let at = out.joined.len();
-                                out.joined.extend_from_slice(&decoded[j].values[range]);
-                                at
-                            }
-                        };
-                        out.joined.extend_from_slice(&rows.values[run]);
-                        *place = Place::Joined(at..out.joined.len());
+                // copied: after the part of the series the previous row groups hold
+                let start = match out.series.last().map(|(_, p)| p.clone()) {
+                    Some(Place::Joined(range)) if continued => range.start,
+                    Some(Place::Decoded(j, range)) if continued => {
+                        let at = out.joined.len();
+                        out.joined.extend_from_slice(&out.decoded[j].values[range]);
+                        at
                     }
-                    _ => out.series.push((series, Place::Decoded(k, run))),
+                    _ => out.joined.len(),
+                };
+                out.joined.extend_from_slice(&rows.values[run]);
+                let place = Place::Joined(start..out.joined.len());
+                match out.series.last_mut() {
+                    Some((_, last)) if continued => *last = place,
+                    _ => out.series.push((series, place)),
                 }
             }
+            match keep {
+                true => out.decoded.push(rows),
+                false => done.push(rows),
+            }
         }
-        out.decoded = decoded;
+        self.pool.give_rows(done);
         Ok(out)
+    }
+
+    /// `(series number, range of its values)` of the runs of row group `unit`
+    /// decoded with `offsets`, in row order: the wanted chunks sit in index
+    /// order, so each series is one run.
+    fn series_runs(&self, unit: usize, offsets: &[i32]) -> Vec<(usize, Range<usize>)> {
+        let mut runs = Vec::new();
+        let mut row = 0;
+        let mut chunks = self.row_groups.chunks(unit).peekable();
+        while let Some((series, _, _)) = chunks.next() {
+            let first = row;
+            row += 1;
+            while chunks.next_if(|&(s, _, _)| s == series).is_some() {
+                row += 1;
+            }
+            let (Some(&from), Some(&to)) = (offsets.get(first), offsets.get(row)) else { break };
+            runs.push((series, from as usize..to as usize));
+        }
+        runs
+    }
+
+    /// Takes back the buffers of `values` for the next read (those
+    /// [`SeriesBlocks::read_blocks`] returns are otherwise freed when dropped,
+    /// and the next read decodes into fresh memory).
+    pub fn give_back(&self, values: BlockValues) {
+        self.pool.give_block(values);
     }
 
     /// The row groups `blocks` read, ascending.
@@ -570,12 +596,13 @@ fn stack_samples<'a>(
 
 /// The values of the series of some blocks ([`SeriesBlocks::read_blocks`]),
 /// series in index order: each where its row group was decoded, or, when it
-/// spans several row groups, joined into one buffer.
+/// spans several row groups or its row group is mostly of other series,
+/// copied into one buffer. [`SeriesBlocks::give_back`] reuses its buffers.
 #[derive(Debug, Default)]
 pub struct BlockValues {
-    /// The row groups read, in the order read.
+    /// The row groups kept, in the order read.
     decoded: Vec<RowValues>,
-    /// The series that span several row groups, one after another.
+    /// The series copied, one after another.
     joined: Vec<f32>,
     /// `(series number, where its values are)`, ascending.
     series: Vec<(usize, Place)>,
@@ -584,9 +611,9 @@ pub struct BlockValues {
 /// Where a series' values are in a [`BlockValues`].
 #[derive(Debug, Clone)]
 enum Place {
-    /// In decoded row group `.0`, at these values.
+    /// In kept row group `.0`, at these values.
     Decoded(usize, Range<usize>),
-    /// In the joined buffer, at these values.
+    /// In the buffer of copied series, at these values.
     Joined(Range<usize>),
 }
 
@@ -600,10 +627,12 @@ impl BlockValues {
     pub fn iter(&self) -> impl Iterator<Item = (usize, &[f32])> + '_ {
         self.series.iter().map(|(s, place)| (*s, self.at(place)))
     }
+    /// The values at `place`: places are made by `read_blocks` from the row
+    /// groups it keeps and the offsets their decode checked, so always in range.
     fn at(&self, place: &Place) -> &[f32] {
         match place {
-            Place::Decoded(k, range) => self.decoded.get(*k).and_then(|r| r.values.get(range.clone())).unwrap_or(&[]),
-            Place::Joined(range) => self.joined.get(range.clone()).unwrap_or(&[]),
+            Place::Decoded(k, range) => &self.decoded[*k].values[range.clone()],
+            Place::Joined(range) => &self.joined[range.clone()],
         }
     }
 }

@@ -159,7 +159,10 @@ impl PyWindowPlan {
         let kwargs = PyDict::new(py);
         kwargs.set_item("type", list_type)?;
         columns.set_item("values", pa.call_method("array", (PyList::new(py, arrays)?,), Some(&kwargs))?)?;
-        pa.getattr("table")?.call1((columns,))
+        let table = pa.getattr("table")?.call1((columns,));
+        // the decode buffers serve the next block this worker reads
+        blocks.give_back(values);
+        table
     }
 
     /// Row group `i` of the selection as a `pyarrow.Table` of chunk rows
