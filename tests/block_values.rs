@@ -59,18 +59,22 @@ fn dataset() -> TimeFDataset {
 const LAYOUTS: [(u64, u64, u64); 5] =
     [(16, 64, 1 << 20), (16, 16, 256), (64, 4096, 1 << 20), (1024, 4096, 16384), (4, 4, 64)];
 
+/// The writer options of a layout: chunk, row group and shard sizes in bytes.
+fn layout_options(chunk: u64, rg: u64, shard: u64) -> WriterOptions {
+    WriterOptions::builder()
+        .chunk_max_bytes(chunk)
+        .row_group_target_bytes(rg)
+        .shard_target_bytes(shard)
+        .try_build()
+        .unwrap()
+}
+
 fn versions() -> Vec<(tempfile::TempDir, Version)> {
     LAYOUTS
         .iter()
         .map(|&(chunk, rg, shard)| {
             let tmp = tempfile::tempdir().unwrap();
-            let o = WriterOptions::builder()
-                .chunk_max_bytes(chunk)
-                .row_group_target_bytes(rg)
-                .shard_target_bytes(shard)
-                .try_build()
-                .unwrap();
-            let dir = commit(tmp.path(), dataset(), o);
+            let dir = commit(tmp.path(), dataset(), layout_options(chunk, rg, shard));
             let v = Version::open(&dir).unwrap();
             (tmp, v)
         })
@@ -274,13 +278,11 @@ fn on_an_object_store_too() {
     for (l, &(chunk, rg, shard)) in LAYOUTS.iter().enumerate().take(2) {
         let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let root = timef::storage::Location::from_object_store(store, "memory://bv", "root").unwrap();
-        let o = WriterOptions::builder()
-            .chunk_max_bytes(chunk)
-            .row_group_target_bytes(rg)
-            .shard_target_bytes(shard)
-            .try_build()
+        timef::writer::TimeFWriter::at(root.clone(), layout_options(chunk, rg, shard))
+            .write(dataset())
+            .unwrap()
+            .commit()
             .unwrap();
-        timef::writer::TimeFWriter::at(root.clone(), o).write(dataset()).unwrap().commit().unwrap();
         let v = Version::open_at(root.join("bv/1")).unwrap();
         let truth = Truth::of(&v);
         for (o, options) in all_options().into_iter().enumerate() {

@@ -520,6 +520,18 @@ mod tests {
         assert_same(&rows, &[7]);
     }
 
+    /// A page plan of `rows` rows, pages of 1 to `most` rows drawn from `st`.
+    fn random_plan(st: &mut u32, rows: usize, most: usize) -> Vec<usize> {
+        let mut plan = Vec::new();
+        let mut left = rows;
+        while left > 0 {
+            let n = (1 + bits(st) as usize % most).min(left);
+            plan.push(n);
+            left -= n;
+        }
+        plan
+    }
+
     /// xorshift32 bits.
     fn bits(state: &mut u32) -> u32 {
         *state ^= *state << 13;
@@ -551,14 +563,7 @@ mod tests {
                     (0..len).map(|_| f32::from_bits(bits(&mut st))).collect()
                 })
                 .collect();
-            let mut plan = Vec::new();
-            let mut left = nrows;
-            while left > 0 {
-                let n = (1 + bits(&mut st) as usize % 200).min(left);
-                plan.push(n);
-                left -= n;
-            }
-            assert_same(&rows, &plan);
+            assert_same(&rows, &random_plan(&mut st, nrows, 200));
         }
     }
 
@@ -585,14 +590,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let mut plan = Vec::new();
-            let mut left = nrows;
-            while left > 0 {
-                let n = (1 + bits(&mut st) as usize % 5).min(left);
-                plan.push(n);
-                left -= n;
-            }
-            assert_same(&rows, &plan);
+            assert_same(&rows, &random_plan(&mut st, nrows, 5));
             assert_same(&rows, &vec![1; nrows]);
         }
         // a chunk whose first and last pages are NaN only, a number between
