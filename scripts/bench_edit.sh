@@ -73,9 +73,15 @@ for name in "${edits[@]}"; do
   edit "$name" "$work/r/b/v1" "$work/r"
   share=$(awk -v a="$wall" -v b="$ingest" 'BEGIN { printf "%.3f", a / b }')
   dedup=$("$bin" dedup "$work/r/b/v1" "$work/r/b/$name" | sed -n 's/.*(\([0-9.]*\))$/\1/p')
-  if [ "$name" = relabel ]; then share_t=0.02; dedup_t=1.00; else share_t=0.10; dedup_t=0.97; fi
+  # issue 25 §3 holds remove and add to dedup >= 0.97 each; both (2% of the
+  # samples changed) has no dedup target of its own
+  case $name in
+    relabel) share_t=0.02; dedup_shown=$(held "$dedup" '>=' 1.00) ;;
+    both) share_t=0.10; dedup_shown="$dedup (no target)" ;;
+    *) share_t=0.10; dedup_shown=$(held "$dedup" '>=' 0.97) ;;
+  esac
   printf '%-8s %6.2f s  share %s  RSS %s  dedup %s\n         %s\n' "$name" "$wall" \
-    "$(held "$share" '<=' "$share_t")" "$(held "$rss" '<=' 256)" "$(held "$dedup" '>=' "$dedup_t")" "$copied"
+    "$(held "$share" '<=' "$share_t")" "$(held "$rss" '<=' 256)" "$dedup_shown" "$copied"
 done
 
 # S3: moto on a free port of 127.0.0.1, the local base uploaded to s3://bench/r/b/v1

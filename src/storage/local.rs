@@ -9,8 +9,11 @@
 //!    after a power loss once a commit is reported.
 //! 2. The writer creates every file through [`Staging::create_file`]; the
 //!    seam's [`super::StagedFile`] computes the sha256 while the bytes are
-//!    written and fsyncs the file when it is finished.
-//! 3. [`Staging::publish`] fsyncs the staging directory and its subdirectories,
+//!    written and starts the file's fsync when it is finished
+//!    ([`super::file_syncs`]: on a thread of its own, so the next file is
+//!    written meanwhile).
+//! 3. [`Staging::publish`] waits for every file's fsync, fsyncs the staging
+//!    directory and its subdirectories,
 //!    renames it onto `<version>/` with `RENAME_NOREPLACE` (never replacing an
 //!    existing version), then fsyncs the parent directory.
 //!
@@ -23,7 +26,9 @@
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::file_syncs::FileSyncs;
 use super::{LiveGuard, Small, MANIFEST};
 use crate::error::{Error, Result};
 
@@ -75,6 +80,8 @@ pub struct Staging {
     created_parents: CreatedDirs,
     /// Every directory fsynced so far, in order (see [`Published::synced_dirs`]).
     synced_dirs: Vec<PathBuf>,
+    /// The fsyncs of finished files, waited for by [`Staging::publish`].
+    syncs: Arc<FileSyncs>,
     published: bool,
     /// The staging directory opened and `flock`ed exclusively while this writer
     /// lives; the kernel drops the lock when the process dies however it dies,
@@ -156,6 +163,7 @@ impl Staging {
             target: target.to_path_buf(),
             created_parents,
             synced_dirs: Vec::new(),
+            syncs: Arc::default(),
             published: false,
             _owner: owner,
             _live: LiveGuard::new(),
@@ -260,10 +268,20 @@ impl Staging {
         Ok(path)
     }
 
-    /// Publishes: fsyncs every staged directory, renames staging onto the target
-    /// without replacing anything, then fsyncs the version's parent and every
-    /// directory above it.
+    /// Where the files of this staging have their fsync done.
+    pub(crate) fn syncs(&self) -> Arc<FileSyncs> {
+        Arc::clone(&self.syncs)
+    }
+
+    /// Publishes: waits for the fsync of every file, fsyncs every staged
+    /// directory, renames staging onto the target without replacing anything,
+    /// then fsyncs the version's parent and every directory above it.
+    ///
+    /// # Errors
+    /// A file's or directory's fsync failing (naming it); [`Error::AlreadyExists`]
+    /// when a version appeared at the target.
     pub fn publish(mut self) -> Result<Published> {
+        self.syncs.wait_all()?;
         // deepest first, so each directory entry is durable before its parent's
         self.dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &self.dirs {
@@ -707,8 +725,23 @@ const MAX_WALK_DEPTH: usize = 64;
 
 #[cfg(test)]
 mod tests {
+    use super::super::file_syncs::tests::unsyncable;
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn publish_reports_a_file_whose_fsync_failed_and_publishes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("ds/v1");
+        let mut staging = Staging::create(&target).unwrap();
+        let (_file, _) = staging.create_file("manifest.json").unwrap();
+        staging.syncs().start(PathBuf::from("time_series/shard-00000.parquet"), unsyncable()).unwrap();
+        let err = staging.publish().unwrap_err();
+        assert_eq!(err.to_string(), "I/O on time_series/shard-00000.parquet: Invalid argument (os error 22)");
+        assert!(!target.exists());
+        // the staging directory went with the failed publish
+        assert_eq!(fs::read_dir(root.path().join("ds")).map(|d| d.count()).unwrap_or(0), 0);
+    }
 
     #[test]
     fn a_first_write_fsyncs_staging_then_the_version_parent_and_every_ancestor() {

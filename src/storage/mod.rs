@@ -22,6 +22,7 @@
 //! Everything stays synchronous for callers: the object-store backend runs its
 //! requests on an internal tokio runtime of [`IO_THREADS`] threads.
 
+mod file_syncs;
 mod gc;
 pub mod local;
 pub mod object;
@@ -592,7 +593,7 @@ impl Staging {
         let (sink, display) = match &mut self.0 {
             StagingInner::Local(s) => {
                 let (file, path) = s.create_file(rel)?;
-                (Sink::Local(file), path)
+                (Sink::Local(file, s.syncs()), path)
             }
             StagingInner::Object(s) => {
                 let upload = s.create_file(rel)?;
@@ -902,7 +903,9 @@ pub struct StagedFile {
 }
 
 enum Sink {
-    Local(File),
+    /// A file in a local staging directory; its fsync, started when it is
+    /// finished, is waited for by the publish.
+    Local(File, Arc<file_syncs::FileSyncs>),
     /// A part's file: written under a temporary name, renamed into place when finished.
     LocalRename(local::PartFile),
     Object(Box<object::Upload>),
@@ -933,14 +936,15 @@ impl StagedFile {
         &self.display
     }
 
-    /// Completes the file (local: flush and fsync; object store: the last PUT or
-    /// the multipart completion) and returns its size and sha256.
+    /// Completes the file (local: flush, and its fsync started, which
+    /// [`Staging::publish`] waits for; object store: the last PUT or the
+    /// multipart completion) and returns its size and sha256.
     pub fn finish(self) -> Result<WrittenFile> {
         let StagedFile { sink, display, rel, hasher, bytes } = self;
         match sink {
-            Sink::Local(mut file) => {
+            Sink::Local(mut file, syncs) => {
                 file.flush().map_err(|e| Error::io(&display, e))?;
-                file.sync_all().map_err(|e| Error::io(&display, e))?;
+                syncs.start(display.clone(), file)?;
             }
             Sink::LocalRename(mut part) => part.finish()?,
             Sink::Object(upload) => {
@@ -965,7 +969,7 @@ impl StagedFile {
     /// failure changes nothing ([`StagedFile::finish`] still fsyncs).
     fn start_writeback(&self, end: u64) {
         let file = match &self.sink {
-            Sink::Local(f) => f,
+            Sink::Local(f, _) => f,
             Sink::LocalRename(p) => &p.file,
             Sink::Object(_) | Sink::Part(..) => return,
         };
@@ -980,7 +984,7 @@ impl Write for StagedFile {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)"));
         }
         let n = match &mut self.sink {
-            Sink::Local(f) => f.write(buf)?,
+            Sink::Local(f, _) => f.write(buf)?,
             Sink::LocalRename(p) => p.file.write(buf)?,
             Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
         };
@@ -994,7 +998,7 @@ impl Write for StagedFile {
     }
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.sink {
-            Sink::Local(f) => f.flush(),
+            Sink::Local(f, _) => f.flush(),
             Sink::LocalRename(p) => p.file.flush(),
             Sink::Object(_) | Sink::Part(..) => Ok(()),
         }
