@@ -4,8 +4,12 @@
 //! Every page of every shard (dictionary and data pages, each with its header)
 //! is located through the footer and the offset index, hashed with sha256, and
 //! the new version's pages whose bytes also occur as a page of the base count
-//! as shared. The figure is `shared page bytes / all shard bytes of the new
-//! version` (footers and indexes count in the denominator).
+//! as shared. A shard file equal to a base shard file (the same size and
+//! sha256 in the two manifests: an edit that copied it whole) is shared
+//! whole, its footer and page indexes too, as a store deduplicating files or
+//! blocks would hold it once. The figure is `(shared page bytes + the other
+//! bytes of the files shared whole) / all shard bytes of the new version`
+//! (the footers and indexes of other files count in the denominator only).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -24,21 +28,29 @@ use crate::storage::Location;
 pub struct DedupReport {
     /// Bytes of all shard files of the new version.
     pub new_shard_bytes: u64,
+    /// Shard files of the new version.
+    pub new_files: u64,
     /// Pages in the new version's shards.
     pub new_pages: u64,
     /// Those pages whose bytes equal a page of the base.
     pub shared_pages: u64,
     /// Bytes (headers included) of the shared pages.
     pub shared_page_bytes: u64,
+    /// Shard files equal to a shard file of the base (size and sha256 in the
+    /// manifests): their pages are among the shared ones.
+    pub shared_files: u64,
+    /// Bytes of those files outside their pages: magic, footer, page indexes.
+    pub shared_footer_bytes: u64,
 }
 
 impl DedupReport {
-    /// `shared_page_bytes / new_shard_bytes` (0 for an empty version).
+    /// `(shared_page_bytes + shared_footer_bytes) / new_shard_bytes` (0 for
+    /// an empty version).
     pub fn shared_ratio(&self) -> f64 {
         if self.new_shard_bytes == 0 {
             0.0
         } else {
-            self.shared_page_bytes as f64 / self.new_shard_bytes as f64
+            (self.shared_page_bytes + self.shared_footer_bytes) as f64 / self.new_shard_bytes as f64
         }
     }
 }
@@ -94,10 +106,13 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
 }
 
 /// The shard files of `v`, each checked by the path rules (docs/format.md
-/// "Paths inside a version") before any is opened.
-fn shards(v: &Version) -> Result<Vec<Location>> {
+/// "Paths inside a version") before any is opened, with their `(bytes,
+/// sha256)` as the manifest records them.
+fn shards(v: &Version) -> Result<Vec<(Location, (u64, String))>> {
     let listed = v.manifest().files.iter().enumerate().filter(|(_, f)| f.path.starts_with("time_series/"));
-    listed.map(|(i, f)| v.file(&f.path, || format!("manifest.json files[{i}]"))).collect()
+    listed
+        .map(|(i, f)| Ok((v.file(&f.path, || format!("manifest.json files[{i}]"))?, (f.bytes, f.sha256.clone()))))
+        .collect()
 }
 
 /// Measures the new version at `new_dir` against the base at `base_dir` (paths
@@ -113,21 +128,32 @@ pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport
     base.index()?;
     new.index()?;
     let mut known: HashSet<[u8; 32]> = HashSet::new();
-    for path in shards(&base)? {
+    let mut files = HashSet::new();
+    for (path, recorded) in shards(&base)? {
         for_each_page(&path, |page| {
             known.insert(Sha256::digest(page).into());
         })?;
+        files.insert(recorded);
     }
     let mut r = DedupReport::default();
-    for path in shards(&new)? {
-        r.new_shard_bytes += for_each_page(&path, |page| {
+    for (path, recorded) in shards(&new)? {
+        let mut page_bytes = 0;
+        let size = for_each_page(&path, |page| {
             r.new_pages += 1;
+            page_bytes += page.len() as u64;
             let h: [u8; 32] = Sha256::digest(page).into();
             if known.contains(&h) {
                 r.shared_pages += 1;
                 r.shared_page_bytes += page.len() as u64;
             }
         })?;
+        r.new_shard_bytes += size;
+        r.new_files += 1;
+        // the file read is the one the manifest records (a size that differs is not it)
+        if size == recorded.0 && files.contains(&recorded) {
+            r.shared_files += 1;
+            r.shared_footer_bytes += size.saturating_sub(page_bytes);
+        }
     }
     Ok(r)
 }

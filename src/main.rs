@@ -80,7 +80,7 @@ enum Command {
     },
     /// Write a new version with samples removed (copy-on-write; the base is untouched).
     Edit(EditArgs),
-    /// Share of a new version's shard bytes in pages byte-identical to the base's.
+    /// Share of a new version's shard bytes in pages byte-identical to the base's (a shard file equal to a base shard counts whole, footer included).
     Dedup {
         /// The base version directory.
         base_dir: PathBuf,
@@ -558,10 +558,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 outln!("{}", serde_json::json!({"report": r, "shared_ratio": r.shared_ratio()}));
             } else {
                 outln!(
-                    "{} of {} pages shared; {} of {} shard bytes in shared pages ({:.4})",
+                    "{} of {} pages shared; {} of {} shard files equal to the base's; {} of {} shard bytes shared ({:.4})",
                     r.shared_pages,
                     r.new_pages,
-                    r.shared_page_bytes,
+                    r.shared_files,
+                    r.new_files,
+                    r.shared_page_bytes + r.shared_footer_bytes,
                     r.new_shard_bytes,
                     r.shared_ratio()
                 );

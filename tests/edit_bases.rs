@@ -247,3 +247,49 @@ fn a_table_on_an_object_store_is_fetched_once() {
     );
     assert_eq!(fetched, (1, size, 1, size));
 }
+
+/// `dedup`: a shard an edit copied whole is shared whole (footer and page
+/// indexes too); a shard it rebuilt shares its pages only. The files equal to
+/// the base's are found here by comparing their bytes.
+#[test]
+fn dedup_shares_a_shard_copied_whole_with_its_footer_and_a_rebuilt_one_by_its_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let base_dir = ten(&root);
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    let shards = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let listed = listed_files(dir).into_iter().filter(|f| f.starts_with("time_series/"));
+        listed.map(|f| (f.clone(), std::fs::read(dir.join(&f)).unwrap())).collect()
+    };
+    let base_shards = shards(&base_dir);
+    assert!(base_shards.len() >= 2, "{} shards", base_shards.len());
+    let write = |version: &str, edit: &dyn Fn(&mut TimeFDataset)| {
+        let mut d = base.to_dataset("ds", version).unwrap();
+        edit(&mut d);
+        let staged = TimeFWriter::at(Location::local(&root), small_options()).with_base(Arc::clone(&base)).write(d);
+        staged.unwrap().commit().unwrap();
+        root.join("ds").join(version)
+    };
+    // a relabel: every shard is the base's
+    let relabel = write("relabel", &|d| d.add_annotation(label("s003", "b"), &["s003".to_string()]).unwrap());
+    let files = shards(&relabel);
+    let bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+    let r = timef::dedup::measure(&base_dir, &relabel).unwrap();
+    let n = files.len() as u64;
+    assert_eq!((r.new_files, r.shared_files, r.new_shard_bytes, r.shared_pages), (n, n, bytes, r.new_pages));
+    assert_eq!(r.shared_page_bytes + r.shared_footer_bytes, bytes);
+    assert!(r.shared_footer_bytes > 0);
+    assert_eq!(r.shared_ratio(), 1.0);
+    // the last sample removed: the shards before it are the base's, the last is rebuilt
+    let removed = write("removed", &|d| {
+        apply(d, &mut Edit::remove_samples(["s009"], Cascade::Refuse), &|id| panic!("asked for {id}")).unwrap();
+    });
+    let files = shards(&removed);
+    let equal: Vec<&(String, Vec<u8>)> = files.iter().filter(|f| base_shards.contains(f)).collect();
+    assert!(!equal.is_empty() && equal.len() < files.len(), "{} of {} equal", equal.len(), files.len());
+    let r = timef::dedup::measure(&base_dir, &removed).unwrap();
+    assert_eq!((r.new_files, r.shared_files), (files.len() as u64, equal.len() as u64));
+    let equal_bytes: u64 = equal.iter().map(|(_, b)| b.len() as u64).sum();
+    assert!(r.shared_footer_bytes > 0 && r.shared_footer_bytes < equal_bytes / 2, "{r:?}");
+    assert!(r.shared_ratio() < 1.0 && r.shared_page_bytes + r.shared_footer_bytes >= equal_bytes, "{r:?}");
+}

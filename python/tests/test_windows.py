@@ -142,6 +142,37 @@ def test_ranks_and_workers_take_every_window_exactly_once(needs_torch: None, vdi
         assert Counter(seen) == Counter(whole) and len(seen) == len(whole), (ranks, workers)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_batches_through_a_dataloader_hold_ids_as_object_arrays_and_the_plans_values(
+        needs_torch: None, vdir: str, workers: int) -> None:
+    """``batch_size`` set, ``DataLoader(batch_size=None)``: each batch is the
+    plan's batch, tensors for the numbers and numpy object arrays of str for
+    the ids (which DataLoader's default_convert passes on untouched)."""
+    want = list(timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7).windows(batch_size=32))
+    ds = dataset(vdir, batch_size=32)
+    got = list(DataLoader(ds, batch_size=None, num_workers=workers,
+                          multiprocessing_context="fork" if workers else None))
+    if workers == 2:
+        # two contiguous shares, each cut into batches of its own: compare window by window
+        flat = {k: np.concatenate([np.asarray(b[k]) for b in got]) for k in got[0]}
+        flat_want = {k: np.concatenate([np.asarray(b[k]) for b in want]) for k in want[0]}
+        assert sorted(flat) == sorted(flat_want)
+        order = np.lexsort((flat["start"], flat["time_series_id"].astype(str)))
+        order_want = np.lexsort((flat_want["start"], flat_want["time_series_id"].astype(str)))
+        for k in flat:
+            np.testing.assert_array_equal(flat[k][order], flat_want[k][order_want], err_msg=k)
+        return
+    assert len(got) == len(want) == -(-len(ds) // 32)
+    for b, w in zip(got, want):
+        assert sorted(b) == sorted(w)
+        for key in ("time_series_id", "sample_id"):
+            assert isinstance(b[key], np.ndarray) and b[key].dtype == object, key
+            assert all(type(i) is str for i in b[key]) and b[key].tolist() == w[key], key
+        for key in ("start", "start_s", "past_values", "future_values"):
+            assert isinstance(b[key], torch.Tensor), key
+            np.testing.assert_array_equal(b[key].numpy(), w[key], err_msg=key)
+
+
 def test_the_order_is_fixed_by_seed_and_epoch(needs_torch: None, vdir: str) -> None:
     def order(**kw: Any) -> list[tuple[str, int]]:
         ds = dataset(vdir, **{k: v for k, v in kw.items() if k != "epoch"})
