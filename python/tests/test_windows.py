@@ -173,6 +173,24 @@ def test_batches_through_a_dataloader_hold_ids_as_object_arrays_and_the_plans_va
             np.testing.assert_array_equal(b[key].numpy(), w[key], err_msg=key)
 
 
+def test_workers_hand_batches_over_by_the_sharing_strategy_asked_for_in_that_worker_only(
+        needs_torch: None, vdir: str) -> None:
+    class Probe(timef.torch.WindowDataset):
+        def __iter__(self) -> Any:
+            for b in super().__iter__():
+                yield {**b, "strategy": torch.multiprocessing.get_sharing_strategy()}
+
+    main = torch.multiprocessing.get_sharing_strategy()
+    for asked, seen in [("file_system", "file_system"), (None, main), ("file_descriptor", "file_descriptor")]:
+        ds = Probe(vdir, CONTEXT, HORIZON, batch_size=16, worker_sharing_strategy=asked)
+        got = list(DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork"))
+        assert {b["strategy"] for b in got} == {seen}, asked
+        assert sum(len(b["start"]) for b in got) == len(ds)
+    assert torch.multiprocessing.get_sharing_strategy() == main
+    with pytest.raises(ValueError, match="worker_sharing_strategy 'shm' is not one of .* or None"):
+        timef.torch.WindowDataset(vdir, CONTEXT, HORIZON, worker_sharing_strategy="shm")
+
+
 def test_the_order_is_fixed_by_seed_and_epoch(needs_torch: None, vdir: str) -> None:
     def order(**kw: Any) -> list[tuple[str, int]]:
         ds = dataset(vdir, **{k: v for k, v in kw.items() if k != "epoch"})

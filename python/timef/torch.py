@@ -68,7 +68,14 @@ class WindowDataset(torch.utils.data.IterableDataset):
     ``rank`` and ``world_size`` default to ``torch.distributed``'s when it is
     initialized, else 0 and 1. ``threads`` decode row groups in parallel per
     process (0: the cores divided among the DataLoader workers, at least one
-    each; one per core without workers).
+    each; one per core without workers). ``worker_sharing_strategy`` is the
+    ``torch.multiprocessing`` sharing strategy set in each DataLoader worker
+    that iterates this dataset (that process only) before its first batch:
+    ``"file_system"`` (default) hands a batch's shared memory to the main
+    process by name, where ``"file_descriptor"`` (torch's default) makes the
+    main process fetch a descriptor from the worker on every batch, a round
+    trip that waits for the worker's interpreter (1.9 against 1.2 ms of the
+    main process a batch of 256 windows); ``None`` leaves the worker's as it is.
 
     Raises (when iterated, or at the first ``state_dict``/``len``) those of
     :func:`timef.open` and :meth:`timef.Version.window_plan`.
@@ -95,8 +102,14 @@ class WindowDataset(torch.utils.data.IterableDataset):
         shuffle_buffer_row_groups: int = 8,
         threads: int = 0,
         storage_options: Mapping[str, str] | None = None,
+        worker_sharing_strategy: str | None = "file_system",
     ) -> None:
         super().__init__()
+        if worker_sharing_strategy is not None and worker_sharing_strategy not in (
+                torch.multiprocessing.get_all_sharing_strategies()):
+            raise ValueError(f"worker_sharing_strategy {worker_sharing_strategy!r} is not one of "
+                             f"{sorted(torch.multiprocessing.get_all_sharing_strategies())} or None")
+        self.worker_sharing_strategy = worker_sharing_strategy
         self.plan_args: dict[str, Any] = window_plan_args(locals())
         self.version_dir = os.fspath(version_dir)
         self.storage_options = dict(storage_options) if storage_options is not None else None
@@ -193,6 +206,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
             batch_size=self.batch_size or 256,
         )
         in_worker = torch.utils.data.get_worker_info() is not None
+        if in_worker and self.worker_sharing_strategy is not None:
+            torch.multiprocessing.set_sharing_strategy(self.worker_sharing_strategy)
         for batch in batches:
             tensors = _one_storage(batch) if in_worker else _tensors(batch)
             n = len(batch["start"])
