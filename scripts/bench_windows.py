@@ -21,7 +21,10 @@ process of its own (so its peak RSS is its own):
               1 MiB frames (pyarrow's codec): the decoder's ceiling
   timef-s3    timef with threads=0 on the same version written to S3: a moto server
               this script starts on 127.0.0.1 and stops (--s3), or the one at
-              --s3-endpoint; the version is written once per server and reused
+              --s3-endpoint (keys from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY);
+              the version is written once per server and reused (or uploaded
+              beforehand at s3://timef-bench/data/bench/mixed-<MiB>, for a
+              server without conditional writes)
 
 Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB, CPU seconds
 of the mode's processes (DataLoader workers included), and for timef-s3 the
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -190,8 +194,11 @@ def main() -> None:
     moto = start_moto() if a.s3 else None
     endpoint = a.s3_endpoint or (moto[1] if moto else None)
     if endpoint:
-        options = {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
-                   "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+        # moto takes any keys; another server (--s3-endpoint) its own, from the environment
+        keys = ("testing", "testing") if moto else (os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+                                                    os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"))
+        options = {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": keys[0],
+                   "aws_secret_access_key": keys[1], "aws_region": "us-east-1"}
         url = copy_to_s3(source, endpoint, tag, options)
         plan.append(("timef-s3", [url, "0", json.dumps(options)]))
     try:
