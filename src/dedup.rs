@@ -4,10 +4,10 @@
 //! Every page of every shard (dictionary and data pages, each with its header)
 //! is located through the footer and the offset index, hashed with sha256, and
 //! the new version's pages whose bytes also occur as a page of the base count
-//! as shared. A shard file equal to a base shard file (the same size and
-//! sha256 in the two manifests: an edit that copied it whole) is shared
-//! whole, its footer and page indexes too, as a store deduplicating files or
-//! blocks would hold it once. The figure is `(shared page bytes + the other
+//! as shared. A shard file equal to a base shard file (an edit that copied it
+//! whole: the same size and sha256 in the two manifests, and its bytes as
+//! read hash to that sha256) is shared whole, its footer and page indexes too,
+//! as a store deduplicating files or blocks would hold it once. The figure is `(shared page bytes + the other
 //! bytes of the files shared whole) / all shard bytes of the new version`
 //! (the footers and indexes of other files count in the denominator only).
 
@@ -37,7 +37,8 @@ pub struct DedupReport {
     /// Bytes (headers included) of the shared pages.
     pub shared_page_bytes: u64,
     /// Shard files equal to a shard file of the base (size and sha256 in the
-    /// manifests): their pages are among the shared ones.
+    /// manifests, and the file's bytes hashed again here): their pages are
+    /// among the shared ones.
     pub shared_files: u64,
     /// Bytes of those files outside their pages: magic, footer, page indexes.
     pub shared_footer_bytes: u64,
@@ -105,6 +106,13 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
     Ok(source.len())
 }
 
+/// The lowercase hex sha256 of the file at `loc`, streamed.
+fn sha256_of(loc: &Location) -> Result<String> {
+    let mut hasher = Sha256::new();
+    loc.stream(&mut |b| hasher.update(b))?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 /// The shard files of `v`, each checked by the path rules (docs/format.md
 /// "Paths inside a version") before any is opened, with their `(bytes,
 /// sha256)` as the manifest records them.
@@ -149,8 +157,9 @@ pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport
         })?;
         r.new_shard_bytes += size;
         r.new_files += 1;
-        // the file read is the one the manifest records (a size that differs is not it)
-        if size == recorded.0 && files.contains(&recorded) {
+        // a file the manifests say is the base's counts whole only if its bytes
+        // are those (a copy with a changed footer keeps its manifest's claim)
+        if size == recorded.0 && files.contains(&recorded) && sha256_of(&path)? == recorded.1 {
             r.shared_files += 1;
             r.shared_footer_bytes += size.saturating_sub(page_bytes);
         }

@@ -293,3 +293,28 @@ fn dedup_shares_a_shard_copied_whole_with_its_footer_and_a_rebuilt_one_by_its_pa
     assert!(r.shared_footer_bytes > 0 && r.shared_footer_bytes < equal_bytes / 2, "{r:?}");
     assert!(r.shared_ratio() < 1.0 && r.shared_page_bytes + r.shared_footer_bytes >= equal_bytes, "{r:?}");
 }
+
+/// From review 6: a shard whose bytes differ from the base's while its
+/// manifest still claims the base's sha256 (one byte of the footer's
+/// `created_by` changed, so it still parses; `verify` refuses it) is not
+/// counted as equal to the base's: dedup hashes a file before sharing it whole.
+#[test]
+fn dedup_does_not_share_whole_a_file_whose_bytes_differ_from_its_manifests_claim() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let base = ten(&root);
+    let copy = root.join("ds").join("copy");
+    copy_dir(&base, &copy);
+    let shard = listed_files(&copy).into_iter().find(|f| f.starts_with("time_series/")).unwrap();
+    let path = copy.join(&shard);
+    let bytes = std::fs::read(&path).unwrap();
+    let footer = footer_range(&path);
+    let f = &bytes[footer.start as usize..footer.end as usize];
+    let at = f.windows(5).position(|w| w == b"timef").expect("created_by in the footer") as u64;
+    flip_byte(&path, footer.start + at, 0x20); // 't' -> 'T'
+    assert_ne!(cli(&["verify", copy.to_str().unwrap()]).0, 0);
+    let r = timef::dedup::measure(&base, &copy).unwrap();
+    let shards = listed_files(&copy).iter().filter(|f| f.starts_with("time_series/")).count() as u64;
+    assert_eq!((r.new_files, r.shared_files, r.shared_pages), (shards, shards - 1, r.new_pages), "{r:?}");
+    assert!(r.shared_ratio() < 1.0, "{r:?}");
+}

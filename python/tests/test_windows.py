@@ -191,6 +191,29 @@ def test_workers_hand_batches_over_by_the_sharing_strategy_asked_for_in_that_wor
         timef.torch.WindowDataset(vdir, CONTEXT, HORIZON, worker_sharing_strategy="shm")
 
 
+def test_a_worker_that_cannot_use_file_system_sharing_keeps_its_own_with_a_warning(
+        needs_torch: None, vdir: str, tmp_path: Path) -> None:
+    """From review 6: without a usable temporary directory (a read-only /tmp)
+    torch_shm_manager cannot start; the default strategy then falls back to the
+    worker's own instead of failing every worker."""
+    script = textwrap.dedent(f"""
+        import torch.utils.data, timef.torch
+        if __name__ == "__main__":
+            ds = timef.torch.WindowDataset({vdir!r}, {CONTEXT}, {HORIZON}, seed=7, batch_size=16)
+            loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+            print(sum(len(b["start"]) for b in loader))
+    """)
+    (tmp_path / "not-a-dir").write_text("")
+    env = {**os.environ, "TMPDIR": str(tmp_path / "not-a-dir" / "tmp")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == [str(len(expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON)))]
+    warned = re.findall(r"RuntimeWarning: worker_sharing_strategy 'file_system' is not usable in this DataLoader "
+                        r"worker \(.*\); using 'file_descriptor'", out.stderr)
+    assert len(warned) == 2, out.stderr[-3000:]
+
+
 def test_the_order_is_fixed_by_seed_and_epoch(needs_torch: None, vdir: str) -> None:
     def order(**kw: Any) -> list[tuple[str, int]]:
         ds = dataset(vdir, **{k: v for k, v in kw.items() if k != "epoch"})

@@ -22,6 +22,7 @@ the rest is split among the new consumers.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
@@ -76,6 +77,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
     main process fetch a descriptor from the worker on every batch, a round
     trip that waits for the worker's interpreter (1.9 against 1.2 ms of the
     main process a batch of 256 windows); ``None`` leaves the worker's as it is.
+    A strategy the worker cannot use (``file_system`` needs torch_shm_manager
+    and a writable temporary directory) leaves it as it is, with a
+    ``RuntimeWarning``.
 
     Raises (when iterated, or at the first ``state_dict``/``len``) those of
     :func:`timef.open` and :meth:`timef.Version.window_plan`.
@@ -207,7 +211,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         )
         in_worker = torch.utils.data.get_worker_info() is not None
         if in_worker and self.worker_sharing_strategy is not None:
-            torch.multiprocessing.set_sharing_strategy(self.worker_sharing_strategy)
+            _use_sharing_strategy(self.worker_sharing_strategy)
         for batch in batches:
             tensors = _one_storage(batch) if in_worker else _tensors(batch)
             n = len(batch["start"])
@@ -269,6 +273,24 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
 
 
+def _use_sharing_strategy(strategy: str) -> None:
+    """Sets ``strategy`` in this DataLoader worker if shared memory can be
+    made with it; otherwise keeps the worker's own, with a ``RuntimeWarning``
+    (``file_system`` needs torch_shm_manager, which needs a writable temporary
+    directory: not so under a read-only ``/tmp``)."""
+    previous = torch.multiprocessing.get_sharing_strategy()
+    if strategy == previous:
+        return
+    torch.multiprocessing.set_sharing_strategy(strategy)
+    try:
+        torch.UntypedStorage._new_shared(8)
+    except RuntimeError as e:
+        torch.multiprocessing.set_sharing_strategy(previous)
+        reason = (str(e).splitlines() or [type(e).__name__])[0]  # torch's message goes on with a C++ backtrace
+        warnings.warn(f"worker_sharing_strategy {strategy!r} is not usable in this DataLoader worker ({reason}); "
+                      f"using {previous!r}", RuntimeWarning, stacklevel=3)
+
+
 def _ids(ids: list[str]) -> np.ndarray:
     """A batch's ids as a numpy object array of str: DataLoader's
     ``default_convert`` (run on every batch, in the worker or the main process)
@@ -288,8 +310,8 @@ def _tensors(batch: Mapping[str, Any]) -> dict[str, Any]:
 def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
     """``_tensors`` with every array copied into views of one storage: a
     DataLoader worker hands a batch to the main process through shared memory,
-    one file descriptor (and one round trip to fetch it) per storage, which
-    costs more than the copy (a batch of 256 windows of 576 values: 7.7 ms
+    one segment per storage (with the ``file_descriptor`` strategy, one round
+    trip for its descriptor too), which costs more than the copy (a batch of 256 windows of 576 values: 7.7 ms
     a batch through one worker with four storages, 6.0 ms with one)."""
     arrays = {k: v for k, v in batch.items() if hasattr(v, "dtype")}
     # 8-byte aligned offsets: every dtype here (int64, float64, float32, bool) views them

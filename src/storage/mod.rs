@@ -632,8 +632,8 @@ impl Staging {
         }
     }
 
-    /// Sets the manifest bytes the commit writes. Local: written and fsynced in
-    /// staging now. Object store: held until [`Staging::publish`].
+    /// Sets the manifest bytes the commit writes. Local: written in staging
+    /// now, its fsync started (waited for by [`Staging::publish`]). Object store: held until [`Staging::publish`].
     ///
     /// # Errors
     /// [`Error::Validation`] (field `manifest.json`, id the version) when the
@@ -958,7 +958,8 @@ impl StagedFile {
 
 /// Bytes of a local file whose write-back [`StagedFile`] starts at once
 /// (8 MiB): the disk writes while the rest is encoded, and the fsync of
-/// [`StagedFile::finish`] waits for the last block only, not for the file.
+/// the file, started by [`StagedFile::finish`], waits for the last block
+/// only, not for the file.
 const WRITEBACK_BLOCK_BYTES: u64 = 8 << 20;
 
 impl StagedFile {
@@ -966,7 +967,7 @@ impl StagedFile {
     /// [`WRITEBACK_BLOCK_BYTES`]) of a local file: `POSIX_FADV_DONTNEED`
     /// starts write-back of dirty pages without waiting (Linux) and drops the
     /// clean ones, which the write does not read again. Only a hint: a
-    /// failure changes nothing ([`StagedFile::finish`] still fsyncs).
+    /// failure changes nothing (the file is still fsynced before the publish).
     fn start_writeback(&self, end: u64) {
         let file = match &self.sink {
             Sink::Local(f, _) => f,
