@@ -221,7 +221,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 continue
             for i in range(n):
                 state["taken"] += 1
-                yield {k: (v[i] if not isinstance(v, torch.Tensor) or v.dim() > 1 else v[i].item()) for k, v in tensors.items()}
+                # a number as a Python scalar, a row of values as a tensor, an id as its str
+                yield {k: (v[i].item() if isinstance(v, torch.Tensor) and v.dim() == 1 else v[i])
+                       for k, v in tensors.items()}
 
     def state_dict(self) -> dict[str, Any]:
         """Where the epoch stands: the windows handed out by this consumer
@@ -311,8 +313,9 @@ def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
     """``_tensors`` with every array copied into views of one storage: a
     DataLoader worker hands a batch to the main process through shared memory,
     one segment per storage (with the ``file_descriptor`` strategy, one round
-    trip for its descriptor too), which costs more than the copy (a batch of 256 windows of 576 values: 7.7 ms
-    a batch through one worker with four storages, 6.0 ms with one)."""
+    trip for its descriptor too), which costs more than the copy (a batch of
+    256 windows of 576 values: 7.7 ms a batch through one worker with four
+    storages, 6.0 ms with one)."""
     arrays = {k: v for k, v in batch.items() if hasattr(v, "dtype")}
     # 8-byte aligned offsets: every dtype here (int64, float64, float32, bool) views them
     offsets, total = {}, 0
