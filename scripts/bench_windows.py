@@ -13,7 +13,9 @@ process of its own (so its peak RSS is its own):
               threads=1): every window of the epoch, one decoding thread
   timef       the same with threads=0 (one per core)
   loader-1/2  timef.torch.WindowDataset(batch_size=256) through
-              DataLoader(batch_size=None, num_workers=1|2), threads=1 each
+              DataLoader(batch_size=None, num_workers=1|2), threads=1 each;
+              also the CPU time a batch costs in the main process and in the
+              workers, and the cores that keeps busy
   hf          Dataset.from_file(stream).with_format("numpy"): random windows
               ds[row]["target"][s:s+L] (rows and starts drawn uniformly among
               the same non-overlapping windows), for --hf-seconds
@@ -75,10 +77,17 @@ def mode_loader(url: str, ctx: int, horizon: int, workers: int) -> dict:
 
     ds = timef.torch.WindowDataset(url, ctx, horizon, batch_size=256, threads=1)
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers, multiprocessing_context="fork")
-    t0 = time.perf_counter()
-    n = sum(len(b["start"]) for b in dl)
-    dt = time.perf_counter() - t0
-    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon)}
+    t0, c0 = time.perf_counter(), time.process_time()
+    batches = n = 0
+    for b in dl:
+        batches += 1
+        n += len(b["start"])
+    dt, main_cpu = time.perf_counter() - t0, time.process_time() - c0
+    del dl  # the workers have exited: their CPU time is counted in RUSAGE_CHILDREN
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"windows": n, "seconds": dt, "values": n * (ctx + horizon),
+            "per_batch_ms": {"main": 1e3 * main_cpu / batches, "workers": 1e3 * (c.ru_utime + c.ru_stime) / batches,
+                             "wall": 1e3 * dt / batches}}
 
 
 def mode_hf(stream: str, ctx: int, horizon: int, seconds: float) -> dict:
@@ -241,6 +250,11 @@ def measure(a: argparse.Namespace, plan: list, common: list[str]) -> None:
         mib_s = r["values"] * 4 / 2**20 / r["seconds"]
         print(f"{mode:9s} {r['windows']:>8d} windows in {r['seconds']:7.2f} s: {rate:>10.0f} windows/s, "
               f"{mib_s:8.0f} MiB/s of values, peak RSS {r['rss_mib']:.0f} MiB, {r['cpu_s']:.1f} CPU s")
+        if r.get("per_batch_ms"):
+            m = r["per_batch_ms"]
+            print(f"          per batch of 256: {m['wall']:.2f} ms wall; CPU {m['main']:.2f} ms in the main process, "
+                  f"{m['workers']:.2f} ms in the workers (all their threads): "
+                  f"{(m['main'] + m['workers']) / m['wall']:.2f} cores busy")
         if r.get("reads"):
             s = r["reads"]
             print(f"          {s['requests']} requests ({s['bytes'] / 2**20:.0f} MiB), of which read ahead "
