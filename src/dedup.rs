@@ -6,10 +6,12 @@
 //! the new version's pages whose bytes also occur as a page of the base count
 //! as shared. A shard file equal to a base shard file (an edit that copied it
 //! whole: the same size and sha256 in the two manifests, and its bytes as
-//! read hash to that sha256) is shared whole, its footer and page indexes too,
-//! as a store deduplicating files or blocks would hold it once. The figure is `(shared page bytes + the other
-//! bytes of the files shared whole) / all shard bytes of the new version`
-//! (the footers and indexes of other files count in the denominator only).
+//! read hash to that sha256) is shared whole, its footer and page indexes
+//! too, as a store deduplicating files or blocks would hold it once; its
+//! pages are then counted without hashing each again. The figure is
+//! `(shared page bytes + the other bytes of the files shared whole) / all
+//! shard bytes of the new version` (the footers and indexes of other files
+//! count in the denominator only).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -145,21 +147,23 @@ pub fn measure_at(base_dir: &Location, new_dir: &Location) -> Result<DedupReport
     }
     let mut r = DedupReport::default();
     for (path, recorded) in shards(&new)? {
+        // a file the manifests say is the base's counts whole only if its bytes
+        // are those (a copy with a changed footer keeps its manifest's claim);
+        // then every page of it is a base page, shared without a hash of its own
+        let whole = files.contains(&recorded) && sha256_of(&path)? == recorded.1;
         let mut page_bytes = 0;
         let size = for_each_page(&path, |page| {
             r.new_pages += 1;
             page_bytes += page.len() as u64;
-            let h: [u8; 32] = Sha256::digest(page).into();
-            if known.contains(&h) {
+            if whole || known.contains(&<[u8; 32]>::from(Sha256::digest(page))) {
                 r.shared_pages += 1;
                 r.shared_page_bytes += page.len() as u64;
             }
         })?;
         r.new_shard_bytes += size;
         r.new_files += 1;
-        // a file the manifests say is the base's counts whole only if its bytes
-        // are those (a copy with a changed footer keeps its manifest's claim)
-        if size == recorded.0 && files.contains(&recorded) && sha256_of(&path)? == recorded.1 {
+        // the file read is the one hashed (a file that changed in between is not shared whole)
+        if whole && size == recorded.0 {
             r.shared_files += 1;
             r.shared_footer_bytes += size.saturating_sub(page_bytes);
         }

@@ -80,7 +80,8 @@ enum Command {
     },
     /// Write a new version with samples removed (copy-on-write; the base is untouched).
     Edit(EditArgs),
-    /// Share of a new version's shard bytes in pages byte-identical to the base's (a shard file equal to a base shard counts whole, footer included).
+    /// Share of a new version's shard bytes in pages byte-identical to the
+    /// base's (a shard file equal to a base shard counts whole, footer included).
     Dedup {
         /// The base version directory.
         base_dir: PathBuf,

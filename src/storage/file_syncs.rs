@@ -15,10 +15,10 @@ use crate::error::{Error, Result};
 /// The fsyncs of a staging's finished files, each on a thread of its own while
 /// the write goes on: write-back of a file's last blocks overlaps the encoding
 /// of the next file instead of stopping it (a 1% edit of a 1 GiB version spent
-/// 0.6 s of 1.6 s waiting in fsync). At most [`MAX_PENDING_SYNCS`] run at once;
-/// [`super::local::Staging::publish`] waits for all of them before the rename, so what a
-/// commit publishes is as durable as when each file was fsynced when closed
-/// (docs/format.md §1 "Commit protocol", step 2).
+/// 0.6 s of 1.6 s waiting in fsync). At most [`MAX_PENDING_SYNCS`] run at
+/// once; [`super::local::Staging::publish`] waits for all of them before the
+/// rename, so what a commit publishes is as durable as when each file was
+/// fsynced when closed (docs/format.md §1 "Commit protocol", step 2).
 #[derive(Debug, Default)]
 pub(crate) struct FileSyncs(Mutex<VecDeque<(PathBuf, JoinHandle<io::Result<()>>)>>);
 

@@ -633,7 +633,8 @@ impl Staging {
     }
 
     /// Sets the manifest bytes the commit writes. Local: written in staging
-    /// now, its fsync started (waited for by [`Staging::publish`]). Object store: held until [`Staging::publish`].
+    /// now, its fsync started (waited for by [`Staging::publish`]). Object
+    /// store: held until [`Staging::publish`].
     ///
     /// # Errors
     /// [`Error::Validation`] (field `manifest.json`, id the version) when the
