@@ -12,6 +12,9 @@ process of its own (so its peak RSS is its own):
   timef-1     Version.windows(context, horizon, shuffle=True, batch_size=256,
               threads=1): every window of the epoch, one decoding thread
   timef       the same with threads=0 (one per core)
+  timef-1x2   two timef-1 processes at once: what this machine gives two
+              independent single-thread readers against one (the ceiling of
+              "2 workers / 1": no DataLoader, nothing shared but the machine)
   loader-1/2  timef.torch.WindowDataset(batch_size=256) through
               DataLoader(batch_size=None, num_workers=1|2), threads=1 each;
               also the CPU time a batch costs in the main process and in the
@@ -35,6 +38,7 @@ GET requests and bytes the read took.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import resource
@@ -199,7 +203,7 @@ def main() -> None:
           f"context {a.context}, horizon {a.horizon}, shuffle on, seed 0")
     common = ["--context", str(a.context), "--horizon", str(a.horizon), "--hf-seconds", str(a.hf_seconds)]
     plan = [("zstd", [str(stream)]), ("timef-1", [str(vdir), "1"]), ("timef", [str(vdir), "0"]),
-            ("loader-1", [str(vdir), "1"]), ("loader-2", [str(vdir), "2"]), ("hf", [str(stream)])]
+            ("timef-1x2", [str(vdir), "1"]), ("loader-1", [str(vdir), "1"]), ("loader-2", [str(vdir), "2"]), ("hf", [str(stream)])]
     moto = start_moto() if a.s3 else None
     endpoint = a.s3_endpoint or (moto[1] if moto else None)
     if endpoint:
@@ -244,7 +248,20 @@ def measure(a: argparse.Namespace, plan: list, common: list[str]) -> None:
     if a.modes:
         plan = [(m, args) for m, args in plan if m in a.modes.split(",")]
     for mode, args in plan:
-        r = run(mode, *common, *[x for arg in args for x in ("--arg", arg)])
+        argv = [*common, *[x for arg in args for x in ("--arg", arg)]]
+        if mode == "timef-1x2":
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                pair = list(pool.map(lambda _: run("timef-1", *argv), range(2)))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # both processes' windows in the time the slower took
+            r = {**pair[0], "windows": pair[0]["windows"] + pair[1]["windows"],
+                 "values": pair[0]["values"] + pair[1]["values"], "seconds": max(p["seconds"] for p in pair),
+                 "rss_mib": max(p["rss_mib"] for p in pair),
+                 # both processes' CPU (each run's own count overlaps the other's)
+                 "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+        else:
+            r = run(mode, *argv)
         results[mode] = r
         rate = r["windows"] / r["seconds"] if r["windows"] else 0
         mib_s = r["values"] * 4 / 2**20 / r["seconds"]
@@ -266,7 +283,9 @@ def measure(a: argparse.Namespace, plan: list, common: list[str]) -> None:
     print(f"timef / hf windows/s: {t['windows'] / t['seconds'] / (hf['windows'] / hf['seconds']):.1f}x; "
           f"timef-1 decoded MiB/s / zstd: "
           f"{results['timef-1']['values'] / results['timef-1']['seconds'] / (results['zstd']['values'] / results['zstd']['seconds']):.2f}; "
-          f"2 workers / 1: {results['loader-1']['seconds'] / results['loader-2']['seconds']:.2f}x")
+          f"2 workers / 1: {results['loader-1']['seconds'] / results['loader-2']['seconds']:.2f}x "
+          f"(two timef-1 processes at once / one: "
+          f"{results['timef-1']['seconds'] * 2 / results['timef-1x2']['seconds']:.2f}x)")
     if "timef-s3" in results:
         print(f"s3 / local time: {results['timef-s3']['seconds'] / t['seconds']:.2f}x")
 

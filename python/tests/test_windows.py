@@ -173,6 +173,36 @@ def test_batches_through_a_dataloader_hold_ids_as_object_arrays_and_the_plans_va
             np.testing.assert_array_equal(b[key].numpy(), w[key], err_msg=key)
 
 
+@pytest.mark.parametrize("strategy", ["file_system", "file_descriptor"])
+def test_a_worker_hands_batches_over_in_blocks_of_shared_memory_each_batch_its_own_region(
+        needs_torch: None, vdir: str, strategy: str) -> None:
+    """``BATCHES_PER_BLOCK`` consecutive batches of a worker are views of one
+    shared storage (the main process maps it once), at disjoint regions: a
+    batch changed in place leaves the others as the plan made them."""
+    want = list(timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7).windows(batch_size=4))
+    ds = dataset(vdir, batch_size=4, worker_sharing_strategy=strategy)
+    got = list(DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context="fork"))
+    per = timef.torch.BATCHES_PER_BLOCK
+    assert per == 8 and len(got) == len(want) > 3 * per
+    storage = [b["past_values"].untyped_storage().data_ptr() for b in got]
+    blocks = [storage[i] for i in range(0, len(got), per)]
+    assert storage == [blocks[i // per] for i in range(len(got))] and len(set(blocks)) == len(blocks)
+    # every array of every batch in a region of its own, in the order written
+    spans = sorted((t.storage_offset() * t.element_size(), t.nbytes, storage[i], k)
+                   for i, b in enumerate(got) for k, t in b.items() if isinstance(t, torch.Tensor))
+    for (o1, n1, s1, _), (o2, _, s2, k) in zip(spans, spans[1:]):
+        assert s1 != s2 or o1 + n1 <= o2, k
+    for b in got[1:per]:
+        b["past_values"].add_(1.0)
+        b["start"].zero_()
+    for i, (b, w) in enumerate(zip(got, want)):
+        changed = 1 <= i < per
+        np.testing.assert_array_equal(b["past_values"].numpy(), w["past_values"] + (1.0 if changed else 0.0))
+        np.testing.assert_array_equal(b["start"].numpy(), 0 * w["start"] if changed else w["start"])
+        np.testing.assert_array_equal(b["future_values"].numpy(), w["future_values"])
+        assert b["time_series_id"].tolist() == w["time_series_id"]
+
+
 def test_workers_hand_batches_over_by_the_sharing_strategy_asked_for_in_that_worker_only(
         needs_torch: None, vdir: str) -> None:
     class Probe(timef.torch.WindowDataset):
