@@ -2,7 +2,7 @@
 """Training windows, one run (issue 26, section 5): timef against HF datasets.
 
   bench_windows.py WORK [--total-mib 256] [--context 512] [--horizon 64] [--s3 | --s3-endpoint URL]
-                        [--modes timef,loader-1,...] [--gen PATH]
+                        [--modes timef,loader-1,...] [--repeat N] [--gen PATH]
 
 Makes (once, kept in WORK) a ../shared/tools/gen_bench.py mixed input of
 --total-mib, its TimeF version (timef.ingest_arrow, default options) and an
@@ -30,6 +30,10 @@ process of its own (so its peak RSS is its own):
               the version is written once per server and reused (or uploaded
               beforehand at s3://timef-bench/data/bench/mixed-<MiB>, for a
               server without conditional writes)
+
+With --repeat N the modes run N rounds, one mode after another each round,
+and each line is the mode's median run (this machine's speed drifts by up to
+a third from one minute to the next).
 
 Prints one line per mode: windows/s, decoded MiB/s, peak RSS MiB, CPU seconds
 of the mode's processes (DataLoader workers included), and for timef-s3 the
@@ -160,6 +164,8 @@ def main() -> None:
     ap.add_argument("--s3", action="store_true", help="start a moto S3 server on 127.0.0.1 for timef-s3")
     ap.add_argument("--gen", default=str(GEN), help="gen_bench.py (default: ../shared/tools/gen_bench.py)")
     ap.add_argument("--modes", help="comma-separated modes to run (default: all)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the modes this many rounds and report each mode's median run (default 1)")
     ap.add_argument("--mode")
     ap.add_argument("--arg", action="append", default=[])
     a = ap.parse_args()
@@ -243,25 +249,37 @@ def start_moto() -> tuple[subprocess.Popen, str]:
     raise SystemExit(f"moto did not answer on {endpoint}")
 
 
+def measure_mode(mode: str, argv: list[str]) -> dict:
+    """One run of `mode` (timef-1x2: two timef-1 processes at once)."""
+    if mode != "timef-1x2":
+        return run(mode, *argv)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pair = list(pool.map(lambda _: run("timef-1", *argv), range(2)))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # both processes' windows in the time the slower took
+    return {**pair[0], "windows": pair[0]["windows"] + pair[1]["windows"],
+            "values": pair[0]["values"] + pair[1]["values"], "seconds": max(p["seconds"] for p in pair),
+            "rss_mib": max(p["rss_mib"] for p in pair),
+            # both processes' CPU (each run's own count overlaps the other's)
+            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
 def measure(a: argparse.Namespace, plan: list, common: list[str]) -> None:
     results = {}
     if a.modes:
         plan = [(m, args) for m, args in plan if m in a.modes.split(",")]
-    for mode, args in plan:
-        argv = [*common, *[x for arg in args for x in ("--arg", arg)]]
-        if mode == "timef-1x2":
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            with concurrent.futures.ThreadPoolExecutor(2) as pool:
-                pair = list(pool.map(lambda _: run("timef-1", *argv), range(2)))
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            # both processes' windows in the time the slower took
-            r = {**pair[0], "windows": pair[0]["windows"] + pair[1]["windows"],
-                 "values": pair[0]["values"] + pair[1]["values"], "seconds": max(p["seconds"] for p in pair),
-                 "rss_mib": max(p["rss_mib"] for p in pair),
-                 # both processes' CPU (each run's own count overlaps the other's)
-                 "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
-        else:
-            r = run(mode, *argv)
+    rounds: dict[str, list[dict]] = {}
+    for _ in range(a.repeat):
+        # the modes one after another, again each round: a machine whose speed
+        # drifts slows every mode of a round alike
+        for mode, args in plan:
+            rounds.setdefault(mode, []).append(measure_mode(mode, [*common, *[x for arg in args for x in ("--arg", arg)]]))
+    if a.repeat > 1:
+        print(f"each line: the median of {a.repeat} runs")
+    for mode, _ in plan:
+        runs = sorted(rounds[mode], key=lambda r: r["seconds"])
+        r = runs[len(runs) // 2]  # the median run (of an even count, the slower middle one)
         results[mode] = r
         rate = r["windows"] / r["seconds"] if r["windows"] else 0
         mib_s = r["values"] * 4 / 2**20 / r["seconds"]
