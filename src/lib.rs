@@ -35,6 +35,7 @@ mod runtime;
 pub mod scan;
 pub mod storage;
 pub mod tables;
+mod text_column;
 pub mod thrift;
 pub mod verify;
 pub mod windows;

@@ -15,6 +15,7 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use crate::error::{Error, Result};
 use crate::footer::{contain, read_metadata, version_arrow_error, version_parquet_error, CheckedPages};
 use crate::storage::{Location, ReadFailure, Source};
+use crate::text_column::{is_text, texts};
 
 /// Canonical strings of an id column (uuid16 or string), or of any UTF-8 column.
 pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>> {
@@ -30,14 +31,8 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
                 })
                 .collect())
         }
-        DataType::Utf8 => {
-            let a = col.as_string::<i32>();
-            Ok((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())).collect())
-        }
-        _ => {
-            let c = arrow_cast::cast(col, &DataType::Utf8).map_err(|e| version_arrow_error(path, e))?;
-            strings(path, &c)
-        }
+        t if is_text(t, true) => texts(col.as_ref()).map_err(|reason| Error::Corrupt { path: path.into(), reason }),
+        t => Err(Error::Corrupt { path: path.into(), reason: format!("a column of type {t} where text is expected") }),
     }
 }
 

@@ -13,8 +13,9 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float16Type, Float32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt32Type, UInt64Type,
+    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type,
+    UInt8Type,
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, TimeUnit};
@@ -22,6 +23,7 @@ use arrow_schema::{DataType, TimeUnit};
 use crate::connectors::tsf::GREGORIAN_YEAR_S;
 use crate::connectors::{civil_epoch_s, decimal};
 use crate::dataset::SeriesValues;
+use crate::text_column::{is_text, text_at, texts};
 
 /// Largest magnitude of whole seconds that an `f64` holds exactly (2^53).
 const MAX_EXACT_S: i64 = 1 << 53;
@@ -32,36 +34,23 @@ const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
 /// Nanoseconds in a day.
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
-fn is_string(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
-
-/// A string-valued column (`item_id`, `freq`, an ISO-8601 `start`) as a large
-/// string array; `None` when the typing is not one of strings or a dictionary of strings.
-fn strings(c: &ArrayRef, integers_too: bool) -> Option<std::result::Result<ArrayRef, String>> {
-    let ok = match c.data_type() {
-        t if is_string(t) => true,
-        DataType::Dictionary(_, v) => is_string(v) || (integers_too && v.is_integer()),
-        t => integers_too && t.is_integer(),
-    };
-    ok.then(|| arrow_cast::cast(c, &DataType::LargeUtf8).map_err(|e| e.to_string()))
-}
-
 /// `item_id` as text per row (`None` for null), or why the typing is refused.
 pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, String> {
-    let cast = strings(c, true).ok_or_else(|| {
-        format!("item_id has type {}, want a string, a dictionary of strings or an integer", c.data_type())
-    })??;
-    let s = cast.as_string::<i64>();
-    Ok((0..s.len()).map(|r| s.is_valid(r).then(|| s.value(r).to_string())).collect())
+    if !is_text(c.data_type(), true) {
+        return Err(format!(
+            "item_id has type {}, want a string, a dictionary of strings or an integer",
+            c.data_type()
+        ));
+    }
+    texts(c.as_ref())
 }
 
 /// `freq` as text per row (`None` for null), or why the typing is refused.
 pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, String> {
-    let cast = strings(c, false)
-        .ok_or_else(|| format!("freq has type {}, want a string or a dictionary of strings", c.data_type()))??;
-    let s = cast.as_string::<i64>();
-    Ok((0..s.len()).map(|r| s.is_valid(r).then(|| s.value(r).to_string())).collect())
+    if !is_text(c.data_type(), false) {
+        return Err(format!("freq has type {}, want a string or a dictionary of strings", c.data_type()));
+    }
+    texts(c.as_ref())
 }
 
 /// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, a
@@ -119,13 +108,14 @@ pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>
             let d = c.as_primitive::<arrow_array::types::Date64Type>();
             each(&|r| ticks_to_s(d.value(r), 1_000))
         }
-        t if is_string(t) || matches!(t, DataType::Dictionary(_, v) if is_string(v)) => {
-            let cast = arrow_cast::cast(c, &DataType::LargeUtf8).map_err(|e| (usize::MAX, e.to_string()))?;
-            let s = cast.as_string::<i64>();
-            each(&|r| {
-                parse_iso8601(s.value(r)).ok_or_else(|| format!("start {:?} is not an ISO-8601 date-time", s.value(r)))
+        t if is_text(t, false) => (0..c.len())
+            .map(|r| match text_at(c.as_ref(), r).map_err(|e| (r, e))? {
+                None => Ok(None),
+                Some(s) => {
+                    parse_iso8601(&s).map(Some).ok_or_else(|| (r, format!("start {s:?} is not an ISO-8601 date-time")))
+                }
             })
-        }
+            .collect(),
         other => Err((usize::MAX, format!("start has type {other}, want a timestamp, a date or an ISO-8601 string"))),
     }
 }
@@ -327,6 +317,9 @@ pub(crate) fn to_f32(values: &ArrayRef) -> std::result::Result<SeriesValues, Val
         }
         Ok(out.into())
     }
+    fn widened<T: Copy + Into<f32>>(v: &[T]) -> SeriesValues {
+        v.iter().map(|&x| x.into()).collect::<Vec<f32>>().into()
+    }
     let out: SeriesValues = match values.data_type() {
         DataType::Float32 => values.as_primitive::<Float32Type>().values().clone(),
         DataType::Float64 => {
@@ -355,11 +348,11 @@ pub(crate) fn to_f32(values: &ArrayRef) -> std::result::Result<SeriesValues, Val
             |x| x as f32,
             |y, x| y as i128 == i128::from(x) && y.is_finite(),
         )?,
-        t if t.is_integer() => {
-            // 8- and 16-bit integers are exact in float32: arrow's cast kernel
-            let cast = arrow_cast::cast(values, &DataType::Float32).map_err(|e| ValueError::Invalid(e.to_string()))?;
-            cast.as_primitive::<Float32Type>().values().clone()
-        }
+        // 8- and 16-bit integers are exact in float32
+        DataType::Int8 => widened(values.as_primitive::<Int8Type>().values()),
+        DataType::Int16 => widened(values.as_primitive::<Int16Type>().values()),
+        DataType::UInt8 => widened(values.as_primitive::<UInt8Type>().values()),
+        DataType::UInt16 => widened(values.as_primitive::<UInt16Type>().values()),
         other => return Err(ValueError::Invalid(format!("values of type {other}"))),
     };
     if let Some(k) = out.iter().position(|v| !v.is_finite()) {

@@ -9,17 +9,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::{Float16Type, Float32Type, Float64Type};
 use arrow_array::Array;
 use arrow_array::RecordBatch;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::DataType;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::dataset::{Annotation, Source, Task, TaskType};
 use crate::error::{Error, Result};
+use crate::text_column::{integer_at, is_text, text_at};
 
 /// One annotation row: an annotation attached to one sample.
 #[derive(Deserialize)]
@@ -115,29 +116,38 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
             Ok(rows)
         }
         "csv" => {
-            let file = std::fs::File::open(path).map_err(io)?;
-            let mut header = String::new();
-            std::io::BufRead::read_line(&mut std::io::BufReader::new(&file), &mut header).map_err(io)?;
-            let fields: Vec<Field> = header
-                .trim_end_matches(['\r', '\n'])
-                .split(',')
-                .map(|name| {
-                    let t = if NUMERIC.contains(&name) { DataType::Float64 } else { DataType::Utf8 };
-                    Field::new(name, t, true)
-                })
-                .collect();
-            let file = std::fs::File::open(path).map_err(io)?;
-            let reader = arrow_csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
-                .with_header(true)
-                .build(file)
-                .map_err(|e| Error::input(path, None, e.to_string()))?;
+            let bytes = std::fs::read(path).map_err(io)?;
+            let mut lines = Lines { bytes: &bytes, at: 0, line: 1 };
+            let mut reader = csv::Reader::from_reader(bytes.as_slice());
+            let header = reader.headers().map_err(|e| csv_error(path, &mut lines, e))?.clone();
             let mut rows = Vec::new();
-            for batch in reader {
-                let batch = batch.map_err(|e| Error::input(path, None, e.to_string()))?;
-                batch_rows(path, &batch, &mut rows)?;
+            for record in reader.records() {
+                let record = record.map_err(|e| csv_error(path, &mut lines, e))?;
+                let line = lines.of(record.position().map_or(0, csv::Position::byte));
+                let mut row = Map::new();
+                for (name, field) in header.iter().zip(record.iter()) {
+                    if field.is_empty() {
+                        continue; // an empty field is a missing value
+                    }
+                    let value = if NUMERIC.contains(&name) {
+                        match field.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                            Some(n) if n.as_f64().is_some_and(f64::is_finite) => Value::Number(n),
+                            _ => {
+                                return Err(Error::input(
+                                    path,
+                                    Some(line),
+                                    format!("{name} {field:?} is not a finite number"),
+                                ))
+                            }
+                        }
+                    } else {
+                        Value::String(field.to_string())
+                    };
+                    row.insert(name.to_string(), value);
+                }
+                rows.push((line, row));
             }
-            // line numbers: the header is line 1
-            Ok(rows.into_iter().map(|(i, m)| (i + 1, m)).collect())
+            Ok(rows)
         }
         _ => Err(Error::input(path, None, "expected a .jsonl, .ndjson, .json, .parquet or .csv file")),
     }
@@ -160,17 +170,47 @@ fn batch_rows(path: &Path, batch: &RecordBatch, rows: &mut Vec<(usize, Map<Strin
     Ok(())
 }
 
-/// Row `r` of `col` as JSON: text, numbers, and lists of them.
+/// The 1-based line of a byte offset of a CSV file, counted on from the last
+/// offset asked for (offsets come in order). The csv crate's own line count
+/// lags one line behind after a CRLF line end; its byte offsets do not (a
+/// record's offset may sit on the CR or LF that ends the previous line, which
+/// is skipped).
+struct Lines<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    line: usize,
+}
+
+impl Lines<'_> {
+    fn of(&mut self, byte: u64) -> usize {
+        let mut to = usize::try_from(byte).unwrap_or(usize::MAX).min(self.bytes.len());
+        while to < self.bytes.len() && matches!(self.bytes[to], b'\r' | b'\n') {
+            to += 1;
+        }
+        if to > self.at {
+            self.line += self.bytes[self.at..to].iter().filter(|&&b| b == b'\n').count();
+            self.at = to;
+        }
+        self.line
+    }
+}
+
+/// A CSV file's error, naming the line it is on when the reader knows it.
+fn csv_error(path: &Path, lines: &mut Lines<'_>, e: csv::Error) -> Error {
+    let (line, message) = (e.position().map(|p| lines.of(p.byte())), e.to_string());
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Error::io(path, io),
+        _ => Error::input(path, line, message),
+    }
+}
+
+/// Row `r` of `col` as JSON: text (strings, dictionaries of strings or of
+/// integers), integers, floats, and lists of them.
 fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
     if col.is_null(r) {
         return Ok(Value::Null);
     }
-    let cast =
-        |t: &DataType| arrow_cast::cast(&col.slice(r, 1), t).map_err(|e| Error::input(path, None, e.to_string()));
     Ok(match col.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..) => {
-            Value::String(cast(&DataType::Utf8)?.as_string::<i32>().value(0).to_string())
-        }
         DataType::List(_) => {
             let items = col.as_list::<i32>().value(r);
             Value::Array((0..items.len()).map(|i| cell(path, items.as_ref(), i)).collect::<Result<_>>()?)
@@ -179,16 +219,26 @@ fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
             let items = col.as_list::<i64>().value(r);
             Value::Array((0..items.len()).map(|i| cell(path, items.as_ref(), i)).collect::<Result<_>>()?)
         }
-        t if t.is_integer() => {
-            Value::from(cast(&DataType::Int64)?.as_primitive::<arrow_array::types::Int64Type>().value(0))
-        }
-        t if t.is_floating() => serde_json::Number::from_f64(
-            cast(&DataType::Float64)?.as_primitive::<arrow_array::types::Float64Type>().value(0),
-        )
-        .map(Value::Number)
-        .unwrap_or(Value::Null),
+        t if t.is_integer() => match integer_at(col, r) {
+            Some(v) => {
+                i64::try_from(v).map(Value::from).or_else(|_| u64::try_from(v).map(Value::from)).unwrap_or(Value::Null)
+            }
+            None => Value::Null,
+        },
+        t if is_text(t, true) => match text_at(col, r).map_err(|e| Error::input(path, None, e))? {
+            Some(s) => Value::String(s.into_owned()),
+            None => Value::Null,
+        },
+        DataType::Float16 => float(col.as_primitive::<Float16Type>().value(r).to_f64()),
+        DataType::Float32 => float(f64::from(col.as_primitive::<Float32Type>().value(r))),
+        DataType::Float64 => float(col.as_primitive::<Float64Type>().value(r)),
         t => return Err(Error::input(path, None, format!("a column of type {t} is not read"))),
     })
+}
+
+/// A float as a JSON number (NaN and infinities, which JSON has not, as null).
+fn float(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null)
 }
 
 /// Every row as `T`; `origin` names the rows in errors (a file, or an edit
@@ -320,4 +370,150 @@ pub fn read_source_rows(path: &Path) -> Result<Vec<Source>> {
 /// [`read_source_rows`] of rows given as JSON objects.
 pub fn source_rows(origin: &str, rows: Vec<Value>) -> Result<Vec<Source>> {
     Ok(value_rows(origin, rows)?.into_iter().map(|(_, r)| source(r)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::{Int8Type, UInt8Type};
+    use arrow_array::{
+        ArrayRef, DictionaryArray, Float32Array, Int64Array, LargeStringArray, ListArray, StringArray, UInt64Array,
+    };
+    use serde_json::json;
+
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn invalid(e: Error) -> (Option<usize>, String) {
+        match e {
+            Error::InvalidInput { line, reason, .. } => (line, reason),
+            other => panic!("not InvalidInput: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn csv_rows_numbers_quotes_and_missing_fields_with_the_line_each_starts_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "a.csv",
+            "annotation_id,sample_id,annotation_type,key,value_str,value_num,t_start_s\r\n\
+             a1,s1,label,class,\"normal, sinus\",,\r\n\
+             a2,s2,measure,hr,,72.5,1e1\r\n\
+             a3,s3,note,text,\"two\nlines\",,\r\n\
+             a4,s4,measure,hr,,-0,\r\n",
+        );
+        let rows = json_rows(&p).unwrap();
+        let want = vec![
+            (
+                2,
+                json!({"annotation_id": "a1", "sample_id": "s1", "annotation_type": "label", "key": "class",
+                       "value_str": "normal, sinus"}),
+            ),
+            (
+                3,
+                json!({"annotation_id": "a2", "sample_id": "s2", "annotation_type": "measure", "key": "hr",
+                       "value_num": 72.5, "t_start_s": 10.0}),
+            ),
+            (
+                4,
+                json!({"annotation_id": "a3", "sample_id": "s3", "annotation_type": "note", "key": "text",
+                       "value_str": "two\nlines"}),
+            ),
+            (
+                6,
+                json!({"annotation_id": "a4", "sample_id": "s4", "annotation_type": "measure", "key": "hr",
+                       "value_num": -0.0}),
+            ),
+        ];
+        assert_eq!(rows.into_iter().map(|(l, m)| (l, Value::Object(m))).collect::<Vec<_>>(), want);
+        let annotations = read_annotation_rows(&p).unwrap();
+        assert_eq!(annotations.len(), 4);
+        assert_eq!(annotations[0].0.value_str.as_deref(), Some("normal, sinus"));
+        assert_eq!((annotations[1].0.value_num, annotations[1].0.t_start_s), (Some(72.5), Some(10.0)));
+    }
+
+    #[test]
+    fn csv_errors_name_the_line_the_column_and_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "annotation_id,sample_id,annotation_type,key,value_num\n";
+        for (body, want) in [
+            ("a1,s1,m,hr,1\na2,s2,m,hr,fast\n", (Some(3), "value_num \"fast\" is not a finite number".to_string())),
+            ("a1,s1,m,hr,NaN\n", (Some(2), "value_num \"NaN\" is not a finite number".to_string())),
+            ("a1,s1,m,hr,inf\n", (Some(2), "value_num \"inf\" is not a finite number".to_string())),
+        ] {
+            let p = write(dir.path(), "e.csv", &format!("{head}{body}"));
+            assert_eq!(invalid(json_rows(&p).unwrap_err()), want, "{body}");
+        }
+        let p = write(dir.path(), "r.csv", &format!("{head}a1,s1,m,hr,1\na2,s2,m\n"));
+        let (line, reason) = invalid(json_rows(&p).unwrap_err());
+        assert_eq!(line, Some(3), "{reason}");
+        assert!(reason.contains("found record with 3 fields, but the previous record has 5 fields"), "{reason}");
+        let p = write(dir.path(), "u.csv", &format!("{head}a1,s1,m,hr,1,extra\n"));
+        assert_eq!(invalid(json_rows(&p).unwrap_err()).0, Some(2));
+        match json_rows(&dir.path().join("missing.csv")).unwrap_err() {
+            Error::Io { path, source } => {
+                assert_eq!((path, source.kind()), (dir.path().join("missing.csv"), std::io::ErrorKind::NotFound))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn parquet_cells_of_every_text_integer_and_float_typing() {
+        let dict = DictionaryArray::<Int8Type>::try_new(
+            vec![Some(1), None, Some(0)].into(),
+            Arc::new(StringArray::from(vec!["x", "y"])),
+        )
+        .unwrap();
+        let int_dict =
+            DictionaryArray::<UInt8Type>::try_new(vec![0u8, 0, 1].into(), Arc::new(Int64Array::from(vec![7, -8])))
+                .unwrap();
+        let list = ListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>(vec![
+            Some(vec![Some(1), Some(2)]),
+            Some(vec![]),
+            None,
+        ]);
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("text", Arc::new(dict)),
+            ("id", Arc::new(int_dict)),
+            ("large", Arc::new(LargeStringArray::from(vec![Some("l"), Some(""), None]))),
+            ("big", Arc::new(UInt64Array::from(vec![u64::MAX, 0, 1]))),
+            ("f32", Arc::new(Float32Array::from(vec![Some(0.1f32), Some(f32::NAN), None]))),
+            // 1.5 as IEEE half-precision bits
+            (
+                "f16",
+                arrow_array::make_array(
+                    arrow_data::ArrayData::builder(DataType::Float16)
+                        .len(3)
+                        .add_buffer(arrow_buffer::Buffer::from_slice_ref([0x3e00u16; 3]))
+                        .build()
+                        .unwrap(),
+                ),
+            ),
+            ("list", Arc::new(list)),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let mut rows = Vec::new();
+        batch_rows(Path::new("x.parquet"), &batch, &mut rows).unwrap();
+        let got: Vec<_> = rows.into_iter().map(|(r, m)| (r, Value::Object(m))).collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    1,
+                    json!({"text": "y", "id": "7", "large": "l", "big": u64::MAX, "f32": f64::from(0.1f32),
+                           "f16": 1.5, "list": [1, 2]})
+                ),
+                (2, json!({"id": "7", "large": "", "big": 0, "f16": 1.5, "list": []})),
+                (3, json!({"text": "x", "id": "-8", "big": 1, "f16": 1.5})),
+            ]
+        );
+    }
 }
