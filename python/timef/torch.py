@@ -34,15 +34,10 @@ import torch.utils.data
 import timef
 from timef._windows import window_plan_args
 
-__all__ = ["BATCHES_PER_BLOCK", "STATE_KEY", "WindowDataset"]
+__all__ = ["STATE_KEY", "WindowDataset"]
 
 STATE_KEY = "timef_window_state"
 """Key marking a ``WindowDataset`` state dict (its value is the format number, 1)."""
-
-BATCHES_PER_BLOCK = 8
-"""Batches a DataLoader worker writes into one block of shared memory before
-it makes the next (a batch kept alive by its consumer keeps its block alive:
-up to this many batches' bytes)."""
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -60,9 +55,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
     windows: tensors with a leading window dimension, and the ids as numpy
     object arrays of str (a DataLoader passes them on as they are; it walks a
     list item by item, on every batch). Use it with
-    ``DataLoader(batch_size=None)``; it avoids a collate per window. A
-    DataLoader worker hands its batches over in blocks of shared memory of
-    ``BATCHES_PER_BLOCK`` batches: a batch kept alive keeps its block alive.
+    ``DataLoader(batch_size=None)``; it avoids a collate per window.
 
     ``task``/``split``, ``samples`` and ``channels`` select series as
     ``Version.scan`` does; ``stride`` defaults to the window length (no
@@ -78,15 +71,18 @@ class WindowDataset(torch.utils.data.IterableDataset):
     process (0: the cores divided among the DataLoader workers, at least one
     each; one per core without workers). ``worker_sharing_strategy`` is the
     ``torch.multiprocessing`` sharing strategy set in each DataLoader worker
-    that iterates this dataset (that process only) before its first batch:
-    ``"file_system"`` (default) hands a batch's shared memory to the main
-    process by name, where ``"file_descriptor"`` (torch's default) makes the
-    main process fetch a descriptor from the worker on every batch, a round
-    trip that waits for the worker's interpreter (1.9 against 1.2 ms of the
-    main process a batch of 256 windows); ``None`` leaves the worker's as it is.
-    A strategy the worker cannot use (``file_system`` needs torch_shm_manager
-    and a writable temporary directory) leaves it as it is, with a
-    ``RuntimeWarning``.
+    that iterates this dataset (that process only) before its first batch;
+    ``None`` (default) leaves the worker's as torch set it (``"file_descriptor"``
+    on Linux). ``"file_system"`` hands a batch's shared memory to the main
+    process by name, where ``"file_descriptor"`` makes the main process fetch a
+    descriptor from the worker on every batch, a round trip that waits for the
+    worker's interpreter (1.2 against 1.9 ms of the main process a batch of
+    256 windows). Its cost: the batches in flight when an iteration stops
+    early (a ``break``, a step budget per epoch) stay in ``/dev/shm`` until
+    the main process exits (about 1 MiB per early stop with two workers, where
+    Docker gives ``/dev/shm`` 64 MiB). A strategy the worker cannot use
+    (``file_system`` needs torch_shm_manager and a writable temporary
+    directory) leaves the worker's as it is, with a ``RuntimeWarning``.
 
     Raises (when iterated, or at the first ``state_dict``/``len``) those of
     :func:`timef.open` and :meth:`timef.Version.window_plan`.
@@ -113,7 +109,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         shuffle_buffer_row_groups: int = 8,
         threads: int = 0,
         storage_options: Mapping[str, str] | None = None,
-        worker_sharing_strategy: str | None = "file_system",
+        worker_sharing_strategy: str | None = None,
     ) -> None:
         super().__init__()
         if worker_sharing_strategy is not None and worker_sharing_strategy not in (
@@ -216,11 +212,14 @@ class WindowDataset(torch.utils.data.IterableDataset):
             taken=state["taken"],
             batch_size=self.batch_size or 256,
         )
-        blocks = _SharedBlocks() if torch.utils.data.get_worker_info() is not None else None
-        if blocks is not None and self.worker_sharing_strategy is not None:
+        in_worker = torch.utils.data.get_worker_info() is not None
+        if in_worker and self.worker_sharing_strategy is not None:
             _use_sharing_strategy(self.worker_sharing_strategy)
+        # a worker hands a batch over in shared memory; windows one by one are
+        # first collated by the DataLoader (into shared memory of its own)
+        shared = in_worker and self.batch_size is not None
         for batch in batches:
-            tensors = blocks.put(batch) if blocks is not None else _tensors(batch)
+            tensors = _one_storage(batch) if shared else _tensors(batch)
             n = len(batch["start"])
             if self.batch_size is not None:
                 state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
@@ -316,49 +315,37 @@ def _tensors(batch: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (torch.from_numpy(v) if hasattr(v, "dtype") else _ids(v)) for k, v in batch.items()}
 
 
-class _SharedBlocks:
-    """Shared memory a DataLoader worker hands its batches to the main process
-    in: blocks of ``BATCHES_PER_BLOCK`` batches, each batch's arrays views of
-    a region of its block (one storage per batch; per array, or per window
-    with a collate, the transfer would cost more than the copy: 7.7 ms a batch
-    of 256 windows of 576 values with four storages, 6.0 with one). A block
-    is made in shared memory here, as DataLoader's own ``default_collate``
-    does in a worker, so handing it over copies nothing more; making one (a
-    shared-memory file, mapped, registered with torch_shm_manager) costs about
-    0.4 ms, and the main process maps a block once for all its batches (torch
-    keeps a storage it has mapped while any tensor of it lives). A region is
-    written once: a batch changed in place by its consumer changes no other.
-    A batch kept alive keeps its whole block alive."""
-
-    def __init__(self) -> None:
-        self._block: torch.Tensor | None = None
-        self._used = 0
-
-    def put(self, batch: Mapping[str, Any]) -> dict[str, Any]:
-        """``_tensors(batch)`` with every array copied into the next free
-        region of the current block (a new block when it does not fit)."""
-        arrays = {k: v for k, v in batch.items() if hasattr(v, "dtype")}
-        # cache-line aligned offsets: every dtype here (int64, float64, float32, bool) views them
-        offsets, total = {}, 0
-        for k, a in arrays.items():
-            offsets[k] = total
-            total += -(-a.nbytes // 64) * 64
-        if self._block is None or self._used + total > self._block.numel():
-            self._block = torch.empty(0, dtype=torch.uint8).set_(
-                torch.UntypedStorage._new_shared(max(1, total * BATCHES_PER_BLOCK)))
-            self._used = 0
-        base, self._used = self._used, self._used + total
-        out = {}
-        for k, v in batch.items():
-            if k not in arrays:
-                out[k] = _ids(v)
-                continue
-            t = torch.from_numpy(arrays[k])
-            start = base + offsets[k]
-            view = self._block[start : start + t.nbytes].view(t.dtype).view(t.shape)
-            view.copy_(t)
-            out[k] = view
-        return out
+def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
+    """``_tensors`` with every array copied into views of one storage: a
+    DataLoader worker hands a batch to the main process through shared memory,
+    one segment per storage (with the ``file_descriptor`` strategy, one round
+    trip for its descriptor too), which costs more than the copy (a batch of
+    256 windows of 576 values: 7.7 ms a batch through one worker with four
+    storages, 6.0 ms with one). One storage per batch, not blocks of several:
+    a block is reserved whole in /dev/shm (Docker's default is 64 MiB), a lost
+    or kept batch pins all of it, and a main process that shares one batch on
+    under another sharing strategy moves the block to a copy that the block's
+    later batches would then be rebuilt on (review 7)."""
+    arrays = {k: v for k, v in batch.items() if hasattr(v, "dtype")}
+    # 8-byte aligned offsets: every dtype here (int64, float64, float32, bool) views them
+    offsets, total = {}, 0
+    for k, a in arrays.items():
+        offsets[k] = total
+        total += -(-a.nbytes // 8) * 8
+    # made in shared memory here (as DataLoader's own default_collate does in a
+    # worker): handed over, it is not copied there again; `share_memory_()` on
+    # a fresh tensor would copy it once more
+    storage = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(total))
+    out = {}
+    for k, v in batch.items():
+        if k not in arrays:
+            out[k] = _ids(v)
+            continue
+        t = torch.from_numpy(arrays[k])
+        view = storage[offsets[k] : offsets[k] + t.nbytes].view(t.dtype).view(t.shape)
+        view.copy_(t)
+        out[k] = view
+    return out
 
 
 def _find_states(obj: Any) -> list[dict[str, Any]]:
