@@ -29,8 +29,9 @@ pub(crate) fn is_text(t: &DataType, integers: bool) -> bool {
 /// [`is_text`] refuses reads as null: check the type first.
 ///
 /// # Errors
-/// A dictionary key beyond its values (an array no Arrow library makes, but
-/// one imported over the C data interface is not checked), naming the key.
+/// A dictionary key that is negative or beyond its values (an array no Arrow
+/// library makes, but one imported over the C data interface is not checked),
+/// naming the key and the row.
 ///
 /// # Panics
 /// Never for `r < c.len()`; `r` beyond the column panics as arrow's accessors do.
@@ -45,13 +46,12 @@ pub(crate) fn text_at(c: &dyn Array, r: usize) -> Result<Option<Cow<'_, str>>, S
         DataType::Dictionary(..) => {
             let d = c.as_any_dictionary();
             let values = d.values();
-            let Some(key) = integer_at(d.keys(), r).and_then(|k| usize::try_from(k).ok()) else {
-                return Ok(None);
+            // keys are integers (arrow's DictionaryArray); a negative one is as wrong as one too large
+            let key = integer_at(d.keys(), r).unwrap_or(-1);
+            return match usize::try_from(key).ok().filter(|&k| k < values.len()) {
+                Some(k) => text_at(values.as_ref(), k),
+                None => Err(format!("dictionary key {key} of row {r} is not one of its {} values", values.len())),
             };
-            if key >= values.len() {
-                return Err(format!("dictionary key {key} of row {r} is beyond its {} values", values.len()));
-            }
-            return text_at(values.as_ref(), key);
         }
         _ => match integer_at(c, r) {
             Some(v) => Cow::Owned(v.to_string()),
@@ -146,6 +146,9 @@ mod tests {
         let values: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
         // built unchecked, as an import over the C data interface may be
         let d = unsafe { DictionaryArray::<UInt64Type>::new_unchecked(keys, values) };
-        assert_eq!(texts(&d), Err("dictionary key 5 of row 1 is beyond its 1 values".to_string()));
+        assert_eq!(texts(&d), Err("dictionary key 5 of row 1 is not one of its 1 values".to_string()));
+        let keys = arrow_array::PrimitiveArray::<Int8Type>::from(vec![-3]);
+        let d = unsafe { DictionaryArray::<Int8Type>::new_unchecked(keys, Arc::new(StringArray::from(vec!["a"]))) };
+        assert_eq!(texts(&d), Err("dictionary key -3 of row 0 is not one of its 1 values".to_string()));
     }
 }
