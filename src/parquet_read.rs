@@ -31,7 +31,8 @@ pub(crate) fn strings(path: &Path, col: &ArrayRef) -> Result<Vec<Option<String>>
                 })
                 .collect())
         }
-        t if is_text(t, true) => texts(col.as_ref()).map_err(|reason| Error::Corrupt { path: path.into(), reason }),
+        t if is_text(t, true) => texts(col.as_ref())
+            .map_err(|(r, why)| Error::Corrupt { path: path.into(), reason: format!("row {r} of a batch: {why}") }),
         t => Err(Error::Corrupt { path: path.into(), reason: format!("a column of type {t} where text is expected") }),
     }
 }

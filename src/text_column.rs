@@ -31,7 +31,7 @@ pub(crate) fn is_text(t: &DataType, integers: bool) -> bool {
 /// # Errors
 /// A dictionary key that is negative or beyond its values (an array no Arrow
 /// library makes, but one imported over the C data interface is not checked),
-/// naming the key and the row.
+/// naming the key (the caller names the row: it knows the input's numbering).
 ///
 /// # Panics
 /// Never for `r < c.len()`; `r` beyond the column panics as arrow's accessors do.
@@ -50,7 +50,7 @@ pub(crate) fn text_at(c: &dyn Array, r: usize) -> Result<Option<Cow<'_, str>>, S
             let key = integer_at(d.keys(), r).unwrap_or(-1);
             return match usize::try_from(key).ok().filter(|&k| k < values.len()) {
                 Some(k) => text_at(values.as_ref(), k),
-                None => Err(format!("dictionary key {key} of row {r} is not one of its {} values", values.len())),
+                None => Err(format!("dictionary key {key} is not one of its {} values", values.len())),
             };
         }
         _ => match integer_at(c, r) {
@@ -79,9 +79,9 @@ pub(crate) fn integer_at(c: &dyn Array, r: usize) -> Option<i128> {
 /// Every row of `c` as text ([`text_at`]), owned.
 ///
 /// # Errors
-/// As [`text_at`].
-pub(crate) fn texts(c: &dyn Array) -> Result<Vec<Option<String>>, String> {
-    (0..c.len()).map(|r| text_at(c, r).map(|t| t.map(Cow::into_owned))).collect()
+/// As [`text_at`], with the row (of `c`) it is in.
+pub(crate) fn texts(c: &dyn Array) -> Result<Vec<Option<String>>, (usize, String)> {
+    (0..c.len()).map(|r| text_at(c, r).map(|t| t.map(Cow::into_owned)).map_err(|e| (r, e))).collect()
 }
 
 #[cfg(test)]
@@ -146,9 +146,9 @@ mod tests {
         let values: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
         // built unchecked, as an import over the C data interface may be
         let d = unsafe { DictionaryArray::<UInt64Type>::new_unchecked(keys, values) };
-        assert_eq!(texts(&d), Err("dictionary key 5 of row 1 is not one of its 1 values".to_string()));
+        assert_eq!(texts(&d), Err((1, "dictionary key 5 is not one of its 1 values".to_string())));
         let keys = arrow_array::PrimitiveArray::<Int8Type>::from(vec![-3]);
         let d = unsafe { DictionaryArray::<Int8Type>::new_unchecked(keys, Arc::new(StringArray::from(vec!["a"]))) };
-        assert_eq!(texts(&d), Err("dictionary key -3 of row 0 is not one of its 1 values".to_string()));
+        assert_eq!(texts(&d), Err((0, "dictionary key -3 is not one of its 1 values".to_string())));
     }
 }

@@ -299,7 +299,10 @@ pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) 
     let typing = |why: String| Error::input(label, None, why);
     let ids =
         batch.column_by_name("item_id").ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
-    let ids = typings::item_ids(ids).map_err(typing)?;
+    let ids = typings::item_ids(ids).map_err(|(r, why)| match r {
+        usize::MAX => typing(why),
+        r => typing(format!("row {r} of the batch: {why}")),
+    })?;
     let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
     let element = typings::list_element(target.data_type())
         .ok_or_else(|| typing(format!("target has type {}", target.data_type())))?;
@@ -701,8 +704,13 @@ impl Pass<'_> {
         let path = self.path;
         let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
         let typing = |why: String| Error::input(path, None, why);
+        // a refused typing, or a row of this batch that cannot be read
+        let refused = |(r, why): (usize, String)| match r {
+            usize::MAX => typing(why),
+            r => at(self.row_base + r, why),
+        };
         let ids = match batch.column_by_name("item_id") {
-            Some(c) => Some(typings::item_ids(c).map_err(typing)?),
+            Some(c) => Some(typings::item_ids(c).map_err(refused)?),
             None => None,
         };
         let starts = match (batch.column_by_name("start"), int96_starts) {
@@ -711,14 +719,11 @@ impl Pass<'_> {
                     .ok_or_else(|| typing("start: INT96 rows do not match the table".into()))?
                     .to_vec(),
             ),
-            (Some(c), None) => Some(typings::start_seconds(c).map_err(|(r, why)| match r {
-                usize::MAX => typing(why),
-                r => at(self.row_base + r, why),
-            })?),
+            (Some(c), None) => Some(typings::start_seconds(c).map_err(refused)?),
             (None, None) => None,
         };
         let freqs = match batch.column_by_name("freq") {
-            Some(c) => Some(typings::frequencies(c).map_err(typing)?),
+            Some(c) => Some(typings::frequencies(c).map_err(refused)?),
             None => None,
         };
         let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;

@@ -34,23 +34,22 @@ const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
 /// Nanoseconds in a day.
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
-/// `item_id` as text per row (`None` for null), or why the typing is refused.
-pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, String> {
+/// `item_id` as text per row (`None` for null); `Err((row, why))` for a row
+/// that cannot be read, or `Err((usize::MAX, why))` for a typing that is refused.
+pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
     if !is_text(c.data_type(), true) {
-        return Err(format!(
-            "item_id has type {}, want a string, a dictionary of strings or an integer",
-            c.data_type()
-        ));
+        let why = format!("item_id has type {}, want a string, a dictionary of strings or an integer", c.data_type());
+        return Err((usize::MAX, why));
     }
-    texts(c.as_ref())
+    texts(c.as_ref()).map_err(|(r, why)| (r, format!("item_id: {why}")))
 }
 
-/// `freq` as text per row (`None` for null), or why the typing is refused.
-pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, String> {
+/// `freq` as text per row (`None` for null); errors as [`item_ids`].
+pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
     if !is_text(c.data_type(), false) {
-        return Err(format!("freq has type {}, want a string or a dictionary of strings", c.data_type()));
+        return Err((usize::MAX, format!("freq has type {}, want a string or a dictionary of strings", c.data_type())));
     }
-    texts(c.as_ref())
+    texts(c.as_ref()).map_err(|(r, why)| (r, format!("freq: {why}")))
 }
 
 /// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, a
@@ -109,7 +108,7 @@ pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>
             each(&|r| ticks_to_s(d.value(r), 1_000))
         }
         t if is_text(t, false) => (0..c.len())
-            .map(|r| match text_at(c.as_ref(), r).map_err(|e| (r, e))? {
+            .map(|r| match text_at(c.as_ref(), r).map_err(|e| (r, format!("start: {e}")))? {
                 None => Ok(None),
                 Some(s) => {
                     parse_iso8601(&s).map(Some).ok_or_else(|| (r, format!("start {s:?} is not an ISO-8601 date-time")))

@@ -119,10 +119,10 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
             let bytes = std::fs::read(path).map_err(io)?;
             let mut lines = Lines { bytes: &bytes, at: 0, line: 1 };
             let mut reader = csv::Reader::from_reader(bytes.as_slice());
-            let header = reader.headers().map_err(|e| csv_error(path, &mut lines, e))?.clone();
+            let header = reader.headers().map_err(|e| csv_error(path, None, &mut lines, e))?.clone();
             let mut rows = Vec::new();
             for record in reader.records() {
-                let record = record.map_err(|e| csv_error(path, &mut lines, e))?;
+                let record = record.map_err(|e| csv_error(path, Some(&header), &mut lines, e))?;
                 let line = lines.of(record.position().map_or(0, csv::Position::byte));
                 let mut row = Map::new();
                 for (name, field) in header.iter().zip(record.iter()) {
@@ -130,7 +130,8 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
                         continue; // an empty field is a missing value
                     }
                     let value = if NUMERIC.contains(&name) {
-                        match field.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                        // spaces around a number are not part of it (as arrow-csv read them)
+                        match field.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
                             Some(n) if n.as_f64().is_some_and(f64::is_finite) => Value::Number(n),
                             _ => {
                                 return Err(Error::input(
@@ -161,7 +162,8 @@ fn batch_rows(path: &Path, batch: &RecordBatch, rows: &mut Vec<(usize, Map<Strin
     }
     for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
         for r in 0..batch.num_rows() {
-            let v = cell(path, col.as_ref(), r)?;
+            let v = cell(col.as_ref(), r)
+                .map_err(|why| Error::input(path, None, format!("row {}: {}: {why}", first + r + 1, field.name())))?;
             if !v.is_null() {
                 rows[first + r].1.insert(field.name().clone(), v);
             }
@@ -188,36 +190,55 @@ impl Lines<'_> {
             to += 1;
         }
         if to > self.at {
-            self.line += self.bytes[self.at..to].iter().filter(|&&b| b == b'\n').count();
+            // a line ends at LF, CRLF or a lone CR (as the csv crate reads them)
+            let ends = (self.at..to)
+                .filter(|&i| match self.bytes[i] {
+                    b'\n' => true,
+                    b'\r' => self.bytes.get(i + 1) != Some(&b'\n'),
+                    _ => false,
+                })
+                .count();
+            self.line += ends;
             self.at = to;
         }
         self.line
     }
 }
 
-/// A CSV file's error, naming the line it is on when the reader knows it.
-fn csv_error(path: &Path, lines: &mut Lines<'_>, e: csv::Error) -> Error {
-    let (line, message) = (e.position().map(|p| lines.of(p.byte())), e.to_string());
+/// A CSV file's error, naming the line it is on (the reason is built here:
+/// the csv crate's own message counts lines its own way and fields from 0).
+fn csv_error(path: &Path, header: Option<&csv::StringRecord>, lines: &mut Lines<'_>, e: csv::Error) -> Error {
+    let line = e.position().map(|p| lines.of(p.byte()));
+    let message = e.to_string();
     match e.into_kind() {
         csv::ErrorKind::Io(io) => Error::io(path, io),
+        csv::ErrorKind::Utf8 { err, .. } => {
+            let column = header
+                .and_then(|h| h.get(err.field()))
+                .map_or_else(|| format!("field {}", err.field() + 1), |name| format!("column {name}"));
+            Error::input(path, line, format!("invalid UTF-8 in {column}"))
+        }
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            Error::input(path, line, format!("{len} fields where the header has {expected_len}"))
+        }
         _ => Error::input(path, line, message),
     }
 }
 
 /// Row `r` of `col` as JSON: text (strings, dictionaries of strings or of
 /// integers), integers, floats, and lists of them.
-fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
+fn cell(col: &dyn Array, r: usize) -> std::result::Result<Value, String> {
     if col.is_null(r) {
         return Ok(Value::Null);
     }
     Ok(match col.data_type() {
         DataType::List(_) => {
             let items = col.as_list::<i32>().value(r);
-            Value::Array((0..items.len()).map(|i| cell(path, items.as_ref(), i)).collect::<Result<_>>()?)
+            Value::Array((0..items.len()).map(|i| cell(items.as_ref(), i)).collect::<std::result::Result<_, _>>()?)
         }
         DataType::LargeList(_) => {
             let items = col.as_list::<i64>().value(r);
-            Value::Array((0..items.len()).map(|i| cell(path, items.as_ref(), i)).collect::<Result<_>>()?)
+            Value::Array((0..items.len()).map(|i| cell(items.as_ref(), i)).collect::<std::result::Result<_, _>>()?)
         }
         t if t.is_integer() => match integer_at(col, r) {
             Some(v) => {
@@ -225,14 +246,14 @@ fn cell(path: &Path, col: &dyn Array, r: usize) -> Result<Value> {
             }
             None => Value::Null,
         },
-        t if is_text(t, true) => match text_at(col, r).map_err(|e| Error::input(path, None, e))? {
+        t if is_text(t, true) => match text_at(col, r)? {
             Some(s) => Value::String(s.into_owned()),
             None => Value::Null,
         },
         DataType::Float16 => float(col.as_primitive::<Float16Type>().value(r).to_f64()),
         DataType::Float32 => float(f64::from(col.as_primitive::<Float32Type>().value(r))),
         DataType::Float64 => float(col.as_primitive::<Float64Type>().value(r)),
-        t => return Err(Error::input(path, None, format!("a column of type {t} is not read"))),
+        t => return Err(format!("a column of type {t} is not read")),
     })
 }
 
@@ -407,7 +428,7 @@ mod tests {
              a1,s1,label,class,\"normal, sinus\",,\r\n\
              a2,s2,measure,hr,,72.5,1e1\r\n\
              a3,s3,note,text,\"two\nlines\",,\r\n\
-             a4,s4,measure,hr,,-0,\r\n",
+             a4,s4,measure,hr,, -0 ,\t2\r\n",
         );
         let rows = json_rows(&p).unwrap();
         let want = vec![
@@ -429,7 +450,7 @@ mod tests {
             (
                 6,
                 json!({"annotation_id": "a4", "sample_id": "s4", "annotation_type": "measure", "key": "hr",
-                       "value_num": -0.0}),
+                       "value_num": -0.0, "t_start_s": 2.0}),
             ),
         ];
         assert_eq!(rows.into_iter().map(|(l, m)| (l, Value::Object(m))).collect::<Vec<_>>(), want);
@@ -452,11 +473,27 @@ mod tests {
             assert_eq!(invalid(json_rows(&p).unwrap_err()), want, "{body}");
         }
         let p = write(dir.path(), "r.csv", &format!("{head}a1,s1,m,hr,1\na2,s2,m\n"));
-        let (line, reason) = invalid(json_rows(&p).unwrap_err());
-        assert_eq!(line, Some(3), "{reason}");
-        assert!(reason.contains("found record with 3 fields, but the previous record has 5 fields"), "{reason}");
+        assert_eq!(invalid(json_rows(&p).unwrap_err()), (Some(3), "3 fields where the header has 5".to_string()));
         let p = write(dir.path(), "u.csv", &format!("{head}a1,s1,m,hr,1,extra\n"));
-        assert_eq!(invalid(json_rows(&p).unwrap_err()).0, Some(2));
+        assert_eq!(invalid(json_rows(&p).unwrap_err()), (Some(2), "6 fields where the header has 5".to_string()));
+        // CRLF and a lone CR end lines too: the line is the record's, not the csv crate's count
+        let crlf = "annotation_id,sample_id,annotation_type,key,value_num\r\na1,s1,m,hr,1\r\n\r\na2,s2,m\r\n";
+        let p = write(dir.path(), "crlf.csv", crlf);
+        assert_eq!(invalid(json_rows(&p).unwrap_err()), (Some(4), "3 fields where the header has 5".to_string()));
+        let cr = "annotation_id,sample_id,annotation_type,key,value_num\ra1,s1,m,hr,1\ra2,s2,m,hr,x\r";
+        let p = write(dir.path(), "cr.csv", cr);
+        assert_eq!(
+            invalid(json_rows(&p).unwrap_err()),
+            (Some(3), "value_num \"x\" is not a finite number".to_string())
+        );
+        let mut bytes = format!("{head}a1,s1,m,hr,1\na2,s2,").into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe,hr,2\n");
+        let p = dir.path().join("utf8.csv");
+        std::fs::write(&p, bytes).unwrap();
+        assert_eq!(
+            invalid(json_rows(&p).unwrap_err()),
+            (Some(3), "invalid UTF-8 in column annotation_type".to_string())
+        );
         match json_rows(&dir.path().join("missing.csv")).unwrap_err() {
             Error::Io { path, source } => {
                 assert_eq!((path, source.kind()), (dir.path().join("missing.csv"), std::io::ErrorKind::NotFound))
