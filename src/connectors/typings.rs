@@ -37,19 +37,26 @@ const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 /// `item_id` as text per row (`None` for null); `Err((row, why))` for a row
 /// that cannot be read, or `Err((usize::MAX, why))` for a typing that is refused.
 pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
-    if !is_text(c.data_type(), true) {
-        let why = format!("item_id has type {}, want a string, a dictionary of strings or an integer", c.data_type());
-        return Err((usize::MAX, why));
-    }
-    texts(c.as_ref()).map_err(|(r, why)| (r, format!("item_id: {why}")))
+    text_rows(c, "item_id", true, "a string, a dictionary of strings or an integer")
 }
 
 /// `freq` as text per row (`None` for null); errors as [`item_ids`].
 pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
-    if !is_text(c.data_type(), false) {
-        return Err((usize::MAX, format!("freq has type {}, want a string or a dictionary of strings", c.data_type())));
+    text_rows(c, "freq", false, "a string or a dictionary of strings")
+}
+
+/// Column `name`'s rows as text ([`texts`]), integers too with `integers`;
+/// a refused typing names what is wanted.
+fn text_rows(
+    c: &ArrayRef,
+    name: &str,
+    integers: bool,
+    want: &str,
+) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
+    if !is_text(c.data_type(), integers) {
+        return Err((usize::MAX, format!("{name} has type {}, want {want}", c.data_type())));
     }
-    texts(c.as_ref()).map_err(|(r, why)| (r, format!("freq: {why}")))
+    texts(c.as_ref()).map_err(|(r, why)| (r, format!("{name}: {why}")))
 }
 
 /// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, a
