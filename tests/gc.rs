@@ -80,11 +80,7 @@ impl Backend {
                 let ep = s3_endpoint(test)?;
                 let bucket = s3_bucket(&ep);
                 let opts = s3_options(&ep);
-                let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(&bucket);
-                for (k, v) in &opts {
-                    b = b.with_config(k.parse().unwrap(), v);
-                }
-                let store: Arc<dyn ObjectStore> = Arc::new(b.build().unwrap());
+                let store = raw_s3_store(&bucket, &opts);
                 let root = Location::parse(&format!("s3://{bucket}/root"), &opts).unwrap();
                 (root, Some((store, "root".to_string())))
             }

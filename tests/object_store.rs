@@ -82,11 +82,7 @@ fn bucket(endpoint: &str, tag: &str) -> String {
 
 /// An `object_store` client of the test's own, to look at what the writer left.
 fn raw_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
-    let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(bucket);
-    for (k, v) in s3_options(endpoint) {
-        b = b.with_config(k.parse().unwrap(), v);
-    }
-    Arc::new(b.build().unwrap())
+    raw_s3_store(bucket, &s3_options(endpoint))
 }
 
 /// Every object under `prefix`, relative, sorted.
@@ -600,10 +596,19 @@ struct Moto {
 
 impl Moto {
     fn start() -> Moto {
+        Moto::serve(&[], "http")
+    }
+    /// Over HTTPS, with the certificate and key `tests/py/tls_cert.py` wrote in `dir`.
+    fn start_tls(dir: &Path) -> Moto {
+        let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
+        Moto::serve(&["-c", cert.to_str().unwrap(), "-k", key.to_str().unwrap()], "https")
+    }
+    fn serve(args: &[&str], scheme: &str) -> Moto {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server");
         let child = Command::new(bin)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -613,7 +618,7 @@ impl Moto {
             assert!(Instant::now() < deadline, "moto_server did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Moto { child, endpoint: format!("http://127.0.0.1:{port}") }
+        Moto { child, endpoint: format!("{scheme}://127.0.0.1:{port}") }
     }
     fn signal(&self, sig: &str) {
         let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap().success();
@@ -633,6 +638,58 @@ impl Moto {
     fn signal_quiet(&self, sig: &str) -> std::io::Result<std::process::ExitStatus> {
         Command::new("kill").args([sig, &self.child.id().to_string()]).status()
     }
+}
+
+/// HTTPS through the build's TLS (rustls on ring, `Cargo.toml` feature `tls`):
+/// a server whose certificate chains to a trusted root (`SSL_CERT_FILE`) takes
+/// a write, a verify and a read; without that root the same read is refused as
+/// an unknown issuer, so the certificate is checked, not only the handshake made.
+#[test]
+fn s3_over_https_trusts_the_roots_it_is_given_and_no_other() {
+    if s3_endpoint("s3_over_https").is_none() {
+        return;
+    }
+    let tls = tempfile::tempdir().unwrap();
+    let Some(_) = py_script("tls_cert.py", &[tls.path().to_str().unwrap()]) else { return };
+    let ca = tls.path().join("ca.pem");
+    let moto = Moto::start_tls(tls.path());
+    let port = moto.endpoint.rsplit(':').next().unwrap().to_string();
+    // the bucket, over HTTPS with the same root
+    let make_bucket = "import http.client, ssl, sys\n\
+        c = http.client.HTTPSConnection('127.0.0.1', int(sys.argv[1]), context=ssl.create_default_context(cafile=sys.argv[2]))\n\
+        c.request('PUT', '/timef-tls')\n\
+        assert c.getresponse().status == 200";
+    let py = require_python("s3_over_https").unwrap();
+    let made = Command::new(py).args(["-c", make_bucket, &port, ca.to_str().unwrap()]).status().unwrap();
+    assert!(made.success(), "create the bucket over HTTPS");
+    let timef = |args: &[&str], root: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_") || k.starts_with("SSL_CERT_")) {
+            cmd.env_remove(k);
+        }
+        cmd.env("AWS_ENDPOINT_URL", &moto.endpoint)
+            .env("AWS_ACCESS_KEY_ID", KEY_ID)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_REGION", "us-east-1");
+        if let Some(root) = root {
+            cmd.env("SSL_CERT_FILE", root);
+        }
+        let out = cmd.args(args).output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    };
+    let input = real("ucr/UnitTest_TRAIN.ts");
+    let args =
+        ["ingest", "ucr", input.to_str().unwrap(), "--root", "s3://timef-tls/r", "--name", "u", "--version", "1"];
+    assert_eq!(timef(&args, Some(&ca)), (0, "s3://timef-tls/r/u/1\n".to_string(), String::new()));
+    let (code, out, err) = timef(&["verify", "s3://timef-tls/r/u/1"], Some(&ca));
+    assert_eq!((code, out.as_str()), (0, "ok: 6 files, 64 pages, 81 rows, 480 values verified\n"), "{err}");
+    let (code, out, err) = timef(&["info", "s3://timef-tls/r/u/1"], Some(&ca));
+    assert!(code == 0 && out.starts_with("u / 1  (s3://timef-tls/r/u/1)\n"), "{code} {out} {err}");
+    // no trusted root for the server: refused, and said why (no retries: it is not transient)
+    let (code, out, err) = timef(&["info", "s3://timef-tls/r/u/1", "--storage-option", "max_retries=0"], None);
+    assert_eq!((code, out.as_str()), (3, ""), "{err}");
+    assert!(err.ends_with("invalid peer certificate: UnknownIssuer\n"), "{err}");
 }
 
 #[test]

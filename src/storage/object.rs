@@ -153,6 +153,7 @@ fn invalid(url: &str, reason: impl Into<String>) -> Error {
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 macro_rules! cloud_store {
     ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr) => {{
+        install_tls_provider();
         let mut b = <$builder>::from_env().with_url($url.as_str());
         for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
             let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
@@ -164,6 +165,16 @@ macro_rules! cloud_store {
         let rebuild: Rebuild = Box::new(move || Ok(Arc::new(b.clone().build()?) as Arc<dyn ObjectStore>));
         (store, Some(rebuild))
     }};
+}
+
+/// Makes ring's rustls provider the process default, once, before any HTTPS
+/// client is built: the build brings rustls without a provider of its own
+/// (`Cargo.toml`, feature `tls`), and reqwest panics without one. A provider
+/// the embedding program installed first is kept.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn install_tls_provider() {
+    // Err only when a default is already installed: that one serves
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Hosts whose `https://` URLs name the bucket or container as the first path
