@@ -30,6 +30,8 @@ pub mod store_options;
 pub mod version_path;
 
 pub use gc::{gc, gc_dry_run, stale_per_dataset, survey, GcReport, Survey};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+pub use object::install_tls_provider;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -190,7 +192,9 @@ impl Location {
 
     /// A location on an `object_store` the caller built (e.g. a wrapping or
     /// in-memory store in tests); `label` is the URL prefix shown in messages
-    /// (e.g. `memory://test`) and `prefix` the path inside the store.
+    /// (e.g. `memory://test`) and `prefix` the path inside the store. A cloud
+    /// client (S3, GCS, Azure) needs a rustls provider before it is built:
+    /// call [`install_tls_provider`] first (building it panics otherwise).
     pub fn from_object_store(
         store: std::sync::Arc<dyn object_store::ObjectStore>,
         label: &str,

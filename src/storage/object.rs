@@ -167,12 +167,15 @@ macro_rules! cloud_store {
     }};
 }
 
-/// Makes ring's rustls provider the process default, once, before any HTTPS
-/// client is built: the build brings rustls without a provider of its own
-/// (`Cargo.toml`, feature `tls`), and reqwest panics without one. A provider
-/// the embedding program installed first is kept.
+/// Makes ring's rustls provider the process default, unless one is installed
+/// already (the embedding program's is kept). This build brings rustls
+/// without a provider of its own (`Cargo.toml`, feature `tls`; aws-lc is not
+/// built), and reqwest panics building an HTTPS-capable client without one.
+/// timef calls it before it builds a cloud client ([`super::Location::parse`]);
+/// a program that builds its own `object_store` cloud client for
+/// [`super::Location::from_object_store`] calls it first. Idempotent and cheap.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn install_tls_provider() {
+pub fn install_tls_provider() {
     // Err only when a default is already installed: that one serves
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

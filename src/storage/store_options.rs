@@ -2,6 +2,7 @@
 //! timef's own retry keys, the default timeouts, and an unknown key's error
 //! with the close matches among the keys the store takes.
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -61,6 +62,7 @@ pub(crate) fn retry_config(r: &Retry) -> object_store::RetryConfig {
 }
 
 /// The default timeouts as options, set before the user's (which override them).
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub(crate) fn default_timeouts() -> [(String, String); 2] {
     [
         ("timeout".to_string(), format!("{DEFAULT_TIMEOUT_S}s")),
@@ -69,6 +71,7 @@ pub(crate) fn default_timeouts() -> [(String, String); 2] {
 }
 
 /// Keys every cloud store takes (`object_store`'s client options), plus timef's own.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 const CLIENT_KEYS: &[&str] = &[
     "allow_http",
     "allow_invalid_certificates",
@@ -93,6 +96,7 @@ const CLIENT_KEYS: &[&str] = &[
 ];
 
 /// The keys of each store (the canonical names of `object_store`'s config keys).
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn store_keys(scheme: &str) -> &'static [&'static str] {
     match scheme {
         "s3" | "s3a" => &[
@@ -148,6 +152,7 @@ fn store_keys(scheme: &str) -> &'static [&'static str] {
 }
 
 /// At most three keys of the store at `scheme` close to `key`, closest first.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub(crate) fn close_matches(key: &str, scheme: &str) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = CLIENT_KEYS
         .iter()
@@ -160,11 +165,13 @@ pub(crate) fn close_matches(key: &str, scheme: &str) -> Vec<String> {
 }
 
 /// The error of the storage option `key`, which the store at `url` does not take.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub(crate) fn unknown(url: &str, key: &str, scheme: &str) -> Error {
     Error::UnknownStorageOption { url: url.to_string(), key: key.to_string(), close: close_matches(key, scheme) }
 }
 
-#[cfg(test)]
+// what they test exists only in a build with a cloud backend
+#[cfg(all(test, any(feature = "s3", feature = "gcs", feature = "azure")))]
 mod tests {
     use super::*;
 

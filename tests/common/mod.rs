@@ -68,14 +68,14 @@ pub fn s3_options(endpoint: &str) -> timef::storage::StorageOptions {
 }
 
 /// An `object_store` S3 client of the test's own for `bucket` with `options`,
-/// to look at (or change) what a writer left. The build's rustls has no
-/// provider of its own (`Cargo.toml`, feature `tls`): a client built outside
-/// timef's store seam installs ring's first, as that seam does.
+/// to look at (or change) what a writer left; built as a program that brings
+/// its own client does (`timef::storage::install_tls_provider` first).
+#[cfg(feature = "s3")]
 pub fn raw_s3_store(
     bucket: &str,
     options: &timef::storage::StorageOptions,
 ) -> std::sync::Arc<dyn object_store::ObjectStore> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    timef::storage::install_tls_provider();
     let mut b = object_store::aws::AmazonS3Builder::new().with_bucket_name(bucket);
     for (k, v) in options {
         b = b.with_config(k.parse().expect("an S3 option"), v);
