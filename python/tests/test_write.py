@@ -153,6 +153,17 @@ def test_raising_progress_callback_aborts(tmp_path: Path) -> None:
     assert listing(tmp_path) == []
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt during the test, however the runner was
+    started: a shell's background job starts with SIGINT ignored, and Python
+    then installs no handler, so the signal would be lost."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_in_a_loader_aborts_cleanly(tmp_path: Path) -> None:
     ds, _ = build()
 
@@ -168,6 +179,7 @@ def test_ctrl_c_in_a_loader_aborts_cleanly(tmp_path: Path) -> None:
     assert listing(tmp_path) == []
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_while_the_core_encodes_aborts_cleanly(tmp_path: Path) -> None:
     """SIGINT arrives while the GIL is released: the check after the next series raises it."""
     ds = timef.TimeFDataset("big", "v1")
