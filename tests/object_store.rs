@@ -56,8 +56,18 @@ fn s3_env(cmd: &mut Command, endpoint: &str) {
 }
 
 fn timef_s3(endpoint: &str, args: &[&str]) -> (i32, String, String) {
+    timef_s3_trusting(endpoint, None, args)
+}
+
+/// [`timef_s3`] with `SSL_CERT_FILE` set to the trusted roots `roots` (none
+/// but the system's with None).
+fn timef_s3_trusting(endpoint: &str, roots: Option<&Path>, args: &[&str]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
     s3_env(&mut cmd, endpoint);
+    cmd.env_remove("SSL_CERT_FILE").env_remove("SSL_CERT_DIR");
+    if let Some(roots) = roots {
+        cmd.env("SSL_CERT_FILE", roots);
+    }
     let out = cmd.args(args).output().expect("run timef");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
@@ -662,22 +672,7 @@ fn s3_over_https_trusts_the_roots_it_is_given_and_no_other() {
     let py = require_python("s3_over_https").unwrap();
     let made = Command::new(py).args(["-c", make_bucket, &port, ca.to_str().unwrap()]).status().unwrap();
     assert!(made.success(), "create the bucket over HTTPS");
-    let timef = |args: &[&str], root: Option<&Path>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
-        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AWS_") || k.starts_with("SSL_CERT_")) {
-            cmd.env_remove(k);
-        }
-        cmd.env("AWS_ENDPOINT_URL", &moto.endpoint)
-            .env("AWS_ACCESS_KEY_ID", KEY_ID)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET)
-            .env("AWS_REGION", "us-east-1");
-        if let Some(root) = root {
-            cmd.env("SSL_CERT_FILE", root);
-        }
-        let out = cmd.args(args).output().unwrap();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
-    };
+    let timef = |args: &[&str], roots: Option<&Path>| timef_s3_trusting(&moto.endpoint, roots, args);
     let input = real("ucr/UnitTest_TRAIN.ts");
     let args =
         ["ingest", "ucr", input.to_str().unwrap(), "--root", "s3://timef-tls/r", "--name", "u", "--version", "1"];

@@ -27,7 +27,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::connectors::typings::{self, ValueError};
+use crate::connectors::typings::{self, Refused, ValueError};
 use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
@@ -299,9 +299,9 @@ pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) 
     let typing = |why: String| Error::input(label, None, why);
     let ids =
         batch.column_by_name("item_id").ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
-    let ids = typings::item_ids(ids).map_err(|(r, why)| match r {
-        usize::MAX => typing(why),
-        r => typing(format!("row {r} of the batch: {why}")),
+    let ids = typings::item_ids(ids).map_err(|refused| match refused {
+        Refused::Typing(why) => typing(why),
+        Refused::Row(r, why) => typing(format!("row {r} of the batch: {why}")),
     })?;
     let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
     let element = typings::list_element(target.data_type())
@@ -705,9 +705,9 @@ impl Pass<'_> {
         let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
         let typing = |why: String| Error::input(path, None, why);
         // a refused typing, or a row of this batch that cannot be read
-        let refused = |(r, why): (usize, String)| match r {
-            usize::MAX => typing(why),
-            r => at(self.row_base + r, why),
+        let refused = |refused: Refused| match refused {
+            Refused::Typing(why) => typing(why),
+            Refused::Row(r, why) => at(self.row_base + r, why),
         };
         let ids = match batch.column_by_name("item_id") {
             Some(c) => Some(typings::item_ids(c).map_err(refused)?),

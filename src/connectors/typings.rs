@@ -34,14 +34,23 @@ const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;
 /// Nanoseconds in a day.
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
-/// `item_id` as text per row (`None` for null); `Err((row, why))` for a row
-/// that cannot be read, or `Err((usize::MAX, why))` for a typing that is refused.
-pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
+/// Why a column of a connector's input cannot be read; the caller adds the
+/// file, and the row's number in the whole input.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The column's type is not one the connector reads.
+    Typing(String),
+    /// Row `.0` of the column cannot be read.
+    Row(usize, String),
+}
+
+/// `item_id` as text per row (`None` for null).
+pub(crate) fn item_ids(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, Refused> {
     text_rows(c, "item_id", true, "a string, a dictionary of strings or an integer")
 }
 
-/// `freq` as text per row (`None` for null); errors as [`item_ids`].
-pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
+/// `freq` as text per row (`None` for null).
+pub(crate) fn frequencies(c: &ArrayRef) -> std::result::Result<Vec<Option<String>>, Refused> {
     text_rows(c, "freq", false, "a string or a dictionary of strings")
 }
 
@@ -52,11 +61,11 @@ fn text_rows(
     name: &str,
     integers: bool,
     want: &str,
-) -> std::result::Result<Vec<Option<String>>, (usize, String)> {
+) -> std::result::Result<Vec<Option<String>>, Refused> {
     if !is_text(c.data_type(), integers) {
-        return Err((usize::MAX, format!("{name} has type {}, want {want}", c.data_type())));
+        return Err(Refused::Typing(format!("{name} has type {}, want {want}", c.data_type())));
     }
-    texts(c.as_ref()).map_err(|(r, why)| (r, format!("{name}: {why}")))
+    texts(c.as_ref()).map_err(|(r, why)| Refused::Row(r, format!("{name}: {why}")))
 }
 
 /// `ticks` of `per_s` per second as epoch seconds: whole seconds exact, a
@@ -89,13 +98,15 @@ pub fn int96_seconds(words: [u32; 3]) -> std::result::Result<f64, String> {
     ticks_to_s(whole, 1).map(|s| if frac == 0 { s } else { s + frac as f64 / 1e9 })
 }
 
-/// `start` per row in epoch seconds (`None` for null); `Err((row, why))` for a
-/// value that cannot be converted exactly, or `Err((usize::MAX, why))` for a typing
-/// that is refused.
-pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>>, (usize, String)> {
-    let each = |f: &dyn Fn(usize) -> std::result::Result<f64, String>| -> std::result::Result<Vec<Option<f64>>, (usize, String)> {
-        (0..c.len()).map(|r| if c.is_null(r) { Ok(None) } else { f(r).map(Some).map_err(|e| (r, e)) }).collect()
-    };
+/// `start` per row in epoch seconds (`None` for null); a row whose value
+/// cannot be converted exactly is [`Refused::Row`].
+pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>>, Refused> {
+    let each =
+        |f: &dyn Fn(usize) -> std::result::Result<f64, String>| -> std::result::Result<Vec<Option<f64>>, Refused> {
+            (0..c.len())
+                .map(|r| if c.is_null(r) { Ok(None) } else { f(r).map(Some).map_err(|e| Refused::Row(r, e)) })
+                .collect()
+        };
     match c.data_type() {
         DataType::Timestamp(unit, _) => {
             let (v, per_s): (&dyn Fn(usize) -> i64, i64) = match unit {
@@ -115,14 +126,16 @@ pub(crate) fn start_seconds(c: &ArrayRef) -> std::result::Result<Vec<Option<f64>
             each(&|r| ticks_to_s(d.value(r), 1_000))
         }
         t if is_text(t, false) => (0..c.len())
-            .map(|r| match text_at(c.as_ref(), r).map_err(|e| (r, format!("start: {e}")))? {
+            .map(|r| match text_at(c.as_ref(), r).map_err(|e| Refused::Row(r, format!("start: {e}")))? {
                 None => Ok(None),
-                Some(s) => {
-                    parse_iso8601(&s).map(Some).ok_or_else(|| (r, format!("start {s:?} is not an ISO-8601 date-time")))
-                }
+                Some(s) => parse_iso8601(&s)
+                    .map(Some)
+                    .ok_or_else(|| Refused::Row(r, format!("start {s:?} is not an ISO-8601 date-time"))),
             })
             .collect(),
-        other => Err((usize::MAX, format!("start has type {other}, want a timestamp, a date or an ISO-8601 string"))),
+        other => {
+            Err(Refused::Typing(format!("start has type {other}, want a timestamp, a date or an ISO-8601 string")))
+        }
     }
 }
 
