@@ -3,7 +3,10 @@
 # the ceiling is zstd level 3 on the BYTE_STREAM_SPLIT value bytes of the same
 # gen_bench.py input in 1 MiB pages on THREADS threads (examples/codec_limit.rs);
 # the writer is `timef ingest arrow` of that input (wall time, peak RSS).
-# Best of RUNS for both.
+# RUNS rounds, each a ceiling run right before a writer run: this machine's
+# speed drifts from minute to minute, so each round's share compares two runs
+# a second apart, and the figure is the median round's share (best-of figures
+# of both sides are printed too).
 #   scripts/bench_codec_limit.sh [TOTAL_MIB=256] [SHAPE=mixed] [RUNS=3] [THREADS=2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,18 +17,24 @@ cargo build --release --quiet --bin timef --example codec_limit
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-ceiling=0
+rounds=""
 for _ in $(seq "$runs"); do
-  line=$($bin/examples/codec_limit "$work/in.arrow" "$threads")
-  ceiling=$(python3 -c "import sys; print(max($ceiling, float('$line'.split()[5])))")
+  ceiling=$($bin/examples/codec_limit "$work/in.arrow" "$threads" | awk '{print $6}')
+  rm -rf "$work/out"
+  /usr/bin/time -f "%e %M" -o "$work/t" $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow" >/dev/null
+  read -r s kb < "$work/t"
+  rounds="$rounds $ceiling:$s:$kb"
 done
-. scripts/bench_lib.sh
-before_run() { rm -rf "$work/out"; }
-read -r _ best kb < <(best_of writer $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow")
-python3 - "$mib" "$shape" "$ceiling" "$best" "$kb" "$threads" <<'PY'
-import sys
-mib, shape, ceiling, s, kb, threads = float(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-w = mib / s
-print(f"codec ceiling ({threads} threads, zstd-3 on BSS pages): {ceiling:7.1f} MiB/s")
-print(f"writer ({shape} {mib:.0f} MiB): {s:6.2f} s  {w:7.1f} MiB/s  peak RSS {kb / 1024:.0f} MiB  = {100 * w / ceiling:.0f}% of the ceiling")
+python3 - "$mib" "$shape" "$threads" $rounds <<'PY'
+import statistics, sys
+mib, shape, threads = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+rounds = [tuple(float(x) for x in r.split(":")) for r in sys.argv[4:]]
+for i, (ceiling, s, kb) in enumerate(rounds, 1):
+    print(f"round {i}: ceiling {ceiling:7.1f} MiB/s, writer {s:5.2f} s {mib / s:7.1f} MiB/s"
+          f" (peak RSS {kb / 1024:.0f} MiB) = {100 * mib / s / ceiling:.0f}%")
+best_ceiling, best_s = max(r[0] for r in rounds), min(r[1] for r in rounds)
+share = statistics.median(100 * mib / s / ceiling for ceiling, s, _ in rounds)
+print(f"codec ceiling ({threads} threads, zstd-3 on BSS pages): best {best_ceiling:7.1f} MiB/s")
+print(f"writer ({shape} {mib:.0f} MiB): best {best_s:6.2f} s  {mib / best_s:7.1f} MiB/s"
+      f"  peak RSS {rounds[-1][2] / 1024:.0f} MiB  = {share:.0f}% of the ceiling (median round)")
 PY

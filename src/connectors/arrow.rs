@@ -108,33 +108,45 @@ impl Spill {
     }
 }
 
-/// Resident bytes a [`MappedValues`] keeps behind the series the writer takes:
-/// pages further back are released (64 MiB; more than the row groups in flight
-/// on a few cores, so the encoders seldom fault a page back in).
-const RELEASE_LAG_BYTES: usize = 64 << 20;
+/// Bytes of a [`MappedValues`] the writer may map by reading series between
+/// two releases of the whole mapping (16 MiB).
+const RELEASE_SWEEP_BYTES: usize = 16 << 20;
 
-/// Bytes of a mapping released at once behind the reads (4 MiB): consecutive
-/// series are released in blocks this large, not one `madvise` (and TLB
-/// shootdown) a series.
+/// Bytes of a file mapping that reading one of its pages maps, when they are
+/// in the page cache (Linux's `fault_around_bytes`, 64 KiB by default): a
+/// series is counted as the aligned windows of this size it spans.
+const FAULT_AROUND_BYTES: usize = 64 << 10;
+
+/// Whole pages of a series (bytes) from which its pages are also released on
+/// their own, as soon as the writer drops it (256 KiB).
+const RELEASE_ON_DROP_BYTES: usize = 256 << 10;
+
+/// Bytes of a mapping released at once behind the checking pass (4 MiB):
+/// consecutive series are released in blocks this large, not one `madvise`
+/// (and TLB shootdown) a series.
 const RELEASE_BLOCK_BYTES: usize = 4 << 20;
 
 /// The float32 values of a read-only mapping (the IPC input, or the spill of
 /// converted values), handed to the writer one series at a time
-/// ([`crate::dataset::ValuesStore`]). As the writer moves forward through the
-/// mapping, pages more than [`RELEASE_LAG_BYTES`] behind the series it takes
-/// are released, so resident memory follows the write, not the input, for
-/// series of any size (an input whose rows are not in write order faults
-/// pages back in, and keeps them, as any reader of it would).
+/// ([`crate::dataset::ValuesStore`]). Resident memory follows the write, not
+/// the input, for series of any size and in any order (`docs/format.md` §1
+/// "Memory"): the whole mapping is released each time the series the writer
+/// takes could have mapped another [`RELEASE_SWEEP_BYTES`] (each counted as
+/// the [`FAULT_AROUND_BYTES`] windows it spans), and a series of
+/// [`RELEASE_ON_DROP_BYTES`] or more also when the writer drops it. A series in flight whose pages a release
+/// took faults them back in from the file. Why not one release a series:
+/// each `madvise` interrupts the other cores to flush their TLBs, and one a
+/// series cost an ingest of small series (4 KiB each) a fifth of its time.
 struct MappedValues {
     /// The mapping and a buffer over all of it; the spill's is set when the pass ends.
     mapped: std::sync::OnceLock<(Buffer, Arc<memmap2::Mmap>)>,
-    /// Bytes below this offset were released.
-    released: std::sync::atomic::AtomicUsize,
+    /// Bytes the series taken so far could have mapped.
+    taken: std::sync::atomic::AtomicUsize,
 }
 
 impl MappedValues {
     fn new() -> MappedValues {
-        MappedValues { mapped: std::sync::OnceLock::new(), released: std::sync::atomic::AtomicUsize::new(0) }
+        MappedValues { mapped: std::sync::OnceLock::new(), taken: std::sync::atomic::AtomicUsize::new(0) }
     }
 
     /// Sets the mapping (once).
@@ -162,12 +174,19 @@ impl crate::dataset::ValuesStore for MappedValues {
         if offset.checked_add(len).is_none_or(|end| end > buffer.len() / 4) {
             return Err(format!("values {offset}+{len} outside a mapping of {} bytes", buffer.len()).into());
         }
-        let behind = (offset * 4).saturating_sub(RELEASE_LAG_BYTES) / RELEASE_BLOCK_BYTES * RELEASE_BLOCK_BYTES;
-        let released = self.released.fetch_max(behind, std::sync::atomic::Ordering::Relaxed);
-        if behind > released {
-            advise_dont_need(map, released..behind.min(map.len()));
+        let values = SeriesValues::new(buffer.clone(), offset, len);
+        // reading a page maps the cached pages of its fault-around window too
+        let (start, end) = (offset * 4, (offset + len) * 4);
+        let mapped = end.next_multiple_of(FAULT_AROUND_BYTES) - start / FAULT_AROUND_BYTES * FAULT_AROUND_BYTES;
+        // one taker each time the count passes a multiple of the sweep
+        let before = self.taken.fetch_add(mapped, std::sync::atomic::Ordering::Relaxed);
+        if (before + mapped) / RELEASE_SWEEP_BYTES > before / RELEASE_SWEEP_BYTES {
+            advise_dont_need(map, whole_pages_of(map, 0..map.len()));
         }
-        Ok(release_on_drop(SeriesValues::new(buffer.clone(), offset, len), map))
+        if whole_pages(map, &values).len() >= RELEASE_ON_DROP_BYTES {
+            return Ok(release_on_drop(values, map));
+        }
+        Ok(values)
     }
 }
 
@@ -974,11 +993,6 @@ impl Drop for ReleaseOnDrop {
 }
 
 fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValues {
-    // a series inside one page has nothing to release: no owner to allocate
-    // (two allocations a series, for millions of tiny series)
-    if whole_pages(map, &values).is_empty() {
-        return values;
-    }
     let len = values.len();
     let ptr = values.as_ptr() as *mut u8;
     let owner = Arc::new(ReleaseOnDrop { values, map: Arc::clone(map) });
@@ -1216,4 +1230,67 @@ fn decode_ipc_stream(
     }
     ipc_call(|| decoder.finish())?;
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::dataset::ValuesStore;
+
+    /// Resident bytes of this process's mapping that starts at `addr` (`/proc/self/smaps`).
+    fn resident_bytes(addr: usize) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            if line.split('-').next().and_then(|a| usize::from_str_radix(a, 16).ok()) == Some(addr) {
+                let rss = lines.find_map(|l| l.strip_prefix("Rss:")).unwrap();
+                return rss.trim().trim_end_matches("kB").trim().parse::<usize>().unwrap() * 1024;
+            }
+        }
+        panic!("no mapping at {addr:#x}");
+    }
+
+    /// Series taken in an order unrelated to their place in the mapping (a
+    /// write in id order of an input that is not) keep resident memory near
+    /// the sweep, not the input: 128 MiB of 4 KiB series, each read whole.
+    #[test]
+    fn series_taken_out_of_input_order_keep_resident_memory_bounded() {
+        use std::io::Write;
+        const SERIES_VALUES: usize = 1024;
+        const SERIES: usize = 32 * 1024;
+        let mut file = tempfile::tempfile().unwrap();
+        let mut block = Vec::with_capacity(SERIES_VALUES * 4);
+        for s in 0..SERIES {
+            block.clear();
+            (0..SERIES_VALUES).for_each(|k| block.extend_from_slice(&((s * SERIES_VALUES + k) as f32).to_le_bytes()));
+            file.write_all(&block).unwrap();
+        }
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap());
+        let addr = map.as_ptr() as usize;
+        let store = MappedValues::new();
+        store.set(Arc::clone(&map)).unwrap();
+        let (mut peak, mut sum) = (0, 0f64);
+        for k in 0..SERIES {
+            // a stride coprime with the count visits every series once, scattered
+            let s = k * 7919 % SERIES;
+            let values = store.values((s * SERIES_VALUES) as u64, SERIES_VALUES as u64).unwrap();
+            assert_eq!(
+                (values[0], values[SERIES_VALUES - 1]),
+                ((s * SERIES_VALUES) as f32, ((s + 1) * SERIES_VALUES - 1) as f32)
+            );
+            sum += values.iter().map(|&v| f64::from(v)).sum::<f64>();
+            // sampled off the sweep's own period (256 takes of one window each here)
+            if k % 97 == 96 {
+                peak = peak.max(resident_bytes(addr));
+            }
+        }
+        let n = (SERIES * SERIES_VALUES) as f64;
+        assert_eq!(sum, n * (n - 1.0) / 2.0);
+        // without the sweep, fault-around leaves most of the 128 MiB resident (112 MiB seen)
+        assert!(
+            (RELEASE_SWEEP_BYTES / 2..=RELEASE_SWEEP_BYTES).contains(&peak),
+            "peak resident {peak} bytes of a {} byte mapping",
+            map.len()
+        );
+    }
 }
