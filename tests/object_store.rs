@@ -5,6 +5,10 @@
 //! `TIMEF_TEST_S3_ENDPOINT`): without it they print "skipped: ..." and pass,
 //! except under CI (`CI` set), where they fail.
 
+// a build without the `s3` feature leaves out the tests that need an S3 client
+// of their own; the helpers only they use are then unused
+#![cfg_attr(not(feature = "s3"), allow(dead_code, unused_imports))]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -91,6 +95,7 @@ fn bucket(endpoint: &str, tag: &str) -> String {
 }
 
 /// An `object_store` client of the test's own, to look at what the writer left.
+#[cfg(feature = "s3")]
 fn raw_store(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
     raw_s3_store(bucket, &s3_options(endpoint))
 }
@@ -430,6 +435,7 @@ fn ls_on_an_object_store_lists_with_a_delimiter_never_every_shard() {
 
 // ---------------------------------------------------------------- S3 (moto on 127.0.0.1)
 
+#[cfg(feature = "s3")]
 #[test]
 fn s3_real_files_verify_conform_and_equal_the_local_bytes() {
     let Some(ep) = s3_endpoint("s3_real_files") else { return };
@@ -516,6 +522,7 @@ fn s3_real_files_verify_conform_and_equal_the_local_bytes() {
     assert!(out.contains("pages shared"), "{out}");
 }
 
+#[cfg(feature = "s3")]
 #[test]
 fn s3_two_writers_of_one_version_exactly_one_commits() {
     let Some(ep) = s3_endpoint("s3_race") else { return };
@@ -555,6 +562,7 @@ fn s3_two_writers_of_one_version_exactly_one_commits() {
     }
 }
 
+#[cfg(feature = "s3")]
 #[test]
 fn s3_a_shard_past_the_single_put_capacity_goes_out_as_multipart() {
     let Some(ep) = s3_endpoint("s3_multipart") else { return };
@@ -687,6 +695,7 @@ fn s3_over_https_trusts_the_roots_it_is_given_and_no_other() {
     assert!(err.ends_with("invalid peer certificate: UnknownIssuer\n"), "{err}");
 }
 
+#[cfg(feature = "s3")]
 #[test]
 fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
     if s3_endpoint("s3_server_stopped").is_none() {
@@ -729,6 +738,7 @@ fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
     assert!(timef::verify::verify_at(&root.join("n/1")).unwrap().is_ok());
 }
 
+#[cfg(feature = "s3")]
 #[test]
 fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
     let Some(ep) = s3_endpoint("s3_writer_killed") else { return };
@@ -794,6 +804,7 @@ fn urls_with_credentials_are_refused_without_showing_them() {
 /// a copy of its shard under another version's prefix, the sentinel) and its
 /// manifest lists a path leaving it: `cat` refuses (exit 2) before any GET of
 /// the sentinel (its bytes never show), `verify` reports (exit 1).
+#[cfg(feature = "s3")]
 #[test]
 fn s3_crafted_paths_never_leave_the_version_prefix() {
     let Some(ep) = s3_endpoint("s3_crafted_paths") else { return };
@@ -868,6 +879,7 @@ fn memory_verify_reports_objects_no_file_system_can_hold() {
 /// Issue 25 §2 on S3: an edit that changes no shard (a source added) places
 /// every shard with the store's server-side copy: it reads only footers and
 /// page indexes, its bytes equal the local edit's, and it verifies.
+#[cfg(feature = "s3")]
 #[test]
 fn s3_an_edit_changing_no_shard_copies_every_shard_server_side() {
     let Some(ep) = s3_endpoint("s3_shard_copy") else { return };
