@@ -16,12 +16,13 @@ py=.venv/bin/python; tools=../shared/tools
 cargo build --release --quiet --bin timef --example codec_limit
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+. scripts/bench_lib.sh
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
 rounds=""
 for _ in $(seq "$runs"); do
   ceiling=$($bin/examples/codec_limit "$work/in.arrow" "$threads" | awk '{print $6}')
   rm -rf "$work/out"
-  /usr/bin/time -f "%e %M" -o "$work/t" $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow" >/dev/null
+  timed "$work/t" $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow" >/dev/null
   read -r s kb < "$work/t"
   rounds="$rounds $ceiling:$s:$kb"
 done
@@ -32,9 +33,11 @@ rounds = [tuple(float(x) for x in r.split(":")) for r in sys.argv[4:]]
 for i, (ceiling, s, kb) in enumerate(rounds, 1):
     print(f"round {i}: ceiling {ceiling:7.1f} MiB/s, writer {s:5.2f} s {mib / s:7.1f} MiB/s"
           f" (peak RSS {kb / 1024:.0f} MiB) = {100 * mib / s / ceiling:.0f}%")
-best_ceiling, best_s = max(r[0] for r in rounds), min(r[1] for r in rounds)
-share = statistics.median(100 * mib / s / ceiling for ceiling, s, _ in rounds)
+best_ceiling = max(r[0] for r in rounds)
+_, best_s, best_kb = min(rounds, key=lambda r: r[1])
+# a round's own share (the lower middle one for an even count), never an average of two
+share = statistics.median_low(100 * mib / s / ceiling for ceiling, s, _ in rounds)
 print(f"codec ceiling ({threads} threads, zstd-3 on BSS pages): best {best_ceiling:7.1f} MiB/s")
 print(f"writer ({shape} {mib:.0f} MiB): best {best_s:6.2f} s  {mib / best_s:7.1f} MiB/s"
-      f"  peak RSS {rounds[-1][2] / 1024:.0f} MiB  = {share:.0f}% of the ceiling (median round)")
+      f"  peak RSS {best_kb / 1024:.0f} MiB  = {share:.0f}% of the ceiling (median round)")
 PY

@@ -27,7 +27,7 @@ struct Block {
 }
 
 /// What windows are cut from: each selected series alone, or with
-/// [`WindowOptions::stack_channels`] the selected series of each sample,
+/// [`super::WindowOptions::stack_channels`] the selected series of each sample,
 /// stacked. Stack `k` is `series[starts[k]..starts[k + 1]]`.
 #[derive(Debug, Default)]
 struct Stacks {
@@ -54,7 +54,7 @@ pub struct SeriesBlocks {
 /// Buffers reused from one read to the next (a fresh buffer is faulted in
 /// page by page as it is first written: a third of a read's time): the values
 /// of decoded row groups, and of whole buffers ([`BlockValues`], handed back
-/// by [`Windows`] once its windows are out). At most
+/// by [`super::Windows`] once its windows are out). At most
 /// [`MAX_POOLED_BUFFERS`] and [`MAX_POOLED_ROW_GROUPS`] are kept.
 #[derive(Default)]
 pub(super) struct Pool {
