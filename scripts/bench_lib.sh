@@ -1,13 +1,14 @@
 # Sourced by the benchmark scripts (scripts/bench_*.sh, dedup.sh): their shared helpers.
 #
 # timed OUT COMMAND...: runs COMMAND and writes "<wall time, s> <peak RSS, KiB>"
-# to OUT: the wall time to the microsecond (bash's EPOCHREALTIME; GNU time's %e
-# has 10 ms steps, 8% of a 0.13 s write), the RSS from GNU time.
+# to OUT: the wall time to 0.1 ms (bash's EPOCHREALTIME, GNU time's own ~2 ms
+# start included; its %e has 10 ms steps, 8% of a 0.13 s write), the RSS from
+# GNU time. EPOCHREALTIME carries the locale's decimal mark: read with a dot.
 timed() {
   local out=$1; shift
-  local t0=$EPOCHREALTIME status=0
+  local t0=${EPOCHREALTIME/,/.} status=0
   /usr/bin/time -f "%M" -o "$out.rss" "$@" || status=$?
-  local t1=$EPOCHREALTIME
+  local t1=${EPOCHREALTIME/,/.}
   printf '%s %s\n' "$(python3 -c "print(round($t1 - $t0, 4))")" "$(tail -n1 "$out.rss")" >"$out"
   return "$status"
 }

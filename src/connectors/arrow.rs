@@ -109,8 +109,9 @@ impl Spill {
 }
 
 /// Bytes of a [`MappedValues`] the writer may map by reading series between
-/// two releases of the whole mapping (16 MiB).
-const RELEASE_SWEEP_BYTES: usize = 16 << 20;
+/// two releases of the whole mapping (64 MiB, the former lag's budget: a
+/// smaller one releases pages an input far out of order reads again soon).
+const RELEASE_SWEEP_BYTES: usize = 64 << 20;
 
 /// Bytes of a file mapping that reading one of its pages maps, when they are
 /// in the page cache (Linux's `fault_around_bytes`, 64 KiB by default): a
@@ -137,11 +138,13 @@ const RELEASE_BLOCK_BYTES: usize = 4 << 20;
 /// ended in once), which bounds an input in any order when the kernel maps a
 /// fault's window; a kernel that maps a whole large folio on a fault (Linux 6
 /// does for files cached by large reads or writes) maps more per scattered
-/// series, up to the folio, and resident memory grows by that factor for an
-/// input far out of write order. A series in flight whose pages a release took
-/// faults them back in from the file. Why not one release a series: each
-/// `madvise` interrupts the other cores to flush their TLBs, and one a series
-/// cost an ingest of small series (4 KiB each) a sixth to a fifth of its time.
+/// series, up to the folio, so an input far out of write order may keep up to
+/// all of it resident, as it did before. A series in flight whose pages a
+/// release took faults them back in from the file (an input far out of order
+/// faults more than before, for less memory). Why not one release a series:
+/// each `madvise` interrupts the other cores to flush their TLBs, and one a
+/// series cost an ingest of small series (4 KiB each) a sixth to a fifth of
+/// its time.
 struct MappedValues {
     /// The mapping and a buffer over all of it; the spill's is set when the pass ends.
     mapped: std::sync::OnceLock<(Buffer, Arc<memmap2::Mmap>)>,
