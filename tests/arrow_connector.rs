@@ -248,7 +248,7 @@ fn an_item_id_seen_before_is_refused_in_any_batch_and_after_a_dropped_row() {
     );
 }
 
-/// An IPC input of 80 MB, more than the 64 MiB the writer may map between
+/// An IPC input of 80 MB, several times the 16 MiB the writer may map between
 /// two releases of the whole mapping (`docs/format.md` §1 "Memory"): its
 /// pages are released after the pass and again during the write, under
 /// series in flight too, and every value still reads back exactly.

@@ -109,9 +109,10 @@ impl Spill {
 }
 
 /// Bytes of a [`MappedValues`] the writer may map by reading series between
-/// two releases of the whole mapping (64 MiB, the former lag's budget: a
-/// smaller one releases pages an input far out of order reads again soon).
-const RELEASE_SWEEP_BYTES: usize = 64 << 20;
+/// two releases of the whole mapping (16 MiB: a 1 GiB mixed write peaks at
+/// ~185 MiB; with 64 MiB, at ~255 MiB, though an input far out of write order
+/// then reads fewer released pages again).
+const RELEASE_SWEEP_BYTES: usize = 16 << 20;
 
 /// Bytes of a file mapping that reading one of its pages maps, when they are
 /// in the page cache (Linux's `fault_around_bytes`, 64 KiB by default): a
