@@ -83,7 +83,7 @@ impl Backend {
             }
             #[cfg(not(feature = "s3"))]
             Kind::S3 => {
-                eprintln!("skipped: {test} on S3: this build has no `s3` feature (a default feature)");
+                skipped(&format!("{test} on S3: this build has no `s3` feature (a default feature)"));
                 return None;
             }
             #[cfg(feature = "s3")]
