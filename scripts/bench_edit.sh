@@ -37,7 +37,7 @@ $py "${SHARED:-../shared}/tools/gen_bench.py" "$work/in.arrow" --total-mib "$mib
 # runs the command; sets wall (s), rss (MiB), read (bytes read from the base's
 # shards, from its "copied ..." line) and copied (that line)
 run() {
-  /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>&1
+  timed "$work/time" "$@" >"$work/out" 2>&1
   read -r wall rss_kib <"$work/time"
   rss=$((rss_kib / 1024))
   copied=$(grep -o 'copied .*' "$work/out" || true)

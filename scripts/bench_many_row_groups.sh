@@ -6,6 +6,7 @@
 #   scripts/bench_many_row_groups.sh [ROW_GROUPS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
 py=.venv/bin/python
 [ -x "$py" ] || { echo "run .ci/run once to create .venv" >&2; exit 2; }
 cargo build --release --quiet
@@ -30,7 +31,7 @@ assert pq.ParquetFile(f"{work}/in.parquet").metadata.num_row_groups == groups
 PY
   for input in in.parquet in.arrow; do
     rm -rf "$work/out"
-    /usr/bin/time -f "%e %M" -o "$work/t" "$bin" ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/$input" >/dev/null
+    timed "$work/t" "$bin" ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/$input" >/dev/null
     read -r s kb < "$work/t"
     printf "%12s %10s %8s %10s %12s\n" "$groups" "$((groups * 10))" "${input#in.}" "$s" "$((kb / 1024))"
   done

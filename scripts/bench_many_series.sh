@@ -9,6 +9,7 @@
 #   about 2 KB per series; 1e7 exceeds what it finishes in reasonable time here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench_lib.sh
 [ $# -gt 0 ] || set -- 100000 1000000 10000000
 ref_max=${REF_MAX_N:-1000000}
 py=.venv/bin/python; tools=../shared/tools
@@ -20,7 +21,7 @@ results=$work/results; : > "$results"
 measure() { # label n out_root command...
   local label=$1 n=$2 root=$3; shift 3
   rm -rf "$root"
-  /usr/bin/time -f "%e %M" -o "$work/t" "$@" >/dev/null
+  timed "$work/t" "$@" >/dev/null
   read -r s kb < "$work/t"
   local v=$root/m/v1 sizes=""
   for f in time_series_index.parquet samples.parquet annotations.parquet manifest.json; do
