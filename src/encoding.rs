@@ -390,8 +390,109 @@ pub(crate) type PagePlan = [usize];
 
 /// A column chunk encoded into memory, ready to splice into a row group.
 pub(crate) struct EncodedChunk {
-    pub bytes: Bytes,
+    pub bytes: ChunkBytes,
     pub close: ColumnCloseResult,
+}
+
+/// A column chunk's bytes as consecutive segments, read end to end by the
+/// file writer without first being joined: a `values` page copied from a
+/// base stays in the buffer its row group was read into (`docs/format.md`
+/// §7, "Cost follows the change"), so its bytes are copied once less.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkBytes {
+    segments: Vec<Bytes>,
+    len: u64,
+}
+
+impl ChunkBytes {
+    /// Appends `bytes` after the segments so far.
+    pub(crate) fn push(&mut self, bytes: Bytes) {
+        if !bytes.is_empty() {
+            self.len += bytes.len() as u64;
+            self.segments.push(bytes);
+        }
+    }
+
+    /// The bytes from `start` on, as segments (the first one cut at `start`).
+    fn segments_from(&self, start: u64) -> std::vec::IntoIter<Bytes> {
+        let mut skip = start;
+        let mut rest = Vec::new();
+        for s in &self.segments {
+            let n = s.len() as u64;
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            rest.push(s.slice(skip as usize..));
+            skip = 0;
+        }
+        rest.into_iter()
+    }
+}
+
+impl From<Bytes> for ChunkBytes {
+    fn from(bytes: Bytes) -> Self {
+        let mut c = ChunkBytes::default();
+        c.push(bytes);
+        c
+    }
+}
+
+impl parquet::file::reader::Length for ChunkBytes {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for ChunkBytes {
+    type T = SegmentsRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<SegmentsRead> {
+        Ok(SegmentsRead { rest: self.segments_from(start), current: Bytes::new() })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let mut segments = self.segments_from(start);
+        match segments.next() {
+            Some(first) if first.len() >= length => Ok(first.slice(..length)),
+            first => {
+                let mut joined = Vec::with_capacity(length);
+                for s in first.into_iter().chain(segments) {
+                    let take = (length - joined.len()).min(s.len());
+                    joined.extend_from_slice(&s[..take]);
+                }
+                if joined.len() < length {
+                    let end = start.saturating_add(length as u64);
+                    return Err(parquet::errors::ParquetError::EOF(format!(
+                        "bytes {start}..{end} of a column chunk of {}",
+                        self.len
+                    )));
+                }
+                Ok(Bytes::from(joined))
+            }
+        }
+    }
+}
+
+/// A reader of a [`ChunkBytes`] from an offset on.
+pub(crate) struct SegmentsRead {
+    rest: std::vec::IntoIter<Bytes>,
+    current: Bytes,
+}
+
+impl std::io::Read for SegmentsRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rest.next() {
+                Some(next) => self.current = next,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        bytes::Buf::advance(&mut self.current, n);
+        Ok(n)
+    }
 }
 
 /// Encodes `data` as one column chunk of `descr` in a single data page (the
@@ -471,7 +572,7 @@ pub(crate) fn encode_pages(
             other => return Err(general(rel, format!("no leaf of a TimeF file is {other}"))),
         }
     };
-    Ok(EncodedChunk { bytes: Bytes::from(buf), close })
+    Ok(EncodedChunk { bytes: Bytes::from(buf).into(), close })
 }
 
 /// The physical types a leaf holds, and where [`Values`] keeps them.
@@ -734,5 +835,33 @@ mod tests {
         assert_eq!(pages[0], first_cut);
         assert_eq!(pages.iter().sum::<usize>(), 600_000);
         assert_eq!(pages.len(), 3, "{pages:?}");
+    }
+
+    #[test]
+    fn a_chunk_of_segments_reads_as_its_bytes_end_to_end() {
+        use parquet::file::reader::{ChunkReader, Length};
+        use std::io::Read;
+        let mut chunk = ChunkBytes::default();
+        for segment in [&b"abc"[..], b"", b"defg", b"h"] {
+            chunk.push(Bytes::copy_from_slice(segment));
+        }
+        assert_eq!(chunk.len(), 8);
+        for start in 0..=8u64 {
+            let mut read = Vec::new();
+            chunk.get_read(start).expect("read").read_to_end(&mut read).expect("read");
+            assert_eq!(read, &b"abcdefgh"[start as usize..], "from {start}");
+        }
+        // a read of one byte at a time crosses each segment's end
+        let mut one = [0u8; 1];
+        let mut reader = chunk.get_read(2).expect("read");
+        let got: Vec<u8> =
+            std::iter::from_fn(|| (reader.read(&mut one).expect("read") == 1).then_some(one[0])).collect();
+        assert_eq!(got, b"cdefgh");
+        // within one segment (a slice) and across segments (joined)
+        assert_eq!(chunk.get_bytes(3, 4).expect("bytes"), &b"defg"[..]);
+        assert_eq!(chunk.get_bytes(1, 6).expect("bytes"), &b"bcdefg"[..]);
+        assert_eq!(chunk.get_bytes(8, 0).expect("bytes"), &b""[..]);
+        let past = chunk.get_bytes(6, 3).expect_err("past the end");
+        assert_eq!(past.to_string(), "EOF: bytes 6..9 of a column chunk of 8");
     }
 }

@@ -552,7 +552,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Edit(a) => edit(a, &opts),
+        Command::Edit(a) => {
+            keep_freed_memory();
+            edit(a, &opts)
+        }
         Command::Dedup { base_dir, new_dir, json } => {
             let r = timef::dedup::measure_at(&loc(&base_dir)?, &loc(&new_dir)?)?;
             if json {

@@ -24,7 +24,7 @@ use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation}
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::encoding::EncodedChunk;
+use crate::encoding::{ChunkBytes, EncodedChunk};
 use crate::thrift::{PageHeader, PageKind};
 
 /// One `values` page as stored (header and body) with the figures its column
@@ -95,20 +95,13 @@ impl StoredPage {
 }
 
 /// The column chunk of `pages` (in order) of leaf `descr`, compressed with
-/// `codec`. `whole`, when given, is the pages' bytes end to end (a chunk
-/// just encoded): the chunk's bytes without a copy.
+/// `codec`; its bytes are the pages' own buffers, end to end, not a copy.
 pub(crate) fn splice(
     descr: ColumnDescPtr,
     codec: Compression,
     pages: Vec<StoredPage>,
-    whole: Option<Bytes>,
 ) -> Result<EncodedChunk, Problem> {
-    let total: usize = pages.iter().map(|p| p.bytes.len()).sum();
-    let mut bytes = match &whole {
-        Some(w) if w.len() != total => return Err(format!("{} bytes given for pages of {total}", w.len())),
-        Some(_) => Vec::new(),
-        None => Vec::with_capacity(total),
-    };
+    let mut bytes = ChunkBytes::default();
     let mut offset = 0i64;
     let mut locations = Vec::with_capacity(pages.len());
     let mut index = ColumnIndexBuilder::new(PhysicalType::FLOAT);
@@ -128,9 +121,7 @@ pub(crate) fn splice(
             first_row_index: rows,
         });
         offset += p.bytes.len() as i64;
-        if whole.is_none() {
-            bytes.extend_from_slice(&p.bytes);
-        }
+        bytes.push(p.bytes.clone());
         uncompressed += p.uncompressed_bytes;
         num_values += p.num_values;
         rows += p.rows;
@@ -188,8 +179,7 @@ pub(crate) fn splice(
         .with_nan_count(nans)
         .with_backwards_compatible_min_max(descr.sort_order().is_signed())
         .into();
-    let bytes = whole.unwrap_or_else(|| Bytes::from(bytes));
-    let total = bytes.len() as i64;
+    let total = offset;
     let metadata = ColumnChunkMetaData::builder(descr)
         .set_compression(codec)
         .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))

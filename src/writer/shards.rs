@@ -548,16 +548,13 @@ fn build_row_group(
         column: "values".into(),
         reason: format!("building the values column chunk: {reason}"),
     };
-    let (fresh_bytes, fresh) = values_pages::encode(codec, &values, &encoded_pages).map_err(splice_err)?;
-    // a chunk of fresh pages only is their bytes as encoded, not a copy
-    let whole = (took.pages_copied == 0).then_some(fresh_bytes);
-    let mut fresh = fresh.into_iter();
+    let mut fresh = values_pages::encode(codec, &values, &encoded_pages).map_err(splice_err)?.into_iter();
     let pages = copied
         .into_iter()
         .map(|copy| copy.or_else(|| fresh.next()))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| splice_err("fewer encoded pages than planned".into()))?;
-    let chunk = page_splice::splice(descr, codec.compression(), pages, whole).map_err(splice_err)?;
+    let chunk = page_splice::splice(descr, codec.compression(), pages).map_err(splice_err)?;
     chunks.push(chunk);
     let index = rows.iter().map(|r| r.row).collect();
     Ok((chunks, index, took))
