@@ -30,8 +30,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::location::Inner;
 use super::object::{self, ObjectLocation};
-use super::{local, parse_staged, pause_point, Inner, Location, Small, CLAIM, MANIFEST, PARTS_MARKER};
+use super::{local, parse_staged, pause_point, Location, Small, CLAIM, MANIFEST, PARTS_MARKER};
 use crate::error::{Error, Result};
 use crate::limits::MAX_MANIFEST_BYTES;
 

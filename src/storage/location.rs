@@ -1,0 +1,333 @@
+//! Where a version, a dataset or a root lives ([`Location`]: a local path or
+//! an object-store URL) and the reads through it: files opened for ranged reads,
+//! small files, read-ahead, listings.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{local, object, ReadFailure, Source, SourceInner, StorageOptions, MAX_OBJECT_COPY_BYTES};
+use crate::error::{Error, Result};
+
+/// Where a version, a dataset or a root lives: a local path or an object-store URL.
+///
+/// Cloning is cheap (an object-store client is shared). `Display` gives the path
+/// or the URL without credentials, query or fragment.
+#[derive(Clone)]
+pub struct Location(pub(super) Inner);
+
+#[derive(Clone)]
+pub(super) enum Inner {
+    /// A local path, and the version directory (opened once) it is a file
+    /// of, or is: opened relative to that handle without following a
+    /// symbolic link below it.
+    Local(PathBuf, Option<Arc<local::VersionDir>>),
+    Object(object::ObjectLocation),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Inner::Local(p, _) => write!(f, "{}", p.display()),
+            Inner::Object(o) => write!(f, "{o}"),
+        }
+    }
+}
+
+impl fmt::Debug for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Location({self})")
+    }
+}
+
+/// True when `text` is a URL (`<scheme>://...`) rather than a local path.
+pub fn is_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-')
+    })
+}
+
+impl Location {
+    /// A local path.
+    pub fn local(path: impl Into<PathBuf>) -> Location {
+        Location(Inner::Local(path.into(), None))
+    }
+
+    /// A local path, or a URL when `text` starts with `<scheme>://`. URLs take
+    /// their credentials and endpoint from the environment (`AWS_*`, `GOOGLE_*`,
+    /// `AZURE_*`), overridden by `options`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] for a URL that does not parse, a scheme that is not
+    /// supported (or whose cargo feature is off), or a malformed option value;
+    /// [`Error::UnknownStorageOption`] for a key the store does not take.
+    pub fn parse(text: &str, options: &StorageOptions) -> Result<Location> {
+        if is_url(text) {
+            Ok(Location(Inner::Object(object::ObjectLocation::parse(text, options)?)))
+        } else {
+            Ok(Location::local(text))
+        }
+    }
+
+    /// [`Location::parse`] of a path argument (a path whose text is a URL is
+    /// the URL), with options from the environment only.
+    pub fn from_path(path: &Path) -> Result<Location> {
+        match path.to_str() {
+            Some(text) if is_url(text) => Location::parse(text, &StorageOptions::new()),
+            _ => Ok(Location::local(path)),
+        }
+    }
+
+    /// A location on an `object_store` the caller built (e.g. a wrapping or
+    /// in-memory store in tests); `label` is the URL prefix shown in messages
+    /// (e.g. `memory://test`) and `prefix` the path inside the store. A cloud
+    /// client (S3, GCS, Azure) needs a rustls provider before it is built:
+    /// call [`install_tls_provider`](super::install_tls_provider) first (building it panics otherwise).
+    pub fn from_object_store(
+        store: std::sync::Arc<dyn object_store::ObjectStore>,
+        label: &str,
+        prefix: &str,
+    ) -> Result<Location> {
+        Ok(Location(Inner::Object(object::ObjectLocation::from_store(store, label, prefix)?)))
+    }
+
+    /// The local path, when this is one.
+    pub fn as_local(&self) -> Option<&Path> {
+        match &self.0 {
+            Inner::Local(p, _) => Some(p),
+            Inner::Object(_) => None,
+        }
+    }
+
+    /// `self/rel` (`rel` is `/`-separated).
+    pub fn join(&self, rel: &str) -> Location {
+        match &self.0 {
+            Inner::Local(p, _) => Location::local(p.join(rel)),
+            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+        }
+    }
+
+    /// This location as a version to read files of with
+    /// [`Location::version_file`]: a local directory is opened here, once, and
+    /// every file of the version is then opened relative to that handle
+    /// (docs/format.md "Paths inside a version"); an object-store prefix is
+    /// returned as is.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the local directory cannot be opened (`NotFound`,
+    /// `NotADirectory` included).
+    pub(crate) fn open_version(&self) -> Result<Location> {
+        match &self.0 {
+            Inner::Local(p, Some(dir)) if dir.path() == p => Ok(self.clone()),
+            Inner::Local(p, _) => Ok(Location(Inner::Local(p.clone(), Some(Arc::new(local::VersionDir::open(p)?))))),
+            Inner::Object(_) => Ok(self.clone()),
+        }
+    }
+
+    /// The local version directory's handle ([`Location::open_version`]).
+    ///
+    /// # Errors
+    /// As [`Location::open_version`]; [`Error::InvalidUrl`] on an object store.
+    pub(crate) fn local_version_dir(&self) -> Result<Arc<local::VersionDir>> {
+        match self.open_version()?.0 {
+            Inner::Local(_, Some(dir)) => Ok(dir),
+            _ => Err(Error::InvalidUrl { url: self.to_string(), reason: "not a local directory".into() }),
+        }
+    }
+
+    /// The file `rel` of the version at `self` (see [`Location::open_version`]),
+    /// for reading: a local one is opened relative to the version's handle
+    /// without following a symbolic link and must be a regular file; on an
+    /// object store it is the object under the version prefix. `rel` must
+    /// already satisfy [`version_path::path_problem`](super::version_path::path_problem).
+    ///
+    /// # Errors
+    /// As [`Location::open_version`], when `self` was not opened by it.
+    pub(crate) fn version_file(&self, rel: &str) -> Result<Location> {
+        match &self.open_version()?.0 {
+            Inner::Local(p, dir) => Ok(Location(Inner::Local(p.join(rel), dir.clone()))),
+            Inner::Object(o) => Ok(Location(Inner::Object(o.join(rel)))),
+        }
+    }
+
+    /// The last path segment.
+    pub fn file_name(&self) -> Option<String> {
+        match &self.0 {
+            Inner::Local(p, _) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+            Inner::Object(o) => o.file_name(),
+        }
+    }
+
+    /// The location as errors and messages name it (a URL stays a URL).
+    pub fn to_path_buf(&self) -> PathBuf {
+        match &self.0 {
+            Inner::Local(p, _) => p.clone(),
+            Inner::Object(o) => PathBuf::from(o.to_string()),
+        }
+    }
+
+    /// The bytes of a small file (at most `max_bytes`).
+    pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
+        match &self.0 {
+            Inner::Local(p, v) => local::read_small(p, v.as_deref(), max_bytes),
+            Inner::Object(o) => o.read_small(max_bytes),
+        }
+    }
+
+    /// The file for ranged reads (parquet's `ChunkReader`): a local file, or
+    /// ranged GETs of the object.
+    ///
+    /// # Errors
+    /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
+    pub fn open(&self) -> Result<Source> {
+        match &self.0 {
+            Inner::Local(p, v) => {
+                let file = local::open(p, v.as_deref())?;
+                let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
+                Ok(Source(SourceInner::File(file, len), ReadFailure::default()))
+            }
+            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?), ReadFailure::default())),
+        }
+    }
+
+    /// Fetches `ranges` of this file ahead of its reads (an object:
+    /// coalesced, concurrent ranged GETs, after which reads of those bytes
+    /// through the same store handle, the opened version's, need no request;
+    /// docs/format.md §10 "Object stores"), held until the [`Prefetched`]
+    /// returned is dropped. Nothing on a local path.
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead(&self, ranges: Vec<std::ops::Range<u64>>) -> Result<Prefetched> {
+        match &self.0 {
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead(ranges)?)))),
+        }
+    }
+
+    /// Requests and bytes of the reads through this location's store handle
+    /// (every location of one opened version shares it); `None` on a local path.
+    pub fn read_stats(&self) -> Option<object::ReadStats> {
+        match &self.0 {
+            Inner::Local(..) => None,
+            Inner::Object(o) => Some(o.read_stats()),
+        }
+    }
+
+    /// Every file under this location, relative and `/`-separated, sorted, with
+    /// its size in bytes; plus the sub-directories that could not be listed
+    /// (local only). Symbolic links are not followed.
+    pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String)>)> {
+        match &self.0 {
+            Inner::Local(p, _) => Ok(local::walk(p)),
+            Inner::Object(o) => Ok((o.list_files()?, Vec::new())),
+        }
+    }
+
+    /// The names of the directories (common prefixes) directly under this location, sorted.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when nothing is at this location (no directory; no
+    /// bucket; no object under the prefix); I/O and store errors.
+    pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
+        match &self.0 {
+            Inner::Local(p, _) => local::list_dirs(p).map_err(|e| match e {
+                Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => missing_dir(p),
+                other => other,
+            }),
+            Inner::Object(o) => o.list_dirs(),
+        }
+    }
+
+    /// The error for a version at this location without `manifest.json`
+    /// (docs/format.md "Exit codes"): [`Error::Missing`] when nothing is
+    /// there (no directory; no bucket or container; no object under the
+    /// prefix), [`Error::NotAVersion`] for a place that exists.
+    pub(crate) fn no_manifest(&self) -> Error {
+        let exists = match &self.0 {
+            Inner::Local(p, _) => match p.symlink_metadata() {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(Error::io(p, e)),
+            },
+            Inner::Object(o) => o.exists(),
+        };
+        match exists {
+            Ok(true) => Error::NotAVersion { path: self.to_path_buf(), reason: "no manifest.json".into() },
+            Ok(false) => match &self.0 {
+                Inner::Local(p, _) => missing_dir(p),
+                Inner::Object(_) => {
+                    Error::Missing { path: self.to_path_buf(), what: "no object under this prefix".into() }
+                }
+            },
+            Err(e) => e,
+        }
+    }
+
+    /// Streams the file once through `f`, block by block; returns its size.
+    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+        match &self.0 {
+            Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
+            Inner::Object(o) => o.stream(f),
+        }
+    }
+
+    /// The largest file a part of a distributed write may stage here (see
+    /// [`MAX_OBJECT_COPY_BYTES`]); `None` on a local path (parts are renamed,
+    /// never copied).
+    pub fn max_part_file_bytes(&self) -> Option<u64> {
+        match &self.0 {
+            Inner::Local(..) => None,
+            Inner::Object(_) => Some(MAX_OBJECT_COPY_BYTES),
+        }
+    }
+
+    /// Checks that a version can be committed here: [`Error::AlreadyExists`] when
+    /// it holds a committed version, [`Error::NotAVersion`] when something else is
+    /// in the way. Only looks; writes nothing.
+    pub fn ensure_absent(&self) -> Result<()> {
+        match &self.0 {
+            Inner::Local(p, _) => local::ensure_absent(p),
+            Inner::Object(o) => o.ensure_absent(),
+        }
+    }
+}
+
+impl Location {
+    /// Fetches the last `bytes` of this file (a Parquet file's footer and
+    /// page index) ahead of its reads, as [`Location::read_ahead`].
+    ///
+    /// # Errors
+    /// [`Error::ObjectStore`] / [`Error::Missing`] of a failed GET.
+    pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<Prefetched> {
+        match &self.0 {
+            Inner::Local(..) => Ok(Prefetched(None)),
+            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead_tail(bytes)?)))),
+        }
+    }
+}
+
+/// Bytes fetched ahead by [`Location::read_ahead`]; dropped, they are freed.
+pub(crate) struct Prefetched(Option<(object::ObjectLocation, u64)>);
+
+impl Drop for Prefetched {
+    fn drop(&mut self) {
+        if let Some((o, owner)) = &self.0 {
+            o.release_read_ahead(*owner);
+        }
+    }
+}
+
+/// The [`Error::Missing`] of a local directory that is not there.
+pub(crate) fn missing_dir(p: &Path) -> Error {
+    Error::Missing { path: p.to_path_buf(), what: "no such directory".into() }
+}
+
+/// What [`Location::read_small`] found.
+pub(crate) enum Small {
+    Bytes(Vec<u8>),
+    Missing,
+    /// Not a regular file, or larger than allowed (the reason).
+    Refused(String),
+}
