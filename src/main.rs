@@ -926,7 +926,9 @@ fn exit_code(e: &Error) -> u8 {
         source.kind(),
         std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory | std::io::ErrorKind::IsADirectory
     ));
-    let interrupted = matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Interrupted);
+    // an error after Ctrl-C is the abort it asked for, whatever it surfaced as
+    let interrupted = timef::storage::interrupted()
+        || matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Interrupted);
     if interrupted {
         130
     } else if e.is_user_error() || bad_path {

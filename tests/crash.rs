@@ -303,3 +303,53 @@ fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
         assert_eq!(cli(&["verify", dir.to_str().unwrap()]).0, 0, "{point}");
     }
 }
+
+#[test]
+fn ctrl_c_mid_shard_aborts_the_write_at_its_next_write_and_exits_130() {
+    // a writer paused mid-shard gets SIGINT, says it aborts, then goes on: its
+    // next write fails (once it spun for ever: `write_all` and the parquet
+    // writer's `io::copy` retry an `Interrupted` write), its staging goes, and
+    // nothing is committed
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let resume_on = root.join("resume");
+    let args = ingest_args(root, "v1");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_timef"))
+        .args(&args)
+        .env(timef::storage::PAUSE_AT_ENV, "mid-shard")
+        .env(timef::storage::RESUME_ON_ENV, &resume_on)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run timef");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
+    let mut wait_for = |want: &str| {
+        let seen: Vec<String> = lines.by_ref().take_while(|l| l != want).collect();
+        seen
+    };
+    let before = wait_for("timef: paused at mid-shard");
+    assert_eq!(staging_dirs(root).len(), 1, "paused with its staging: {before:?}");
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
+    assert!(kill.success());
+    let said = wait_for("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
+    assert!(said.is_empty(), "{said:?}");
+    std::fs::write(&resume_on, b"").unwrap();
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("still writing 30 s after Ctrl-C and the resume");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let rest: Vec<String> = lines.collect();
+    assert_eq!(code, Some(130), "{rest:?}");
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert!(rest[0].starts_with("timef: error: ") && rest[0].ends_with("interrupted (Ctrl-C)"), "{rest:?}");
+    assert!(staging_dirs(root).is_empty(), "the aborted write's staging is removed");
+    assert_eq!(dataset_entries(root), Vec::<String>::new(), "nothing committed");
+}

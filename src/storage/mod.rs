@@ -22,6 +22,7 @@
 //! Everything stays synchronous for callers: the object-store backend runs its
 //! requests on an internal tokio runtime of [`IO_THREADS`] threads.
 
+mod file_hash;
 mod file_syncs;
 mod gc;
 pub mod local;
@@ -227,7 +228,10 @@ pub fn interrupt() -> bool {
     LIVE_STAGINGS.load(Ordering::SeqCst) > 0
 }
 
-fn interrupted() -> bool {
+/// True once [`interrupt`] was called: a write that failed after it failed
+/// because it was asked to stop (the CLI exits with 130 then, whatever error
+/// the abort surfaced as).
+pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 

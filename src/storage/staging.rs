@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::file_hash::FileHash;
 use super::location::Inner;
 use super::{
     check_interrupted, file_syncs, interrupted, local, object, Location, Source, StorageOptions, MANIFEST, PARTS_MARKER,
@@ -97,7 +98,7 @@ impl Staging {
                 (Sink::Object(Box::new(upload)), display)
             }
         };
-        Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+        Ok(StagedFile { sink, display, rel: rel.to_string(), hash: FileHash::new(), bytes: 0 })
     }
 
     /// Places `from`, a finished file of another version (versions are
@@ -364,7 +365,7 @@ impl FileSink for PartStaging {
                 (Sink::Part(Box::new(upload), o.clone()), display)
             }
         };
-        Ok(StagedFile { sink, display, rel: rel.to_string(), hasher: Sha256::new(), bytes: 0 })
+        Ok(StagedFile { sink, display, rel: rel.to_string(), hash: FileHash::new(), bytes: 0 })
     }
     /// A part's files are its own (a distributed write has no base).
     fn copy_file(&mut self, _rel: &str, _from: &Location) -> Result<Option<u64>> {
@@ -381,11 +382,12 @@ impl FileSink for PartStaging {
 /// A file being written: computes its sha256 and size while the bytes stream
 /// out (local file, or object-store upload: one PUT when small, multipart past
 /// [`DEFAULT_SINGLE_PUT_BYTES`](super::DEFAULT_SINGLE_PUT_BYTES)). Dropped unfinished, an upload is aborted.
+/// A file past 4 MiB is hashed on a thread of its own.
 pub struct StagedFile {
     sink: Sink,
     display: PathBuf,
     rel: String,
-    hasher: Sha256,
+    hash: FileHash,
     bytes: u64,
 }
 
@@ -427,7 +429,8 @@ impl StagedFile {
     /// [`Staging::publish`] waits for; object store: the last PUT or the
     /// multipart completion) and returns its size and sha256.
     pub fn finish(self) -> Result<WrittenFile> {
-        let StagedFile { sink, display, rel, hasher, bytes } = self;
+        let StagedFile { sink, display, rel, hash, bytes } = self;
+        let sha256 = hash.finish().map_err(|e| Error::io(&display, e))?;
         match sink {
             Sink::Local(mut file, syncs) => {
                 file.flush().map_err(|e| Error::io(&display, e))?;
@@ -439,7 +442,46 @@ impl StagedFile {
             }
             Sink::Part(upload, prefix) => prefix.finish(upload)?,
         }
-        Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(hasher.finalize()) })
+        Ok(WrittenFile { path: rel, bytes, sha256: hex::encode(sha256) })
+    }
+
+    /// Writes all of `block`, taken as it is, so its hash needs no copy of
+    /// it; returns an empty buffer to reuse.
+    ///
+    /// # Errors
+    /// As [`Write::write_all`].
+    pub(crate) fn write_owned(&mut self, block: Vec<u8>) -> io::Result<Vec<u8>> {
+        let mut at = 0;
+        while at < block.len() {
+            match self.write_unhashed(&block[at..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.hash.update_owned(block))
+    }
+
+    /// Writes some of `buf` (the count returned) without hashing it. After
+    /// [`super::interrupt`], fails with an error of kind `Other`, not
+    /// `Interrupted`: `write_all` and `io::copy` (the parquet writer's) retry
+    /// an `Interrupted` write, so a Ctrl-C would spin there for ever.
+    fn write_unhashed(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if interrupted() {
+            return Err(io::Error::other("interrupted (Ctrl-C)"));
+        }
+        let n = match &mut self.sink {
+            Sink::Local(f, _) => f.write(buf)?,
+            Sink::LocalRename(p) => p.file.write(buf)?,
+            Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
+        };
+        let before = self.bytes;
+        self.bytes += n as u64;
+        if self.bytes / WRITEBACK_BLOCK_BYTES > before / WRITEBACK_BLOCK_BYTES {
+            self.start_writeback(self.bytes / WRITEBACK_BLOCK_BYTES * WRITEBACK_BLOCK_BYTES);
+        }
+        Ok(n)
     }
 }
 
@@ -468,20 +510,8 @@ impl StagedFile {
 
 impl Write for StagedFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if interrupted() {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)"));
-        }
-        let n = match &mut self.sink {
-            Sink::Local(f, _) => f.write(buf)?,
-            Sink::LocalRename(p) => p.file.write(buf)?,
-            Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
-        };
-        self.hasher.update(&buf[..n]);
-        let before = self.bytes;
-        self.bytes += n as u64;
-        if self.bytes / WRITEBACK_BLOCK_BYTES > before / WRITEBACK_BLOCK_BYTES {
-            self.start_writeback(self.bytes / WRITEBACK_BLOCK_BYTES * WRITEBACK_BLOCK_BYTES);
-        }
+        let n = self.write_unhashed(buf)?;
+        self.hash.update(&buf[..n]);
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {

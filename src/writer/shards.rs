@@ -595,8 +595,7 @@ impl FooterSink {
     /// Passes the gathered bytes on.
     fn pass_block(&mut self) -> std::io::Result<()> {
         if !self.block.is_empty() {
-            std::io::Write::write_all(&mut self.file, &self.block)?;
-            self.block.clear();
+            self.block = self.file.write_owned(std::mem::take(&mut self.block))?;
         }
         Ok(())
     }
@@ -607,6 +606,11 @@ impl std::io::Write for FooterSink {
         match &mut self.footer {
             Some(kept) => kept.extend_from_slice(buf),
             None => {
+                // a block is passed on before it would outgrow its buffer (a
+                // grown buffer is a copy of the block)
+                if self.block.len() + buf.len() > self.block.capacity().max(PASS_BLOCK_BYTES) {
+                    self.pass_block()?;
+                }
                 if self.block.capacity() == 0 {
                     self.block.reserve_exact(PASS_BLOCK_BYTES);
                 }
