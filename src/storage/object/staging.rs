@@ -1,0 +1,455 @@
+//! The writer's side of the object-store protocol (the parent module's claim,
+//! commit and abort; the uploads are `upload.rs`'s): the claim of a version and
+//! gc's take-over of a dead writer's, a distributed write's parts' prefix
+//! ([`PartPrefix`]) and the version being written ([`Staging`]).
+
+use std::fmt;
+use std::io;
+use std::sync::{Arc, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use sha2::{Digest, Sha256};
+
+use super::super::{LiveGuard, Small, WrittenFile, CLAIM, MANIFEST, PARTS_MARKER};
+use super::upload::{Landed, Upload};
+use super::ObjectLocation;
+use crate::error::{Error, Result};
+use crate::runtime::block_on;
+
+impl ObjectLocation {
+    /// Deletes every object under this parts' prefix, its marker
+    /// [`PARTS_MARKER`] last: until the marker goes, `gc` finds what is left.
+    fn delete_parts(&self) -> Result<()> {
+        let mut all = self.list_all()?;
+        all.sort_by_key(|m| (m.location.filename() == Some(PARTS_MARKER), m.location.clone()));
+        for m in all {
+            self.at(m.location).delete()?;
+        }
+        Ok(())
+    }
+}
+
+/// The writer id a claim holds; `None` when it is gone or unreadable.
+pub(in crate::storage) fn claim_writer(claim: &ObjectLocation) -> Result<Option<String>> {
+    match claim.read_small(1 << 16)? {
+        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).ok().map(|c| c.writer_id)),
+        Small::Missing | Small::Refused(_) => Ok(None),
+    }
+}
+
+/// `created_by` of the claim `gc` puts over a dead writer's before it
+/// deletes that version's objects (docs/format.md §1 "Clearing a dead
+/// writer's claim"): such a claim is dead at any age.
+pub(super) const GC_CLAIM_BY: &str = "timef gc";
+
+/// True when the claim is the one `gc` put ([`GC_CLAIM_BY`]).
+pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
+    match claim.read_small(1 << 16)? {
+        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.created_by == GC_CLAIM_BY)),
+        Small::Missing | Small::Refused(_) => Ok(false),
+    }
+}
+
+/// Replaces the dead writer's `claim` with gc's own (a new writer id): that
+/// writer, were it alive, then fails its claim check, and the version stays
+/// marked until gc deletes the claim, last.
+pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation) -> Result<()> {
+    let c = Claim {
+        writer_id: new_writer_id(),
+        created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        created_by: GC_CLAIM_BY.to_string(),
+    };
+    let bytes = serde_json::to_vec(&c).unwrap_or_default();
+    match block_on(claim.store().put_opts(&claim.path, PutPayload::from(bytes), PutOptions::default()))? {
+        Ok(_) => Ok(()),
+        Err(e) => Err(claim.err(e)),
+    }
+}
+
+/// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
+/// also the write id of a distributed write.
+fn new_writer_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// True for a writer id [`new_writer_id`] makes; `gc` only touches parts'
+/// prefixes named with one.
+pub(in crate::storage) fn is_writer_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `.tmp-<version>-<writer id>`: the name of a distributed write's parts' prefix.
+fn parts_name(version: &ObjectLocation, writer_id: &str) -> String {
+    format!(".tmp-{}-{writer_id}", version.file_name().unwrap_or_default())
+}
+
+/// A worker's view of a distributed write's parts' prefix: uploads go there,
+/// each only while the version's claim holds the write id.
+#[derive(Clone)]
+pub(crate) struct PartPrefix {
+    location: ObjectLocation,
+    claim: ObjectLocation,
+    write_id: String,
+}
+
+impl PartPrefix {
+    /// The prefix at `location` (`<dataset>/.tmp-<version>-<write_id>`).
+    pub(crate) fn new(location: ObjectLocation, version: &str, write_id: &str) -> PartPrefix {
+        let claim = location.parent().join(version).join(CLAIM);
+        PartPrefix { location, claim, write_id: write_id.to_string() }
+    }
+
+    pub(crate) fn location(&self) -> &ObjectLocation {
+        &self.location
+    }
+
+    /// Checks that the version's claim still holds this write's id.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (`NotFound`) when it does not: the write was committed,
+    /// aborted or collected by gc (and maybe another write holds the version).
+    pub(crate) fn check_claim(&self) -> Result<()> {
+        if claim_writer(&self.claim)?.as_deref() == Some(self.write_id.as_str()) {
+            return Ok(());
+        }
+        let why =
+            "the version's claim does not hold this write's id (the write was committed, aborted or collected by gc)";
+        Err(Error::io(self.claim.to_string(), io::Error::new(io::ErrorKind::NotFound, why)))
+    }
+
+    /// Completes `upload`, a file of this prefix, then checks the claim again:
+    /// a write that ended (committed, aborted, collected) while the file was
+    /// uploading has deleted its prefix, marker included, so the file is
+    /// deleted here rather than left where nothing marks it as a writer's.
+    ///
+    /// # Errors
+    /// As [`Upload::finish`] and [`PartPrefix::check_claim`].
+    pub(crate) fn finish(&self, upload: Box<Upload>) -> Result<()> {
+        let at = upload.location().clone();
+        upload.finish()?;
+        self.check_claim().inspect_err(|_| {
+            let _ = at.delete();
+        })
+    }
+}
+
+/// The content of a parts' prefix's marker [`PARTS_MARKER`]: whose write it
+/// is and since when (no secret).
+#[derive(serde::Serialize)]
+struct PartsMarker {
+    write_id: String,
+    version: String,
+    created_at_unix_s: u64,
+    created_by: String,
+}
+
+/// The claim's content: who holds it and since when (no secret).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Claim {
+    writer_id: String,
+    created_at_unix_s: u64,
+    created_by: String,
+}
+
+/// A version being written on an object store: the claim is held; data files go
+/// to their final keys; [`Staging::publish`] writes the manifest. A distributed
+/// write's staging also owns its parts' prefix.
+pub(crate) struct Staging {
+    target: ObjectLocation,
+    writer_id: String,
+    /// Every object this writer put under the version, and what the store
+    /// answered once it was complete (unset until then).
+    written: Vec<(ObjectLocation, Arc<OnceLock<Landed>>)>,
+    /// Parts of a distributed write upload under [`Staging::parts_location`].
+    for_parts: bool,
+    manifest: Option<Vec<u8>>,
+    published: bool,
+    _live: LiveGuard,
+}
+
+impl fmt::Debug for Staging {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectStaging").field("target", &self.target.to_string()).finish_non_exhaustive()
+    }
+}
+
+/// The error of a writer whose claim is gone or another writer's.
+fn claim_lost(target: &ObjectLocation) -> Error {
+    Error::io(
+        target.join(CLAIM).to_string(),
+        io::Error::other("the claim is no longer this writer's (cleared by gc?); nothing was committed"),
+    )
+}
+
+impl Staging {
+    pub(crate) fn create(target: &ObjectLocation) -> Result<Staging> {
+        Staging::claim(target, false)
+    }
+
+    pub(crate) fn create_for_parts(target: &ObjectLocation) -> Result<Staging> {
+        Staging::claim(target, true)
+    }
+
+    fn claim(target: &ObjectLocation, for_parts: bool) -> Result<Staging> {
+        target.ensure_absent()?;
+        let writer_id = new_writer_id();
+        let claim = Claim {
+            writer_id: writer_id.clone(),
+            created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            created_by: format!("timef {}", env!("CARGO_PKG_VERSION")),
+        };
+        let bytes = Bytes::from(serde_json::to_vec(&claim).unwrap_or_default());
+        let claim_loc = target.join(CLAIM);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes.clone()), opts))? {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                return Err(Error::AlreadyExists { path: target.to_string().into() })
+            }
+            Err(e) => return Err(claim_loc.err(e)),
+        }
+        // a store that ignores `If-None-Match: *` takes a second create of the
+        // claim too; then the claim above proves nothing, and two writers could
+        // overwrite each other's files: stop before any data is written
+        let again = PutOptions { mode: PutMode::Create, ..Default::default() };
+        let probe = block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), again))?;
+        match probe {
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+            Ok(_) => {
+                // the claim is deleted only while it is ours (it may have replaced another writer's)
+                if claim_writer(&claim_loc)?.as_deref() == Some(writer_id.as_str()) {
+                    let _ = claim_loc.delete();
+                }
+                return Err(Error::UnsafeStore {
+                    url: target.backend.label.clone(),
+                    lacks: format!(
+                        "conditional writes: a second create of {claim_loc} with If-None-Match: * was accepted, \
+                         so two writers of one version could overwrite each other's files (a proxy that drops \
+                         the header, or a server without the feature)"
+                    ),
+                });
+            }
+            Err(e) => return Err(claim_loc.err(e)),
+        }
+        let staging = Staging {
+            target: target.clone(),
+            writer_id,
+            written: Vec::new(),
+            for_parts,
+            manifest: None,
+            published: false,
+            _live: LiveGuard::new(),
+        };
+        // a writer may have committed and released its claim just before ours
+        staging.target.ensure_absent()?;
+        // objects under the prefix that are not ours (left by a writer whose
+        // claim was cleared, or put there by hand) would be read by every glob
+        // over the version: refuse, like the local backend's non-empty directory
+        let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
+        if foreign {
+            return Err(Error::NotAVersion {
+                path: staging.target.to_string().into(),
+                reason: "holds objects but no committed version (no manifest.json); nothing marks them as a writer's, so gc keeps them: remove them by hand or choose another version".into(),
+            });
+        }
+        if for_parts {
+            // first in the parts' prefix: what marks it as this write's for gc
+            // (docs/format.md §1 "Distributed writes")
+            let marker = staging.parts_location().join(PARTS_MARKER);
+            let bytes = serde_json::to_vec(&PartsMarker {
+                write_id: staging.writer_id.clone(),
+                version: target.file_name().unwrap_or_default(),
+                created_at_unix_s: claim.created_at_unix_s,
+                created_by: claim.created_by.clone(),
+            })
+            .unwrap_or_default();
+            block_on(marker.store().put(&marker.path, PutPayload::from(bytes)))?.map_err(|e| marker.err(e))?;
+        }
+        Ok(staging)
+    }
+
+    pub(crate) fn location(&self) -> &ObjectLocation {
+        &self.target
+    }
+
+    pub(crate) fn writer_id(&self) -> &str {
+        &self.writer_id
+    }
+
+    /// `<dataset>/.tmp-<version>-<writer id>`: where a distributed write's parts upload.
+    pub(crate) fn parts_location(&self) -> ObjectLocation {
+        self.target.parent().join(&parts_name(&self.target, &self.writer_id))
+    }
+
+    pub(crate) fn create_file(&mut self, rel: &str) -> Result<Upload> {
+        let loc = self.target.join(rel);
+        let record = Arc::new(OnceLock::new());
+        self.written.push((loc.clone(), Arc::clone(&record)));
+        Ok(Upload::recorded(loc, record))
+    }
+
+    /// Copies the part file `rel` from the parts' prefix onto its key under the
+    /// version, while the claim is this writer's; returns the copy.
+    pub(crate) fn copy_part_file(&mut self, rel: &str) -> Result<ObjectLocation> {
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
+        let from = self.parts_location().join(rel);
+        self.copy_recorded(&from, rel)?;
+        Ok(self.target.join(rel))
+    }
+
+    /// The store's server-side copy of `from` onto `rel` of the version,
+    /// recorded with its size and ETag as an upload's; returns its size.
+    fn copy_recorded(&mut self, from: &ObjectLocation, rel: &str) -> Result<u64> {
+        let to = self.target.join(rel);
+        let record = Arc::new(OnceLock::new());
+        self.written.push((to.clone(), Arc::clone(&record)));
+        block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
+        // a copy answers no ETag: what the store holds right after it is what this writer put
+        let meta = block_on(self.target.store().head(&to.path))?.map_err(|e| to.err(e))?;
+        let _ = record.set(Landed { bytes: meta.size, e_tag: meta.e_tag });
+        Ok(meta.size)
+    }
+
+    /// Copies `from` (a finished file of another version, on this store)
+    /// onto `rel` of the version with the store's server-side copy, while the
+    /// claim is this writer's, and records it as an upload's size and ETag
+    /// are (what the commit checks); returns its size. `None` when `from` is
+    /// on another store, or on `file://` when the copy (a hard link) is
+    /// refused, e.g. across devices (then nothing is left of it: the writer
+    /// builds the file from the base's pages).
+    pub(crate) fn copy_file(&mut self, rel: &str, from: &ObjectLocation) -> Result<Option<u64>> {
+        if from.backend.identity != self.target.backend.identity {
+            return Ok(None);
+        }
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
+        match self.copy_recorded(from, rel) {
+            Err(_) if from.file_path().is_some() => {
+                let to = self.target.join(rel);
+                self.written.retain(|(written, _)| written.path != to.path);
+                Ok(None)
+            }
+            copied => copied.map(Some),
+        }
+    }
+
+    pub(crate) fn stage_manifest(&mut self, bytes: Vec<u8>) -> WrittenFile {
+        let written = WrittenFile {
+            path: MANIFEST.to_string(),
+            bytes: bytes.len() as u64,
+            sha256: hex::encode(Sha256::digest(&bytes)),
+        };
+        self.manifest = Some(bytes);
+        written
+    }
+
+    /// Checks that every file this writer put still has the size and ETag
+    /// the store answered for it: another writer (one whose claim was
+    /// cleared, or one on a store that ignored the claim's condition) may have
+    /// put other bytes at the same key.
+    fn check_files(&self) -> Result<()> {
+        for (loc, landed) in &self.written {
+            let changed = |found: String| {
+                Error::io(
+                    loc.to_string(),
+                    io::Error::other(format!(
+                        "changed since this writer put it ({found}); another writer wrote the version; nothing was committed"
+                    )),
+                )
+            };
+            let Some(landed) = landed.get() else {
+                return Err(changed("its upload never finished".into()));
+            };
+            let meta = match block_on(loc.store().head(&loc.path))? {
+                Ok(meta) => meta,
+                Err(object_store::Error::NotFound { .. }) => return Err(changed("it is gone".into())),
+                Err(e) => return Err(loc.err(e)),
+            };
+            let tag_differs = matches!((&landed.e_tag, &meta.e_tag), (Some(a), Some(b)) if a != b);
+            if meta.size != landed.bytes || tag_differs {
+                return Err(changed(format!(
+                    "written: {} bytes, ETag {}; found: {} bytes, ETag {}",
+                    landed.bytes,
+                    landed.e_tag.as_deref().unwrap_or("-"),
+                    meta.size,
+                    meta.e_tag.as_deref().unwrap_or("-")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// True while the claim is this writer's.
+    fn holds_claim(&self) -> Result<bool> {
+        Ok(claim_writer(&self.target.join(CLAIM))?.is_some_and(|w| w == self.writer_id))
+    }
+
+    pub(crate) fn publish(mut self) -> Result<std::path::PathBuf> {
+        let Some(bytes) = self.manifest.take() else {
+            return Err(Error::io(self.target.to_string(), io::Error::other("no manifest was staged")));
+        };
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
+        self.check_files()?;
+        let manifest = self.target.join(MANIFEST);
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes.clone()), opts))? {
+            Ok(_) => {}
+            Err(e) => {
+                // a retried or timed-out create may have landed: if the manifest
+                // there is ours, the version is committed (and must not be aborted)
+                if matches!(manifest.read_small(bytes.len() as u64 + 1), Ok(Small::Bytes(ref b)) if *b == bytes) {
+                    self.published = true;
+                    let _ = self.target.join(CLAIM).delete();
+                    return Ok(self.target.to_string().into());
+                }
+                // whatever the manifest there is, its files must stay
+                if manifest.size().ok().flatten().is_some() {
+                    self.published = true;
+                }
+                return Err(match e {
+                    object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
+                        Error::AlreadyExists { path: self.target.to_string().into() }
+                    }
+                    e => manifest.err(e),
+                });
+            }
+        }
+        self.published = true;
+        // committed; a claim left by a failed delete is cleared by gc
+        let _ = self.target.join(CLAIM).delete();
+        Ok(self.target.to_string().into())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.published {
+            // only while the claim is ours and no manifest is there: otherwise
+            // these keys may be another writer's, or a committed version's, files
+            let committed = !matches!(self.target.join(MANIFEST).size(), Ok(None));
+            if !committed && self.holds_claim().unwrap_or(false) {
+                let mut all_deleted = true;
+                for (loc, _) in &self.written {
+                    all_deleted &= loc.delete().is_ok();
+                }
+                // a claim over files that could not be deleted is what lets gc find them
+                if all_deleted {
+                    let _ = self.target.join(CLAIM).delete();
+                }
+            }
+        }
+        // committed or not, the parts' prefix is this write's alone (its name
+        // holds the writer id); what a failed delete leaves there, marker
+        // last, gc removes once no live claim holds the id
+        if self.for_parts {
+            let _ = self.parts_location().delete_parts();
+        }
+    }
+}
