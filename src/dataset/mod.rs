@@ -350,7 +350,7 @@ pub(crate) trait ValuesStore: Send + Sync {
 ///
 /// Insert entities with the `add_*` methods; each validates the entity's own
 /// fields and refuses a second entity with the same id and different content.
-/// Series and samples are stored column by column ([`columns`]), so a dataset
+/// Series and samples are stored column by column (module `dataset::columns`), so a dataset
 /// of millions of series costs tens of bytes a series; the iterators hand out
 /// owned rows, sorted by id.
 #[derive(Default)]

@@ -10,7 +10,7 @@
 //! 2. The writer creates every file through [`Staging::create_file`]; the
 //!    seam's [`super::StagedFile`] computes the sha256 while the bytes are
 //!    written and starts the file's fsync when it is finished
-//!    ([`super::file_syncs`]: on a thread of its own, so the next file is
+//!    (`storage::file_syncs`: on a thread of its own, so the next file is
 //!    written meanwhile).
 //! 3. [`Staging::publish`] waits for every file's fsync, fsyncs the staging
 //!    directory and its subdirectories,

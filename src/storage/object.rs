@@ -10,7 +10,7 @@
 //!    Create the claim a second time the same way: a store that accepts that
 //!    ignores conditional writes, and the write stops ([`Error::UnsafeStore`])
 //!    before any data file is written.
-//! 3. Stream every data file to its final key ([`Upload`]: one PUT up to
+//! 3. Stream every data file to its final key (`Upload`: one PUT up to
 //!    [`super::DEFAULT_SINGLE_PUT_BYTES`], multipart past it), keeping the size
 //!    and ETag the store answered. Readers ignore a prefix without a manifest,
 //!    so nothing is visible yet.
@@ -24,10 +24,10 @@
 //! claim, but only while the claim is still this writer's. A writer killed
 //! outright leaves its claim and objects: [`super::gc`] clears them.
 //!
-//! A distributed write ([`Staging::create_for_parts`]) claims the version the
+//! A distributed write ([`super::Staging::create_for_parts`]) claims the version the
 //! same way, with the write id as the claim's writer id; its workers upload
 //! only under the parts' prefix `<dataset>/.tmp-<version>-<write id>/` beside
-//! the version ([`PartPrefix`], checking the claim before and after each
+//! the version (`PartPrefix`, checking the claim before and after each
 //! file), and the commit copies each part file onto its key under the version
 //! while it holds the claim, so no worker ever writes a key of the version.
 //! The coordinator puts the prefix's marker [`PARTS_MARKER`](super::PARTS_MARKER) first; the prefix

@@ -50,7 +50,7 @@ impl Staging {
     /// worker fails instead of bringing it back). Object store: the prefix
     /// `<dataset>/.tmp-<version>-<write id>/` beside the version, the write id
     /// being the claim's writer id; workers upload only there and the commit
-    /// copies each part file into the version ([`Staging::take_part_file`]).
+    /// copies each part file into the version (`Staging::take_part_file`).
     ///
     /// # Errors
     /// As [`Staging::create`].

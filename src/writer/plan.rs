@@ -5,7 +5,7 @@
 //! [`Planner`] is an incremental state machine fed each chunk's size and key
 //! hash in write order. The single-machine writer feeds it as each loader runs
 //! (streaming, bounded memory); a distributed write feeds it from metadata up
-//! front ([`Plan::new`]), and each part feeds it again from the start of each
+//! front ([`Layout::new`]), and each part feeds it again from the start of each
 //! of its shards. Same code, same cuts: the layout cannot depend on who writes.
 //!
 //! A shard always starts with fresh cutter state (a shard closes only at a
