@@ -305,51 +305,28 @@ fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
 }
 
 #[test]
-fn ctrl_c_mid_shard_aborts_the_write_at_its_next_write_and_exits_130() {
-    // a writer paused mid-shard gets SIGINT, says it aborts, then goes on: its
-    // next write fails (once it spun for ever: `write_all` and the parquet
-    // writer's `io::copy` retry an `Interrupted` write), its staging goes, and
-    // nothing is committed
+fn ctrl_c_at_every_point_before_the_rename_aborts_the_write_and_exits_130() {
+    // the writer stops at its next write to a file or at the commit, its
+    // staging goes, nothing is committed and it exits 130 (mid-shard it once
+    // spun for ever: `write_all` and the parquet writer's `io::copy` retry an
+    // `Interrupted` write; at staging-made it exited at once, leaving its
+    // `.new-*` directory; from manifest-staged on it committed); after the
+    // rename the version is committed and stays so
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let resume_on = root.join("resume");
-    let args = ingest_args(root, "v1");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_timef"))
-        .args(&args)
-        .env(timef::storage::PAUSE_AT_ENV, "mid-shard")
-        .env(timef::storage::RESUME_ON_ENV, &resume_on)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run timef");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines().map_while(Result::ok);
-    let mut wait_for = |want: &str| {
-        let seen: Vec<String> = lines.by_ref().take_while(|l| l != want).collect();
-        seen
-    };
-    let before = wait_for("timef: paused at mid-shard");
-    assert_eq!(staging_dirs(root).len(), 1, "paused with its staging: {before:?}");
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
-    assert!(kill.success());
-    let said = wait_for("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
-    assert!(said.is_empty(), "{said:?}");
-    std::fs::write(&resume_on, b"").unwrap();
-    let start = std::time::Instant::now();
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
+    for (i, point) in POINTS.iter().enumerate() {
+        let root = tmp.path().join(format!("r{i}"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+        cmd.args(ingest_args(&root, "v1"));
+        let (code, stderr) = ctrl_c_at(cmd, point, &tmp.path().join(format!("resume{i}")));
+        assert!(staging_dirs(&root).is_empty(), "{point}: no staging left");
+        if *point == "after-rename" {
+            assert_eq!((code, stderr.len()), (Some(0), 0), "{point}: {stderr:?}");
+            assert_eq!(dataset_entries(&root), ["v1"], "{point}");
+            assert_eq!(tree(&root.join("BasicMotions/v1")), VERSION_ENTRIES, "{point}");
+        } else {
+            assert_eq!(code, Some(130), "{point}: {stderr:?}");
+            assert_interrupted_error(point, &stderr);
+            assert_eq!(dataset_entries(&root), Vec::<String>::new(), "{point}: nothing committed");
         }
-        if start.elapsed() > std::time::Duration::from_secs(30) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("still writing 30 s after Ctrl-C and the resume");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let rest: Vec<String> = lines.collect();
-    assert_eq!(code, Some(130), "{rest:?}");
-    assert_eq!(rest.len(), 1, "{rest:?}");
-    assert!(rest[0].starts_with("timef: error: ") && rest[0].ends_with("interrupted (Ctrl-C)"), "{rest:?}");
-    assert!(staging_dirs(root).is_empty(), "the aborted write's staging is removed");
-    assert_eq!(dataset_entries(root), Vec::<String>::new(), "nothing committed");
+    }
 }

@@ -27,6 +27,8 @@ pub(crate) struct FileHash {
     state: State,
     /// Bytes given so far.
     bytes: u64,
+    /// A hashing thread was asked for (it is not asked again when none started).
+    asked: bool,
 }
 
 enum State {
@@ -43,7 +45,7 @@ enum State {
 
 impl FileHash {
     pub(crate) fn new() -> FileHash {
-        FileHash { state: State::Here(Sha256::new()), bytes: 0 }
+        FileHash { state: State::Here(Sha256::new()), bytes: 0, asked: false }
     }
 
     /// Adds `buf`.
@@ -99,12 +101,14 @@ impl FileHash {
     }
 
     /// Moves the hash to a thread of its own once the file is past
-    /// [`HASH_THREAD_AFTER_BYTES`]; it stays here when no thread can start.
+    /// [`HASH_THREAD_AFTER_BYTES`]; it stays here when no thread can start
+    /// (asked once a file).
     fn start_thread(&mut self) {
         let State::Here(h) = &mut self.state else { return };
-        if self.bytes < HASH_THREAD_AFTER_BYTES {
+        if self.asked || self.bytes < HASH_THREAD_AFTER_BYTES {
             return;
         }
+        self.asked = true;
         let hasher = h.clone();
         let (blocks, to_hash) = mpsc::sync_channel::<Vec<u8>>(HASH_BLOCKS_IN_FLIGHT);
         let (give_back, emptied) = mpsc::channel::<Vec<u8>>();

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::file_syncs::FileSyncs;
-use super::{LiveGuard, Small, MANIFEST};
+use super::{check_interrupted, LiveGuard, Small, MANIFEST};
 use crate::error::{Error, Result};
 
 /// Random characters in a staging directory's name (`[A-Za-z0-9]`, ~190 bits).
@@ -107,6 +107,9 @@ impl Staging {
         let parent = target.parent().ok_or_else(|| Error::io(target, io::Error::other("no parent directory")))?;
         let version = target.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let new_prefix = format!("{NEW_PREFIX}{version}-");
+        // live before the first mkdir: a Ctrl-C from here on aborts the write
+        // (which removes what was made), not the process
+        let live = LiveGuard::new();
         // armed before the first mkdir: any error below removes what was made
         let mut created_parents = CreatedDirs::default();
         // another writer's abort may remove an empty parent, and gc a `.new-*`
@@ -166,7 +169,7 @@ impl Staging {
             syncs: Arc::default(),
             published: false,
             _owner: owner,
-            _live: LiveGuard::new(),
+            _live: live,
         })
     }
 
@@ -288,6 +291,8 @@ impl Staging {
             self.synced_dirs.push(fsync_dir(d)?);
         }
         super::pause_point("before-rename");
+        // the last moment a Ctrl-C can stop the commit
+        check_interrupted(&self.dir)?;
         rename_noreplace(&self.dir, &self.target)?;
         self.published = true;
         self.created_parents.0.clear();

@@ -43,7 +43,7 @@ pub use staging::{PartStaging, StagedFile, Staging, StagingRef, WrittenFile};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -236,7 +236,7 @@ pub fn interrupted() -> bool {
 }
 
 /// An `Interrupted` I/O error naming `at` once [`interrupt`] was called.
-pub(crate) fn check_interrupted(at: &Path) -> Result<()> {
+pub(crate) fn check_interrupted(at: impl Into<PathBuf>) -> Result<()> {
     if interrupted() {
         return Err(Error::io(at, io::Error::new(io::ErrorKind::Interrupted, "interrupted (Ctrl-C)")));
     }

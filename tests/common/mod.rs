@@ -264,6 +264,54 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Runs `cmd` (a `timef` write) paused at `point` until `resume_on` exists
+/// (`TIMEF_TEST_PAUSE_AT`, `TIMEF_TEST_RESUME_ON`), sends it SIGINT there,
+/// waits until it says it aborts, lets it go on and waits for it (30 s at
+/// most: a writer still running then fails the test). Returns its exit code
+/// and the stderr lines after the abort message.
+pub fn ctrl_c_at(mut cmd: Command, point: &str, resume_on: &Path) -> (Option<i32>, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .env(timef::storage::PAUSE_AT_ENV, point)
+        .env(timef::storage::RESUME_ON_ENV, resume_on)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run timef");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines().map_while(Result::ok);
+    let mut wait_for = |want: &str| lines.by_ref().take_while(|l| l != want).collect::<Vec<String>>();
+    let before = wait_for(&format!("timef: paused at {point}"));
+    assert!(before.is_empty(), "{point}: {before:?}");
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
+    assert!(kill.success());
+    let said = wait_for("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
+    assert!(said.is_empty(), "{point}: {said:?}");
+    std::fs::write(resume_on, b"").expect("the resume file");
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{point}: still writing 30 s after Ctrl-C and the resume");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (code, lines.collect())
+}
+
+/// Asserts that `stderr` (a write's lines after Ctrl-C) is the one error
+/// line of an interrupted write.
+pub fn assert_interrupted_error(point: &str, stderr: &[String]) {
+    assert_eq!(stderr.len(), 1, "{point}: {stderr:?}");
+    assert!(
+        stderr[0].starts_with("timef: error: ") && stderr[0].ends_with("interrupted (Ctrl-C)"),
+        "{point}: {stderr:?}"
+    );
+}
+
 /// Runs a Python script file under `tests/py/` with the venv's Python; returns
 /// stdout, panicking with stderr on failure. `None` when there is no venv outside CI.
 pub fn py_script(script: &str, args: &[&str]) -> Option<String> {

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sha2::{Digest, Sha256};
 
-use super::super::{LiveGuard, Small, WrittenFile, CLAIM, MANIFEST, PARTS_MARKER};
+use super::super::{check_interrupted, LiveGuard, Small, WrittenFile, CLAIM, MANIFEST, PARTS_MARKER};
 use super::upload::{Landed, Upload};
 use super::ObjectLocation;
 use crate::error::{Error, Result};
@@ -194,6 +194,9 @@ impl Staging {
 
     fn claim(target: &ObjectLocation, for_parts: bool) -> Result<Staging> {
         target.ensure_absent()?;
+        // live before the claim is put: a Ctrl-C from here on aborts the write
+        // (which deletes the claim), not the process
+        let live = LiveGuard::new();
         let writer_id = new_writer_id();
         let claim = Claim {
             writer_id: writer_id.clone(),
@@ -240,7 +243,7 @@ impl Staging {
             for_parts,
             manifest: None,
             published: false,
-            _live: LiveGuard::new(),
+            _live: live,
         };
         // a writer may have committed and released its claim just before ours
         staging.target.ensure_absent()?;
@@ -397,6 +400,8 @@ impl Staging {
             return Err(claim_lost(&self.target));
         }
         self.check_files()?;
+        // the last moment a Ctrl-C can stop the commit
+        check_interrupted(self.target.to_string())?;
         let manifest = self.target.join(MANIFEST);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes.clone()), opts))? {
