@@ -286,7 +286,17 @@ impl Staging {
         self.target.parent().join(&parts_name(&self.target, &self.writer_id))
     }
 
+    /// Starts the upload of `rel`, while the claim is this writer's: a writer
+    /// whose claim was replaced (two creates that both landed on a store whose
+    /// conditional create is not atomic) or cleared stops before it writes a
+    /// key another writer may have committed (docs/format.md §1).
+    ///
+    /// # Errors
+    /// An I/O error naming the claim when it is no longer this writer's.
     pub(crate) fn create_file(&mut self, rel: &str) -> Result<Upload> {
+        if !self.holds_claim()? {
+            return Err(claim_lost(&self.target));
+        }
         let loc = self.target.join(rel);
         let record = Arc::new(OnceLock::new());
         self.written.push((loc.clone(), Arc::clone(&record)));
