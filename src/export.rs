@@ -63,10 +63,11 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
     // created as any new file is (0666 less the umask), not tempfile's private 0600
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io(out, e))?;
-    // counted as a live write, so that Ctrl-C stops it at the next batch and the
-    // temporary file is removed instead of the process exiting at once
+    // counted as a live write from before its temporary file, so that Ctrl-C
+    // stops it at the next batch or before the rename and the temporary file is
+    // removed instead of the process exiting at once
     let _live = crate::storage::LiveGuard::new();
+    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io(out, e))?;
     let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone().map_err(|e| Error::io(out, e))?);
     let (series, chunks, values) = (scan.series_meta().len() as u64, scan.chunks(), scan.values());
     let arrow_err = |e: arrow_schema::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };
@@ -105,6 +106,8 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
     drop(file);
     tmp.as_file().sync_all().map_err(|e| Error::io(out, e))?;
     let bytes = tmp.as_file().metadata().map_err(|e| Error::io(out, e))?.len();
+    // the last moment a Ctrl-C can stop the export
+    crate::storage::check_interrupted(out)?;
     tmp.persist_noclobber(out).map_err(|e| Error::io(out, e.error))?;
     Ok(ExportSummary { series, chunks, values, bytes })
 }

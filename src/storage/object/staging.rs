@@ -217,24 +217,26 @@ impl Staging {
         // claim too; then the claim above proves nothing, and two writers could
         // overwrite each other's files: stop before any data is written
         let again = PutOptions { mode: PutMode::Create, ..Default::default() };
-        let probe = block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), again))?;
-        match probe {
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
-            Ok(_) => {
-                // the claim is deleted only while it is ours (it may have replaced another writer's)
-                if claim_writer(&claim_loc)?.as_deref() == Some(writer_id.as_str()) {
-                    let _ = claim_loc.delete();
-                }
-                return Err(Error::UnsafeStore {
-                    url: target.backend.label.clone(),
-                    lacks: format!(
-                        "conditional writes: a second create of {claim_loc} with If-None-Match: * was accepted, \
-                         so two writers of one version could overwrite each other's files (a proxy that drops \
-                         the header, or a server without the feature)"
-                    ),
-                });
+        let probe = block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes), again));
+        let refused = match probe {
+            Ok(Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => None,
+            Ok(Ok(_)) => Some(Error::UnsafeStore {
+                url: target.backend.label.clone(),
+                lacks: format!(
+                    "conditional writes: a second create of {claim_loc} with If-None-Match: * was accepted, \
+                     so two writers of one version could overwrite each other's files (a proxy that drops \
+                     the header, or a server without the feature)"
+                ),
+            }),
+            Ok(Err(e)) => Some(claim_loc.err(e)),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = refused {
+            // the claim is deleted only while it is ours (it may have replaced another writer's)
+            if claim_writer(&claim_loc).ok().flatten().as_deref() == Some(writer_id.as_str()) {
+                let _ = claim_loc.delete();
             }
-            Err(e) => return Err(claim_loc.err(e)),
+            return Err(e);
         }
         let staging = Staging {
             target: target.clone(),
