@@ -548,58 +548,64 @@ fn s3_ctrl_c_before_the_manifest_aborts_the_write_deletes_all_it_put_and_exits_1
 #[cfg(feature = "s3")]
 #[test]
 fn s3_a_writer_whose_claim_was_cleared_writes_no_file_over_a_committed_version() {
-    // A claims the version and pauses; its claim goes (as a gc run against a
-    // live writer would clear it); B writes the version and commits; A goes
-    // on and stops at its first file, before any byte of it is uploaded
+    // A claims the version and pauses (before its first file, or with a shard
+    // half encoded); its claim goes (as a gc run against a live writer would
+    // clear it); B writes the version and commits; A goes on and stops before
+    // any file of its own comes to be (its next file's start, or its shard's
+    // PUT), so B's committed files stay B's
     let Some(ep) = s3_endpoint("s3_claim_cleared") else { return };
     let b = bucket(&ep, "cleared");
     let store = raw_store(&ep, &b);
     let tmp = tempfile::tempdir().unwrap();
-    let resume_on = tmp.path().join("resume");
-    let root = format!("s3://{b}/r");
-    let ingest = |file: &str| -> Vec<String> {
-        ["--quiet", "ingest", "ucr", "--root", &root, "--name", "BasicMotions", "--version", "1"]
-            .iter()
-            .map(ToString::to_string)
-            .chain([real(file).to_string_lossy().into_owned()])
-            .collect()
-    };
-    let mut a = Command::new(env!("CARGO_BIN_EXE_timef"));
-    s3_env(&mut a, &ep);
-    let mut a = a
-        .args(ingest("ucr/BasicMotions_TRAIN.ts"))
-        .env(timef::storage::PAUSE_AT_ENV, "staging-created")
-        .env(timef::storage::RESUME_ON_ENV, &resume_on)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run timef");
-    let mut a_err = std::io::BufReader::new(a.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut a_err, &mut line).unwrap();
-    assert_eq!(line, "timef: paused at staging-created\n");
-    let claim = ObjPath::from("r/BasicMotions/1/_timef_claim.json");
-    rt().block_on(store.delete(&claim)).unwrap();
-    let b_args = ingest("ucr/BasicMotions_TEST.ts");
-    let (code, out, err) = timef_s3(&ep, &b_args.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), format!("{root}/BasicMotions/1"));
-    let committed = objects(&store, "r/BasicMotions/1");
-    std::fs::write(&resume_on, b"").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut a_err, &mut rest).unwrap();
-    assert_eq!(a.wait().unwrap().code(), Some(3), "{rest}");
-    assert_eq!(
-        rest,
-        format!(
-            "timef: error: I/O on {root}/BasicMotions/1/_timef_claim.json: the claim is no longer this \
-             writer's (cleared by gc?); nothing was committed\n"
-        )
-    );
-    let v = Version::open_at(Location::parse(&format!("{root}/BasicMotions/1"), &s3_options(&ep)).unwrap()).unwrap();
-    assert_eq!(objects(&store, "r/BasicMotions/1"), committed);
-    assert_eq!(committed, listed_plus_manifest(&v));
-    assert!(timef::verify::verify_at(v.location()).unwrap().is_ok(), "B's version is whole");
+    for point in ["staging-created", "mid-shard"] {
+        let resume_on = tmp.path().join(point);
+        let root = format!("s3://{b}/{point}");
+        let ingest = |file: &str| -> Vec<String> {
+            ["--quiet", "ingest", "ucr", "--root", &root, "--name", "BasicMotions", "--version", "1"]
+                .iter()
+                .map(ToString::to_string)
+                .chain([real(file).to_string_lossy().into_owned()])
+                .collect()
+        };
+        let mut a = Command::new(env!("CARGO_BIN_EXE_timef"));
+        s3_env(&mut a, &ep);
+        let mut a = a
+            .args(ingest("ucr/BasicMotions_TRAIN.ts"))
+            .env(timef::storage::PAUSE_AT_ENV, point)
+            .env(timef::storage::RESUME_ON_ENV, &resume_on)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run timef");
+        let mut a_err = std::io::BufReader::new(a.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut a_err, &mut line).unwrap();
+        assert_eq!(line, format!("timef: paused at {point}\n"));
+        let prefix = format!("{point}/BasicMotions/1");
+        rt().block_on(store.delete(&ObjPath::from(format!("{prefix}/{CLAIM}")))).unwrap();
+        let b_args = ingest("ucr/BasicMotions_TEST.ts");
+        let (code, out, err) = timef_s3(&ep, &b_args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, 0, "{point}: {err}");
+        assert_eq!(out.trim(), format!("{root}/BasicMotions/1"));
+        let committed = objects(&store, &prefix);
+        std::fs::write(&resume_on, b"").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut a_err, &mut rest).unwrap();
+        assert_eq!(a.wait().unwrap().code(), Some(3), "{point}: {rest}");
+        assert_eq!(
+            rest,
+            format!(
+                "timef: error: I/O on {root}/BasicMotions/1/{CLAIM}: the claim is no longer this writer's \
+                 (cleared by gc?); nothing was committed\n"
+            ),
+            "{point}"
+        );
+        let v =
+            Version::open_at(Location::parse(&format!("{root}/BasicMotions/1"), &s3_options(&ep)).unwrap()).unwrap();
+        assert_eq!(objects(&store, &prefix), committed, "{point}");
+        assert_eq!(committed, listed_plus_manifest(&v), "{point}");
+        assert!(timef::verify::verify_at(v.location()).unwrap().is_ok(), "{point}: B's version is whole");
+    }
 }
 
 #[cfg(feature = "s3")]

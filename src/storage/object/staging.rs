@@ -176,6 +176,11 @@ impl fmt::Debug for Staging {
 }
 
 /// The error of a writer whose claim is gone or another writer's.
+/// Whether the claim of the version at `target` is writer `writer_id`'s.
+fn holds_claim(target: &ObjectLocation, writer_id: &str) -> Result<bool> {
+    Ok(claim_writer(&target.join(CLAIM))?.is_some_and(|w| w == writer_id))
+}
+
 fn claim_lost(target: &ObjectLocation) -> Error {
     Error::io(
         target.join(CLAIM).to_string(),
@@ -288,7 +293,8 @@ impl Staging {
         self.target.parent().join(&parts_name(&self.target, &self.writer_id))
     }
 
-    /// Starts the upload of `rel`, while the claim is this writer's: a writer
+    /// Starts the upload of `rel`, while the claim is this writer's, and the
+    /// upload checks it again right before its object comes to be: a writer
     /// whose claim was replaced (two creates that both landed on a store whose
     /// conditional create is not atomic) or cleared stops before it writes a
     /// key another writer may have committed (docs/format.md §1).
@@ -302,7 +308,12 @@ impl Staging {
         let loc = self.target.join(rel);
         let record = Arc::new(OnceLock::new());
         self.written.push((loc.clone(), Arc::clone(&record)));
-        Ok(Upload::recorded(loc, record))
+        let (target, writer_id) = (self.target.clone(), self.writer_id.clone());
+        let check = move || match holds_claim(&target, &writer_id)? {
+            true => Ok(()),
+            false => Err(claim_lost(&target)),
+        };
+        Ok(Upload::recorded(loc, record, Box::new(check)))
     }
 
     /// Copies the part file `rel` from the parts' prefix onto its key under the
@@ -401,7 +412,7 @@ impl Staging {
 
     /// True while the claim is this writer's.
     fn holds_claim(&self) -> Result<bool> {
-        Ok(claim_writer(&self.target.join(CLAIM))?.is_some_and(|w| w == self.writer_id))
+        holds_claim(&self.target, &self.writer_id)
     }
 
     pub(crate) fn publish(mut self) -> Result<std::path::PathBuf> {

@@ -51,7 +51,14 @@ pub(crate) struct Upload {
     /// Where the finished upload's [`Landed`] goes (a version's file, which
     /// the commit checks before it publishes).
     record: Option<Arc<OnceLock<Landed>>>,
+    /// Checked right before the object comes to be (the single PUT, or the
+    /// multipart completion): a version's file lands only while its writer
+    /// holds the claim.
+    before_landing: Option<LandingCheck>,
 }
+
+/// A check an upload passes right before its object comes to be.
+pub(crate) type LandingCheck = Box<dyn Fn() -> Result<()> + Send + Sync>;
 
 impl fmt::Display for Upload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -61,13 +68,15 @@ impl fmt::Display for Upload {
 
 impl Upload {
     pub(crate) fn new(loc: ObjectLocation) -> Upload {
-        Upload { loc, pending: Vec::new(), multipart: None, bytes: 0, record: None }
+        Upload { loc, pending: Vec::new(), multipart: None, bytes: 0, record: None, before_landing: None }
     }
 
-    /// An upload whose [`Landed`] is put into `record` when it finishes.
-    pub(crate) fn recorded(loc: ObjectLocation, record: Arc<OnceLock<Landed>>) -> Upload {
+    /// An upload whose [`Landed`] is put into `record` when it finishes, and
+    /// whose object comes to be only once `check` passed, right before.
+    pub(crate) fn recorded(loc: ObjectLocation, record: Arc<OnceLock<Landed>>, check: LandingCheck) -> Upload {
         let mut upload = Upload::new(loc);
         upload.record = Some(record);
+        upload.before_landing = Some(check);
         upload
     }
 
@@ -128,6 +137,9 @@ impl Upload {
     fn complete(&mut self) -> Result<PutResult> {
         let last = std::mem::take(&mut self.pending);
         if self.multipart.is_none() {
+            if let Some(check) = &self.before_landing {
+                check()?;
+            }
             let put = self.loc.store().put(&self.loc.path, PutPayload::from(Bytes::from(last)));
             return block_on(put)?.map_err(|e| self.loc.err(e));
         }
@@ -139,6 +151,9 @@ impl Upload {
         };
         while let Some(part) = mp.in_flight.pop_front() {
             part_done(&self.loc, part)?;
+        }
+        if let Some(check) = &self.before_landing {
+            check()?;
         }
         let done = block_on(mp.upload.complete())?.map_err(|e| self.loc.err(e))?;
         self.multipart = None;
