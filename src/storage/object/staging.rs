@@ -175,12 +175,12 @@ impl fmt::Debug for Staging {
     }
 }
 
-/// The error of a writer whose claim is gone or another writer's.
 /// Whether the claim of the version at `target` is writer `writer_id`'s.
 fn holds_claim(target: &ObjectLocation, writer_id: &str) -> Result<bool> {
     Ok(claim_writer(&target.join(CLAIM))?.is_some_and(|w| w == writer_id))
 }
 
+/// The error of a writer whose claim is gone or another writer's.
 fn claim_lost(target: &ObjectLocation) -> Error {
     Error::io(
         target.join(CLAIM).to_string(),
