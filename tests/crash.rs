@@ -7,9 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use common::*;
 
@@ -50,21 +49,9 @@ impl Paused {
     /// With `resume_on`, it goes on once that file exists.
     fn start(args: &[&str], point: &str, resume_on: Option<&Path>) -> Paused {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
-        cmd.args(args).env(timef::storage::PAUSE_AT_ENV, point).stdout(Stdio::piped()).stderr(Stdio::piped());
-        if let Some(file) = resume_on {
-            cmd.env(timef::storage::RESUME_ON_ENV, file);
-        }
-        let mut child = cmd.spawn().expect("run timef");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let want = format!("timef: paused at {point}");
-        loop {
-            match lines.next() {
-                Some(Ok(line)) if line == want => break,
-                Some(Ok(_)) => {}
-                other => panic!("{point}: timef {args:?} ended before pausing: {other:?}, {:?}", child.wait()),
-            }
-        }
-        let stderr = std::thread::spawn(move || lines.map_while(|l| l.ok()).collect::<Vec<_>>().join("\n"));
+        cmd.args(args);
+        let (child, lines) = start_paused(cmd, point, resume_on);
+        let stderr = std::thread::spawn(move || lines.collect::<Vec<_>>().join("\n"));
         Paused { child, stderr }
     }
 

@@ -569,18 +569,8 @@ fn s3_a_writer_whose_claim_was_cleared_writes_no_file_over_a_committed_version()
         };
         let mut a = Command::new(env!("CARGO_BIN_EXE_timef"));
         s3_env(&mut a, &ep);
-        let mut a = a
-            .args(ingest("ucr/BasicMotions_TRAIN.ts"))
-            .env(timef::storage::PAUSE_AT_ENV, point)
-            .env(timef::storage::RESUME_ON_ENV, &resume_on)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run timef");
-        let mut a_err = std::io::BufReader::new(a.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut a_err, &mut line).unwrap();
-        assert_eq!(line, format!("timef: paused at {point}\n"));
+        a.args(ingest("ucr/BasicMotions_TRAIN.ts"));
+        let (mut a, a_err) = start_paused(a, point, Some(&resume_on));
         let prefix = format!("{point}/BasicMotions/1");
         rt().block_on(store.delete(&ObjPath::from(format!("{prefix}/{CLAIM}")))).unwrap();
         let b_args = ingest("ucr/BasicMotions_TEST.ts");
@@ -589,15 +579,14 @@ fn s3_a_writer_whose_claim_was_cleared_writes_no_file_over_a_committed_version()
         assert_eq!(out.trim(), format!("{root}/BasicMotions/1"));
         let committed = objects(&store, &prefix);
         std::fs::write(&resume_on, b"").unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut a_err, &mut rest).unwrap();
-        assert_eq!(a.wait().unwrap().code(), Some(3), "{point}: {rest}");
+        let rest: Vec<String> = a_err.collect();
+        assert_eq!(a.wait().unwrap().code(), Some(3), "{point}: {rest:?}");
         assert_eq!(
             rest,
-            format!(
+            [format!(
                 "timef: error: I/O on {root}/BasicMotions/1/{CLAIM}: the claim is no longer this writer's \
-                 (cleared by gc?); nothing was committed\n"
-            ),
+                 (cleared by gc?); nothing was committed"
+            )],
             "{point}"
         );
         let v =

@@ -264,24 +264,44 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Runs `cmd` (a `timef` write) paused at `point` until `resume_on` exists
-/// (`TIMEF_TEST_PAUSE_AT`, `TIMEF_TEST_RESUME_ON`), sends it SIGINT there,
-/// waits until it says it aborts, lets it go on and waits for it (30 s at
-/// most: a writer still running then fails the test). Returns its exit code
-/// and the stderr lines after the abort message.
-pub fn ctrl_c_at(mut cmd: Command, point: &str, resume_on: &Path) -> (Option<i32>, Vec<String>) {
+/// `cmd` (a `timef` run) started paused at `point`
+/// (`TIMEF_TEST_PAUSE_AT`; with `resume_on`, `TIMEF_TEST_RESUME_ON`: it goes
+/// on once that file exists); returns once it says it paused there, with its
+/// stderr lines after that (stdout piped, unread).
+pub fn start_paused(
+    mut cmd: Command,
+    point: &str,
+    resume_on: Option<&Path>,
+) -> (std::process::Child, impl Iterator<Item = String> + Send + 'static) {
     use std::io::{BufRead, BufReader};
-    let mut child = cmd
-        .env(timef::storage::PAUSE_AT_ENV, point)
-        .env(timef::storage::RESUME_ON_ENV, resume_on)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run timef");
+    cmd.env(timef::storage::PAUSE_AT_ENV, point)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(file) = resume_on {
+        cmd.env(timef::storage::RESUME_ON_ENV, file);
+    }
+    let mut child = cmd.spawn().expect("run timef");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines().map_while(Result::ok);
+    let want = format!("timef: paused at {point}");
+    let mut before = Vec::new();
+    loop {
+        match lines.next() {
+            Some(line) if line == want => break,
+            Some(line) => before.push(line),
+            None => panic!("{point}: timef ended before pausing ({:?}): {before:?}", child.wait()),
+        }
+    }
+    (child, lines)
+}
+
+/// Runs `cmd` (a `timef` write) paused at `point` until `resume_on` exists
+/// ([`start_paused`]), sends it SIGINT there, waits until it says it aborts,
+/// lets it go on and waits for it (30 s at most: a writer still running then
+/// fails the test). Returns its exit code and the stderr lines after the
+/// abort message.
+pub fn ctrl_c_at(cmd: Command, point: &str, resume_on: &Path) -> (Option<i32>, Vec<String>) {
+    let (mut child, mut lines) = start_paused(cmd, point, Some(resume_on));
     let mut wait_for = |want: &str| lines.by_ref().take_while(|l| l != want).collect::<Vec<String>>();
-    let before = wait_for(&format!("timef: paused at {point}"));
-    assert!(before.is_empty(), "{point}: {before:?}");
     let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
     assert!(kill.success());
     let said = wait_for("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
