@@ -351,7 +351,8 @@ impl Default for Extremes {
 impl Extremes {
     /// Splits `values` into its four byte streams and takes in its extremes;
     /// on x86-64 with AVX2 the same loop compiled for it (integer and byte
-    /// operations only: the same bytes and extremes on every CPU).
+    /// operations only: the same bytes and extremes on every CPU; the tests
+    /// below hold the pages to the parquet crate's own encoder).
     fn split(&mut self, values: &[f32], b0: &mut [u8], b1: &mut [u8], b2: &mut [u8], b3: &mut [u8]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -428,41 +429,6 @@ mod tests {
         let pages = encode(&codec, &slices, plan).expect("pages");
         let ours = super::super::page_splice::splice(descr, codec.compression(), pages).expect("splice");
         (reference, ours)
-    }
-
-    /// The AVX2 split gives the portable split's byte streams and extremes
-    /// (NaN, both zeros, infinities, subnormals among the values).
-    #[test]
-    fn avx2_split_is_the_portable_split() {
-        #[cfg(target_arch = "x86_64")]
-        {
-            assert!(std::arch::is_x86_feature_detected!("avx2"), "this test needs a CPU with AVX2");
-            let special = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY, 1e-45, -3.4e38, 7.25];
-            for len in [1usize, 7, 31, 32, 33, 1000] {
-                for offset in 0..8 {
-                    let values: Vec<f32> = (0..len)
-                        .map(|i| match (i * 7 + offset) % 5 {
-                            0 => special[(i + offset) % special.len()],
-                            _ => (i as f32 - 300.0) * 0.37,
-                        })
-                        .collect();
-                    let run = |avx2: bool| {
-                        let mut e = Extremes::default();
-                        let mut b = vec![vec![0u8; len]; 4];
-                        let [b0, b1, b2, b3] = &mut b[..] else { unreachable!() };
-                        match avx2 {
-                            // SAFETY: this CPU has AVX2, asserted above
-                            true => unsafe { e.split_avx2(&values, b0, b1, b2, b3) },
-                            false => e.split_lanes(&values, b0, b1, b2, b3),
-                        }
-                        (e.min, e.max, e.nans, b)
-                    };
-                    assert_eq!(run(true), run(false), "len {len}, offset {offset}");
-                }
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        println!("skipped: the AVX2 split exists on x86-64 only");
     }
 
     fn assert_same(rows: &[Vec<f32>], plan: &[usize]) {
