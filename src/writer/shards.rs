@@ -214,17 +214,17 @@ impl<'a> ShardStream<'a> {
         self.planner = planner;
     }
 
-    /// Adds the next chunk in write order; returns where it landed.
+    /// Adds the next chunk in write order; returns where it landed. Its
+    /// statistics are computed where its row group is encoded.
     pub(crate) fn push_chunk(
         &mut self,
         series: u32,
         chunk_idx: u32,
         values: SeriesValues,
         value_offset: u64,
-        partial: Partial,
     ) -> Result<Placed> {
         let n_values = values.len() as u32;
-        self.push(series, chunk_idx, value_offset, n_values, partial.to_stats(), ChunkValues::Held(values))
+        self.push(series, chunk_idx, value_offset, n_values, ChannelStats::default(), ChunkValues::Held(values))
     }
 
     fn push(
@@ -453,7 +453,7 @@ pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, Rec
 /// decoded from just the base pages that hold them ([`super::base`],
 /// [`super::page_splice`]).
 fn build_row_group(
-    rows: Vec<PendingChunk>,
+    mut rows: Vec<PendingChunk>,
     schema: &FileSchema,
     props: &WriterPropertiesPtr,
     codec: &ValuesCodec,
@@ -517,14 +517,18 @@ fn build_row_group(
         start += n;
     }
     let mut values: Vec<&[f32]> = Vec::new();
+    // per entry of `values`: the row of a held chunk, whose statistics are computed below
+    let mut held: Vec<Option<usize>> = Vec::new();
     let mut start = 0;
     for (&n, copy) in value_pages.iter().zip(&copied) {
         if copy.is_none() {
-            for r in &rows[start..start + n] {
-                values.push(match &r.values {
-                    ChunkValues::Held(v) => &v[..],
-                    ChunkValues::Base(c) => bases[base_of(&bases, c)?].chunk(c.row, r.row.n_values)?,
-                });
+            for (k, r) in rows[start..start + n].iter().enumerate() {
+                let (v, row) = match &r.values {
+                    ChunkValues::Held(v) => (&v[..], Some(start + k)),
+                    ChunkValues::Base(c) => (bases[base_of(&bases, c)?].chunk(c.row, r.row.n_values)?, None),
+                };
+                values.push(v);
+                held.push(row);
             }
         }
         start += n;
@@ -548,7 +552,32 @@ fn build_row_group(
         column: "values".into(),
         reason: format!("building the values column chunk: {reason}"),
     };
-    let mut fresh = values_pages::encode(codec, &values, &encoded_pages).map_err(splice_err)?.into_iter();
+    // a held chunk's statistics on this encoder thread, page by page right
+    // before the page is split: the split then reads its values from cache
+    let mut partials: Vec<Option<Partial>> = vec![None; values.len()];
+    let mut before_page = |page: std::ops::Range<usize>| {
+        for k in page.filter(|&k| held[k].is_some()) {
+            partials[k] = Some(Partial::of(values[k]));
+        }
+    };
+    let encoded = values_pages::encode(codec, &values, &encoded_pages, &mut before_page).map_err(splice_err)?;
+    let mut stats = Vec::with_capacity(values.len());
+    for ((&row, partial), v) in held.iter().zip(&partials).zip(&values) {
+        let (Some(row), Some(partial)) = (row, partial) else { continue };
+        if !partial.mean.is_finite() {
+            let r = &rows[row].row;
+            return Err(super::non_finite(keys.id(r.series), r.value_offset, v));
+        }
+        stats.push((row, partial.to_stats()));
+    }
+    let held_rows = rows.iter().filter(|r| matches!(r.values, ChunkValues::Held(_))).count();
+    if stats.len() != held_rows {
+        return Err(splice_err(format!("statistics of {} of the {held_rows} new chunks", stats.len())));
+    }
+    for (row, s) in stats {
+        rows[row].row.stats = s;
+    }
+    let mut fresh = encoded.into_iter();
     let pages = copied
         .into_iter()
         .map(|copy| copy.or_else(|| fresh.next()))

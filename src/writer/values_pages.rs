@@ -73,8 +73,15 @@ thread_local! {
 /// row order, `pages` the rows of each page. Returns the pages (each its
 /// header and body), slices of one buffer holding them end to end. A
 /// chunk without values is an error (a fresh write never makes one,
-/// `layout::chunk_count`).
-pub(crate) fn encode(codec: &ValuesCodec, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
+/// `layout::chunk_count`). `before_page` is called with the rows of each
+/// page (indexes into `rows`) right before the page is encoded, so what it
+/// reads of them the encoder reads again from cache.
+pub(crate) fn encode(
+    codec: &ValuesCodec,
+    rows: &[&[f32]],
+    pages: &PagePlan,
+    before_page: &mut dyn FnMut(std::ops::Range<usize>),
+) -> Result<Vec<StoredPage>, Problem> {
     let mut scratch = match SCRATCH.with(|s| s.borrow_mut().take()) {
         Some(s) if s.level == codec.level => s,
         _ => Scratch {
@@ -84,7 +91,7 @@ pub(crate) fn encode(codec: &ValuesCodec, rows: &[&[f32]], pages: &PagePlan) -> 
             body: Vec::new(),
         },
     };
-    let encoded = encode_with(&mut scratch, rows, pages);
+    let encoded = encode_with(&mut scratch, rows, pages, before_page);
     // a thread outlives the write (rayon's workers, the process): it keeps
     // buffers of an ordinary page, never those of an outsized one
     for buffer in [&mut scratch.page, &mut scratch.body] {
@@ -111,7 +118,12 @@ struct Figures {
     repetition: [i64; 2],
 }
 
-fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec<StoredPage>, Problem> {
+fn encode_with(
+    s: &mut Scratch,
+    rows: &[&[f32]],
+    pages: &PagePlan,
+    before_page: &mut dyn FnMut(std::ops::Range<usize>),
+) -> Result<Vec<StoredPage>, Problem> {
     // room for every page at its largest, so the buffer is never copied as it
     // grows (what the pages do not reach is never touched)
     let mut room = 0;
@@ -127,6 +139,7 @@ fn encode_with(s: &mut Scratch, rows: &[&[f32]], pages: &PagePlan) -> Result<Vec
     let mut start = 0;
     for &n in pages {
         let page = rows.get(start..start + n).ok_or("a page plan past its rows")?;
+        before_page(start..start + n);
         start += n;
         let figures = raw_page(&mut s.page, page)?;
         s.body.clear();
@@ -426,7 +439,7 @@ mod tests {
         let reference = crate::encoding::encode_pages("t", descr.clone(), &props, plan, &build).expect("reference");
         let codec = ValuesCodec::new(&props, &descr).expect("codec");
         let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
-        let pages = encode(&codec, &slices, plan).expect("pages");
+        let pages = encode(&codec, &slices, plan, &mut |_| {}).expect("pages");
         let ours = super::super::page_splice::splice(descr, codec.compression(), pages).expect("splice");
         (reference, ours)
     }
@@ -632,12 +645,12 @@ mod tests {
             let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 1 };
             // one 64 MiB chunk, one page
             let row: Vec<f32> = walk(16 << 20, 7);
-            encode(&codec, &[&row[..]], &[1]).expect("pages");
+            encode(&codec, &[&row[..]], &[1], &mut |_| {}).expect("pages");
             let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| (s.page.capacity(), s.body.capacity())));
             assert_eq!(kept, Some((0, 0)));
             // an ordinary page's buffers are kept for the next
             let short = walk(1000, 8);
-            encode(&codec, &[&short[..]], &[1]).expect("pages");
+            encode(&codec, &[&short[..]], &[1], &mut |_| {}).expect("pages");
             let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| s.page.capacity().min(s.body.capacity())));
             assert!(kept.is_some_and(|k| k >= 4000), "{kept:?}");
         })
@@ -658,7 +671,7 @@ mod tests {
             .collect();
         let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
         for plan in [vec![100_000], vec![1; 100_000]] {
-            let pages = encode(&codec, &slices, &plan).expect("pages");
+            let pages = encode(&codec, &slices, &plan, &mut |_| {}).expect("pages");
             let mut start = 0;
             let bound: usize = plan
                 .iter()
@@ -677,7 +690,7 @@ mod tests {
     fn a_chunk_without_values_is_refused() {
         let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
         let rows: [&[f32]; 2] = [&[1.0], &[]];
-        let e = encode(&codec, &rows, &[2]).err();
+        let e = encode(&codec, &rows, &[2], &mut |_| {}).err();
         assert_eq!(e.as_deref(), Some("a chunk without values"));
     }
 }
