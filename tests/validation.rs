@@ -75,6 +75,46 @@ fn non_finite_and_empty_values_fail_as_their_loader_runs() {
     assert!(left.is_empty(), "nothing may remain: {left:?}");
 }
 
+/// A non-finite value stops the write as its series loads: no later loader
+/// runs, and a later series' own failure (a loader error) is never reached,
+/// whatever the row groups in flight on the pool.
+#[test]
+fn a_non_finite_value_stops_the_write_before_any_later_loader_runs() {
+    let later_runs = Arc::new(AtomicUsize::new(0));
+    let mut d = dataset_with_source("v", "1");
+    let mut bad = values(1, 2000);
+    bad[1500] = f32::NAN;
+    d.add_series(SeriesMeta::new("a", "ecg", "I", 100.0), Box::new(move || Ok(bad.clone().into()))).unwrap();
+    for i in 0..20 {
+        let runs = Arc::clone(&later_runs);
+        let meta = SeriesMeta::new(format!("b{i:02}"), "ecg", "I", 100.0);
+        d.add_series(
+            meta,
+            Box::new(move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                match i {
+                    5 => Err("a later loader failed".into()),
+                    _ => Ok(values(i, 2000).into()),
+                }
+            }),
+        )
+        .unwrap();
+    }
+    let ids: Vec<String> = std::iter::once("a".to_string()).chain((0..20).map(|i| format!("b{i:02}"))).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    d.add_sample(Sample {
+        sample_id: "s".into(),
+        source_id: "src".into(),
+        series: main_refs(&refs),
+        ..Default::default()
+    })
+    .unwrap();
+    let (e, left) = write_fails(d);
+    assert_eq!(validation(e), triple("a", "values", "value 1500 is NaN, not finite"));
+    assert_eq!(later_runs.load(Ordering::SeqCst), 0, "no loader after the bad series may run");
+    assert!(left.is_empty(), "nothing may remain: {left:?}");
+}
+
 #[test]
 fn t_end_s_must_match_the_number_of_values() {
     // 100 Hz from 10 s to 13 s: 300 values

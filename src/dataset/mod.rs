@@ -720,9 +720,46 @@ fn insert_unique<T: PartialEq>(map: &mut BTreeMap<String, T>, id: String, value:
     }
 }
 
+/// The index of the first NaN or infinity in `values`. Blocks of 64 are
+/// tested whole, without a branch a value, so the test vectorizes; only the
+/// block holding one is searched value by value.
+pub(crate) fn first_non_finite(values: &[f32]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    let exponent = f32::INFINITY.to_bits();
+    values.chunks(BLOCK).enumerate().find_map(|(b, block)| {
+        let any = block.iter().fold(0u32, |any, v| any | u32::from(v.to_bits() & exponent == exponent));
+        match any {
+            0 => None,
+            _ => block.iter().position(|v| !v.is_finite()).map(|k| b * BLOCK + k),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_non_finite_value_is_found_in_every_block_position() {
+        for len in [1, 63, 64, 65, 200] {
+            let clean: Vec<f32> = (0..len).map(|i| i as f32 - 7.5).collect();
+            assert_eq!(first_non_finite(&clean), None, "len {len}");
+            for k in [0, len / 2, len - 1] {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    let mut v = clean.clone();
+                    v[k] = bad;
+                    // a later bad value does not move the answer
+                    if k + 1 < len {
+                        v[len - 1] = f32::NAN;
+                    }
+                    assert_eq!(first_non_finite(&v), Some(k), "len {len}, {bad} at {k}");
+                }
+            }
+        }
+        assert_eq!(first_non_finite(&[]), None);
+        // the largest finite values are finite
+        assert_eq!(first_non_finite(&[f32::MAX, f32::MIN, -0.0, f32::MIN_POSITIVE / 2.0]), None);
+    }
 
     #[test]
     fn only_lowercase_hyphenated_uuids_are_canonical() {

@@ -680,7 +680,8 @@ pub fn write_part(
             if take == 0 {
                 return Err(mismatch(format!("series {} has no chunk {k}", task.series[i].meta.time_series_id)));
             }
-            for placed in push_series(&mut stream, i as u32, v, chunk_values, k..k + take)? {
+            let sid = task.series[i].meta.time_series_id.as_str();
+            for placed in push_series(&mut stream, i as u32, sid, v, chunk_values, k..k + take)? {
                 if placed.at.shard != shard.shard {
                     return Err(mismatch("the planner closed the shard early".into()));
                 }

@@ -7,11 +7,11 @@
 //! 2. Start the version on its storage ([`crate::storage::Staging`]: a local
 //!    staging directory, or a claim on an object store).
 //! 3. Stream series in `(spec_type, channel, time_series_id)` order: run each
-//!    loader once, validate its values' count, cut chunks, cut row groups and
-//!    shards ([`crate::layout`]). Each row group is encoded on the rayon pool
-//!    while the next series load, its chunks' statistics computed (a
-//!    non-finite value refused) page by page as the pages are encoded, so the
-//!    values are read from memory once; encoded row groups are appended
+//!    loader once, validate its values (count, finite), cut chunks, cut row
+//!    groups and shards ([`crate::layout`]). Each row group is encoded on the
+//!    rayon pool while the next series load, its chunks' statistics computed
+//!    page by page as the pages are encoded, so the encoder reads the values
+//!    from memory once; encoded row groups are appended
 //!    to their shard file strictly in order, so bytes never depend on threads.
 //!    At most a few row groups are in flight: memory is bounded by the row-group
 //!    target, not by the dataset.
@@ -297,7 +297,7 @@ impl TimeFWriter {
             validate_count(id, start_s, rate_hz, end_s, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);
             layout::check_chunks(id, n_chunks)?;
-            push_series(&mut stream, pos, &values, chunk_values, 0..n_chunks)?;
+            push_series(&mut stream, pos, id, &values, chunk_values, 0..n_chunks)?;
             self.emit(WriteProgressEvent::SeriesWritten {
                 done: u64::from(pos) + 1,
                 total,
@@ -309,17 +309,26 @@ impl TimeFWriter {
     }
 }
 
-/// Cuts chunks `chunks` (a range of chunk indexes) of one series (at write
-/// position `series`) and pushes them in order; their statistics are computed,
-/// and a non-finite value refused, where their row group is encoded
-/// (`shards::build_row_group`).
+/// Cuts chunks `chunks` (a range of chunk indexes) of one series (`id`, at
+/// write position `series`) and pushes them in order, after refusing a
+/// non-finite value in them: as the series loads, so a bad value stops the
+/// write before any later loader runs. Their statistics are computed where
+/// their row group is encoded (`shards::build_row_group`), page by page.
 pub(crate) fn push_series(
     stream: &mut ShardStream<'_>,
     series: u32,
+    id: &str,
     values: &SeriesValues,
     chunk_values: usize,
     chunks: std::ops::Range<usize>,
 ) -> Result<Vec<plan::Placed>> {
+    let from = chunks.start * chunk_values;
+    let to = chunks.end.saturating_mul(chunk_values).min(values.len());
+    let written = values.get(from..to).unwrap_or_default();
+    if let Some(k) = crate::dataset::first_non_finite(written) {
+        let pos = from + k;
+        return Err(Error::validation(id, "values", format!("value {pos} is {}, not finite", values[pos])));
+    }
     let mut placed = Vec::new();
     for k in chunks {
         let range = k * chunk_values..((k + 1) * chunk_values).min(values.len());
@@ -353,15 +362,6 @@ pub(crate) fn validate_count(
         }
     }
     Ok(())
-}
-
-/// The error for series `id` whose chunk `chunk`, at value `value_offset` of
-/// the series, holds a non-finite value (found through the chunk's mean): the
-/// first non-finite value of the series, since every chunk before had a finite mean.
-pub(crate) fn non_finite(id: &str, value_offset: u64, chunk: &[f32]) -> Error {
-    let pos = chunk.iter().position(|v| !v.is_finite()).unwrap_or(0);
-    let value = chunk.get(pos).copied().unwrap_or(f32::NAN);
-    Error::validation(id, "values", format!("value {} is {value}, not finite", value_offset + pos as u64))
 }
 
 /// The uuid16-or-string decision for each space over every value used anywhere.

@@ -561,15 +561,9 @@ fn build_row_group(
         }
     };
     let encoded = values_pages::encode(codec, &values, &encoded_pages, &mut before_page).map_err(splice_err)?;
-    let mut stats = Vec::with_capacity(values.len());
-    for ((&row, partial), v) in held.iter().zip(&partials).zip(&values) {
-        let (Some(row), Some(partial)) = (row, partial) else { continue };
-        if !partial.mean.is_finite() {
-            let r = &rows[row].row;
-            return Err(super::non_finite(keys.id(r.series), r.value_offset, v));
-        }
-        stats.push((row, partial.to_stats()));
-    }
+    // (`push_series` refused a non-finite value as its series loaded)
+    let stats: Vec<_> =
+        held.iter().zip(&partials).filter_map(|(&row, partial)| Some((row?, partial.as_ref()?.to_stats()))).collect();
     let held_rows = rows.iter().filter(|r| matches!(r.values, ChunkValues::Held(_))).count();
     if stats.len() != held_rows {
         return Err(splice_err(format!("statistics of {} of the {held_rows} new chunks", stats.len())));
