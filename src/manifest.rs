@@ -449,8 +449,7 @@ impl Partial {
     /// Statistics of one chunk: min, max and sum in one pass, then the squared
     /// deviations in a second pass over the chunk while it is in cache (more
     /// accurate than sum-of-squares), each over eight independent lanes. A
-    /// non-finite value makes `mean` non-finite, which is how the
-    /// writer detects one without a separate scan.
+    /// non-finite value makes `mean` non-finite.
     pub fn of(values: &[f32]) -> Partial {
         let body = values.len() - values.len() % LANES;
         let (body, tail) = values.split_at(body);
