@@ -552,24 +552,26 @@ fn build_row_group(
         column: "values".into(),
         reason: format!("building the values column chunk: {reason}"),
     };
-    // a held chunk's statistics on this encoder thread, page by page right
-    // before the page is split: the split then reads its values from cache
-    let mut partials: Vec<Option<Partial>> = vec![None; values.len()];
+    // a held chunk's statistics (per row) on this encoder thread, page by page
+    // right before the page is split: the split then reads its values from
+    // cache (`push_series` refused a non-finite value as its series loaded)
+    let mut stats: Vec<Option<ChannelStats>> = vec![None; rows.len()];
     let mut before_page = |page: std::ops::Range<usize>| {
-        for k in page.filter(|&k| held[k].is_some()) {
-            partials[k] = Some(Partial::of(values[k]));
+        for k in page {
+            if let Some(row) = held[k] {
+                stats[row] = Some(Partial::of(values[k]).to_stats());
+            }
         }
     };
     let encoded = values_pages::encode(codec, &values, &encoded_pages, &mut before_page).map_err(splice_err)?;
-    // (`push_series` refused a non-finite value as its series loaded)
-    let stats: Vec<_> =
-        held.iter().zip(&partials).filter_map(|(&row, partial)| Some((row?, partial.as_ref()?.to_stats()))).collect();
-    let held_rows = rows.iter().filter(|r| matches!(r.values, ChunkValues::Held(_))).count();
-    if stats.len() != held_rows {
-        return Err(splice_err(format!("statistics of {} of the {held_rows} new chunks", stats.len())));
-    }
-    for (row, s) in stats {
-        rows[row].row.stats = s;
+    for (r, s) in rows.iter_mut().zip(stats) {
+        match (&r.values, s) {
+            (ChunkValues::Held(_), Some(s)) => r.row.stats = s,
+            (ChunkValues::Held(_), None) => {
+                return Err(splice_err(format!("no statistics for chunk {}", r.row.chunk_idx)))
+            }
+            (ChunkValues::Base(_), _) => {}
+        }
     }
     let mut fresh = encoded.into_iter();
     let pages = copied
