@@ -309,3 +309,50 @@ fn an_empty_item_id_is_refused_at_its_row() {
     let d = read_arrow(&path, &drop).unwrap();
     assert_eq!(d.samples().map(|s| s.sample_id).collect::<Vec<_>>(), ["a"]);
 }
+
+/// The writer trusts the connector's check of a mapped input's values and
+/// does not scan them again as they load; a value that turned non-finite in
+/// the file after the check (the input rewritten in place during the write)
+/// is still refused, when its row group is encoded, with the error the load
+/// would have given, and nothing is left behind.
+#[test]
+fn a_mapped_value_that_turned_non_finite_after_the_check_is_refused() {
+    use arrow_array::builder::Float32Builder;
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.arrow");
+    const MARK: f32 = 12345.5;
+    let mut target = ListBuilder::new(Float32Builder::new());
+    for id in 0..3 {
+        let mut v: Vec<f32> = (0..1000).map(|k| (id * 1000 + k) as f32 * 0.5).collect();
+        if id == 1 {
+            v[700] = MARK;
+        }
+        target.values().append_slice(&v);
+        target.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    write_ipc_file(&path, &batch);
+    let d = read_arrow(&path, &ArrowOptions::new("t", "v1")).unwrap();
+    // the checked value, rewritten in place as NaN (the mapping sees the file's pages)
+    let bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(4).position(|w| w == MARK.to_le_bytes()).unwrap();
+    assert_eq!(bytes.windows(4).filter(|w| *w == MARK.to_le_bytes()).count(), 1);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(at as u64)).unwrap();
+    f.write_all(&f32::NAN.to_le_bytes()).unwrap();
+    f.sync_all().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let e = timef::TimeFWriter::new(root.path(), timef::WriterOptions::default()).write(d).unwrap_err();
+    match e {
+        timef::Error::Validation { id, field, reason } => {
+            assert_eq!((id.as_str(), field, reason.as_str()), ("b", "values", "value 700 is NaN, not finite"))
+        }
+        other => panic!("expected Error::Validation, got {other:?}"),
+    }
+    assert!(common::tree(root.path()).is_empty(), "nothing may remain: {:?}", common::tree(root.path()));
+}

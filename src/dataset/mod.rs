@@ -341,6 +341,12 @@ impl ValuesSource {
 
 /// Values held for many series by a connector (e.g. a memory-mapped input),
 /// handed out one series at a time ([`TimeFDataset::add_series_stored`]).
+///
+/// Contract: every value a store hands out was found finite when its series
+/// was added (the connector checks each series as it reads it), so the writer
+/// does not check stored values again as they load; should a store's bytes
+/// change meanwhile, the chunk's statistics are not finite and the writer
+/// refuses the series when its row group is encoded (`shards::build_row_group`).
 pub(crate) trait ValuesStore: Send + Sync {
     /// `len` values at value offset `offset`.
     fn values(&self, offset: u64, len: u64) -> std::result::Result<SeriesValues, LoaderError>;
@@ -467,6 +473,12 @@ impl TimeFDataset {
             ValuesSource::Load(loader) | ValuesSource::Version { loader, .. } => loader(),
             ValuesSource::Taken => Err("the loader already ran".into()),
         }
+    }
+
+    /// Whether series row `row`'s values come from a store, whose values were
+    /// found finite as they were stored ([`ValuesStore`]).
+    pub(crate) fn values_stored(&self, row: usize) -> bool {
+        matches!(self.values[row], ValuesSource::Stored { .. })
     }
 
     /// Whether series row `row`'s values are those the version whose manifest

@@ -37,7 +37,7 @@ use super::files::{self, SeriesOutput};
 use super::index_rows::{IndexRow, IndexSpill};
 use super::plan::{bad_plan, chunks, Layout, PlannedSeries, PlannedShard, Planner};
 use super::shards::{SeriesKeys, ShardStream};
-use super::{decide_ids, push_series, WriterOptions};
+use super::{decide_ids, push_series, Finite, WriterOptions};
 use crate::dataset::columns::SeriesColumns;
 use crate::dataset::{validate_name, SeriesValues, TimeFDataset};
 use crate::encoding::{Codec, IdEncoding};
@@ -444,7 +444,7 @@ impl DistributedWrite {
         // the plan's chunks, placed again by the planner
         let chunk_values = self.options.chunk_max_values();
         let mut planner = Planner::new(&self.options, 0);
-        let mut index = IndexSpill::new()?;
+        let mut index = IndexSpill::new();
         let mut next_in_shard = vec![0usize; found.len()];
         for (i, k, offset, n) in chunks(&plan.layout.series, chunk_values) {
             let s = &plan.layout.series[i as usize];
@@ -681,7 +681,7 @@ pub fn write_part(
                 return Err(mismatch(format!("series {} has no chunk {k}", task.series[i].meta.time_series_id)));
             }
             let sid = task.series[i].meta.time_series_id.as_str();
-            for placed in push_series(&mut stream, i as u32, sid, v, chunk_values, k..k + take)? {
+            for placed in push_series(&mut stream, i as u32, sid, v, Finite::Unchecked, chunk_values, k..k + take)? {
                 if placed.at.shard != shard.shard {
                     return Err(mismatch("the planner closed the shard early".into()));
                 }

@@ -291,13 +291,14 @@ impl TimeFWriter {
                 self.emit(WriteProgressEvent::SeriesWritten { done: u64::from(pos) + 1, total, values: n_values })?;
                 continue;
             }
+            let checked = if dataset.values_stored(row) { Finite::Checked } else { Finite::Unchecked };
             let values =
                 dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
             let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
             validate_count(id, start_s, rate_hz, end_s, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);
             layout::check_chunks(id, n_chunks)?;
-            push_series(&mut stream, pos, id, &values, chunk_values, 0..n_chunks)?;
+            push_series(&mut stream, pos, id, &values, checked, chunk_values, 0..n_chunks)?;
             self.emit(WriteProgressEvent::SeriesWritten {
                 done: u64::from(pos) + 1,
                 total,
@@ -309,25 +310,35 @@ impl TimeFWriter {
     }
 }
 
+/// Whether a series' values were already found finite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finite {
+    /// By the connector that stored them ([`crate::dataset::ValuesStore`]).
+    Checked,
+    /// Not yet: a loader's, or values handed in.
+    Unchecked,
+}
+
 /// Cuts chunks `chunks` (a range of chunk indexes) of one series (`id`, at
 /// write position `series`) and pushes them in order, after refusing a
-/// non-finite value in them: as the series loads, so a bad value stops the
-/// write before any later loader runs. Their statistics are computed where
-/// their row group is encoded (`shards::build_row_group`), page by page.
+/// non-finite value in them unless they were `checked`: as the series loads,
+/// so a bad value stops the write before any later loader runs. Their
+/// statistics are computed where their row group is encoded
+/// (`shards::build_row_group`), page by page; a chunk whose statistics are not
+/// finite is refused there too.
 pub(crate) fn push_series(
     stream: &mut ShardStream<'_>,
     series: u32,
     id: &str,
     values: &SeriesValues,
+    checked: Finite,
     chunk_values: usize,
     chunks: std::ops::Range<usize>,
 ) -> Result<Vec<plan::Placed>> {
     let from = chunks.start * chunk_values;
     let to = chunks.end.saturating_mul(chunk_values).min(values.len());
-    let written = values.get(from..to).unwrap_or_default();
-    if let Some(k) = crate::dataset::first_non_finite(written) {
-        let pos = from + k;
-        return Err(Error::validation(id, "values", format!("value {pos} is {}, not finite", values[pos])));
+    if checked == Finite::Unchecked {
+        refuse_non_finite(id, values.get(from..to).unwrap_or_default(), from)?;
     }
     let mut placed = Vec::new();
     for k in chunks {
@@ -336,6 +347,15 @@ pub(crate) fn push_series(
         placed.push(stream.push_chunk(series, k as u32, chunk, range.start as u64)?);
     }
     Ok(placed)
+}
+
+/// Refuses a non-finite value among `values`, values `first..` of series
+/// `id`: the error names the first one by its position in the series.
+pub(crate) fn refuse_non_finite(id: &str, values: &[f32], first: usize) -> Result<()> {
+    match crate::dataset::first_non_finite(values) {
+        Some(k) => Err(Error::validation(id, "values", format!("value {} is {}, not finite", first + k, values[k]))),
+        None => Ok(()),
+    }
 }
 
 /// Per-series checks of the number of values of series `id` (start, rate and

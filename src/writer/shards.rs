@@ -151,7 +151,7 @@ impl<'a> ShardStream<'a> {
             max_in_flight: 2 * crate::runtime::compute_pool()?.current_num_threads() + 1,
             current: None,
             files: Vec::new(),
-            index: IndexSpill::new()?,
+            index: IndexSpill::new(),
             base: None,
             held: Vec::new(),
             stats: CopyStats::default(),
@@ -554,7 +554,7 @@ fn build_row_group(
     };
     // a held chunk's statistics (per row) on this encoder thread, page by page
     // right before the page is split: the split then reads its values from
-    // cache (`push_series` refused a non-finite value as its series loaded)
+    // cache (`push_series`, or a store's connector, refused a non-finite value)
     let mut stats: Vec<Option<ChannelStats>> = vec![None; rows.len()];
     let mut before_page = |page: std::ops::Range<usize>| {
         for k in page {
@@ -566,6 +566,13 @@ fn build_row_group(
     let encoded = values_pages::encode(codec, &values, &encoded_pages, &mut before_page).map_err(splice_err)?;
     for (r, s) in rows.iter_mut().zip(stats) {
         match (&r.values, s) {
+            // a non-finite value makes the mean NaN or infinite (a float64
+            // sum of float32 values cannot overflow): values a store's check
+            // passed that changed since (`push_series`)
+            (ChunkValues::Held(v), Some(s)) if !s.mean.is_finite() => {
+                super::refuse_non_finite(keys.id(r.row.series), v, r.row.value_offset as usize)?;
+                return Err(splice_err(format!("chunk {} has a non-finite mean", r.row.chunk_idx)));
+            }
             (ChunkValues::Held(_), Some(s)) => r.row.stats = s,
             (ChunkValues::Held(_), None) => {
                 return Err(splice_err(format!("no statistics for chunk {}", r.row.chunk_idx)))
