@@ -356,3 +356,67 @@ fn a_mapped_value_that_turned_non_finite_after_the_check_is_refused() {
     }
     assert!(common::tree(root.path()).is_empty(), "nothing may remain: {:?}", common::tree(root.path()));
 }
+
+/// The values check runs a window of rows ahead of the pass (about 2^21
+/// values a window, the next one while the pass takes the current one): over
+/// an input of five windows the first refused row is the one named, whatever
+/// the later windows hold, and under drop-case exactly the rows holding a NaN
+/// are left out while every kept value reads back exactly.
+#[test]
+fn the_values_check_ahead_refuses_and_drops_in_row_order_across_windows() {
+    use arrow_array::builder::Float32Builder;
+    use timef::connectors::arrow::read_arrow_with_report;
+    use timef::connectors::OnMissing;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.arrow");
+    let (rows, len) = (50usize, 200_000usize);
+    let value = |i: usize, k: usize| (i * len + k) as f32 * 0.25;
+    // (row, value index, bad value)
+    let input = |bad: &[(usize, usize, f32)]| {
+        let mut target = ListBuilder::new(Float32Builder::new());
+        for i in 0..rows {
+            let mut v: Vec<f32> = (0..len).map(|k| value(i, k)).collect();
+            for &(_, k, x) in bad.iter().filter(|b| b.0 == i) {
+                v[k] = x;
+            }
+            target.values().append_slice(&v);
+            target.append(true);
+        }
+        let ids: Vec<String> = (0..rows).map(|i| format!("r{i:02}")).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("item_id", Arc::new(StringArray::from(ids)) as ArrayRef),
+            ("target", Arc::new(target.finish()) as ArrayRef),
+        ])
+        .unwrap();
+        write_ipc_file(&path, &batch);
+    };
+    let p = path.display();
+    let opts = ArrowOptions::new("w", "v1");
+    input(&[(23, 7, f32::NAN), (41, 0, f32::INFINITY)]);
+    assert_eq!(
+        read_arrow(&path, &opts).unwrap_err().to_string(),
+        format!(
+            "{p}: row 23: item r23: channel 0: value 7 is NaN (missing); TimeF stores only finite values (--on-missing \
+             drop-case leaves such rows out)"
+        )
+    );
+    let mut drop = ArrowOptions::new("w", "v1");
+    drop.on_missing = OnMissing::DropCase;
+    // an infinite value is refused under drop-case too, after the dropped rows before it
+    assert_eq!(
+        read_arrow(&path, &drop).unwrap_err().to_string(),
+        format!("{p}: row 41: item r41: channel 0: value 0 is inf, not finite")
+    );
+    input(&[(0, 0, f32::NAN), (10, 199_999, f32::NAN), (11, 3, f32::NAN), (49, 5, f32::NAN)]);
+    let (d, dropped) = read_arrow_with_report(&path, &drop).unwrap();
+    assert_eq!(dropped.cases, ["r00", "r10", "r11", "r49"]);
+    assert_eq!(d.series_count(), rows - 4);
+    let root = tempfile::tempdir().unwrap();
+    let v = Version::open(common::commit(root.path(), d, timef::WriterOptions::default())).unwrap();
+    for i in [1, 9, 12, 30, 48] {
+        let got = v.read_series(&format!("r{i:02}")).unwrap();
+        assert!(got.iter().enumerate().all(|(k, x)| x.to_bits() == value(i, k).to_bits()), "row {i}");
+        assert_eq!(got.len(), len);
+    }
+    assert!(v.read_series("r10").is_err());
+}
