@@ -341,15 +341,17 @@ impl ValuesSource {
 
 /// Values held for many series by a connector (e.g. a memory-mapped input),
 /// handed out one series at a time ([`TimeFDataset::add_series_stored`]).
-///
-/// Contract: every value a store hands out was found finite when its series
-/// was added (the connector checks each series as it reads it), so the writer
-/// does not check stored values again as they load; should a store's bytes
-/// change meanwhile, the chunk's statistics are not finite and the writer
-/// refuses the series when its row group is encoded (`shards::build_row_group`).
 pub(crate) trait ValuesStore: Send + Sync {
     /// `len` values at value offset `offset`.
     fn values(&self, offset: u64, len: u64) -> std::result::Result<SeriesValues, LoaderError>;
+
+    /// Whether every value this store hands out was found finite when its
+    /// series was added (its connector checked each series as it read it):
+    /// the writer then does not scan them again as they load. Should the
+    /// store's bytes change meanwhile, the chunk's statistics are not finite
+    /// and the writer refuses the series when its row group is encoded
+    /// (`shards::build_row_group`), with the same error.
+    fn checked_finite(&self) -> bool;
 }
 
 /// A whole dataset version before it is written.
@@ -475,10 +477,13 @@ impl TimeFDataset {
         }
     }
 
-    /// Whether series row `row`'s values come from a store, whose values were
-    /// found finite as they were stored ([`ValuesStore`]).
-    pub(crate) fn values_stored(&self, row: usize) -> bool {
-        matches!(self.values[row], ValuesSource::Stored { .. })
+    /// Whether series row `row`'s values come from a store whose values were
+    /// found finite as they were stored ([`ValuesStore::checked_finite`]).
+    pub(crate) fn values_checked_finite(&self, row: usize) -> bool {
+        match self.values[row] {
+            ValuesSource::Stored { store, .. } => self.stores.get(store as usize).is_some_and(|s| s.checked_finite()),
+            _ => false,
+        }
     }
 
     /// Whether series row `row`'s values are those the version whose manifest

@@ -138,7 +138,7 @@ fn write_index(
 ) -> Result<manifest::FileEntry> {
     let cols = &*keys.columns;
     let enc = ids.get(IdSpace::TimeSeries);
-    // each leaf reads its page's rows back from the spill
+    // each leaf takes its page's rows: borrowed, or read back from the spill
     let rows = move |r: Range<usize>| index.read(r);
     let row = move |x: &IndexRow| keys.row(x.series);
     let leaves = vec![

@@ -1,8 +1,8 @@
 //! The index rows of a write, held in memory up to [`MEMORY_ROWS`] and past
-//! that spilled to an unnamed temporary file of fixed-size records, read back
-//! a range at a time when `time_series_index.parquet` is written: a write of
-//! millions of series holds a page of index rows, not all of them
-//! (`docs/format.md` §1, "Memory").
+//! that spilled to an unnamed temporary file of fixed-size records (created
+//! then), read back a range at a time when `time_series_index.parquet` is
+//! written: a write of millions of series holds a page of index rows, not
+//! all of them (`docs/format.md` §1, "Memory").
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -194,13 +194,18 @@ impl IndexRows {
     ///
     /// # Errors
     /// [`Error::Io`] naming the temporary directory; a range past the rows is
-    /// an [`Error::Io`] too (`UnexpectedEof`).
+    /// an [`Error::SelfCheck`] of the index (a writer defect, not the disk's).
     pub(crate) fn read(&self, range: Range<usize>) -> Result<Cow<'_, [IndexRow]>> {
         use std::os::unix::fs::FileExt;
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::SelfCheck {
+                path: "time_series_index.parquet".into(),
+                column: "*".into(),
+                reason: format!("index rows {range:?} asked of {} written", self.len()),
+            });
+        }
         match self {
-            IndexRows::Memory(rows) => rows.get(range).map(Cow::Borrowed).ok_or_else(|| {
-                temp_error(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "index rows past the end"))
-            }),
+            IndexRows::Memory(rows) => Ok(Cow::Borrowed(&rows[range])),
             IndexRows::File { file, .. } => {
                 let mut bytes = vec![0u8; range.len() * RECORD_BYTES];
                 file.read_exact_at(&mut bytes, (range.start * RECORD_BYTES) as u64).map_err(temp_error)?;
@@ -288,7 +293,18 @@ mod tests {
             assert_eq!(*rows.read(16_383..16_386).unwrap(), (16_383..16_386).map(row).collect::<Vec<_>>()[..]);
             assert_eq!(*rows.read(n - 2..n).unwrap(), [row(n as u32 - 2), row(n as u32 - 1)]);
             assert_eq!(*rows.read(5..5).unwrap(), []);
-            assert!(rows.read(n - 1..n + 1).is_err(), "{n} rows");
+            let past = rows.read(n - 1..n + 1).unwrap_err().to_string();
+            assert_eq!(
+                past,
+                format!(
+                    "self-check of time_series_index.parquet: column *: index rows {}..{} asked of {n} written",
+                    n - 1,
+                    n + 1
+                )
+            );
+            #[allow(clippy::reversed_empty_ranges)]
+            let reversed = 3..2;
+            assert!(rows.read(reversed).is_err(), "{n} rows");
             let back = rows.read(0..1).unwrap();
             assert!(back[0].stats.min.is_sign_negative());
             let mut seen = 0u32;

@@ -291,7 +291,7 @@ impl TimeFWriter {
                 self.emit(WriteProgressEvent::SeriesWritten { done: u64::from(pos) + 1, total, values: n_values })?;
                 continue;
             }
-            let checked = if dataset.values_stored(row) { Finite::Checked } else { Finite::Unchecked };
+            let checked = if dataset.values_checked_finite(row) { Finite::Checked } else { Finite::Unchecked };
             let values =
                 dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
             let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));

@@ -103,6 +103,12 @@ impl crate::dataset::ValuesStore for MappedValues {
         }
         Ok(values)
     }
+
+    /// True: the connector stores only values `typings::to_f32` accepted
+    /// (the IPC input's slices and the spill of converted values alike).
+    fn checked_finite(&self) -> bool {
+        true
+    }
 }
 
 /// True when `v` lies inside the mapping `map` (a zero-copy slice of it).
