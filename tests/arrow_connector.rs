@@ -357,11 +357,11 @@ fn a_mapped_value_that_turned_non_finite_after_the_check_is_refused() {
     assert!(common::tree(root.path()).is_empty(), "nothing may remain: {:?}", common::tree(root.path()));
 }
 
-/// The values check runs a window of rows ahead of the pass (about 2^21
-/// values a window, the next one while the pass takes the current one): over
-/// an input of five windows the first refused row is the one named, whatever
-/// the later windows hold, and under drop-case exactly the rows holding a NaN
-/// are left out while every kept value reads back exactly.
+/// The values check runs a window of rows ahead of the pass, on the pool
+/// (about 2^22 values a window): over an input of three windows the first
+/// refused row is the one named, whatever the later windows hold, and under
+/// drop-case exactly the rows holding a NaN are left out while every kept
+/// value reads back exactly.
 #[test]
 fn the_values_check_ahead_refuses_and_drops_in_row_order_across_windows() {
     use arrow_array::builder::Float32Builder;

@@ -808,9 +808,7 @@ impl Pass<'_> {
 /// Values of a univariate `target` checked ahead of the pass, on the compute
 /// pool ([`typings::to_f32`] of each row's list; the values check is most of
 /// the pass), a window of rows holding about [`CHECK_AHEAD_VALUES`] values at
-/// a time, the next window checked while the pass takes the rows of the
-/// current one (so the pass's own work per row and the check overlap), and
-/// the input pages both windows fault in before the pass releases them stay
+/// a time, so the input pages it faults in before the pass releases them stay
 /// a few MiB. The pass takes each row's result in row order: the same errors,
 /// in the same order, as checking each row when it comes.
 #[derive(Default)]
@@ -819,63 +817,28 @@ struct CheckedAhead {
     start: usize,
     /// Each row's check (`None` for a null row, or once taken).
     rows: Vec<Option<std::result::Result<SeriesValues, ValueError>>>,
-    /// The window after it: its first row, and where its checks arrive.
-    next: Option<(usize, std::sync::mpsc::Receiver<Checks>)>,
 }
 
-/// Each row's check in a window of [`CheckedAhead`].
-type Checks = Vec<Option<std::result::Result<SeriesValues, ValueError>>>;
-
-/// Values in a window of [`CheckedAhead`] (8 MiB of float32; two are in flight).
-const CHECK_AHEAD_VALUES: usize = 2 << 20;
+/// Values checked ahead of the pass at a time (16 MiB of float32).
+const CHECK_AHEAD_VALUES: usize = 4 << 20;
 
 impl CheckedAhead {
-    /// The check of row `r` of `target` (once): from the current window, or
-    /// the next one when `r` starts it, else a window starting at `r` checked
-    /// now; then the window after it is started on the pool. `None` when the
-    /// pool is unavailable or a check was lost (the pass then checks the row
-    /// itself).
+    /// The check of row `r` of `target` (once), checking the window that
+    /// starts at `r` when `r` is outside the current one; `None` when the
+    /// pool is unavailable (the pass then checks the row itself).
     fn take(&mut self, target: &dyn Array, r: usize) -> Option<std::result::Result<SeriesValues, ValueError>> {
         use rayon::prelude::*;
         if !(self.start..self.start + self.rows.len()).contains(&r) {
-            let pool = crate::runtime::compute_pool().ok()?;
-            self.rows = match self.next.take() {
-                Some((start, checks)) if start == r => checks.recv().ok()?,
-                _ => {
-                    let lists = window(target, r);
-                    pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect())
-                }
-            };
-            self.start = r;
-            let end = r + self.rows.len();
-            if end < target.len() {
-                let lists = window(target, end);
-                let (tx, rx) = std::sync::mpsc::sync_channel(1);
-                pool.spawn(move || {
-                    // a panic drops `tx`: the pass then checks those rows itself
-                    let checks = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect::<Checks>()
-                    }));
-                    if let Ok(checks) = checks {
-                        // the receiver is gone only if the pass already stopped
-                        let _ = tx.send(checks);
-                    }
-                });
-                self.next = Some((end, rx));
+            let (mut lists, mut values) = (Vec::new(), 0);
+            while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
+                let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
+                values += list.as_ref().map_or(0, |l| l.len());
+                lists.push(list);
             }
+            let pool = crate::runtime::compute_pool().ok()?;
+            self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
+            self.start = r;
         }
         self.rows.get_mut(r - self.start).and_then(Option::take)
     }
-}
-
-/// The lists of the rows of `target` from `r` on (`None` for a null row)
-/// holding about [`CHECK_AHEAD_VALUES`] values, at least one row.
-fn window(target: &dyn Array, r: usize) -> Vec<Option<ArrayRef>> {
-    let (mut lists, mut values) = (Vec::new(), 0);
-    while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
-        let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
-        values += list.as_ref().map_or(0, |l| l.len());
-        lists.push(list);
-    }
-    lists
 }
