@@ -33,6 +33,9 @@ stop() {
 }
 trap stop EXIT
 $py "${SHARED:-../shared}/tools/gen_bench.py" "$work/in.arrow" --total-mib "$mib" --shape mixed >/dev/null
+# the input written back first: the ingest's fsync would otherwise wait for
+# the generator's dirty pages (ext4 commits its journal for both)
+sync
 
 # runs the command; sets wall (s), rss (MiB), read (bytes read from the base's
 # shards, from its "copied ..." line) and copied (that line)
