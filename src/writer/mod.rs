@@ -313,7 +313,7 @@ impl TimeFWriter {
 /// Whether a series' values were already found finite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Finite {
-    /// By the connector that stored them ([`crate::dataset::ValuesStore`]).
+    /// By the connector that stored them ([`crate::dataset::ValuesStore::checked_finite`]).
     Checked,
     /// Not yet: a loader's, or values handed in.
     Unchecked,
