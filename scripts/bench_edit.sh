@@ -73,6 +73,9 @@ echo "picked for remove (and add/relabel after every 100th): $(every_hundredth_s
 echo
 echo "local edits: wall time; share of the ingest's; peak RSS (MiB); dedup against the base"
 for name in "${edits[@]}"; do
+  # the edits before written back first: an edit's fsync would otherwise wait
+  # for their dirty pages too (ext4 commits its journal for all of them)
+  sync
   edit "$name" "$work/r/b/v1" "$work/r"
   share=$(awk -v a="$wall" -v b="$ingest" 'BEGIN { printf "%.3f", a / b }')
   dedup=$("$bin" dedup "$work/r/b/v1" "$work/r/b/$name" | sed -n 's/.*(\([0-9.]*\))$/\1/p')
