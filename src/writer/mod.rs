@@ -7,7 +7,8 @@
 //! 2. Start the version on its storage ([`crate::storage::Staging`]: a local
 //!    staging directory, or a claim on an object store).
 //! 3. Stream series in `(spec_type, channel, time_series_id)` order: run each
-//!    loader once, validate its values (count, finite), cut chunks, cut row
+//!    loader once, validate its values (count; finite, unless the connector
+//!    that stored them checked them), cut chunks, cut row
 //!    groups and shards ([`crate::layout`]). Each row group is encoded on the
 //!    rayon pool while the next series load, its chunks' statistics computed
 //!    page by page as the pages are encoded, so the encoder reads the values
