@@ -18,9 +18,7 @@ bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 . scripts/bench_lib.sh
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-# the input written back first: a commit's fsync would otherwise wait for
-# the generator's dirty pages (ext4 commits its journal for both)
-sync
+written_back
 rounds=""
 for _ in $(seq "$runs"); do
   ceiling=$($bin/examples/codec_limit "$work/in.arrow" "$threads" | awk '{print $6}')

@@ -33,9 +33,7 @@ stop() {
 }
 trap stop EXIT
 $py "${SHARED:-../shared}/tools/gen_bench.py" "$work/in.arrow" --total-mib "$mib" --shape mixed >/dev/null
-# the input written back first: the ingest's fsync would otherwise wait for
-# the generator's dirty pages (ext4 commits its journal for both)
-sync
+written_back
 
 # runs the command; sets wall (s), rss (MiB), read (bytes read from the base's
 # shards, from its "copied ..." line) and copied (that line)
@@ -73,9 +71,7 @@ echo "picked for remove (and add/relabel after every 100th): $(every_hundredth_s
 echo
 echo "local edits: wall time; share of the ingest's; peak RSS (MiB); dedup against the base"
 for name in "${edits[@]}"; do
-  # the edits before written back first: an edit's fsync would otherwise wait
-  # for their dirty pages too (ext4 commits its journal for all of them)
-  sync
+  written_back
   edit "$name" "$work/r/b/v1" "$work/r"
   share=$(awk -v a="$wall" -v b="$ingest" 'BEGIN { printf "%.3f", a / b }')
   dedup=$("$bin" dedup "$work/r/b/v1" "$work/r/b/$name" | sed -n 's/.*(\([0-9.]*\))$/\1/p')

@@ -13,6 +13,11 @@ timed() {
   return "$status"
 }
 
+# written_back: writes every dirty page back (sync) before a timed run: a
+# commit's fsync would otherwise also wait for those of an input just
+# generated or of an earlier run's output (ext4 commits its journal for all).
+written_back() { sync; }
+
 # best_of LABEL COMMAND...: runs COMMAND $runs times, its stdout discarded, and
 # prints "LABEL <best wall time, s> <peak RSS of the last run, KiB>" (timed).
 # Before each run it calls the caller's `before_run LABEL` when one is defined

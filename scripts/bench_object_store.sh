@@ -20,10 +20,8 @@ export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_ALLOW_HTTP=true AWS_REGION=us
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
 curl -s -X PUT "$AWS_ENDPOINT_URL/bench" >/dev/null
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib"
-# the input written back first: a commit's fsync would otherwise wait for
-# the generator's dirty pages (ext4 commits its journal for both)
-sync
 . scripts/bench_lib.sh
+written_back
 run() { # label, root: each run writes a version of its own under root/r<run>
   best_of "$1" sh -c '"$0" ingest arrow --quiet --root "$1/r$BENCH_RUN" --name b --version v1 "$2"' \
     "$bin" "$2" "$work/in.arrow"

@@ -15,10 +15,8 @@ cargo build --release --quiet --bin timef
 cli=${CARGO_TARGET_DIR:-target}/release/timef
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-# the input written back first: a commit's fsync would otherwise wait for
-# the generator's dirty pages (ext4 commits its journal for both)
-sync
 . scripts/bench_lib.sh
+written_back
 before_run() { rm -rf "$work/out-$1"; } # each command writes under $work/out-<label>
 results=(
   "$(best_of cli "$cli" ingest arrow --quiet --root "$work/out-cli" --name b --version v1 "$work/in.arrow")"

@@ -12,10 +12,8 @@ cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
-# the input written back first: a commit's fsync would otherwise wait for
-# the generator's dirty pages (ext4 commits its journal for both)
-sync
 . scripts/bench_lib.sh
+written_back
 before_run() { rm -rf "$work/out"; }
 ours=$(best_of timef $bin/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
 theirs=$(best_of ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out" --name b --version v1)

@@ -148,7 +148,7 @@ impl IndexSpill {
                 for r in rows.iter().chain([row]) {
                     write_record(&mut out, r)?;
                 }
-                *self = IndexSpill::File { out, rows: MEMORY_ROWS as u64 + 1 };
+                *self = IndexSpill::File { out, rows: rows.len() as u64 + 1 };
             }
             IndexSpill::File { out, rows } => {
                 write_record(out, row)?;
