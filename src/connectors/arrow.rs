@@ -24,19 +24,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::connectors::typings::{self, Refused, ValueError};
 use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
 use crate::dataset::{Sample, SeriesMeta, SeriesRef, SeriesValues, Source, TimeFDataset};
 use crate::error::{Error, Result};
-use crate::footer::{contain, read_metadata, CheckedPages, DEFAULT_BATCH_ROWS};
+use crate::footer::contain;
 
+mod distributed;
+pub use distributed::{arrow_part_series, arrow_row_parts, arrow_series_ids, ArrowMetaPass};
 mod ipc;
 use ipc::{decode_ipc, map_ipc};
 pub use ipc::{MAX_IPC_BUFFER_BYTES, MAX_IPC_DICTIONARY_BYTES};
 mod mapped;
 use mapped::{advise_dont_need, is_in, release_batch, whole_pages_of, MappedValues};
+mod parquet_input;
+use parquet_input::open_parquet;
 
 /// Options of [`read_arrow`].
 #[derive(Debug, Clone, PartialEq)]
@@ -194,155 +197,6 @@ pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowO
     read.finish().map(|(d, _, _)| d)
 }
 
-/// The metadata pass of a distributed write over GluonTS rows
-/// ([`crate::distributed`]): every row is checked exactly as [`read_arrow_batches`]
-/// checks it (same errors, same [`OnMissing`] rule, same ids), but no value is
-/// kept, only each series' number of values. Feed every batch of the input in
-/// order, then [`ArrowMetaPass::finish`].
-pub struct ArrowMetaPass<'a> {
-    read: Read<'a>,
-}
-
-impl<'a> ArrowMetaPass<'a> {
-    /// A pass whose errors name `label` as the file.
-    ///
-    /// # Errors
-    /// [`Error::Validation`] for a bad dataset name or version.
-    pub fn new(label: &'a Path, opts: &'a ArrowOptions) -> Result<Self> {
-        let mut read = Read::new(label, opts, true, None)?;
-        read.pass.count_only = true;
-        Ok(ArrowMetaPass { read })
-    }
-
-    /// Checks and counts the rows of the next batch.
-    ///
-    /// # Errors
-    /// As [`read_arrow`].
-    pub fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.read.batch(batch, None)
-    }
-
-    /// The plan input: the dataset's metadata (its loaders refuse to run: the
-    /// values are the parts') and each series' number of values; plus the rows
-    /// left out under [`OnMissing::DropCase`].
-    ///
-    /// # Errors
-    /// As [`read_arrow`] (no rows, every row dropped).
-    pub fn finish(self) -> Result<(crate::distributed::PlanInput, Dropped)> {
-        let (dataset, dropped, n_values) = self.read.finish()?;
-        Ok((crate::distributed::PlanInput::new(dataset, n_values), dropped))
-    }
-}
-
-/// The series ids of each row of `batch`, as the connector names them
-/// (`item_id`, or `"{item_id}/{dim}"` for multivariate targets); a row with a
-/// null `item_id` or target gives none. Used to route rows to the parts of a
-/// distributed write ([`crate::distributed::Plan::router`]).
-///
-/// # Errors
-/// [`Error::InvalidInput`] when `batch` has no `item_id` column (ids would be
-/// row numbers of the whole input, which a worker cannot know) or a refused typing.
-pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) -> Result<Vec<Vec<String>>> {
-    let typing = |why: String| Error::input(label, None, why);
-    let ids =
-        batch.column_by_name("item_id").ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
-    let ids = typings::item_ids(ids).map_err(|refused| match refused {
-        Refused::Typing(why) => typing(why),
-        Refused::Row(r, why) => typing(format!("row {r} of the batch: {why}")),
-    })?;
-    let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
-    let element = typings::list_element(target.data_type())
-        .ok_or_else(|| typing(format!("target has type {}", target.data_type())))?;
-    let multivariate = typings::list_element(element).is_some();
-    Ok((0..batch.num_rows())
-        .map(|r| match (&ids[r], multivariate) {
-            (None, _) => Vec::new(),
-            (Some(item), false) => vec![opts.ids.id(item)],
-            (Some(item), true) => {
-                let dims = if target.is_null(r) {
-                    0
-                } else {
-                    typings::list_value(target.as_ref(), r).map_or(0, |outer| outer.len())
-                };
-                (0..dims).map(|d| opts.ids.id(&format!("{item}/{d}"))).collect()
-            }
-        })
-        .collect())
-}
-
-/// For each row of `batch`, the parts of a distributed write that need it
-/// (`router` from [`crate::distributed::Plan::router`]); empty for a row whose
-/// series are not in the plan (e.g. dropped under [`OnMissing::DropCase`]).
-///
-/// # Errors
-/// As [`arrow_series_ids`].
-pub fn arrow_row_parts(
-    batch: &RecordBatch,
-    label: &Path,
-    opts: &ArrowOptions,
-    router: &std::collections::HashMap<String, Vec<u32>>,
-) -> Result<Vec<Vec<u32>>> {
-    Ok(arrow_series_ids(batch, label, opts)?
-        .into_iter()
-        .map(|ids| {
-            let mut parts: Vec<u32> = ids.iter().filter_map(|id| router.get(id)).flatten().copied().collect();
-            parts.sort_unstable();
-            parts.dedup();
-            parts
-        })
-        .collect())
-}
-
-/// The series of a distributed write's part, built from the batches holding
-/// its rows (in any order and partitioning; other rows may be present only
-/// if they hold a series of the task): each row is checked and converted as
-/// [`read_arrow_batches`] does, and the task's series are returned with their
-/// values, for [`crate::distributed::write_part`].
-///
-/// # Errors
-/// As [`read_arrow`]; [`Error::InvalidInput`] for batches without `item_id`;
-/// [`Error::Part`] with [`crate::error::PartProblem::UnplannedSeries`] for a
-/// row none of whose series is in the task.
-pub fn arrow_part_series(
-    batches: &[RecordBatch],
-    label: &Path,
-    opts: &ArrowOptions,
-    task: &crate::distributed::PartTask,
-) -> Result<Vec<(String, SeriesValues)>> {
-    let mut read = Read::new(label, opts, true, None)?;
-    for batch in batches {
-        if batch.column_by_name("item_id").is_none() {
-            return Err(Error::input(label, None, "a distributed write needs an item_id column"));
-        }
-        read.batch(batch, None)?;
-    }
-    let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.meta.time_series_id.as_str()).collect();
-    let (mut dataset, _, _) = read.finish()?;
-    let mut out = Vec::new();
-    let samples: Vec<crate::dataset::Sample> = dataset.samples().collect();
-    for sample in samples {
-        let mine: Vec<&str> =
-            sample.series.iter().map(|r| r.time_series_id.as_str()).filter(|id| wanted.contains(id)).collect();
-        let Some(first) = sample.series.first() else { continue };
-        if mine.is_empty() {
-            return Err(Error::Part {
-                write_id: task.write_id.clone(),
-                part: Some(task.part),
-                shard: None,
-                problem: crate::error::PartProblem::UnplannedSeries(first.time_series_id.clone()),
-            });
-        }
-        for id in mine {
-            let loader = dataset
-                .take_loader(id)
-                .ok_or_else(|| Error::input(label, None, format!("internal: no values for {id}")))?;
-            let values = loader().map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
-            out.push((id.to_string(), values));
-        }
-    }
-    Ok(out)
-}
-
 /// One read of an input: the pass over its rows, each kept row added to the
 /// dataset as it is checked.
 struct Read<'a> {
@@ -477,127 +331,6 @@ impl<'a> Read<'a> {
         }
         Ok((out.dataset, out.dropped, out.counted))
     }
-}
-
-/// Target values a Parquet input's record batch holds at most (about 8 MiB as
-/// float64; a batch holds at least one row).
-const PARQUET_BATCH_VALUES: usize = 1 << 20;
-
-/// A Parquet file as record batches of every row group in order (footer parsed
-/// once, its sizes checked against the file), plus the `start` column decoded
-/// from INT96 when it is stored so, and the rows the footer claims.
-#[allow(clippy::type_complexity)]
-fn open_parquet(
-    path: &Path,
-) -> Result<(
-    Box<dyn Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>>>,
-    Option<Vec<Option<f64>>>,
-    u64,
-)> {
-    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
-    use parquet::arrow::ProjectionMask;
-    use parquet::file::metadata::PageIndexPolicy;
-    let file = File::open(path).map_err(|e| unreadable(path, e))?;
-    let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-    let panicked = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-    let footer = contain(|| read_metadata(&file, PageIndexPolicy::Skip, PageIndexPolicy::Skip))
-        .map_err(panicked)?
-        .map_err(bad)?;
-    let claimed = u64::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
-    let file = CheckedPages::new(file, &footer);
-    let meta = ArrowReaderMetadata::try_new(Arc::new(footer), ArrowReaderOptions::new()).map_err(bad)?;
-    let schema = meta.metadata().file_metadata().schema_descr_ptr();
-    let int96 = (0..schema.num_columns()).find(|&i| {
-        let c = schema.column(i);
-        c.path().parts() == ["start"] && c.physical_type() == parquet::basic::Type::INT96
-    });
-    let starts = match int96 {
-        Some(leaf) => Some(contain(|| int96_column(path, &file, meta.metadata(), leaf)).map_err(panicked)??),
-        None => None,
-    };
-    // the wrapping nanosecond decoding of an INT96 `start` is never used
-    let mask = ProjectionMask::leaves(&schema, (0..schema.num_columns()).filter(|&i| Some(i) != int96));
-    // batches sized so that one holds about PARQUET_BATCH_VALUES target values,
-    // whatever the row groups: memory follows the batch, not the input
-    let target_leaves: Vec<usize> = (0..schema.num_columns())
-        .filter(|&i| schema.column(i).path().parts().first().is_some_and(|p| p == "target"))
-        .collect();
-    let values_per_row = meta
-        .metadata()
-        .row_groups()
-        .iter()
-        .map(|rg| {
-            let values: i64 = target_leaves.iter().map(|&i| rg.column(i).num_values().max(0)).sum();
-            usize::try_from(values / rg.num_rows().max(1)).unwrap_or(usize::MAX).max(1)
-        })
-        .max()
-        .unwrap_or(1);
-    let batch_rows = (PARQUET_BATCH_VALUES / values_per_row).clamp(1, 1024);
-    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_projection(mask)
-        .with_batch_size(batch_rows)
-        .build()
-        .map_err(bad)?;
-    Ok((Box::new(reader), starts, claimed))
-}
-
-/// Every row's INT96 `start` (leaf column `leaf`) in epoch seconds, decoded from
-/// the raw Julian day and nanoseconds ([`typings::int96_seconds`]).
-fn int96_column(
-    path: &Path,
-    file: &CheckedPages<File>,
-    meta: &parquet::file::metadata::ParquetMetaData,
-    leaf: usize,
-) -> Result<Vec<Option<f64>>> {
-    use parquet::column::reader::ColumnReader;
-    use parquet::file::reader::RowGroupReader;
-    let bad = |e: parquet::errors::ParquetError| Error::input(path, None, format!("not a readable Parquet file: {e}"));
-    let chunk = Arc::new(CheckedPages::new(file.inner().try_clone().map_err(|e| unreadable(path, e))?, meta));
-    let props = Arc::new(parquet::file::properties::ReaderProperties::builder().build());
-    let mut out = Vec::new();
-    for (g, rg) in meta.row_groups().iter().enumerate() {
-        let page_index = meta.page_index_for_row_group(g);
-        let reader = parquet::file::serialized_reader::SerializedRowGroupReader::new(
-            Arc::clone(&chunk),
-            rg,
-            page_index,
-            Arc::clone(&props),
-        )
-        .map_err(bad)?;
-        let ColumnReader::Int96ColumnReader(mut col) = reader.get_column_reader(leaf).map_err(bad)? else {
-            return Err(Error::input(path, None, "start: INT96 column without an INT96 reader"));
-        };
-        let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-        let max_def = rg.column(leaf).column_descr().max_def_level();
-        // in bounded batches: the footer's row count is only a claim
-        let mut done = 0;
-        while done < rows {
-            let want = (rows - done).min(DEFAULT_BATCH_ROWS);
-            let (mut defs, mut values) = (Vec::with_capacity(want), Vec::with_capacity(want));
-            let (records, _, _) = col.read_records(want, Some(&mut defs), None, &mut values).map_err(bad)?;
-            if records == 0 {
-                return Err(Error::input(path, None, format!("start: row group {g} holds {done} of {rows} rows")));
-            }
-            let mut vals = values.iter();
-            for r in 0..records {
-                let present = max_def == 0 || defs.get(r) == Some(&max_def);
-                let v = if present { vals.next() } else { None };
-                out.push(match v {
-                    None => None,
-                    Some(x) => {
-                        let row = out.len();
-                        let d = x.data();
-                        Some(
-                            typings::int96_seconds([d[0], d[1], d[2]])
-                                .map_err(|why| Error::input(path, None, format!("row {row}: start: {why}")))?,
-                        )
-                    }
-                });
-            }
-            done += records;
-        }
-    }
-    Ok(out)
 }
 
 /// State of the one pass over the input's rows.
