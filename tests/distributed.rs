@@ -838,3 +838,37 @@ fn a_duplicate_part_racing_the_commit_leaves_no_scratch_in_the_version() {
     }
     println!("{mid_write} of 6 rounds stopped the duplicate part mid-write");
 }
+
+/// A local-path `gc` of a root a distributed write writes through a
+/// `file://` URL: the parts' prefix is named like a local writer's staging
+/// (`.tmp-<version>-<32 letters and digits>`) but holds the parts' marker,
+/// so it is reported (cleared only through the URL), never removed, like the
+/// write's claim; the write then commits.
+#[test]
+fn a_local_path_gc_keeps_the_parts_of_a_write_through_a_file_url() {
+    let batches = generated_input();
+    let dir = tempfile::tempdir().unwrap();
+    let root_dir = dir.path().join("obj");
+    let write = plan_at(&file_root(&root_dir), &batches, small_options(), 2).unwrap();
+    let records = run_parts(&write, &batches, Partitioning::Grouped, &[0, 1]);
+    let before = files(&root_dir);
+    let report = timef::storage::gc(&Location::local(&root_dir), 0).unwrap();
+    let prefix = root_dir.join(format!("dist/.tmp-v1-{}", write.write_id()));
+    let odd: Vec<(String, String)> = vec![
+        (
+            prefix.display().to_string(),
+            "holds the parts of a distributed write through a file:// URL: run gc or ls on the file:// URL of the \
+             root to clear it; kept"
+                .to_string(),
+        ),
+        (
+            root_dir.join("dist/v1").display().to_string(),
+            "holds a claim of a write through a file:// URL: run gc or ls on the file:// URL of the root to clear \
+             it; kept"
+                .to_string(),
+        ),
+    ];
+    assert_eq!((report.removed_claims, report.removed_files, report.odd), (vec![], vec![], odd));
+    assert_eq!(files(&root_dir), before);
+    write.commit(&records).unwrap();
+}

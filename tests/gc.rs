@@ -795,3 +795,184 @@ fn memory_an_object_removed_since_the_listing_is_not_counted_as_removed() {
         assert_eq!(left, Vec::<String>::new(), "{key}");
     }
 }
+
+/// `file://`: a dead writer's version holding files whose names spell other
+/// paths once percent-decoded (`%2F`, `..`, `%41`) and an interrupted
+/// upload's `<name>#1` (object_store's listing hides it, readers of the
+/// directory would not): `gc` removes exactly those files, each by its own
+/// name, the claim last; the committed version beside it, and a file outside
+/// the root, stay byte for byte.
+#[test]
+fn file_url_gc_removes_files_by_their_own_names_never_a_path_they_spell() {
+    let b = Backend::new(Kind::File, "spelled").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let committed = b.files();
+    let outside = b._dir.path().join("outside.txt");
+    std::fs::write(&outside, b"not gc's").unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    let left = [
+        "ecg/v2/x/partial.bin",
+        "ecg/v2/x%2F..%2F..%2Fv1%2Ftime_series%2Fshard-00000.parquet",
+        "ecg/v2/x%2F..%2F..%2F..%2F..%2Foutside.txt",
+        "ecg/v2/a%41",
+        "ecg/v2/time_series/shard-00000.parquet#1",
+    ];
+    for f in left {
+        b.put(f, b"partial");
+    }
+    assert!(committed.contains_key("ecg/v1/time_series/shard-00000.parquet"), "{:?}", committed.keys());
+    let report = gc(&b.root, 0).unwrap();
+    let mut removed: Vec<String> =
+        left.iter().copied().collect::<BTreeSet<_>>().into_iter().map(|f| b.shown(f)).collect();
+    removed.push(b.shown(&format!("ecg/v2/{CLAIM}")));
+    assert_eq!(report.removed_files, removed);
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!((report.odd.len(), report.failed.len()), (0, 0), "{report:?}");
+    let mut after = b.files();
+    // the emptied directories of the dead version stay (nothing lists them)
+    after.retain(|k, _| !k.starts_with("ecg/v2/"));
+    assert_eq!((after, b.files().len()), (committed.clone(), committed.len()));
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not gc's");
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok());
+}
+
+/// `timef gc --older-than-s 0` of `b`'s root started paused where it has
+/// judged a claim dead (`gc-claim-judged`), going on once `resume` exists.
+fn gc_paused_at_a_judged_claim(b: &Backend, resume: &std::path::Path) -> std::process::Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));
+    if let Some(ep) = std::env::var("TIMEF_TEST_S3_ENDPOINT").ok().filter(|_| b.kind == Kind::S3) {
+        for (k, v) in [
+            ("AWS_ENDPOINT_URL", ep.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+        ] {
+            cmd.env(k, v);
+        }
+    }
+    cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
+    start_paused(cmd, "gc-claim-judged", Some(resume)).0
+}
+
+/// Two overlapping `gc` runs: the second judges a dead writer's claim dead
+/// and pauses before it takes it over; the first clears that claim and a
+/// new writer commits the version again. Resumed, the second finds the
+/// claim gone (not the one it judged), takes nothing over and removes
+/// nothing: the committed version stays whole. On `file://` (no conditional
+/// update: the writer id is the check) and S3 (`If-Match` on the ETag).
+fn a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("gc race {kind:?}")) else { return };
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v1/{CLAIM}"), claim);
+    b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
+    let resume = b._dir.path().join("resume");
+    let child = gc_paused_at_a_judged_claim(&b, &resume);
+    let first = gc(&b.root, 0).unwrap();
+    assert_eq!(first.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let committed = b.files();
+    std::fs::write(&resume, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{kind:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0 leftover(s) cleared, 0 file(s) removed\n", "{kind:?}");
+    assert_eq!(b.files(), committed, "{kind:?}");
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
+}
+
+#[test]
+fn a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since_file_url() {
+    a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since(Kind::File);
+}
+
+#[test]
+fn a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since_s3() {
+    a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since(Kind::S3);
+}
+
+/// `ls` and `gc` of a prefix or `file://` directory that does not exist (a
+/// mistyped URL) say it is missing, as they do for a local path, instead of
+/// reading it as an empty root.
+#[test]
+fn a_missing_place_is_missing_on_every_backend() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, &format!("missing place {kind:?}")) else { continue };
+        b.put("ecg/notes/readme.txt", b"a user's");
+        let place = b.root.join("nothere");
+        for err in [gc(&place, 0).unwrap_err(), gc_dry_run(&place, 0).unwrap_err(), survey(&place, 0).unwrap_err()] {
+            match err {
+                timef::Error::Missing { path, .. } => assert_eq!(path.to_string_lossy(), place.to_string(), "{kind:?}"),
+                other => panic!("{kind:?}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A root inside a committed version (given by mistake, e.g. its
+/// `time_series/` folder) is refused before anything is written, on every
+/// backend: the version never changes and its readers never read a stranger's files.
+#[test]
+fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
+    for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
+        let Some(b) = Backend::new(kind, &format!("root inside a version {kind:?}")) else { continue };
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let committed = b.files();
+        for inside in ["ecg/v1", "ecg/v1/time_series", "ecg/v1/time_series/deeper"] {
+            let root = b.root.join(inside);
+            match TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)) {
+                Err(timef::Error::Validation { id, field, reason }) => {
+                    assert_eq!((id, field), (root.join("ecg/v2").to_string(), "root"), "{kind:?}");
+                    let version = match kind {
+                        Kind::Local => b.dir.join("ecg/v1").display().to_string(),
+                        _ => b.shown("ecg/v1"),
+                    };
+                    assert_eq!(
+                        reason,
+                        format!(
+                            "is inside the committed version {version}, which never changes: choose a root outside it"
+                        )
+                    );
+                }
+                other => panic!("{kind:?} {inside}: {:?}", other.map(|s| s.staging_dir())),
+            }
+        }
+        assert_eq!(b.files(), committed, "{kind:?}: nothing written");
+    }
+}
+
+/// A `gc` that judged a claim dead while its writer was only slow: the
+/// writer commits (its manifest lands, its claim not yet removed) while gc is
+/// paused; resumed, gc takes the claim over (it still names that writer),
+/// finds the manifest, and removes only its own claim: every object of the
+/// version stays.
+fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("slow writer {kind:?}")) else { return };
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v1/{CLAIM}"), claim);
+    b.put("ecg/v1/time_series/shard-00000.parquet", b"the writer's");
+    let resume = b._dir.path().join("resume");
+    let child = gc_paused_at_a_judged_claim(&b, &resume);
+    b.put("ecg/v1/manifest.json", br#"{"format":"timef"}"#);
+    std::fs::write(&resume, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{kind:?}");
+    let claim = b.shown(&format!("ecg/v1/{CLAIM}"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("removed {claim}\n1 leftover(s) cleared, 1 file(s) removed\n"),
+        "{kind:?}"
+    );
+    let left: Vec<String> = b.files().into_keys().collect();
+    assert_eq!(left, ["ecg/v1/manifest.json", "ecg/v1/time_series/shard-00000.parquet"], "{kind:?}");
+}
+
+#[test]
+fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile_file_url() {
+    a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile(Kind::File);
+}
+
+#[test]
+fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile_s3() {
+    a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile(Kind::S3);
+}

@@ -286,6 +286,14 @@ proptest! {
         let place = if of_dataset { "d0/".to_string() } else { String::new() };
         let in_scope: BTreeSet<String> = dead.iter().filter(|k| k.starts_with(&place)).cloned().collect();
         let at = if of_dataset { root.join("d0") } else { root.clone() };
+        if of_dataset && !all.iter().any(|k| k.starts_with("d0/")) {
+            // nothing planted under d0: a missing prefix, as a missing local directory
+            for err in [gc_dry_run(&at, 3600).unwrap_err(), gc(&at, 3600).unwrap_err()] {
+                prop_assert!(matches!(err, timef::Error::Missing { .. }), "{:?}", err);
+            }
+            prop_assert_eq!(keys(&*store), all);
+            return Ok(());
+        }
         let dry = gc_dry_run(&at, 3600).unwrap();
         let stale = timef::storage::stale_per_dataset(&at, 3600).unwrap();
         prop_assert_eq!(&stale, &dry.per_dataset);

@@ -1010,3 +1010,36 @@ fn s3_an_edit_changing_no_shard_copies_every_shard_server_side() {
     download(&raw_store(&ep, &b), "data/ds/v2", &copy);
     assert_eq!(file_bytes(&copy), file_bytes(&local_root.join("ds/v2")));
 }
+
+/// An endpoint the S3 client cannot make a request of (not a URL, no host,
+/// another scheme), given as an option or in `AWS_ENDPOINT_URL`, is refused
+/// as an invalid URL (exit 2) before any request, never a panic (exit 101);
+/// the value is not shown.
+#[cfg(feature = "s3")]
+#[test]
+fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
+    let reason =
+        "the endpoint (option aws_endpoint, or its environment variable) is not an http:// or https:// URL with a host";
+    for endpoint in ["notaurl", "http://[::1", "ftp://127.0.0.1:9", "http://", "unix:/tmp/s3.sock"] {
+        let opts: StorageOptions = [("aws_endpoint".to_string(), endpoint.to_string())].into_iter().collect();
+        match Location::parse("s3://bucket/root", &opts) {
+            Err(Error::InvalidUrl { url, reason: why }) => {
+                assert_eq!((url.as_str(), why.as_str()), ("s3://bucket/root", reason))
+            }
+            other => panic!("{endpoint}: {other:?}"),
+        }
+        for args in [vec!["ls", "s3://bucket/root"], vec!["info", "s3://bucket/root/bm/v1"]] {
+            let out = Command::new(env!("CARGO_BIN_EXE_timef"))
+                .args(&args)
+                .env("AWS_ENDPOINT_URL", endpoint)
+                .env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("AWS_REGION", "us-east-1")
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{endpoint} {args:?}: {stderr}");
+            assert_eq!(stderr, format!("timef: error: invalid URL {}: {reason}\n", args[1]), "{endpoint}");
+        }
+    }
+}

@@ -233,3 +233,15 @@ def test_an_unknown_storage_option_is_named_with_close_matches(cli: Path) -> Non
     assert str(e.value) == ("unknown storage option `aws_secret_acess_key` for s3://bucket/root/ds/v1 "
                             "(did you mean `aws_secret_access_key`?)")
     assert (e.value.id, e.value.field) == ("aws_secret_acess_key", "storage_options")
+
+
+def test_an_endpoint_that_is_not_an_http_url_is_a_validation_error_not_a_panic(cli: Path) -> None:
+    reason = ("the endpoint (option aws_endpoint, or its environment variable) is not an http:// or https:// URL "
+              "with a host")
+    for endpoint in ["notaurl", "http://[::1"]:
+        out = run(cli, "ls", "s3://bucket/root", "--storage-option", f"aws_endpoint={endpoint}")
+        assert (out.returncode, out.stderr) == (2, f"timef: error: invalid URL s3://bucket/root: {reason}\n")
+        with pytest.raises(timef.TimeFValidationError) as e:
+            timef.open("s3://bucket/root/ds/v1", storage_options={"aws_endpoint": endpoint})
+        assert str(e.value) == f"invalid URL s3://bucket/root/ds/v1: {reason}"
+        assert (e.value.id, e.value.field, e.value.reason) == ("s3://bucket/root/ds/v1", "root", reason)

@@ -306,8 +306,12 @@ const UNMARKED_VERSION: &str =
 const UNMARKED_CLAIM: &str =
     "is named like a claim but does not hold a writer id: not timef's claim; kept (remove it by hand if nobody needs it)";
 const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
+const NOT_UTF8: &str =
+    "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
 const CLAIM_READ_LOCALLY: &str =
     "holds a claim of a write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
+const PARTS_READ_LOCALLY: &str =
+    "holds the parts of a distributed write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
 const UNMARKED_PARTS: &str =
     "named like a parts' prefix but without its marker _timef_parts.json; kept (remove it by hand if nobody needs it)";
 
@@ -330,6 +334,14 @@ fn is_staging_name(name: &str) -> bool {
 fn parts_name(name: &str) -> Option<(&str, &str)> {
     parse_staged(name)
         .filter(|(version, id)| crate::names::validate_name(version, "version").is_ok() && object::is_writer_id(id))
+}
+
+/// True when the child `child` (at `at`) is a parts' prefix: named
+/// `.tmp-<version>-<write id>` and holding its [`PARTS_MARKER`] with that write id.
+fn parts_marked(place: &Location, tree: &dyn Tree, child: &str, at: &str) -> Result<bool> {
+    let Some((_, id)) = parts_name(child) else { return Ok(false) };
+    Ok(tree.level(at)?.files.contains_key(PARTS_MARKER)
+        && marker_field(place, &join(at, PARTS_MARKER), "write_id")?.as_deref() == Some(id))
 }
 
 /// The string field `key` of the JSON object in the marker file at `rel`
@@ -360,15 +372,20 @@ fn scan_dataset(
     for child in &level.dirs {
         let at = join(rel, child);
         if local && is_staging_name(child) {
-            ds.children.push((child.clone(), Role::Staging));
+            // a distributed write through a file:// URL names its parts' prefix
+            // alike (a write id is 32 letters and digits): its marker tells
+            if parts_marked(place, tree, child, &at)? {
+                ds.odd.push((child.clone(), PARTS_READ_LOCALLY));
+                ds.url_claim = true;
+            } else {
+                ds.children.push((child.clone(), Role::Staging));
+            }
             continue;
         }
         // a version's name never starts with `.` (docs/format.md §1)
         if child.starts_with('.') {
             if let Some((version, id)) = parts_name(child).filter(|_| !local) {
-                let marked = tree.level(&at)?.files.contains_key(PARTS_MARKER)
-                    && marker_field(place, &join(&at, PARTS_MARKER), "write_id")?.as_deref() == Some(id);
-                if marked {
+                if parts_marked(place, tree, child, &at)? {
                     let role = Role::Parts { version: version.to_string(), write_id: id.to_string() };
                     ds.children.push((child.clone(), role));
                 } else {
@@ -432,6 +449,11 @@ impl Dataset {
 fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Dataset>> {
     let tree = &Memo { tree, levels: Default::default() };
     let top = tree.level("")?;
+    // a mistyped prefix is missing, as a local path is, not an empty root
+    // (a store's root, a bucket, may be empty)
+    if !local && top.dirs.is_empty() && top.files.is_empty() && place.file_name().is_some() {
+        return Err(Error::Missing { path: place.to_path_buf(), what: "no object under this prefix".into() });
+    }
     // `.` or `..` given: the directory's own name
     let name = match place.as_local().and_then(|p| p.canonicalize().ok()) {
         Some(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
@@ -518,11 +540,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 delimited = Delimited(o.clone());
                 &delimited
             } else {
-                let mut all: BTreeMap<String, SystemTime> =
-                    o.list_times()?.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
-                if let Some(dir) = o.file_path() {
-                    skip_links(&dir, &mut all, |rel| o.join(rel).to_string(), &mut survey.report);
-                }
+                let all = match o.file_path() {
+                    Some(dir) => file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?,
+                    None => o.list_times()?.into_iter().map(|(k, t)| (decoded(&k), t)).collect(),
+                };
                 listed = Listed(all);
                 &listed
             };
@@ -535,34 +556,52 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
     Ok(survey)
 }
 
-/// `file://`: drops from `listed` every key reached through a symbolic link
-/// below `dir` (object_store's local listing follows links), reporting each
-/// link as odd once: `gc` never deletes through a link, out of the root.
-fn skip_links(
+/// `file://`: every file below `dir`, keyed by its names joined with `/`,
+/// with its modification time. Read from the directory itself, not through
+/// object_store's listing: a name is never decoded into a path (a file named
+/// `a%2F..%2Fb` is that one file, not `../b`), and what that listing hides is
+/// found too (a killed upload's `<name>#<n>`, which readers of the version's
+/// directory would read). A symbolic link is not followed, nor is a name that
+/// is not UTF-8: each is reported as odd once, in name order (gc never
+/// deletes through a link, out of the root). A directory gone meanwhile
+/// (committed, aborted) is skipped.
+///
+/// # Errors
+/// I/O errors reading it.
+fn file_tree(
     dir: &Path,
-    listed: &mut BTreeMap<String, SystemTime>,
     shown: impl Fn(&str) -> String,
     report: &mut GcReport,
-) {
-    let mut links: BTreeSet<String> = BTreeSet::new();
-    let mut checked: BTreeMap<String, bool> = BTreeMap::new();
-    listed.retain(|key, _| {
-        let mut at = String::new();
-        for part in key.split('/') {
-            at = join(&at, part);
-            let link = *checked
-                .entry(at.clone())
-                .or_insert_with(|| fs::symlink_metadata(dir.join(&at)).map_or(true, |m| m.file_type().is_symlink()));
-            if link {
-                links.insert(at);
-                return false;
+) -> Result<BTreeMap<String, SystemTime>> {
+    let mut files = BTreeMap::new();
+    let mut odd: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut todo = vec![String::new()];
+    while let Some(rel) = todo.pop() {
+        let entries = match fs::read_dir(dir.join(&rel)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(dir.join(&rel), e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir.join(&rel), e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                odd.insert(join(&rel, &entry.file_name().to_string_lossy()), NOT_UTF8);
+                continue;
+            };
+            let at = join(&rel, &name);
+            let Ok(meta) = fs::symlink_metadata(dir.join(&at)) else { continue };
+            if meta.file_type().is_symlink() {
+                odd.insert(at, THROUGH_LINK);
+            } else if meta.is_dir() {
+                todo.push(at);
+            } else {
+                // no time read: taken as new, so never old enough to go
+                files.insert(at, meta.modified().unwrap_or_else(|_| SystemTime::now()));
             }
         }
-        true
-    });
-    for link in links {
-        report.odd.push((shown(&link), THROUGH_LINK.to_string()));
     }
+    report.odd.extend(odd.into_iter().map(|(rel, why)| (shown(&rel), why.to_string())));
+    Ok(files)
 }
 
 /// A dataset's entry of [`Survey::datasets`].
@@ -721,11 +760,28 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 None => tree.files_under(&version)?,
             };
             rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim));
-            // the dead writer, were it alive, now fails its claim check
+            // the dead writer, were it alive, now fails its claim check; a
+            // claim changed since the listing (another gc cleared it, a new
+            // writer may hold or have committed the version) is not this run's
             if run.removes() && !by_gc && !rels.is_empty() {
-                if let Err(e) = object::take_over_claim(&place.join(&claim)) {
-                    report.failed.push((shown(&claim), e.to_string()));
-                    continue;
+                pause_point("gc-claim-judged");
+                match object::take_over_claim(&place.join(&claim), writer.as_deref()) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        report.failed.push((shown(&claim), e.to_string()));
+                        continue;
+                    }
+                }
+                // committed since the listing (its writer was slow, not dead):
+                // only gc's claim goes, never a committed version's object
+                match place.join(&join(&version, MANIFEST)).size() {
+                    Ok(None) => {}
+                    Ok(Some(_)) => rels.clear(),
+                    Err(e) => {
+                        report.failed.push((shown(&claim), e.to_string()));
+                        continue;
+                    }
                 }
             }
         }

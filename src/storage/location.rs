@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{local, object, ReadFailure, Source, SourceInner, StorageOptions, MAX_OBJECT_COPY_BYTES};
+use super::{local, object, ReadFailure, Source, SourceInner, StorageOptions, MANIFEST, MAX_OBJECT_COPY_BYTES};
 use crate::error::{Error, Result};
 
 /// Where a version, a dataset or a root lives: a local path or an object-store URL.
@@ -286,11 +286,44 @@ impl Location {
     /// Checks that a version can be committed here: [`Error::AlreadyExists`] when
     /// it holds a committed version, [`Error::NotAVersion`] when something else is
     /// in the way. Only looks; writes nothing.
+    /// Also refuses ([`Error::Validation`], field `root`) a place inside a
+    /// committed version (a root given inside one): a version never changes,
+    /// and its readers would read what is written into it.
     pub fn ensure_absent(&self) -> Result<()> {
+        self.ensure_outside_versions()?;
         match &self.0 {
             Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
         }
+    }
+
+    /// Refuses a place one of whose ancestors holds TimeF's `manifest.json`
+    /// (docs/format.md §1). An ancestor that cannot be read is passed over:
+    /// only a readable TimeF manifest refuses.
+    fn ensure_outside_versions(&self) -> Result<()> {
+        let ancestors: Vec<Location> = match &self.0 {
+            Inner::Local(p, _) => match std::path::absolute(p) {
+                Ok(p) => p.ancestors().skip(1).map(Location::local).collect(),
+                Err(_) => Vec::new(),
+            },
+            Inner::Object(o) => o.ancestors().into_iter().map(|a| Location(Inner::Object(a))).collect(),
+        };
+        for version in ancestors {
+            let Ok(Small::Bytes(bytes)) = version.join(MANIFEST).read_small(crate::limits::MAX_MANIFEST_BYTES) else {
+                continue;
+            };
+            let format = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_string));
+            if format.as_deref() == Some(crate::names::FORMAT) {
+                return Err(Error::validation(
+                    self.to_string(),
+                    "root",
+                    format!("is inside the committed version {version}, which never changes: choose a root outside it"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

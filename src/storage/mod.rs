@@ -61,7 +61,8 @@ use crate::error::{Error, Result};
 /// finished), `shards-written`, `manifest-staged`, `before-rename` and
 /// `after-rename` (both local roots only: before the rename; the rename done,
 /// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
-/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried).
+/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried); of an object-store `gc`,
+/// per dead claim: `gc-claim-judged` (judged dead, not yet taken over).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 

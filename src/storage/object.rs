@@ -154,19 +154,40 @@ fn invalid(url: &str, reason: impl Into<String>) -> Error {
 /// shown). Returns the store and how a forked child builds its own.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 macro_rules! cloud_store {
-    ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr) => {{
+    ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr, [$($endpoint:expr),*]) => {{
         install_tls_provider();
         let mut b = <$builder>::from_env().with_url($url.as_str());
         for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
             let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
             b = b.with_config(key, v);
         }
+        // the client panics on an endpoint it cannot make a request URI of
+        $(if let Some(endpoint) = b.get_config_value(&$endpoint) {
+            check_endpoint($url.as_str(), $endpoint.as_ref(), &endpoint)?;
+        })*
         let b = b.with_retry(store_options::retry_config(&$retry));
         let store =
             Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), e.to_string()))?) as Arc<dyn ObjectStore>;
         let rebuild: Rebuild = Box::new(move || Ok(Arc::new(b.clone().build()?) as Arc<dyn ObjectStore>));
         (store, Some(rebuild))
     }};
+}
+
+/// Refuses an endpoint (option `key`, or its environment variable) that is
+/// not an `http`/`https` URL with a host: the cloud clients panic building a
+/// request to one. The value is not shown (it may carry user info).
+#[cfg(any(feature = "s3", feature = "azure"))]
+fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
+    let parsed = url::Url::parse(endpoint);
+    let ok =
+        parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+    match ok {
+        true => Ok(()),
+        false => Err(invalid(
+            &redact(url),
+            format!("the endpoint (option {key}, or its environment variable) is not an http:// or https:// URL with a host"),
+        )),
+    }
 }
 
 /// Makes ring's rustls provider the process default, unless one is installed
@@ -231,7 +252,8 @@ impl ObjectLocation {
                 object_store::aws::AmazonS3ConfigKey,
                 url,
                 options,
-                retry
+                retry,
+                [object_store::aws::AmazonS3ConfigKey::Endpoint, object_store::aws::AmazonS3ConfigKey::S3Endpoint]
             ),
             #[cfg(feature = "gcs")]
             S::GoogleCloudStorage => cloud_store!(
@@ -239,7 +261,8 @@ impl ObjectLocation {
                 object_store::gcp::GoogleConfigKey,
                 url,
                 options,
-                retry
+                retry,
+                []
             ),
             #[cfg(feature = "azure")]
             S::MicrosoftAzure => cloud_store!(
@@ -247,7 +270,8 @@ impl ObjectLocation {
                 object_store::azure::AzureConfigKey,
                 url,
                 options,
-                retry
+                retry,
+                [object_store::azure::AzureConfigKey::Endpoint]
             ),
             other => {
                 return Err(invalid(
@@ -306,6 +330,12 @@ impl ObjectLocation {
     }
 
     /// The object at `path` of this location's store.
+    /// Every prefix above this one, nearest first, the store's root last.
+    pub(crate) fn ancestors(&self) -> Vec<ObjectLocation> {
+        let parts: Vec<_> = self.path.parts().collect();
+        (0..parts.len()).rev().map(|k| self.at(parts[..k].iter().cloned().collect())).collect()
+    }
+
     fn at(&self, path: ObjPath) -> ObjectLocation {
         ObjectLocation { backend: Arc::clone(&self.backend), path }
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use sha2::{Digest, Sha256};
 
 use super::super::{check_interrupted, LiveGuard, Small, WrittenFile, CLAIM, MANIFEST, PARTS_MARKER};
@@ -54,17 +54,56 @@ pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
 
 /// Replaces the dead writer's `claim` with gc's own (a new writer id): that
 /// writer, were it alive, then fails its claim check, and the version stays
-/// marked until gc deletes the claim, last.
-pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation) -> Result<()> {
+/// marked until gc deletes the claim, last. Only while the claim is still
+/// the one gc judged dead: it is read again and must name `dead_writer`
+/// (its writer id when listed; `None` for one unreadable then), and it is
+/// replaced with `If-Match` on the ETag just read where the store supports
+/// it (object_store's local files do not: there the writer id read a moment
+/// before is the check). `false`, with nothing put, when the claim is gone
+/// or changed since gc listed it: another gc cleared it, and a new writer
+/// may have claimed, or committed, the version since (docs/format.md §1
+/// "Clearing a dead writer's claim").
+///
+/// # Errors
+/// [`Error::ObjectStore`] when the claim cannot be read or put.
+pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation, dead_writer: Option<&str>) -> Result<bool> {
+    let got = block_on(async {
+        let r = claim.store().get(&claim.path).await?;
+        let meta = r.meta.clone();
+        r.bytes().await.map(|b| (meta, b))
+    })?;
+    let (meta, bytes) = match got {
+        Ok(got) => got,
+        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(claim.err(e)),
+    };
+    let writer = serde_json::from_slice::<Claim>(&bytes).ok().map(|c| c.writer_id);
+    if writer.as_deref() != dead_writer {
+        return Ok(false);
+    }
     let c = Claim {
         writer_id: new_writer_id(),
         created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         created_by: GC_CLAIM_BY.to_string(),
     };
-    let bytes = serde_json::to_vec(&c).unwrap_or_default();
-    match block_on(claim.store().put_opts(&claim.path, PutPayload::from(bytes), PutOptions::default()))? {
-        Ok(_) => Ok(()),
-        Err(e) => Err(claim.err(e)),
+    let body = PutPayload::from(serde_json::to_vec(&c).unwrap_or_default());
+    let put =
+        |mode| block_on(claim.store().put_opts(&claim.path, body.clone(), PutOptions { mode, ..Default::default() }));
+    let version = UpdateVersion { e_tag: meta.e_tag, version: meta.version };
+    let updated = match version.e_tag.is_some() || version.version.is_some() {
+        true => Some(put(PutMode::Update(version))?),
+        false => None,
+    };
+    match updated {
+        Some(Ok(_)) => Ok(true),
+        Some(Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. })) => Ok(false),
+        Some(Err(object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. })) | None => {
+            match put(PutMode::Overwrite)? {
+                Ok(_) => Ok(true),
+                Err(e) => Err(claim.err(e)),
+            }
+        }
+        Some(Err(e)) => Err(claim.err(e)),
     }
 }
 
