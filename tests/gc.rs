@@ -976,3 +976,22 @@ fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_m
 fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile_s3() {
     a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile(Kind::S3);
 }
+
+/// `file://`: a killed upload's `<name>#<n>` left in a version's directory
+/// (object_store's listing hides it; `pyarrow.dataset` over the directory
+/// reads it) keeps a writer of that version out, like any object of no
+/// writer: refused before any data is written, and the file stays.
+#[test]
+fn file_url_a_hidden_upload_file_keeps_a_writer_of_its_version_out() {
+    let b = Backend::new(Kind::File, "hidden upload").unwrap();
+    b.put("ecg/v1/time_series/shard-00000.parquet#1", b"a dead writer's");
+    match TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)) {
+        Err(timef::Error::NotAVersion { path, reason }) => {
+            assert_eq!(path.to_string_lossy(), b.shown("ecg/v1"));
+            assert!(reason.starts_with("holds objects but no committed version (no manifest.json)"), "{reason}");
+        }
+        other => panic!("{:?}", other.map(|s| s.staging_dir())),
+    }
+    let left: Vec<String> = b.files().into_keys().collect();
+    assert_eq!(left, ["ecg/v1/time_series/shard-00000.parquet#1"]);
+}

@@ -107,6 +107,16 @@ pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation, dead_writer: O
     }
 }
 
+/// `file://`: true when the directory `dir` (or one below it) holds a file,
+/// or anything but a directory, other than the claim at its top (`top`).
+fn holds_files_besides_claim(dir: &std::path::Path, top: bool) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|e| match e.file_type() {
+        Ok(t) if t.is_dir() => holds_files_besides_claim(&e.path(), false),
+        _ => !(top && e.file_name() == CLAIM),
+    })
+}
+
 /// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
 /// also the write id of a distributed write.
 fn new_writer_id() -> String {
@@ -297,7 +307,10 @@ impl Staging {
         // claim was cleared, or put there by hand) would be read by every glob
         // over the version: refuse, like the local backend's non-empty directory
         let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
-        if foreign {
+        // file://: that listing hides a killed upload's `<name>#<n>`, which
+        // readers of the version's directory would read
+        let hidden = staging.target.file_path().is_some_and(|dir| holds_files_besides_claim(&dir, true));
+        if foreign || hidden {
             return Err(Error::NotAVersion {
                 path: staging.target.to_string().into(),
                 reason: "holds objects but no committed version (no manifest.json); nothing marks them as a writer's, so gc keeps them: remove them by hand or choose another version".into(),
