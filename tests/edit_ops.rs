@@ -564,8 +564,29 @@ fn cli_relabel_resplit_and_describe_from_files() {
     let (code, _, err) = cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v9"]);
     assert_eq!(
         (code, err.as_str()),
-        (2, "timef: error: invalid option --remove-sample: no operation given (see timef edit --help)\n")
+        (
+            2,
+            "timef: error: invalid option of timef edit: no operation given: name at least one (--remove-*, \
+             --add-*, --set-*, --description, --license, --citation; see timef edit --help)\n"
+        )
     );
+    // a row or id file that holds none is refused by name, not read as no operation
+    let (empty, header) = (tmp.path().join("empty.csv"), tmp.path().join("header.csv"));
+    std::fs::write(&empty, "").unwrap();
+    std::fs::write(&header, "sample_id,annotation_id\n").unwrap();
+    for (option, file) in [
+        ("--set-annotations", &empty),
+        ("--set-annotations", &header),
+        ("--set-tasks", &empty),
+        ("--set-sources", &empty),
+        ("--remove-samples-from", &empty),
+    ] {
+        let args = ["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v9", option, file.to_str().unwrap()];
+        let (code, _, err) = cli(&args);
+        let want = format!("timef: error: invalid option {option}: {}: holds no rows\n", file.display());
+        assert_eq!((code, err), (2, want), "{option}");
+    }
+    assert!(!root.join("ecg/v9").exists() && root.join("ecg/v1").exists());
 }
 
 #[test]

@@ -388,6 +388,15 @@ fn keep_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
 
+/// Refuses a row or id file of `option` that holds none (`rows`): an edit
+/// it was meant to drive would silently do something else, or nothing.
+fn empty_file(option: &'static str, file: &std::path::Path, rows: usize) -> Result<(), Error> {
+    match rows {
+        0 => Err(Error::InvalidOption { option, reason: format!("{}: holds no rows", file.display()) }),
+        _ => Ok(()),
+    }
+}
+
 fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     use timef::edit::{Cascade, Edit, InputFile};
     let mut e = Edit {
@@ -407,7 +416,9 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
             option: "--remove-samples-from",
             reason: format!("{}: {e}", file.display()),
         })?;
-        let ids = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from);
+        let ids: Vec<String> =
+            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect();
+        empty_file("--remove-samples-from", file, ids.len())?;
         e.remove_sample_ids.extend(ids);
     }
     let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
@@ -450,14 +461,17 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     }
     if let Some(file) = &a.set_annotations {
         e.set_annotations = timef::edit::read_annotation_rows(file)?;
+        empty_file("--set-annotations", file, e.set_annotations.len())?;
         e.inputs.push(("set_annotations", InputFile::hash(file)?));
     }
     if let Some(file) = &a.set_tasks {
         e.set_tasks = timef::edit::read_task_rows(file)?;
+        empty_file("--set-tasks", file, e.set_tasks.len())?;
         e.inputs.push(("set_tasks", InputFile::hash(file)?));
     }
     if let Some(file) = &a.set_sources {
         e.set_sources = timef::edit::read_source_rows(file)?;
+        empty_file("--set-sources", file, e.set_sources.len())?;
         e.inputs.push(("set_sources", InputFile::hash(file)?));
     }
     let touched = !(e.remove_sample_ids.is_empty()
@@ -474,8 +488,8 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
         && e.citation.is_none());
     if !touched {
         return Err(Error::InvalidOption {
-            option: "--remove-sample",
-            reason: "no operation given (see timef edit --help)".into(),
+            option: "of timef edit",
+            reason: "no operation given: name at least one (--remove-*, --add-*, --set-*, --description, --license, --citation; see timef edit --help)".into(),
         });
     }
     let set: Vec<String> = e
