@@ -208,6 +208,38 @@ fn a_shared_annotation_must_be_field_equal() {
     assert_eq!(rows, [("s000".to_string(), a)]);
 }
 
+/// An event annotation ends at or after its start, as a sample's window
+/// does: one that ends before is refused naming it; a point event (equal
+/// times) and an open one (no end) are kept.
+#[test]
+fn an_annotation_that_ends_before_it_starts_is_refused() {
+    let mut d = ecg_dataset("v", "1", 2);
+    let event = |id: &str, start: f64, end: Option<f64>| Annotation {
+        annotation_id: id.into(),
+        annotation_type: "event".into(),
+        key: "arrhythmia".into(),
+        t_start_s: Some(start),
+        t_end_s: end,
+        ..Default::default()
+    };
+    let e = d.add_annotation(event("late", 2.5, Some(1.0)), &["s000".into()]).unwrap_err();
+    assert_eq!(validation(e), triple("late", "t_end_s", "1 is before t_start_s 2.5"));
+    d.add_annotation(event("point", 2.5, Some(2.5)), &["s000".into()]).unwrap();
+    d.add_annotation(event("open", 2.5, None), &["s001".into()]).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = commit(tmp.path(), d, small_options());
+    let mut ids: Vec<String> = Version::open(&dir)
+        .unwrap()
+        .annotations()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.1.key == "arrhythmia")
+        .map(|r| r.1.annotation_id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["open", "point"]);
+}
+
 #[test]
 fn forecasting_tasks_need_a_target_and_context() {
     let mut d = ecg_dataset("v", "1", 2);

@@ -541,6 +541,11 @@ impl TimeFDataset {
 
     /// Attaches `annotation` to `sample_ids`. Adding the same annotation id again
     /// attaches it to more samples; its fields must then be equal.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] naming the annotation: an empty id, type or key, a
+    /// non-finite number, a `t_end_s` before its `t_start_s`, no sample, or
+    /// fields that differ from the same id added before.
     pub fn add_annotation(&mut self, annotation: Annotation, sample_ids: &[String]) -> Result<()> {
         let id = &annotation.annotation_id;
         non_empty(id, "annotation_id", id)?;
@@ -549,6 +554,12 @@ impl TimeFDataset {
         finite_opt(id, "value_num", annotation.value_num)?;
         finite_opt(id, "t_start_s", annotation.t_start_s)?;
         finite_opt(id, "t_end_s", annotation.t_end_s)?;
+        // an event ends at or after its start, as a sample's window does
+        if let (Some(a), Some(b)) = (annotation.t_start_s, annotation.t_end_s) {
+            if b < a {
+                return Err(Error::validation(id, "t_end_s", format!("{b} is before t_start_s {a}")));
+            }
+        }
         if sample_ids.is_empty() {
             return Err(Error::validation(id, "sample_ids", "an annotation needs at least one sample"));
         }
