@@ -646,7 +646,8 @@ fn local_a_dataset_marked_by_its_own_staging_keeps_a_users_staging_named_folder(
 
 /// `file://`: object_store's local listing follows symbolic links; `gc`
 /// never deletes through one: a link inside a dead writer's version is kept
-/// and reported odd, and what it leads to (outside the root) stays.
+/// and reported odd, what it leads to (outside the root) stays, and so does
+/// the claim (the version stays marked while anything is left in it).
 #[test]
 fn file_url_gc_never_deletes_through_a_symbolic_link() {
     let b = Backend::new(Kind::File, "links").unwrap();
@@ -657,8 +658,10 @@ fn file_url_gc_never_deletes_through_a_symbolic_link() {
     std::fs::write(outside.join("precious.txt"), b"not gc's").unwrap();
     std::os::unix::fs::symlink(&outside, b.dir.join("ecg/v2/link")).unwrap();
     let report = gc(&b.root, 0).unwrap();
-    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
-    assert!(!report.removed_files.iter().any(|f| f.contains("link")), "{:?}", report.removed_files);
+    assert_eq!(report.removed_claims, Vec::<String>::new());
+    assert_eq!(report.failed.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2/link")]);
+    assert!(b.dir.join(format!("ecg/v2/{CLAIM}")).exists(), "the claim stays");
+    assert!(!b.dir.join("ecg/v2/time_series").read_dir().unwrap().any(|_| true), "the rest went");
     assert_eq!(std::fs::read(outside.join("precious.txt")).unwrap(), b"not gc's");
     assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [b.shown("ecg/v2/link")]);
 }
@@ -837,9 +840,13 @@ fn file_url_gc_removes_files_by_their_own_names_never_a_path_they_spell() {
     assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok());
 }
 
-/// `timef gc --older-than-s 0` of `b`'s root started paused where it has
-/// judged a claim dead (`gc-claim-judged`), going on once `resume` exists.
-fn gc_paused_at_a_judged_claim(b: &Backend, resume: &std::path::Path) -> std::process::Child {
+/// `timef gc --older-than-s 0` of `b`'s root started paused at `point`
+/// (`gc-claim-judged`: it judged a claim dead), going on once `resume` exists.
+fn gc_paused_at(
+    b: &Backend,
+    point: &str,
+    resume: &std::path::Path,
+) -> (std::process::Child, impl Iterator<Item = String> + Send + 'static) {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));
     if let Some(ep) = std::env::var("TIMEF_TEST_S3_ENDPOINT").ok().filter(|_| b.kind == Kind::S3) {
         for (k, v) in [
@@ -853,7 +860,7 @@ fn gc_paused_at_a_judged_claim(b: &Backend, resume: &std::path::Path) -> std::pr
         }
     }
     cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
-    start_paused(cmd, "gc-claim-judged", Some(resume)).0
+    start_paused(cmd, point, Some(resume))
 }
 
 /// Two overlapping `gc` runs: the second judges a dead writer's claim dead
@@ -863,12 +870,20 @@ fn gc_paused_at_a_judged_claim(b: &Backend, resume: &std::path::Path) -> std::pr
 /// nothing: the committed version stays whole. On `file://` (no conditional
 /// update: the writer id is the check) and S3 (`If-Match` on the ETag).
 fn a_gc_that_judged_a_claim_dead_never_touches_the_version_committed_since(kind: Kind) {
+    // a dead writer's claim, and the one an interrupted gc left (dead at any age)
+    for by in ["test", "timef gc"] {
+        a_gc_that_judged_this_claim_dead_never_touches_the_version_committed_since(kind, by);
+    }
+}
+
+fn a_gc_that_judged_this_claim_dead_never_touches_the_version_committed_since(kind: Kind, by: &str) {
     let Some(b) = Backend::new(kind, &format!("gc race {kind:?}")) else { return };
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
-    b.put(&format!("ecg/v1/{CLAIM}"), claim);
+    let claim =
+        format!(r#"{{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"{by}"}}"#);
+    b.put(&format!("ecg/v1/{CLAIM}"), claim.as_bytes());
     b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
     let resume = b._dir.path().join("resume");
-    let child = gc_paused_at_a_judged_claim(&b, &resume);
+    let (child, _stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
     let first = gc(&b.root, 0).unwrap();
     assert_eq!(first.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
     TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
@@ -938,6 +953,15 @@ fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
             }
         }
         assert_eq!(b.files(), committed, "{kind:?}: nothing written");
+        if kind == Kind::Local {
+            // a root reached through a link into the version; one whose `..` leads out of it
+            std::os::unix::fs::symlink(b.dir.join("ecg/v1/time_series"), b.dir.join("link")).unwrap();
+            let err = TimeFWriter::at(b.root.join("link"), small_options()).write(ecg_dataset("ecg", "v2", 2));
+            assert!(matches!(err, Err(timef::Error::Validation { field: "root", .. })), "{:?}", err.map(|_| ()));
+            let out = b.root.join("ecg/v1/../../other");
+            TimeFWriter::at(out, small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap().commit().unwrap();
+            assert!(b.dir.join("other/ecg/v2/manifest.json").exists());
+        }
     }
 }
 
@@ -952,7 +976,7 @@ fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_m
     b.put(&format!("ecg/v1/{CLAIM}"), claim);
     b.put("ecg/v1/time_series/shard-00000.parquet", b"the writer's");
     let resume = b._dir.path().join("resume");
-    let child = gc_paused_at_a_judged_claim(&b, &resume);
+    let (child, _stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
     b.put("ecg/v1/manifest.json", br#"{"format":"timef"}"#);
     std::fs::write(&resume, b"").unwrap();
     let out = child.wait_with_output().unwrap();
@@ -994,4 +1018,109 @@ fn file_url_a_hidden_upload_file_keeps_a_writer_of_its_version_out() {
     }
     let left: Vec<String> = b.files().into_keys().collect();
     assert_eq!(left, ["ecg/v1/time_series/shard-00000.parquet#1"]);
+}
+
+/// A `gc` that listed a dead writer's claim, then paused before reading it:
+/// meanwhile another gc clears that claim and a live writer claims the
+/// version afresh and writes. Resumed, the first finds the claim newer than
+/// listed and leaves it, and the writer commits.
+fn a_gc_never_takes_over_a_claim_made_since_it_listed(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("fresh claim {kind:?}")) else { return };
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v1/{CLAIM}"), claim);
+    b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
+    // the listed claim is a second older than any claim made after it
+    std::thread::sleep(Duration::from_millis(1100));
+    let resume = b._dir.path().join("resume");
+    let (child, _stderr) = gc_paused_at(&b, "gc-objects-listed", &resume);
+    assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    let live = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
+    let staged = b.files();
+    std::fs::write(&resume, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{kind:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0 leftover(s) cleared, 0 file(s) removed\n", "{kind:?}");
+    assert_eq!(b.files(), staged, "{kind:?}");
+    live.commit().unwrap();
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
+}
+
+#[test]
+fn a_gc_never_takes_over_a_claim_made_since_it_listed_file_url() {
+    a_gc_never_takes_over_a_claim_made_since_it_listed(Kind::File);
+}
+
+#[test]
+fn a_gc_never_takes_over_a_claim_made_since_it_listed_s3() {
+    a_gc_never_takes_over_a_claim_made_since_it_listed(Kind::S3);
+}
+
+/// `file://`: a dead writer's folder swapped for a symbolic link after gc
+/// listed it (to a folder outside the root, or into a committed version):
+/// the removal fails there (reported, exit 3, the claim kept) instead of
+/// deleting through the link.
+#[test]
+fn file_url_gc_never_deletes_through_a_link_swapped_in_after_the_listing() {
+    let b = Backend::new(Kind::File, "swapped link").unwrap();
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
+    let committed: BTreeMap<String, Vec<u8>> =
+        b.files().into_iter().filter(|(k, _)| k.starts_with("ecg/v1/")).collect();
+    let resume = b._dir.path().join("resume");
+    let (child, stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
+    std::fs::remove_dir_all(b.dir.join("ecg/v2/time_series")).unwrap();
+    std::os::unix::fs::symlink(b.dir.join("ecg/v1/time_series"), b.dir.join("ecg/v2/time_series")).unwrap();
+    std::fs::write(&resume, b"").unwrap();
+    let stderr: Vec<String> = stderr.collect();
+    let out = child.wait_with_output().unwrap();
+    let stderr = stderr.join("\n");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let shard = b.shown("ecg/v2/time_series/shard-00000.parquet");
+    assert!(stderr.contains(&format!("could not remove {shard}: ")), "{stderr}");
+    let after: BTreeMap<String, Vec<u8>> =
+        committed.keys().map(|k| (k.clone(), std::fs::read(b.dir.join(k)).unwrap())).collect();
+    assert_eq!(after, committed);
+    assert!(b.dir.join(format!("ecg/v2/{CLAIM}")).exists(), "the claim stays");
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok());
+}
+
+/// `file://`: an empty directory is an empty root, not a missing one.
+#[test]
+fn file_url_an_empty_directory_is_an_empty_root() {
+    let b = Backend::new(Kind::File, "empty").unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!((report.removed_claims.len(), report.odd.len(), report.failed.len()), (0, 0, 0));
+    assert_eq!(survey(&b.root, 0).unwrap().datasets.len(), 0);
+    let (code, out, err) = cli(&["ls", &b.root.to_string()]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+}
+
+/// A dead writer's object that gc cannot remove by its listed name (here a
+/// `file://` name that is not UTF-8) keeps the version marked: the claim
+/// stays, the object is reported, and the rest of the leftover goes.
+#[test]
+fn file_url_an_object_left_after_the_others_keeps_the_claim() {
+    use std::os::unix::ffi::OsStrExt;
+    let b = Backend::new(Kind::File, "left").unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v2/{CLAIM}"), claim);
+    b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
+    std::fs::write(b.dir.join("ecg/v2").join(std::ffi::OsStr::from_bytes(b"x\xff.bin")), b"odd").unwrap();
+    let report = gc(&b.root, 0).unwrap();
+    let odd = b.shown("ecg/v2/x\u{fffd}.bin");
+    assert_eq!(
+        report.failed,
+        [(
+            odd.clone(),
+            "still there once its writer's other objects were removed (not found under its listed name); the leftover \
+         stays marked (remove it by hand if nobody needs it)"
+                .to_string()
+        )]
+    );
+    assert_eq!(report.removed_claims, Vec::<String>::new());
+    assert!(!b.dir.join("ecg/v2/time_series/shard-00000.parquet").exists());
+    assert!(b.dir.join(format!("ecg/v2/{CLAIM}")).exists(), "the claim stays");
+    assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [odd]);
 }

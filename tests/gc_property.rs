@@ -146,8 +146,12 @@ impl Ages {
     }
 }
 
-/// Each listed object with the time of the longest prefix its key starts with.
+/// Each listed object with the time of the longest prefix its key starts with
+/// (and so it is when a GET returns it).
 impl store::Watch for Ages {
+    fn got_meta(&self, m: object_store::ObjectMeta) -> object_store::ObjectMeta {
+        self.listed(m)
+    }
     fn listed(&self, mut m: object_store::ObjectMeta) -> object_store::ObjectMeta {
         let key = m.location.to_string();
         let ages = self.0.lock().unwrap();

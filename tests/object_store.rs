@@ -1020,7 +1020,16 @@ fn s3_an_edit_changing_no_shard_copies_every_shard_server_side() {
 fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
     let reason =
         "the endpoint (option aws_endpoint, or its environment variable) is not an http:// or https:// URL with a host";
-    for endpoint in ["notaurl", "http://[::1", "ftp://127.0.0.1:9", "http://", "unix:/tmp/s3.sock"] {
+    for endpoint in [
+        "notaurl",
+        "http://[::1",
+        "ftp://127.0.0.1:9",
+        "http://",
+        "unix:/tmp/s3.sock",
+        "http://127.0.0.1:9\r",
+        " http://127.0.0.1:9",
+        "http://127.0.0.1:9/a b",
+    ] {
         let opts: StorageOptions = [("aws_endpoint".to_string(), endpoint.to_string())].into_iter().collect();
         match Location::parse("s3://bucket/root", &opts) {
             Err(Error::InvalidUrl { url, reason: why }) => {

@@ -306,6 +306,9 @@ const UNMARKED_VERSION: &str =
 const UNMARKED_CLAIM: &str =
     "is named like a claim but does not hold a writer id: not timef's claim; kept (remove it by hand if nobody needs it)";
 const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
+const STILL_THERE: &str =
+    "still there once its writer's other objects were removed (not found under its listed name); \
+     the leftover stays marked (remove it by hand if nobody needs it)";
 const NOT_UTF8: &str =
     "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
 const CLAIM_READ_LOCALLY: &str =
@@ -451,7 +454,12 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
     let top = tree.level("")?;
     // a mistyped prefix is missing, as a local path is, not an empty root
     // (a store's root, a bucket, may be empty)
-    if !local && top.dirs.is_empty() && top.files.is_empty() && place.file_name().is_some() {
+    // (file://: a directory that exists is there, empty or not)
+    let a_directory = match &place.0 {
+        Inner::Object(o) => o.file_path().is_some_and(|d| d.is_dir()),
+        Inner::Local(..) => false,
+    };
+    if !local && top.dirs.is_empty() && top.files.is_empty() && place.file_name().is_some() && !a_directory {
         return Err(Error::Missing { path: place.to_path_buf(), what: "no object under this prefix".into() });
     }
     // `.` or `..` given: the directory's own name
@@ -545,6 +553,7 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                     None => o.list_times()?.into_iter().map(|(k, t)| (decoded(&k), t)).collect(),
                 };
                 listed = Listed(all);
+                pause_point("gc-objects-listed");
                 &listed
             };
             for ds in classify(place, tree, false)? {
@@ -694,11 +703,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     let dir = place.file_path();
     let delete = |rel: &str| -> std::result::Result<bool, String> {
         match &dir {
-            Some(dir) => match fs::remove_file(dir.join(rel)) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-                Err(e) => Err(e.to_string()),
-            },
+            Some(dir) => object::remove_file_nofollow(dir, rel).map_err(|e| e.to_string()),
             None => {
                 let at = place.join(rel);
                 at.size()
@@ -708,10 +713,41 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
             }
         }
     };
-    let remove = |rels: Vec<String>, unit: String, report: &mut GcReport| {
+    // what is still under `prefix` besides its marker `last` (`None`: nothing)
+    let left = |prefix: &str, last: &str| -> std::result::Result<Option<String>, String> {
+        match &dir {
+            Some(dir) => {
+                let marker = last.rsplit('/').next().unwrap_or_default();
+                Ok(object::file_left_besides(&dir.join(prefix), marker).map(|rel| join(prefix, &rel)))
+            }
+            None => place
+                .join(prefix)
+                .list_times()
+                .map(|keys| keys.into_iter().map(|(k, _)| join(prefix, &decoded(&k))).find(|k| k != last))
+                .map_err(|e| e.to_string()),
+        }
+    };
+    // every object, then the marker last (`rels` ends with it), only once
+    // nothing else is left under `prefix`: an object not deleted under its
+    // listed name keeps its leftover marked, and is reported
+    let remove = |prefix: Option<&str>, rels: Vec<String>, unit: String, report: &mut GcReport| {
         let mut done = Vec::new();
         if run.removes() {
+            let last = rels.last().cloned().unwrap_or_default();
             for rel in rels {
+                if let Some(prefix) = prefix.filter(|_| rel == last) {
+                    match left(prefix, &last) {
+                        Ok(None) => {}
+                        Ok(Some(what)) => {
+                            report.failed.push((shown(&what), STILL_THERE.to_string()));
+                            return;
+                        }
+                        Err(e) => {
+                            report.failed.push((shown(&rel), e));
+                            return;
+                        }
+                    }
+                }
                 match delete(&rel) {
                     Ok(true) => done.push(shown(&rel)),
                     Ok(false) => {}
@@ -760,12 +796,14 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 None => tree.files_under(&version)?,
             };
             rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim));
-            // the dead writer, were it alive, now fails its claim check; a
-            // claim changed since the listing (another gc cleared it, a new
+            // gc's claim goes over the dead one (gc's own too: another run may
+            // be clearing it): the dead writer, were it alive, now fails its
+            // claim check, and another gc's take-over of the same claim fails.
+            // A claim changed since the listing (another gc cleared it, a new
             // writer may hold or have committed the version) is not this run's
-            if run.removes() && !by_gc && !rels.is_empty() {
+            if run.removes() {
                 pause_point("gc-claim-judged");
-                match object::take_over_claim(&place.join(&claim), writer.as_deref()) {
+                match object::take_over_claim(&place.join(&claim), writer.as_deref(), *created) {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(e) => {
@@ -785,8 +823,10 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 }
             }
         }
+        // beside a manifest (listed, or found since) only the claim goes
+        let cleared = (!manifest && !rels.is_empty()).then_some(version.as_str());
         rels.push(claim.clone());
-        remove(rels, shown(&claim), report);
+        remove(cleared, rels, shown(&claim), report);
     }
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
@@ -799,7 +839,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         }
         // the marker last: until it goes, what is left is still found
         files.sort_by_key(|(f, _)| (f.rsplit('/').next() == Some(PARTS_MARKER), f.clone()));
-        remove(files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
+        remove(Some(&prefix), files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
     }
     Ok(())
 }

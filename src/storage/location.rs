@@ -41,6 +41,27 @@ impl fmt::Debug for Location {
     }
 }
 
+/// `path` with every symbolic link and `..` of its existing part resolved
+/// (the part that does not exist yet appended as given): where a write under
+/// it lands. As given, made absolute, when nothing of it can be resolved.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut tail = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return tail.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 /// True when `text` is a URL (`<scheme>://...`) rather than a local path.
 pub fn is_url(text: &str) -> bool {
     text.split_once("://").is_some_and(|(scheme, _)| {
@@ -302,10 +323,7 @@ impl Location {
     /// only a readable TimeF manifest refuses.
     fn ensure_outside_versions(&self) -> Result<()> {
         let ancestors: Vec<Location> = match &self.0 {
-            Inner::Local(p, _) => match std::path::absolute(p) {
-                Ok(p) => p.ancestors().skip(1).map(Location::local).collect(),
-                Err(_) => Vec::new(),
-            },
+            Inner::Local(p, _) => resolved(p).ancestors().skip(1).map(Location::local).collect(),
             Inner::Object(o) => o.ancestors().into_iter().map(|a| Location(Inner::Object(a))).collect(),
         };
         for version in ancestors {

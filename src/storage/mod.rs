@@ -61,8 +61,9 @@ use crate::error::{Error, Result};
 /// finished), `shards-written`, `manifest-staged`, `before-rename` and
 /// `after-rename` (both local roots only: before the rename; the rename done,
 /// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
-/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried); of an object-store `gc`,
-/// per dead claim: `gc-claim-judged` (judged dead, not yet taken over).
+/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried); of an object-store `gc`:
+/// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
+/// (judged dead, not yet taken over).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 

@@ -174,19 +174,73 @@ macro_rules! cloud_store {
 }
 
 /// Refuses an endpoint (option `key`, or its environment variable) that is
-/// not an `http`/`https` URL with a host: the cloud clients panic building a
-/// request to one. The value is not shown (it may carry user info).
+/// not an `http`/`https` URL with a host, or holds white space or a control
+/// character: the cloud clients panic building a request to one. The value is not shown (it may carry user info).
 #[cfg(any(feature = "s3", feature = "azure"))]
 fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
+    // the URL parser trims and drops what the client refuses (a CR from a CRLF .env file)
+    let clean = !endpoint.chars().any(|c| c.is_whitespace() || c.is_control());
     let parsed = url::Url::parse(endpoint);
-    let ok =
-        parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+    let ok = clean
+        && parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
     match ok {
         true => Ok(()),
         false => Err(invalid(
             &redact(url),
             format!("the endpoint (option {key}, or its environment variable) is not an http:// or https:// URL with a host"),
         )),
+    }
+}
+
+/// `file://`: the first entry (in name order, depth first) below the
+/// directory `dir` that is not a directory, other than `marker` at its top:
+/// a file, a symbolic link, a name that is not UTF-8 (lossily named). Links
+/// are not followed; an unreadable directory counts as empty.
+pub(in crate::storage) fn file_left_besides(dir: &std::path::Path, marker: &str) -> Option<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return None };
+    let mut entries: Vec<_> = entries.flatten().map(|e| (e.file_name(), e.file_type().ok())).collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.into_iter().find_map(|(name, kind)| {
+        let shown = name.to_string_lossy().into_owned();
+        match kind {
+            Some(t) if t.is_dir() => file_left_besides(&dir.join(&name), "").map(|rel| format!("{shown}/{rel}")),
+            _ if !marker.is_empty() && name == marker => None,
+            _ => Some(shown),
+        }
+    })
+}
+
+/// `file://`: removes the file `rel` (`/`-separated) below the directory
+/// `dir` without following a symbolic link on the way: each directory is
+/// opened relative to the one before with `O_NOFOLLOW`, and the file is
+/// unlinked relative to the last, so a directory swapped for a link after
+/// gc listed it (a link out of the root, or into a committed version) fails
+/// the removal instead of leading it there. `false` when it is gone.
+///
+/// # Errors
+/// The I/O error, `ELOOP`/`ENOTDIR` for a link on the way.
+pub(in crate::storage) fn remove_file_nofollow(dir: &std::path::Path, rel: &str) -> std::io::Result<bool> {
+    use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let gone = |e: rustix::io::Errno| match e {
+        rustix::io::Errno::NOENT => Ok(false),
+        e => Err(std::io::Error::from(e)),
+    };
+    let mut at = match openat(CWD, dir, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) => return gone(e),
+    };
+    let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    let Some(name) = parts.pop() else { return Ok(false) };
+    for part in parts {
+        at = match openat(&at, part, flags | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) => return gone(e),
+        };
+    }
+    match unlinkat(&at, name, AtFlags::empty()) {
+        Ok(()) => Ok(true),
+        Err(e) => gone(e),
     }
 }
 

@@ -17,6 +17,10 @@ pub trait Watch: std::fmt::Debug + Send + Sync + 'static {
     fn get(&self, _inner: &InMemory, _key: &ObjPath, _head: bool) {}
     /// A GET that is no HEAD answered with `bytes` bytes.
     fn got(&self, _bytes: u64) {}
+    /// The object a GET returns, as the caller sees it.
+    fn got_meta(&self, m: ObjectMeta) -> ObjectMeta {
+        m
+    }
     /// A list request, with a delimiter or without.
     fn listing(&self) {}
     /// Each object a list request returns, as the caller sees it.
@@ -64,10 +68,11 @@ impl<W: Watch> ObjectStore for Passing<W> {
     ) -> object_store::Result<object_store::GetResult> {
         let head = o.head;
         self.watch.get(&self.inner, l, head);
-        let r = self.inner.get_opts(l, o).await?;
+        let mut r = self.inner.get_opts(l, o).await?;
         if !head {
             self.watch.got(r.range.end - r.range.start);
         }
+        r.meta = self.watch.got_meta(r.meta);
         Ok(r)
     }
     fn delete_stream(

@@ -55,8 +55,9 @@ pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
 /// Replaces the dead writer's `claim` with gc's own (a new writer id): that
 /// writer, were it alive, then fails its claim check, and the version stays
 /// marked until gc deletes the claim, last. Only while the claim is still
-/// the one gc judged dead: it is read again and must name `dead_writer`
-/// (its writer id when listed; `None` for one unreadable then), and it is
+/// the one gc judged dead: it is read again, must not be newer than when it
+/// was `listed` (its last-modified time then), and must name `dead_writer`
+/// (its writer id as read by gc; `None` for one unreadable), and it is
 /// replaced with `If-Match` on the ETag just read where the store supports
 /// it (object_store's local files do not: there the writer id read a moment
 /// before is the check). `false`, with nothing put, when the claim is gone
@@ -66,7 +67,11 @@ pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
 ///
 /// # Errors
 /// [`Error::ObjectStore`] when the claim cannot be read or put.
-pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation, dead_writer: Option<&str>) -> Result<bool> {
+pub(in crate::storage) fn take_over_claim(
+    claim: &ObjectLocation,
+    dead_writer: Option<&str>,
+    listed: SystemTime,
+) -> Result<bool> {
     let got = block_on(async {
         let r = claim.store().get(&claim.path).await?;
         let meta = r.meta.clone();
@@ -77,8 +82,11 @@ pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation, dead_writer: O
         Err(object_store::Error::NotFound { .. }) => return Ok(false),
         Err(e) => return Err(claim.err(e)),
     };
+    // modified since listed (to the second: listings and GETs round differently)
+    let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let modified = secs(meta.last_modified.into()) > secs(listed);
     let writer = serde_json::from_slice::<Claim>(&bytes).ok().map(|c| c.writer_id);
-    if writer.as_deref() != dead_writer {
+    if modified || writer.as_deref() != dead_writer {
         return Ok(false);
     }
     let c = Claim {
@@ -105,16 +113,6 @@ pub(in crate::storage) fn take_over_claim(claim: &ObjectLocation, dead_writer: O
         }
         Some(Err(e)) => Err(claim.err(e)),
     }
-}
-
-/// `file://`: true when the directory `dir` (or one below it) holds a file,
-/// or anything but a directory, other than the claim at its top (`top`).
-fn holds_files_besides_claim(dir: &std::path::Path, top: bool) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    entries.flatten().any(|e| match e.file_type() {
-        Ok(t) if t.is_dir() => holds_files_besides_claim(&e.path(), false),
-        _ => !(top && e.file_name() == CLAIM),
-    })
 }
 
 /// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
@@ -309,7 +307,7 @@ impl Staging {
         let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
         // file://: that listing hides a killed upload's `<name>#<n>`, which
         // readers of the version's directory would read
-        let hidden = staging.target.file_path().is_some_and(|dir| holds_files_besides_claim(&dir, true));
+        let hidden = staging.target.file_path().is_some_and(|dir| super::file_left_besides(&dir, CLAIM).is_some());
         if foreign || hidden {
             return Err(Error::NotAVersion {
                 path: staging.target.to_string().into(),
