@@ -682,7 +682,10 @@ fn memory_gc_interrupted_after_taking_a_dead_claim_over_is_finished_by_the_next_
     let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"timef gc"}"#;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
+    // it ages like any claim (the run that put it may still be deleting)
     let report = gc(&b.root, 3600).unwrap();
+    assert_eq!(report.kept_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    let report = gc(&b.root, 0).unwrap();
     assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
     assert_eq!(b.files().into_keys().collect::<Vec<_>>(), Vec::<String>::new());
 }
@@ -939,7 +942,7 @@ fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
                 Err(timef::Error::Validation { id, field, reason }) => {
                     assert_eq!((id, field), (root.join("ecg/v2").to_string(), "root"), "{kind:?}");
                     let version = match kind {
-                        Kind::Local => b.dir.join("ecg/v1").display().to_string(),
+                        Kind::Local | Kind::File => b.dir.canonicalize().unwrap().join("ecg/v1").display().to_string(),
                         _ => b.shown("ecg/v1"),
                     };
                     assert_eq!(
@@ -953,14 +956,23 @@ fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
             }
         }
         assert_eq!(b.files(), committed, "{kind:?}: nothing written");
-        if kind == Kind::Local {
-            // a root reached through a link into the version; one whose `..` leads out of it
+        if matches!(kind, Kind::Local | Kind::File) {
+            // a root reached through a link into the version (also past a `..` of a
+            // folder not made yet); one whose `..` leads out of it
             std::os::unix::fs::symlink(b.dir.join("ecg/v1/time_series"), b.dir.join("link")).unwrap();
-            let err = TimeFWriter::at(b.root.join("link"), small_options()).write(ecg_dataset("ecg", "v2", 2));
-            assert!(matches!(err, Err(timef::Error::Validation { field: "root", .. })), "{:?}", err.map(|_| ()));
-            let out = b.root.join("ecg/v1/../../other");
-            TimeFWriter::at(out, small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap().commit().unwrap();
-            assert!(b.dir.join("other/ecg/v2/manifest.json").exists());
+            for root in ["link", "link/inner", "link/not-yet/../inner"] {
+                let err = TimeFWriter::at(b.root.join(root), small_options()).write(ecg_dataset("ecg", "v2", 2));
+                assert!(
+                    matches!(err, Err(timef::Error::Validation { field: "root", .. })),
+                    "{kind:?} {root}: {:?}",
+                    err.map(|_| ())
+                );
+            }
+            if kind == Kind::Local {
+                let out = b.root.join("ecg/v1/../../other");
+                TimeFWriter::at(out, small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap().commit().unwrap();
+                assert!(b.dir.join("other/ecg/v2/manifest.json").exists());
+            }
         }
     }
 }
@@ -1123,4 +1135,45 @@ fn file_url_an_object_left_after_the_others_keeps_the_claim() {
     assert!(!b.dir.join("ecg/v2/time_series/shard-00000.parquet").exists());
     assert!(b.dir.join(format!("ecg/v2/{CLAIM}")).exists(), "the claim stays");
     assert_eq!(report.odd.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(), [odd]);
+}
+
+/// Two `gc` runs on one dead version: the first takes its claim over and
+/// pauses before deleting; the second (`--older-than-s 0`: any claim is old)
+/// takes the first's claim over, clears the version, and a writer commits it
+/// again. Resumed, the first finds its claim no longer its own and stops
+/// (exit 3) without deleting anything of the committed version.
+fn a_gc_whose_claim_was_taken_over_stops_deleting(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("taken over {kind:?}")) else { return };
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v1/{CLAIM}"), claim);
+    b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
+    let resume = b._dir.path().join("resume");
+    let (child, stderr) = gc_paused_at(&b, "gc-claim-taken", &resume);
+    // a claim put by a gc still at work ages like any other: kept by a longer N
+    assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let committed = b.files();
+    std::fs::write(&resume, b"").unwrap();
+    let stderr: Vec<String> = stderr.collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{kind:?} {stderr:?}");
+    let want = format!(
+        "timef: error: could not remove {}: is no longer this run's (another gc run took it over): this run stopped \
+         clearing it",
+        b.shown(&format!("ecg/v1/{CLAIM}"))
+    );
+    assert_eq!(stderr, [want], "{kind:?}");
+    assert_eq!(b.files(), committed, "{kind:?}");
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
+}
+
+#[test]
+fn a_gc_whose_claim_was_taken_over_stops_deleting_file_url() {
+    a_gc_whose_claim_was_taken_over_stops_deleting(Kind::File);
+}
+
+#[test]
+fn a_gc_whose_claim_was_taken_over_stops_deleting_s3() {
+    a_gc_whose_claim_was_taken_over_stops_deleting(Kind::S3);
 }

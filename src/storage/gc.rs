@@ -309,6 +309,7 @@ const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes
 const STILL_THERE: &str =
     "still there once its writer's other objects were removed (not found under its listed name); \
      the leftover stays marked (remove it by hand if nobody needs it)";
+const TAKEN_OVER: &str = "is no longer this run's (another gc run took it over): this run stopped clearing it";
 const NOT_UTF8: &str =
     "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
 const CLAIM_READ_LOCALLY: &str =
@@ -729,42 +730,65 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     };
     // every object, then the marker last (`rels` ends with it), only once
     // nothing else is left under `prefix`: an object not deleted under its
-    // listed name keeps its leftover marked, and is reported
-    let remove = |prefix: Option<&str>, rels: Vec<String>, unit: String, report: &mut GcReport| {
-        let mut done = Vec::new();
-        if run.removes() {
-            let last = rels.last().cloned().unwrap_or_default();
-            for rel in rels {
-                if let Some(prefix) = prefix.filter(|_| rel == last) {
-                    match left(prefix, &last) {
-                        Ok(None) => {}
-                        Ok(Some(what)) => {
-                            report.failed.push((shown(&what), STILL_THERE.to_string()));
-                            return;
+    // listed name keeps its leftover marked, and is reported. With `held`
+    // (gc's claim and its writer id), each delete waits until that claim is
+    // still this run's: a run whose claim another took over stops there.
+    // What was deleted before a stop is reported as removed.
+    let remove =
+        |prefix: Option<&str>, held: Option<(&str, &str)>, rels: Vec<String>, unit: String, report: &mut GcReport| {
+            let mut done = Vec::new();
+            if run.removes() {
+                let last = rels.last().cloned().unwrap_or_default();
+                let mut stop = None;
+                for rel in rels {
+                    if let Some((claim, id)) = held {
+                        match object::claim_writer(&place.join(claim)) {
+                            Ok(Some(w)) if w == id => {}
+                            Ok(_) => {
+                                stop = Some((shown(claim), TAKEN_OVER.to_string()));
+                                break;
+                            }
+                            Err(e) => {
+                                stop = Some((shown(claim), e.to_string()));
+                                break;
+                            }
                         }
+                    }
+                    if let Some(prefix) = prefix.filter(|_| rel == last) {
+                        match left(prefix, &last) {
+                            Ok(None) => {}
+                            Ok(Some(what)) => {
+                                stop = Some((shown(&what), STILL_THERE.to_string()));
+                                break;
+                            }
+                            Err(e) => {
+                                stop = Some((shown(&rel), e));
+                                break;
+                            }
+                        }
+                    }
+                    match delete(&rel) {
+                        Ok(true) => done.push(shown(&rel)),
+                        Ok(false) => {}
                         Err(e) => {
-                            report.failed.push((shown(&rel), e));
-                            return;
+                            stop = Some((shown(&rel), e));
+                            break;
                         }
                     }
                 }
-                match delete(&rel) {
-                    Ok(true) => done.push(shown(&rel)),
-                    Ok(false) => {}
-                    Err(e) => {
-                        report.failed.push((shown(&rel), e));
-                        return;
-                    }
+                if let Some(failed) = stop {
+                    report.failed.push(failed);
+                    report.removed_files.extend(done);
+                    return;
                 }
+                if done.is_empty() {
+                    return;
+                }
+            } else {
+                done.extend(rels.iter().map(|rel| shown(rel)));
             }
-            if done.is_empty() {
-                return;
-            }
-        } else {
-            done.extend(rels.iter().map(|rel| shown(rel)));
-        }
-        record(report, ds, unit, done);
-    };
+            record(report, ds, unit, done);
+        };
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
     for (child, role) in &ds.children {
@@ -772,24 +796,22 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         let version = join(&ds.rel, child);
         let claim = join(&version, CLAIM);
         let writer = object::claim_writer(&place.join(&claim))?;
-        // gc's own claim (a run that stopped half way) is dead at any age
-        let by_gc = object::claim_by_gc(&place.join(&claim))?;
-        // listed only once the claim itself is old enough
+        // listed only once the claim itself is old enough; gc's own claim
+        // ages alike: the run that put it may still be deleting
         let mut under = None;
-        let alive = !by_gc
-            && (!run.old(*created) || {
-                let files = under.insert(tree.files_under(&version)?);
-                let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
-                let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
-                let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
-                !run.old(last)
-            });
+        let alive = !run.old(*created) || {
+            let files = under.insert(tree.files_under(&version)?);
+            let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
+            let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
+            let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
+            !run.old(last)
+        };
         if alive {
             report.kept_claims.push(shown(&claim));
             live.extend(writer.map(|w| (child.clone(), w)));
             continue;
         }
-        let mut rels = Vec::new();
+        let (mut rels, mut ours) = (Vec::new(), None);
         if !manifest {
             let under = match under {
                 Some(under) => under,
@@ -804,8 +826,8 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
             if run.removes() {
                 pause_point("gc-claim-judged");
                 match object::take_over_claim(&place.join(&claim), writer.as_deref(), *created) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
+                    Ok(Some(id)) => ours = Some(id),
+                    Ok(None) => continue,
                     Err(e) => {
                         report.failed.push((shown(&claim), e.to_string()));
                         continue;
@@ -814,7 +836,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 // committed since the listing (its writer was slow, not dead):
                 // only gc's claim goes, never a committed version's object
                 match place.join(&join(&version, MANIFEST)).size() {
-                    Ok(None) => {}
+                    Ok(None) => pause_point("gc-claim-taken"),
                     Ok(Some(_)) => rels.clear(),
                     Err(e) => {
                         report.failed.push((shown(&claim), e.to_string()));
@@ -826,7 +848,8 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         // beside a manifest (listed, or found since) only the claim goes
         let cleared = (!manifest && !rels.is_empty()).then_some(version.as_str());
         rels.push(claim.clone());
-        remove(cleared, rels, shown(&claim), report);
+        let held = ours.as_deref().map(|id| (claim.as_str(), id));
+        remove(cleared, held, rels, shown(&claim), report);
     }
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
@@ -839,7 +862,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         }
         // the marker last: until it goes, what is left is still found
         files.sort_by_key(|(f, _)| (f.rsplit('/').next() == Some(PARTS_MARKER), f.clone()));
-        remove(Some(&prefix), files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
+        remove(Some(&prefix), None, files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
     }
     Ok(())
 }

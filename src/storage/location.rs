@@ -41,25 +41,30 @@ impl fmt::Debug for Location {
     }
 }
 
-/// `path` with every symbolic link and `..` of its existing part resolved
-/// (the part that does not exist yet appended as given): where a write under
-/// it lands. As given, made absolute, when nothing of it can be resolved.
+/// Where a write under `path` lands: made absolute, then component by
+/// component, each existing one resolved (its links followed), each `..`
+/// taken as the parent of what is resolved so far, and what does not exist
+/// yet appended as named.
 fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut tail = Vec::new();
-    let mut existing = absolute.as_path();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return tail.iter().rev().fold(real, |p, name| p.join(name));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name.to_os_string());
-                existing = parent;
+    let mut real = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => real.push(part.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                real.pop();
             }
-            _ => return absolute,
+            Component::Normal(name) => {
+                real.push(name);
+                if let Ok(resolved) = real.canonicalize() {
+                    real = resolved;
+                }
+            }
         }
     }
+    real
 }
 
 /// True when `text` is a URL (`<scheme>://...`) rather than a local path.
@@ -324,7 +329,11 @@ impl Location {
     fn ensure_outside_versions(&self) -> Result<()> {
         let ancestors: Vec<Location> = match &self.0 {
             Inner::Local(p, _) => resolved(p).ancestors().skip(1).map(Location::local).collect(),
-            Inner::Object(o) => o.ancestors().into_iter().map(|a| Location(Inner::Object(a))).collect(),
+            // file://: the directories themselves, their links resolved
+            Inner::Object(o) => match o.file_path() {
+                Some(dir) => resolved(&dir).ancestors().skip(1).map(Location::local).collect(),
+                None => o.ancestors().into_iter().map(|a| Location(Inner::Object(a))).collect(),
+            },
         };
         for version in ancestors {
             let Ok(Small::Bytes(bytes)) = version.join(MANIFEST).read_small(crate::limits::MAX_MANIFEST_BYTES) else {

@@ -63,7 +63,7 @@ use crate::error::{Error, Result};
 /// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
 /// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried); of an object-store `gc`:
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
-/// (judged dead, not yet taken over).
+/// (judged dead, not yet taken over) and `gc-claim-taken` (gc's claim put, no object deleted yet).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 

@@ -56,7 +56,7 @@ mod staging;
 mod upload;
 use read_ahead::ReadAhead;
 pub use read_ahead::ReadStats;
-pub(super) use staging::{claim_by_gc, claim_writer, is_writer_id, take_over_claim};
+pub(super) use staging::{claim_writer, is_writer_id, take_over_claim};
 pub(crate) use staging::{PartPrefix, Staging};
 pub(crate) use upload::Upload;
 

@@ -41,16 +41,9 @@ pub(in crate::storage) fn claim_writer(claim: &ObjectLocation) -> Result<Option<
 
 /// `created_by` of the claim `gc` puts over a dead writer's before it
 /// deletes that version's objects (docs/format.md §1 "Clearing a dead
-/// writer's claim"): such a claim is dead at any age.
+/// writer's claim"): it ages like any claim, so another run leaves it to the
+/// run that put it while that run works.
 pub(super) const GC_CLAIM_BY: &str = "timef gc";
-
-/// True when the claim is the one `gc` put ([`GC_CLAIM_BY`]).
-pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
-    match claim.read_small(1 << 16)? {
-        Small::Bytes(b) => Ok(serde_json::from_slice::<Claim>(&b).is_ok_and(|c| c.created_by == GC_CLAIM_BY)),
-        Small::Missing | Small::Refused(_) => Ok(false),
-    }
-}
 
 /// Replaces the dead writer's `claim` with gc's own (a new writer id): that
 /// writer, were it alive, then fails its claim check, and the version stays
@@ -63,7 +56,8 @@ pub(in crate::storage) fn claim_by_gc(claim: &ObjectLocation) -> Result<bool> {
 /// before is the check). `false`, with nothing put, when the claim is gone
 /// or changed since gc listed it: another gc cleared it, and a new writer
 /// may have claimed, or committed, the version since (docs/format.md §1
-/// "Clearing a dead writer's claim").
+/// "Clearing a dead writer's claim"). Returns gc's writer id in the claim it
+/// put, `None` when it put none.
 ///
 /// # Errors
 /// [`Error::ObjectStore`] when the claim cannot be read or put.
@@ -71,7 +65,7 @@ pub(in crate::storage) fn take_over_claim(
     claim: &ObjectLocation,
     dead_writer: Option<&str>,
     listed: SystemTime,
-) -> Result<bool> {
+) -> Result<Option<String>> {
     let got = block_on(async {
         let r = claim.store().get(&claim.path).await?;
         let meta = r.meta.clone();
@@ -79,7 +73,7 @@ pub(in crate::storage) fn take_over_claim(
     })?;
     let (meta, bytes) = match got {
         Ok(got) => got,
-        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(claim.err(e)),
     };
     // modified since listed (to the second: listings and GETs round differently)
@@ -87,7 +81,7 @@ pub(in crate::storage) fn take_over_claim(
     let modified = secs(meta.last_modified.into()) > secs(listed);
     let writer = serde_json::from_slice::<Claim>(&bytes).ok().map(|c| c.writer_id);
     if modified || writer.as_deref() != dead_writer {
-        return Ok(false);
+        return Ok(None);
     }
     let c = Claim {
         writer_id: new_writer_id(),
@@ -102,12 +96,13 @@ pub(in crate::storage) fn take_over_claim(
         true => Some(put(PutMode::Update(version))?),
         false => None,
     };
+    let ours = Some(c.writer_id.clone());
     match updated {
-        Some(Ok(_)) => Ok(true),
-        Some(Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. })) => Ok(false),
+        Some(Ok(_)) => Ok(ours),
+        Some(Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. })) => Ok(None),
         Some(Err(object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. })) | None => {
             match put(PutMode::Overwrite)? {
-                Ok(_) => Ok(true),
+                Ok(_) => Ok(ours),
                 Err(e) => Err(claim.err(e)),
             }
         }
