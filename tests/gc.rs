@@ -1177,3 +1177,24 @@ fn a_gc_whose_claim_was_taken_over_stops_deleting_file_url() {
 fn a_gc_whose_claim_was_taken_over_stops_deleting_s3() {
     a_gc_whose_claim_was_taken_over_stops_deleting(Kind::S3);
 }
+
+/// `file://` roots whose folder names hold `#` or `%` (a URL spells them
+/// `%23` and `%25`): a root inside a committed version is refused there too,
+/// and one beside it writes into that very folder.
+#[test]
+fn file_url_folders_named_with_hash_or_percent_are_the_folders_the_url_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (folder, spelled) in [("q#r", "q%23r"), ("p%41", "p%2541")] {
+        let dir = tmp.path().join(folder);
+        TimeFWriter::new(&dir, small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        let url = |rel: &str| {
+            Location::parse(&format!("file://{}/{spelled}/{rel}", tmp.path().display()), &StorageOptions::new())
+                .unwrap()
+        };
+        let err = TimeFWriter::at(url("ecg/v1"), small_options()).write(ecg_dataset("x", "v9", 2));
+        assert!(matches!(err, Err(timef::Error::Validation { field: "root", .. })), "{folder}: {:?}", err.map(|_| ()));
+        TimeFWriter::at(url("other"), small_options()).write(ecg_dataset("x", "v9", 2)).unwrap().commit().unwrap();
+        assert!(dir.join("other/x/v9/manifest.json").exists(), "{folder}");
+        assert!(timef::verify::verify_at(&Location::local(dir.join("ecg/v1"))).unwrap().is_ok(), "{folder}");
+    }
+}

@@ -364,12 +364,16 @@ impl ObjectLocation {
         ObjectLocation { backend: Arc::clone(&self.backend), path }
     }
 
-    /// The local path of a `file://` location; None on any other store.
+    /// The local path of a `file://` location; None on any other store. Each
+    /// part of the key is one directory or file name, as object_store's local
+    /// store names the files it writes (its URL round trip leaves a part as
+    /// it is); never read as a URL, where a `#` would end the path and a `%41`
+    /// would be decoded.
     pub(super) fn file_path(&self) -> Option<std::path::PathBuf> {
         if self.backend.label != "file://" {
             return None;
         }
-        url::Url::parse(&format!("file:///{}", self.path)).ok()?.to_file_path().ok()
+        Some(self.path.parts().fold(std::path::PathBuf::from("/"), |p, part| p.join(part.as_ref())))
     }
 
     pub(crate) fn file_name(&self) -> Option<String> {
