@@ -7,7 +7,7 @@
 //!    (object-store `ls`, whose requests must not grow with the shards), or
 //!    directory reads (local).
 //! 2. **Classify** by markers at exact levels ([`classify`]; a marker is
-//!    read, a file named like one is not enough: [`marker_field`]): the place
+//!    read, a file named like one is not enough: [`Location::marker_field`]): the place
 //!    is refused when it is a version; a dataset when one of its children is
 //!    a version (a TimeF manifest or a claim), with its children that have
 //!    versions; else a root whose datasets are its children with a version or
@@ -32,9 +32,8 @@ use std::time::SystemTime;
 
 use super::location::Inner;
 use super::object::{self, ObjectLocation};
-use super::{local, parse_staged, pause_point, Location, Small, CLAIM, MANIFEST, PARTS_MARKER};
+use super::{local, parse_staged, pause_point, Location, CLAIM, MANIFEST, PARTS_MARKER};
 use crate::error::{Error, Result};
-use crate::limits::MAX_MANIFEST_BYTES;
 
 /// What [`gc`] removed (or, for [`gc_dry_run`] and [`stale_per_dataset`], would remove now).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -345,19 +344,7 @@ fn parts_name(name: &str) -> Option<(&str, &str)> {
 fn parts_marked(place: &Location, tree: &dyn Tree, child: &str, at: &str) -> Result<bool> {
     let Some((_, id)) = parts_name(child) else { return Ok(false) };
     Ok(tree.level(at)?.files.contains_key(PARTS_MARKER)
-        && marker_field(place, &join(at, PARTS_MARKER), "write_id")?.as_deref() == Some(id))
-}
-
-/// The string field `key` of the JSON object in the marker file at `rel`
-/// (relative to `place`); None when it is gone, too large, not JSON or has no
-/// such field: a file is a writer's marker by its content, not by its name alone.
-fn marker_field(place: &Location, rel: &str, key: &str) -> Result<Option<String>> {
-    Ok(match place.join(rel).read_small(MAX_MANIFEST_BYTES)? {
-        Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
-            .ok()
-            .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string)),
-        Small::Missing | Small::Refused(_) => None,
-    })
+        && place.marker_field(&join(at, PARTS_MARKER), "write_id")?.as_deref() == Some(id))
 }
 
 /// The place at `rel`, whose level is `level`, read as a dataset: its
@@ -400,10 +387,10 @@ fn scan_dataset(
         }
         let inner = tree.level(&at)?;
         let manifest = inner.files.contains_key(MANIFEST)
-            && marker_field(place, &join(&at, MANIFEST), "format")?.as_deref() == Some(crate::names::FORMAT);
+            && place.marker_field(&join(&at, MANIFEST), "format")?.as_deref() == Some(crate::names::FORMAT);
         let claim = match inner.files.get(CLAIM) {
             Some(t)
-                if marker_field(place, &join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>
+                if place.marker_field(&join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>
             {
                 Some(*t)
             }
@@ -731,7 +718,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     // every object, then the marker last (`rels` ends with it), only once
     // nothing else is left under `prefix`: an object not deleted under its
     // listed name keeps its leftover marked, and is reported. With `held`
-    // (gc's claim and its writer id), each delete waits until that claim is
+    // (gc's claim and its writer id), each delete goes only while that claim is
     // still this run's: a run whose claim another took over stops there.
     // What was deleted before a stop is reported as removed.
     let remove =

@@ -323,6 +323,19 @@ impl Location {
         }
     }
 
+    /// The string field `key` of the JSON object in the marker file at `rel`
+    /// (a manifest, claim or parts' marker); None when it is gone, too large,
+    /// not JSON or has no such field: a file is a marker by its content, not
+    /// by its name alone.
+    pub(super) fn marker_field(&self, rel: &str, key: &str) -> Result<Option<String>> {
+        Ok(match self.join(rel).read_small(crate::limits::MAX_MANIFEST_BYTES)? {
+            Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
+                .ok()
+                .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string)),
+            Small::Missing | Small::Refused(_) => None,
+        })
+    }
+
     /// Refuses a place one of whose ancestors holds TimeF's `manifest.json`
     /// (docs/format.md §1). An ancestor that cannot be read is passed over:
     /// only a readable TimeF manifest refuses.
@@ -336,12 +349,7 @@ impl Location {
             },
         };
         for version in ancestors {
-            let Ok(Small::Bytes(bytes)) = version.join(MANIFEST).read_small(crate::limits::MAX_MANIFEST_BYTES) else {
-                continue;
-            };
-            let format = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_string));
+            let format = version.marker_field(MANIFEST, "format").ok().flatten();
             if format.as_deref() == Some(crate::names::FORMAT) {
                 return Err(Error::validation(
                     self.to_string(),
