@@ -7,7 +7,10 @@
 #   relabel  a label annotation on 1% of the samples (derive_version),
 # and prints, each with its target: the edit's wall time as a share of the
 # ingest's (<= 0.10; relabel <= 0.02), its peak RSS (<= 256 MiB) and
-# `timef dedup` against the base (>= 0.97; relabel 1.00). Then the same edits
+# `timef dedup` against the base (>= 0.97; relabel 1.00), beside the floor of
+# an edit that changes every shard (its files copied, hashed and fsynced on
+# both threads, nothing else: the 1% removal and addition spread over the ids
+# change every shard, so no edit of them can take less). Then the same edits
 # on S3 (a moto server this script starts on 127.0.0.1 and stops on exit, the
 # base uploaded byte for byte): wall time, bytes the edit read from the base's
 # shards (CopyStats::bytes_read, printed by `timef edit` and derive_version),
@@ -68,6 +71,38 @@ ingest=$wall
 echo "input: gen_bench.py --total-mib $mib --shape mixed ($(du -m "$work/in.arrow" | cut -f1) MiB)"
 echo "ingest (local): $ingest s, peak RSS $rss MiB"
 echo "picked for remove (and add/relabel after every 100th): $(every_hundredth_sample "$py" "$work/r/b/v1" "$work/rm.txt")"
+# The floor of an edit that changes a row in every shard (a spread 1% removal
+# does): each shard's bytes read, written to a new file, sha256-hashed (the
+# manifest needs it, FORMAT-BRIEF §6) and fsynced, on both threads, nothing
+# else. Python's hashlib is OpenSSL's SHA-256 (SHA-NI where the CPU has it)
+# and releases the GIL, so the two threads run at once.
+copy_hash_floor() {
+  "$py" - "$1" "$2" <<'PY'
+import hashlib, os, sys, time
+from concurrent.futures import ThreadPoolExecutor
+src, dst = sys.argv[1:]
+os.makedirs(dst)
+names = sorted(os.listdir(src))
+def copy_and_hash(name):
+    h = hashlib.sha256()
+    with open(os.path.join(src, name), "rb") as i, open(os.path.join(dst, name), "wb") as o:
+        while block := i.read(1 << 20):
+            h.update(block)
+            o.write(block)
+        o.flush()
+        os.fsync(o.fileno())
+    return h.hexdigest()
+t0 = time.perf_counter()
+with ThreadPoolExecutor(2) as pool:
+    list(pool.map(copy_and_hash, names))
+print(f"{time.perf_counter() - t0:.4f} {len(names)}")
+PY
+}
+written_back
+read -r floor floor_files < <(copy_hash_floor "$work/r/b/v1/time_series" "$work/floor")
+rm -rf "$work/floor"
+printf 'floor of an edit that changes every shard: read, write, sha256 and fsync of the base'"'"'s %s shards (%s MiB) on 2 threads, nothing else: %.2f s, share %s of the ingest\n' \
+  "$floor_files" "$(du -m "$work/r/b/v1/time_series" | cut -f1)" "$floor" "$(awk -v a="$floor" -v b="$ingest" 'BEGIN { printf "%.3f", a / b }')"
 echo
 echo "local edits: wall time; share of the ingest's; peak RSS (MiB); dedup against the base"
 for name in "${edits[@]}"; do

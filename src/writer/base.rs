@@ -5,10 +5,10 @@
 //!
 //! A `values` page is a function of its rows (section 4: cuts are row-aligned
 //! and content-defined), so after an edit most pages of the write hold exactly
-//! the rows of a page of the base. The writer reads the base row groups that
-//! hold the base's chunks (one ranged read of the `values` column chunk each,
-//! its pages located by the offset index) and checks each page's header and
-//! CRC. A page of the write whose rows are a base page's (from a shard this
+//! the rows of a page of the base. For each row group it builds, the writer
+//! reads the `values` pages of the base row groups that hold its chunks (one
+//! ranged read per base row group, of just the pages holding those chunks,
+//! located by the offset index) and checks each page's header and CRC. A page of the write whose rows are a base page's (from a shard this
 //! build wrote) is that page as stored; the other pages are encoded from
 //! their rows' values, decoding only the base pages those rows are in; the
 //! column chunk is assembled from both ([`super::page_splice`]). A chunk's
@@ -290,6 +290,8 @@ impl ChunkReader for Counted {
 /// One `values` page of a base row group: its rows, its header and body as
 /// stored (CRC and header checked), and its values once decoded.
 struct BasePage {
+    /// Its number in the column chunk (the offset and column indexes' entry).
+    k: usize,
     first_row: usize,
     rows: usize,
     stored: Bytes,
@@ -362,10 +364,13 @@ impl BaseRowGroup {
         Ok(Some((entry, pages as u64)))
     }
 
-    /// Reads the row group's `values` column chunk (one ranged read) and
-    /// checks each page's header and CRC, without decompressing; returns the
-    /// pages and the bytes read.
-    pub(crate) fn pages(&self) -> Result<(BasePages, u64)> {
+    /// Reads the pages of the row group's `values` column chunk that hold
+    /// its rows `rows` (one ranged read, from the first such page to the
+    /// last, located by the offset index) and checks each page's header and
+    /// CRC, without decompressing; returns the pages and the bytes read. A
+    /// base row group whose rows go to two row groups of the write is read
+    /// in two parts, not twice whole.
+    pub(crate) fn pages(&self, rows: Range<usize>) -> Result<(BasePages, u64)> {
         let f = &self.footer;
         let rg = f.meta.row_groups().get(self.row_group).ok_or_else(|| self.corrupt("missing".into()))?;
         let leaf = rg.num_columns().checked_sub(1).ok_or_else(|| self.corrupt("no column".into()))?;
@@ -378,38 +383,54 @@ impl BaseRowGroup {
             return Err(self.corrupt("a dictionary page in a values column chunk (the format never writes one)".into()));
         }
         let (start, len) = column.byte_range();
-        let len = usize::try_from(len).map_err(|_| self.corrupt("a column chunk larger than memory".into()))?;
-        let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
-        let bytes =
-            source.get_bytes(start, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))?;
-        drop(source);
-        let locations = f
-            .meta
-            .page_index_for_row_group(self.row_group)
+        let end = start.checked_add(len).ok_or_else(|| self.corrupt("a column chunk past the file's end".into()))?;
+        let read = |from: u64, to: u64| {
+            let len =
+                usize::try_from(to - from).map_err(|_| self.corrupt("a column chunk larger than memory".into()))?;
+            let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
+            source.get_bytes(from, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))
+        };
+        let page_index = f.meta.page_index_for_row_group(self.row_group);
+        let locations = page_index
             .offset_index(leaf)
-            .map(|o| o.page_locations.clone())
+            .map(|o| &o.page_locations)
             .ok_or_else(|| self.corrupt("no offset index".into()))?;
         // a page before the first data page the offset index lists (a dictionary page)
         if locations.first().is_some_and(|first| first.offset as u64 > start) {
+            let bytes = read(start, end)?;
             let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
             let why = crate::footer::values_page_problem(&bytes, entries)
                 .unwrap_or_else(|| "a page before the first data page of the offset index".into());
             return Err(self.corrupt(format!("values page 0: {why}")));
         }
-        let mut pages = Vec::with_capacity(locations.len());
-        for (k, loc) in locations.iter().enumerate() {
-            let first_row = loc.first_row_index as usize;
-            let end_row = locations.get(k + 1).map_or(self.lengths.len(), |n| n.first_row_index as usize);
-            let from = (loc.offset as u64).checked_sub(start).map(|f| f as usize);
-            let page = from.and_then(|f| bytes.get(f..f + loc.compressed_page_size as usize));
-            let page = page.ok_or_else(|| self.corrupt(format!("page {k} outside its column chunk")))?;
-            if end_row < first_row || end_row > self.lengths.len() {
-                return Err(self.corrupt(format!("values page {k}: rows {first_row}..{end_row}")));
-            }
-            let from = from.unwrap_or(0);
-            pages.push(self.page(k, bytes.slice(from..from + page.len()), first_row, end_row - first_row)?);
+        // the pages from the one holding the first row asked to the one holding the last
+        let first_row = |k: usize| locations[k].first_row_index as usize;
+        let first = locations.partition_point(|l| l.first_row_index as usize <= rows.start).saturating_sub(1);
+        let last = locations.partition_point(|l| (l.first_row_index as usize) < rows.end).saturating_sub(1).max(first);
+        let page_range = |k: usize| {
+            let loc = locations.get(k)?;
+            let from = u64::try_from(loc.offset).ok().filter(|&o| o >= start)?;
+            let to = from.checked_add(u64::try_from(loc.compressed_page_size).ok()?).filter(|&t| t <= end)?;
+            Some(from..to)
+        };
+        let outside = |k: usize| self.corrupt(format!("page {k} outside its column chunk"));
+        if locations.is_empty() {
+            return Ok((BasePages { at: self.clone(), pages: Vec::new() }, 0));
         }
-        Ok((BasePages { at: self.clone(), pages }, len as u64))
+        let from = page_range(first).ok_or_else(|| outside(first))?.start;
+        let to = page_range(last).ok_or_else(|| outside(last))?.end.max(from);
+        let bytes = read(from, to)?;
+        let mut pages = Vec::with_capacity(last + 1 - first);
+        for k in first..=last {
+            let range = page_range(k).filter(|r| r.start >= from && r.end <= to).ok_or_else(|| outside(k))?;
+            let end_row = if k + 1 < locations.len() { first_row(k + 1) } else { self.lengths.len() };
+            if end_row < first_row(k) || end_row > self.lengths.len() {
+                return Err(self.corrupt(format!("values page {k}: rows {}..{end_row}", first_row(k))));
+            }
+            let stored = bytes.slice((range.start - from) as usize..(range.end - from) as usize);
+            pages.push(self.page(k, stored, first_row(k), end_row - first_row(k))?);
+        }
+        Ok((BasePages { at: self.clone(), pages }, to - from))
     }
 
     /// Checks page `k` (header and body, as stored) holding `rows` rows from
@@ -452,7 +473,7 @@ impl BaseRowGroup {
         };
         let uncompressed_page_size =
             usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
-        Ok(BasePage { first_row, rows, stored, header_len, uncompressed_page_size, split, crc, decoded: None })
+        Ok(BasePage { k, first_row, rows, stored, header_len, uncompressed_page_size, split, crc, decoded: None })
     }
 }
 
@@ -478,6 +499,7 @@ impl BasePages {
         if page.decoded.is_some() {
             return Ok(false);
         }
+        let k = page.k;
         let bad = |why: String| at.corrupt(format!("values page {k}: {why}"));
         let compressed = page.stored.get(page.header_len..).unwrap_or_default();
         let uncompressed =
@@ -528,8 +550,8 @@ impl BasePages {
     /// figures, when it may be stored in the write as it is (the shard was
     /// written by this build).
     pub(crate) fn copyable(&self, rows: Range<usize>, extremes: (f32, f32)) -> Result<Option<StoredPage>> {
-        let Some(k) = self.page_at(rows.start) else { return Ok(None) };
-        let p = &self.pages[k];
+        let Some(p) = self.page_at(rows.start).map(|i| &self.pages[i]) else { return Ok(None) };
+        let k = p.k;
         if !self.at.footer.reusable || !p.crc || !p.split || p.first_row != rows.start || p.rows != rows.len() {
             return Ok(None);
         }

@@ -461,15 +461,21 @@ fn build_row_group(
     enc: IdEncoding,
 ) -> Result<BuiltRowGroup> {
     let mut took = CopyStats::default();
-    let mut bases: Vec<BasePages> = Vec::new();
+    // each base row group the rows come from, with the span of its rows they take
+    let mut spans: Vec<(&BaseRowGroup, std::ops::Range<usize>)> = Vec::new();
     for r in &rows {
         if let ChunkValues::Base(c) = &r.values {
-            if !bases.iter().any(|b| b.of(&c.at)) {
-                let (pages, read) = c.at.pages()?;
-                took.bytes_read += read;
-                bases.push(pages);
+            match spans.iter_mut().find(|(at, _)| at.same(&c.at)) {
+                Some((_, span)) => *span = span.start.min(c.row)..span.end.max(c.row + 1),
+                None => spans.push((&c.at, c.row..c.row + 1)),
             }
         }
+    }
+    let mut bases: Vec<BasePages> = Vec::with_capacity(spans.len());
+    for (at, span) in spans {
+        let (pages, read) = at.pages(span)?;
+        took.bytes_read += read;
+        bases.push(pages);
     }
     let base_of = |bases: &[BasePages], c: &BaseChunk| {
         bases.iter().position(|b| b.of(&c.at)).ok_or_else(|| c.at.corrupt("a base row group was not read".into()))
