@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
@@ -22,6 +22,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::reader::ChunkReader;
 
 use crate::dataset::SeriesMeta;
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ use crate::footer::{contain, version_parquet_error, CheckedPages};
 use crate::limits::DEFAULT_BATCH_ROWS;
 use crate::pages::{self, RowValues, ValuesChunk};
 use crate::parquet_read::{col, decode_error, open_parquet, strings};
-use crate::storage::{Location, Source};
+use crate::storage::{Location, ReadFailure, Source};
 
 /// The leaf column of a shard's values (`values: list<float32>`).
 pub(crate) const VALUES_LEAF: &str = "values.list.element";
@@ -382,7 +383,6 @@ fn decode_unit_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<(
     let path = shard.loc.to_path_buf();
     let corrupt = |reason: String| Error::Corrupt { path: path.clone(), reason };
     let (file, meta) = shard_meta(shard)?;
-    let failure = file.inner().read_failure();
     let group = meta
         .metadata()
         .row_groups()
@@ -393,11 +393,9 @@ fn decode_unit_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<(
         return Err(corrupt(format!("row offset beyond row group {} of {rg_rows} rows", unit.row_group)));
     }
     let roots = meta.parquet_schema().root_schema().get_fields();
-    let root = |name: &str| {
-        roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
-    };
-    let (ids_root, chunk_idx_root) = (root("time_series_id")?, root("chunk_idx")?);
-    root("values")?;
+    if !roots.iter().any(|f| f.name() == "values") {
+        return Err(corrupt("shard has no values column".into()));
+    }
     let (c, values) = group
         .columns()
         .iter()
@@ -423,56 +421,20 @@ fn decode_unit_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<(
         entries: unit.values_entries,
     };
     pages::read_values_into(&path, file.inner(), &chunk, selected.as_deref(), out)?;
-    // the small key columns (one page each per row group) through the parquet crate
-    let mask = ProjectionMask::roots(meta.parquet_schema(), [ids_root, chunk_idx_root]);
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_row_groups(vec![unit.row_group])
-        .with_projection(mask)
-        .with_batch_size(DEFAULT_BATCH_ROWS);
-    if let Some(rows) = &selected {
-        let ranges = rows.iter().map(|&r| r..r + 1);
-        builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
+    let failure = file.inner().read_failure();
+    let keys = read_keys(&path, file, &failure, meta, unit.row_group, selected.as_deref())?;
+    if keys.len() > unit.rows.len() {
+        return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
     }
-    let reader = builder.build().map_err(|e| version_parquet_error(&path, e))?;
-    let decoded = reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| decode_error(&path, &failure, e))?;
-    let mut rows = unit.rows.iter();
-    let mut at = 0;
-    for batch in &decoded {
-        let expected: Vec<&ChunkRow> = rows.by_ref().take(batch.num_rows()).collect();
-        if expected.len() != batch.num_rows() {
-            return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
-        }
-        check_keys(plan, &path, batch, &expected, &out.offsets[at..])?;
-        at += expected.len();
-    }
-    if rows.next().is_some() || out.offsets.len() != unit.rows.len() + 1 {
+    if keys.len() < unit.rows.len() || out.offsets.len() != unit.rows.len() + 1 {
         return Err(corrupt(format!("row group {} holds fewer rows than the index points at", unit.row_group)));
     }
-    Ok(())
-}
-
-/// Checks that each row of the decoded key columns `batch` is the chunk
-/// `expected` says, and holds the values it says (`offsets`, from the row's).
-fn check_keys(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&ChunkRow], offsets: &[i32]) -> Result<()> {
-    let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
-    let ids = strings(path, col(path, batch, "time_series_id")?)?;
-    let chunk_idx = col(path, batch, "chunk_idx")?
-        .as_primitive_opt::<Int32Type>()
-        .ok_or_else(|| corrupt("chunk_idx is not int32".into()))?;
-    for (i, row) in expected.iter().enumerate() {
+    for (i, row) in unit.rows.iter().enumerate() {
         let want = &plan.series[row.series].time_series_id;
-        if ids[i].as_deref() != Some(want.as_str()) || chunk_idx.is_null(i) || chunk_idx.value(i) != row.chunk_idx {
-            return Err(corrupt(format!(
-                "pointer of {want} chunk {} lands on {:?} chunk {:?}",
-                row.chunk_idx,
-                ids[i],
-                chunk_idx.is_valid(i).then(|| chunk_idx.value(i))
-            )));
+        if let Some(why) = keys.problem(i, want, row.chunk_idx) {
+            return Err(corrupt(why));
         }
-        let len = match (offsets.get(i), offsets.get(i + 1)) {
-            (Some(s), Some(e)) => e - s,
-            _ => return Err(corrupt(format!("{want} chunk {}: no values decoded", row.chunk_idx))),
-        };
+        let len = out.offsets[i + 1] - out.offsets[i];
         if len != row.n_values {
             return Err(corrupt(format!(
                 "{want} chunk {}: the index says {} values, the shard holds {len}",
@@ -481,4 +443,79 @@ fn check_keys(plan: &Plan, path: &Path, batch: &RecordBatch, expected: &[&ChunkR
         }
     }
     Ok(())
+}
+
+/// The key columns of rows of a shard's row group, as decoded: each row's
+/// `time_series_id` (text; a UUID in its hyphenated form) and `chunk_idx`.
+pub(crate) struct Keys {
+    ids: Vec<Option<String>>,
+    chunk_idx: Vec<Option<i32>>,
+}
+
+impl Keys {
+    /// Rows read.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Why row `i` is not chunk `chunk_idx` of series `want`, the chunk an
+    /// index pointer says it is (`None`: it is).
+    pub(crate) fn problem(&self, i: usize, want: &str, chunk_idx: i32) -> Option<String> {
+        let (id, chunk) = (self.ids.get(i)?.as_deref(), self.chunk_idx.get(i).copied().flatten());
+        if id == Some(want) && chunk == Some(chunk_idx) {
+            return None;
+        }
+        let id = id.map_or_else(|| "a null id".to_string(), |id| format!("{id:?}"));
+        let chunk = chunk.map_or_else(|| "a null chunk".to_string(), |c| format!("chunk {c}"));
+        Some(format!("pointer of {want} chunk {chunk_idx} lands on {id} {chunk}"))
+    }
+}
+
+/// Decodes the key columns (`time_series_id`, `chunk_idx`: one page each
+/// per row group) of row group `row_group` of the shard at `path`, its rows
+/// `selected` (every row: `None`), through the parquet crate, `file`
+/// checking each page header first. The reads of [`decode`] and an edit's
+/// base row groups (`src/writer/base.rs`) check index pointers with it.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the shard when it lacks a key column or its
+/// bytes do not decode (a decoder panic is the caller's to contain); I/O
+/// and store errors.
+pub(crate) fn read_keys<R: ChunkReader + 'static>(
+    path: &Path,
+    file: CheckedPages<R>,
+    failure: &ReadFailure,
+    meta: ArrowReaderMetadata,
+    row_group: usize,
+    selected: Option<&[usize]>,
+) -> Result<Keys> {
+    let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
+    let roots = meta.parquet_schema().root_schema().get_fields();
+    let root = |name: &str| {
+        roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
+    };
+    let mask = ProjectionMask::roots(meta.parquet_schema(), [root("time_series_id")?, root("chunk_idx")?]);
+    let rg_rows = meta.metadata().row_groups().get(row_group).map_or(0, |g| usize::try_from(g.num_rows()).unwrap_or(0));
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        .with_row_groups(vec![row_group])
+        .with_projection(mask)
+        .with_batch_size(DEFAULT_BATCH_ROWS);
+    if let Some(rows) = selected {
+        if rows.iter().any(|&r| r >= rg_rows) {
+            return Err(corrupt(format!("row offset beyond row group {row_group} of {rg_rows} rows")));
+        }
+        let ranges = rows.iter().map(|&r| r..r + 1);
+        builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));
+    }
+    let reader = builder.build().map_err(|e| version_parquet_error(path, e))?;
+    let mut keys = Keys { ids: Vec::new(), chunk_idx: Vec::new() };
+    for batch in reader {
+        let batch = batch.map_err(|e| decode_error(path, failure, e))?;
+        keys.ids.extend(strings(path, col(path, &batch, "time_series_id")?)?);
+        let chunk_idx = col(path, &batch, "chunk_idx")?
+            .as_primitive_opt::<Int32Type>()
+            .ok_or_else(|| corrupt("chunk_idx is not int32".into()))?;
+        keys.chunk_idx.extend(chunk_idx.iter());
+    }
+    Ok(keys)
 }

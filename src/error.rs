@@ -314,6 +314,18 @@ pub enum PartProblem {
 }
 
 impl Error {
+    /// The failure of series `series_id`'s loader: [`Error::Loader`], unless
+    /// the loader failed with a `timef` error (a series read from a version:
+    /// [`crate::Version::to_dataset`]), which is returned as it is, so a
+    /// failed read of the base is I/O, a damaged base is corrupt, and so on,
+    /// as for any read of that version.
+    pub(crate) fn loading(series_id: impl Into<String>, source: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        match source.downcast::<Error>() {
+            Ok(read) => *read,
+            Err(source) => Error::Loader { series_id: series_id.into(), source },
+        }
+    }
+
     /// Builds an [`Error::Validation`].
     pub fn validation(id: impl Into<String>, field: &'static str, reason: impl Into<String>) -> Self {
         Error::Validation { id: id.into(), field, reason: reason.into() }

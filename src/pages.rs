@@ -243,12 +243,7 @@ impl PageReader {
         claimed: &mut u64,
         out: &mut RowValues,
     ) -> std::result::Result<(), String> {
-        let (header, header_len) = page_header(page, chunk.entries)?;
-        let PageKind::Data { num_values, encoding, def_level_encoding, rep_level_encoding } = header.kind else {
-            return Err("a v2 data page in a values column chunk (the format writes v1 pages)".into());
-        };
-        // not negative: values_header_problem
-        let entries = num_values as u64;
+        let StoredPage { header, header_len, entries, split } = check_stored(page, chunk.entries)?;
         *claimed = claimed.saturating_add(entries);
         if *claimed > chunk.entries {
             return Err(format!(
@@ -256,37 +251,7 @@ impl PageReader {
                 *claimed, chunk.entries
             ));
         }
-        // PLAIN too: what other Parquet writers store by default (a rewritten shard)
-        let split = match encoding {
-            Encoding::BYTE_STREAM_SPLIT => true,
-            Encoding::PLAIN => false,
-            other => {
-                return Err(format!("a values page encoded {other} (the format writes BYTE_STREAM_SPLIT)"));
-            }
-        };
-        if def_level_encoding != Encoding::RLE || rep_level_encoding != Encoding::RLE {
-            return Err(format!(
-                "a values page with {rep_level_encoding}/{def_level_encoding} levels (the format writes RLE levels)"
-            ));
-        }
         let body = &page[header_len..];
-        if body.len() != header.compressed_page_size as usize {
-            return Err(format!(
-                "a header of {header_len} bytes and a body of {} take {} bytes, the offset index locates {}",
-                header.compressed_page_size,
-                header_len as u64 + header.compressed_page_size as u64,
-                page.len()
-            ));
-        }
-        if let Some(crc) = header.crc {
-            let actual = crc32fast::hash(body);
-            if actual != crc as u32 {
-                return Err(format!(
-                    "CRC-32 {actual:#010x} of the stored page, its header records {:#010x}",
-                    crc as u32
-                ));
-            }
-        }
         let PageReader { zstd, plain, starts, empties, value_start } = self;
         let plain = decompress(zstd, plain, body, header.uncompressed_page_size as usize)?;
         let (rep, rest) = level_run(plain, "repetition")?;
@@ -408,6 +373,59 @@ fn decompress<'p>(
 /// body is touched: sizes ([`page_problem`], read alone so a header the full
 /// decoder refuses is still size-checked), then the values rules
 /// ([`values_header_problem`] against `entries`); returns it and its length.
+/// A stored `values` page's header as [`check_stored`] found it.
+pub(crate) struct StoredPage {
+    pub(crate) header: PageHeader,
+    /// Bytes of the header; the body follows.
+    pub(crate) header_len: usize,
+    /// Level entries the page claims (its header's `num_values`).
+    pub(crate) entries: u64,
+    /// Its values are BYTE_STREAM_SPLIT (else PLAIN).
+    pub(crate) split: bool,
+}
+
+/// Checks a stored `values` page (header and body, as the offset index
+/// locates it) in a column chunk of `entries` level entries as every read
+/// checks it before decompressing (docs/format.md "Limits a reader checks"):
+/// its sizes and header, a v1 data page of BYTE_STREAM_SPLIT (or PLAIN:
+/// what other Parquet writers store by default, a rewritten shard) values
+/// and RLE levels, a body of the size the header gives, and its CRC where
+/// it has one. The reader's pages and an edit's base pages, copied or
+/// decoded (`src/writer/base.rs`), pass it.
+pub(crate) fn check_stored(page: &[u8], entries: u64) -> std::result::Result<StoredPage, String> {
+    let (header, header_len) = page_header(page, entries)?;
+    let PageKind::Data { num_values, encoding, def_level_encoding, rep_level_encoding } = header.kind else {
+        return Err("a v2 data page in a values column chunk (the format writes v1 pages)".into());
+    };
+    let split = match encoding {
+        Encoding::BYTE_STREAM_SPLIT => true,
+        Encoding::PLAIN => false,
+        other => return Err(format!("a values page encoded {other} (the format writes BYTE_STREAM_SPLIT)")),
+    };
+    if def_level_encoding != Encoding::RLE || rep_level_encoding != Encoding::RLE {
+        return Err(format!(
+            "a values page with {rep_level_encoding}/{def_level_encoding} levels (the format writes RLE levels)"
+        ));
+    }
+    let body = &page[header_len..];
+    if body.len() != header.compressed_page_size as usize {
+        return Err(format!(
+            "a header of {header_len} bytes and a body of {} take {} bytes, the offset index locates {}",
+            header.compressed_page_size,
+            header_len as u64 + header.compressed_page_size as u64,
+            page.len()
+        ));
+    }
+    if let Some(crc) = header.crc {
+        let actual = crc32fast::hash(body);
+        if actual != crc as u32 {
+            return Err(format!("CRC-32 {actual:#010x} of the stored page, its header records {:#010x}", crc as u32));
+        }
+    }
+    // not negative: values_header_problem
+    Ok(StoredPage { header, header_len, entries: num_values as u64, split })
+}
+
 fn page_header(page: &[u8], entries: u64) -> std::result::Result<(PageHeader, usize), String> {
     let (sizes, _) = PageSizes::decode(page).map_err(|e| e.to_string())?;
     if let Some(problem) = page_problem(&sizes) {

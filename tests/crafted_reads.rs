@@ -64,8 +64,8 @@ fn zstd() -> parquet::file::properties::WriterPropertiesBuilder {
 }
 
 /// Runs every read verb on `dir`: each must exit 2 with one line on stderr
-/// that starts with `prefix` and ends with `problem` (`edit` may name the
-/// series whose loader met it) and nothing on stdout; `verify` exits 1 with a
+/// that starts with `prefix` and ends with `problem` and nothing on stdout;
+/// `verify` exits 1 with a
 /// FAIL line containing `finding`.
 fn every_verb_refuses(tmp: &Path, dir: &Path, series: &str, (prefix, problem): (&str, &str), finding: &str) {
     let d = dir.to_str().unwrap();
@@ -79,7 +79,6 @@ fn every_verb_refuses(tmp: &Path, dir: &Path, series: &str, (prefix, problem): (
     ];
     for args in verbs {
         let (code, stdout, err) = cli(&args);
-        let err = err.replace(&format!("timef: error: loading series {series}: "), "timef: error: ");
         assert_eq!((code, stdout.as_str(), err.lines().count()), (2, "", 1), "{args:?}: {err}");
         assert!(
             err.starts_with(prefix) && err.trim_end().ends_with(problem),

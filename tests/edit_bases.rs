@@ -318,3 +318,100 @@ fn dedup_does_not_share_whole_a_file_whose_bytes_differ_from_its_manifests_claim
     assert_eq!((r.new_files, r.shared_files, r.shared_pages), (shards, shards - 1, r.new_pages), "{r:?}");
     assert!(r.shared_ratio() < 1.0, "{r:?}");
 }
+
+/// `BasicMotions`' training recordings (240 series of 100 values, one shard
+/// of one row group) as version `bm/v1` under `root`; the edit's output root.
+fn basic_motions(root: &Path) -> (PathBuf, PathBuf) {
+    (ingest_ucr(root, "bm", "v1", &real("ucr/BasicMotions_TRAIN.ts")), root.join("out"))
+}
+
+/// `timef edit BASE --out-root OUT --version v2 ARGS...` must exit 2 with
+/// `corrupt version: <shard 0>: row group 0: <problem>`, and write nothing.
+fn edit_refuses(base: &Path, out: &Path, args: &[&str], problem: &str) {
+    let mut all = vec!["edit", base.to_str().unwrap(), "--out-root", out.to_str().unwrap(), "--version", "v2"];
+    all.extend(args);
+    let (code, stdout, err) = cli(&all);
+    let shard = base.join("time_series/shard-00000.parquet");
+    let want = format!("timef: error: corrupt version: {}: row group 0: {problem}\n", shard.display());
+    assert_eq!((code, stdout.as_str(), err.as_str()), (2, "", want.as_str()), "{args:?}");
+    assert!(!out.join("bm/v2").exists(), "{args:?}");
+}
+
+/// An index that moved 10 values of the first series' chunk to the second's
+/// (both in one page; every total as before), sealed again: the reader
+/// refuses the base, and an edit that decodes that page (a sample removed
+/// from it) refuses it with the same words, as the page's repetition levels
+/// give its rows. It once split the page's values by the index's counts and
+/// committed a version that `verify` passed, values moved between series.
+#[test]
+fn an_edit_decoding_a_page_refuses_an_index_whose_counts_moved_between_its_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, out) = basic_motions(tmp.path());
+    rewrite_index_i32(&base, "n_values", |n| {
+        n[0] -= 10;
+        n[1] += 10;
+    });
+    let problem = "bm-train-0/0 chunk 0: the index says 90 values, the shard holds 100";
+    let (code, _, err) = cli(&["cat", base.to_str().unwrap(), "bm-train-0/0"]);
+    assert_eq!(code, 2);
+    assert!(err.trim_end().ends_with(problem), "{err}");
+    edit_refuses(&base, &out, &["--remove-sample", "bm-train-10"], problem);
+}
+
+/// The checks of a base row group's footer entry against the index, which
+/// an edit makes before taking any of its chunks, even for a shard it copies
+/// whole (a description changed): rows where their pointers say, in order,
+/// and the level entries of the values column chunk the index's counts make.
+/// Once, such a base was copied into an edit that `verify` then refused.
+#[test]
+fn an_edit_refuses_an_index_that_does_not_point_at_its_row_groups_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, out) = basic_motions(tmp.path());
+    let pristine = tmp.path().join("pristine");
+    copy_dir(&base, &pristine);
+    rewrite_index_i32(&base, "row_offset", |r| r.swap(0, 1));
+    // the reader finds the pointer on another series' row
+    let (code, _, err) = cli(&["cat", base.to_str().unwrap(), "bm-train-0/0"]);
+    assert_eq!(code, 2);
+    assert!(err.trim_end().ends_with("pointer of bm-train-0/0 chunk 0 lands on \"bm-train-1/0\" chunk 0"), "{err}");
+    let problem = "the index puts bm-train-0/0 chunk 0 at row 1, its row 0 in the index's order";
+    edit_refuses(&base, &out, &["--description", "x"], problem);
+    edit_refuses(&base, &out, &["--remove-sample", "bm-train-10"], problem);
+
+    std::fs::remove_dir_all(&base).unwrap();
+    copy_dir(&pristine, &base);
+    rewrite_index_i32(&base, "n_values", |n| n[0] = 1_000_000);
+    let problem = "values column chunk holds 24000 values by the footer, the index puts 1023900 in it";
+    edit_refuses(&base, &out, &["--description", "x"], problem);
+    edit_refuses(&base, &out, &["--remove-sample", "bm-train-10"], problem);
+}
+
+/// A shard whose first row names another series than the index says (its
+/// `time_series_id` rewritten by pyarrow, sealed again): the reader refuses
+/// the pointer, and so does an edit that takes rows of that row group, as it
+/// checks the rows' key columns before using their values.
+#[test]
+fn an_edit_refuses_a_shard_row_that_is_not_the_chunk_the_index_says() {
+    let Some(py) = require_python("a shard's ids rewritten by pyarrow") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, out) = basic_motions(tmp.path());
+    let script = r#"
+import sys, pyarrow as pa, pyarrow.parquet as pq
+path = sys.argv[1]
+t = pq.read_table(path)
+ids = t.column("time_series_id").to_pylist()
+ids[0] = ids[1]
+t = t.set_column(0, t.schema.field(0), pa.array(ids).cast(t.schema.field(0).type))
+pq.write_table(t, path, compression="zstd", use_dictionary=False, write_page_index=True,
+               column_encoding={"values.list.element": "BYTE_STREAM_SPLIT"}, data_page_version="1.0")
+"#;
+    let rel = "time_series/shard-00000.parquet";
+    let done = std::process::Command::new(&py).arg("-c").arg(script).arg(base.join(rel)).output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    reseal(&base, rel);
+    let problem = "pointer of bm-train-0/0 chunk 0 lands on \"bm-train-1/0\" chunk 0";
+    let (code, _, err) = cli(&["cat", base.to_str().unwrap(), "bm-train-0/0"]);
+    assert_eq!(code, 2);
+    assert!(err.trim_end().ends_with(problem), "{err}");
+    edit_refuses(&base, &out, &["--remove-sample", "bm-train-10"], problem);
+}

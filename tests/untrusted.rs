@@ -65,8 +65,8 @@ fn shard_path_refused(bad: impl Fn(&Crafted) -> String, problem: &str) {
     // edit reads every series of the base: the first one refused ends it, nothing written
     let out = c.out_root();
     let (code, stdout, err) = cli(&["edit", c.dir(), "--out-root", &out, "--version", "2", "--remove-sample", "s002"]);
-    let edit = want.replace("timef: error: ", "timef: error: loading series s000/I: ");
-    assert_eq!((code, stdout.as_str(), err.as_str()), (2, "", edit.as_str()));
+    // the read of the base fails as any read of it does (not as a loader of the user's)
+    assert_eq!((code, stdout.as_str(), err.as_str()), (2, "", want.as_str()));
     assert!(!Path::new(&out).join("ecg/2").exists());
     // the library says the same
     match Version::open(&c.dir).unwrap().read_series("s000/I") {
@@ -116,8 +116,7 @@ fn symlinked_shard_is_never_followed() {
     assert_eq!(cli(&["cat", c.dir(), "s000/I"]), (2, String::new(), want.clone()));
     let out = c.out_root();
     let (code, _, err) = cli(&["edit", c.dir(), "--out-root", &out, "--version", "2", "--remove-sample", "s002"]);
-    let edit = want.replace("timef: error: ", "timef: error: loading series s000/I: ");
-    assert_eq!((code, err.as_str()), (2, edit.as_str()));
+    assert_eq!((code, err.as_str()), (2, want.as_str()));
     let (code, _, err) = cli(&["dedup", c.dir(), c.dir()]);
     assert_eq!((code, err.as_str()), (2, want.as_str()));
     let (code, stdout, _) = cli(&["verify", c.dir()]);

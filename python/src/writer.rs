@@ -298,14 +298,47 @@ impl PyWriter {
 }
 
 /// Python dicts (or any JSON-serializable objects) as JSON values, through `json.dumps`.
-fn json_values(py: Python<'_>, rows: &[Bound<'_, PyAny>]) -> PyResult<Vec<serde_json::Value>> {
+fn json_values(
+    py: Python<'_>,
+    origin: &str,
+    id_field: &str,
+    rows: &[Bound<'_, PyAny>],
+) -> PyResult<Vec<serde_json::Value>> {
     let dumps = py.import("json")?.getattr("dumps")?;
     rows.iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
+            refuse_non_finite(origin, i + 1, id_field, r)?;
             let text: String = dumps.call1((r,))?.extract()?;
             serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
         })
         .collect()
+}
+
+/// Refuses a NaN or infinite float in row `row` (a dict) of `origin`, which
+/// JSON cannot carry to the row parser: for a numeric field of the rows, as
+/// the core refuses it (`TimeFValidationError` naming the row's `id_field`
+/// and the field, as `TimeFDataset.add_annotation` does); elsewhere a
+/// malformed row (`TimeFInputError` naming the row).
+fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyAny>) -> PyResult<()> {
+    const NUMERIC: [&str; 4] = ["value_num", "t_start_s", "t_end_s", "horizon"];
+    let Ok(dict) = r.cast::<pyo3::types::PyDict>() else { return Ok(()) };
+    for (key, value) in dict.iter() {
+        let Ok(x) = value.cast::<pyo3::types::PyFloat>().map(|f| f.value()) else { continue };
+        if x.is_finite() {
+            continue;
+        }
+        let key: String = key.str()?.extract()?;
+        let e = match NUMERIC.into_iter().find(|f| *f == key) {
+            Some(field) => {
+                let id = dict.get_item(id_field)?.and_then(|i| i.extract::<String>().ok()).unwrap_or_default();
+                timef::Error::validation(id, field, format!("{x} is not finite"))
+            }
+            None => timef::Error::input(std::path::Path::new(origin), Some(row), format!("{key}: {x} is not finite")),
+        };
+        return Err(to_py(e));
+    }
+    Ok(())
 }
 
 /// Writes a new version of `base_dir` with an edit applied (copy-on-write) and
@@ -366,10 +399,18 @@ pub fn edit_version<'py>(
         remove_annotation_ids: remove_annotation_ids.into_iter().collect(),
         remove_task_ids: remove_task_ids.into_iter().collect(),
         add: add.iter().map(|d| d.take()).collect::<PyResult<_>>()?,
-        set_annotations: timef::edit::annotation_rows("<set_annotations>", json_values(py, &set_annotations)?)
+        set_annotations: timef::edit::annotation_rows(
+            "<set_annotations>",
+            json_values(py, "<set_annotations>", "annotation_id", &set_annotations)?,
+        )
+        .map_err(to_py)?,
+        set_tasks: timef::edit::task_rows("<set_tasks>", json_values(py, "<set_tasks>", "task_id", &set_tasks)?)
             .map_err(to_py)?,
-        set_tasks: timef::edit::task_rows("<set_tasks>", json_values(py, &set_tasks)?).map_err(to_py)?,
-        set_sources: timef::edit::source_rows("<set_sources>", json_values(py, &set_sources)?).map_err(to_py)?,
+        set_sources: timef::edit::source_rows(
+            "<set_sources>",
+            json_values(py, "<set_sources>", "source_id", &set_sources)?,
+        )
+        .map_err(to_py)?,
         description,
         license,
         citation,

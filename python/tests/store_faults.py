@@ -3,7 +3,8 @@
 - `Proxy` forwards every request to the S3 server under test (moto) and can
   drop the conditional headers (`If-None-Match`, `If-Match`), as some
   S3-compatible stores and proxies do, and fail every multipart part upload
-  (400 `InvalidPart`) with the abort that follows answering 404 `NoSuchUpload`.
+  (400 `InvalidPart`) with the abort that follows answering 404 `NoSuchUpload`,
+  or fail every ranged GET of a key containing a given text (500 `InternalError`).
 - `MuteServer` accepts connections and never answers.
 """
 
@@ -27,10 +28,12 @@ def _xml_error(code: str, message: str) -> bytes:
 class Proxy:
     """An HTTP proxy in front of `upstream` (http://127.0.0.1:PORT); `url` is its own address."""
 
-    def __init__(self, upstream: str, *, strip_conditions: bool = False, fail_parts: bool = False) -> None:
+    def __init__(self, upstream: str, *, strip_conditions: bool = False, fail_parts: bool = False,
+                 fail_ranged_gets_of: str | None = None) -> None:
         target = urllib.parse.urlsplit(upstream)
         self.strip_conditions = strip_conditions
         self.fail_parts = fail_parts
+        self.fail_ranged_gets_of = fail_ranged_gets_of
         self.stripped = 0
         proxy = self
 
@@ -42,10 +45,12 @@ class Proxy:
 
             def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
                 self.send_response(status)
+                # a HEAD's answer has no body but the object's length
+                length = next((v for k, v in headers if k.lower() == "content-length"), "0")
                 for k, v in headers:
                     if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", length if self.command == "HEAD" else str(len(body)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)
@@ -60,6 +65,10 @@ class Proxy:
                 if proxy.fail_parts and self.command == "DELETE" and "uploadId" in query:
                     return self._answer(404, [("Content-Type", "application/xml")],
                                         _xml_error("NoSuchUpload", "The specified upload does not exist."))
+                failing = proxy.fail_ranged_gets_of
+                if failing and self.command == "GET" and "Range" in self.headers and failing in self.path:
+                    return self._answer(500, [("Content-Type", "application/xml")],
+                                        _xml_error("InternalError", "injected read failure"))
                 headers = {}
                 for k, v in self.headers.items():
                     if k.lower() in HOP_BY_HOP:

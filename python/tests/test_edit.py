@@ -133,7 +133,7 @@ def test_a_version_as_dataset_extends_to_a_fresh_write(tmp_path: Path) -> None:
             "pages_encoded": 1,
             "pages_decoded": 1,
             "shards_copied": 0,
-            "bytes_read": 30225,
+            "bytes_read": 30424,
         }
     fresh = extend(timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2"))
     with timef.TimeFWriter(tmp_path / "b", fresh) as w:
@@ -221,3 +221,25 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
                              remove_channels=["5"])
     assert timef.open(new).manifest["derived_from"]["removed"] == {
         "annotations": 1, "samples": 1, "tasks": 0, "time_series": len(removed_series)}
+
+
+def test_a_nan_or_infinity_in_set_rows_is_refused_naming_the_id_and_field(tmp_path: Path) -> None:
+    """JSON cannot carry NaN or infinity to the row parser: such a value is refused as
+    `TimeFDataset.add_annotation` refuses it (once a bare ValueError "expected value at line 1 column ...")."""
+    base = timef.ingest_ucr([real("ucr/ArrowHead_TRAIN.ts")], tmp_path / "a", dataset_name="ArrowHead",
+                            dataset_version="v1")
+    row = {"annotation_id": "z", "sample_id": "ArrowHead-train-0", "annotation_type": "label", "key": "k"}
+    task = {"task_name": "val", "task_id": "t", "task_type": "forecasting", "sample_ids": ["ArrowHead-train-0"]}
+    cases = [
+        ({"set_annotations": [{**row, "value_num": float("nan")}]}, "z", "value_num", "NaN"),
+        ({"set_annotations": [{**row, "t_start_s": float("inf")}]}, "z", "t_start_s", "inf"),
+        ({"set_tasks": [{**task, "horizon": float("-inf")}]}, "t", "horizon", "-inf"),
+    ]
+    for kwargs, id_, field, shown in cases:
+        with pytest.raises(timef.TimeFValidationError) as e:
+            timef.edit_version(base, tmp_path / "out", dataset_version="v2", **kwargs)
+        assert (e.value.id, e.value.field, str(e.value)) == (id_, field, f"invalid {field} of {id_}: {shown} is not finite")
+    with pytest.raises(timef.TimeFInputError, match=r"^<set_annotations>:1: other: NaN is not finite$"):
+        timef.edit_version(base, tmp_path / "out", dataset_version="v2",
+                           set_annotations=[{**row, "other": float("nan")}])
+    assert not (tmp_path / "out").exists()

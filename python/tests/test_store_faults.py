@@ -245,3 +245,38 @@ def test_an_endpoint_that_is_not_an_http_url_is_a_validation_error_not_a_panic(c
             timef.open("s3://bucket/root/ds/v1", storage_options={"aws_endpoint": endpoint})
         assert str(e.value) == f"invalid URL s3://bucket/root/ds/v1: {reason}"
         assert (e.value.id, e.value.field, e.value.reason) == ("s3://bucket/root/ds/v1", "root", reason)
+
+
+# -- an edit's failed reads of its base ---------------------------------------------------------
+
+def test_a_failed_read_of_an_edits_base_is_an_os_error_exit_3(cli: Path, tmp_path: Path) -> None:
+    """The base's shard reads fail (500 through a proxy, no retries): the edit fails as a read of that
+    version fails, I/O (exit 3, OSError), not as a user's loader (once exit 2, TimeFValidationError)."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    assert finish(ingest(cli, tmp_path, f"s3://{bucket}/root", s3_options(endpoint)))[0] == 0
+    base = f"s3://{bucket}/root/ds/v1"
+    with Proxy(endpoint, fail_ranged_gets_of="/time_series/shard-") as proxy:
+        options = {**s3_options(proxy.url), "max_retries": "0"}
+        done = run(cli, *storage_args(options), "edit", base, "--out-root", str(tmp_path / "out"), "--version", "v2",
+                   "--remove-sample", "item-3-0001")
+        assert done.returncode == 3, done.stderr
+        assert done.stderr.startswith("timef: error: ") and "injected read failure" in done.stderr, done.stderr
+        with pytest.raises(OSError, match="injected read failure"):
+            timef.edit_version(base, tmp_path / "out", dataset_version="v2", remove_sample_ids=["item-3-0001"],
+                               storage_options=options)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_damaged_base_shard_is_a_corrupt_version_in_an_edit(tmp_path: Path) -> None:
+    """A truncated shard of the base: the edit raises CorruptVersionError, as a read of the base does."""
+    data = write_ipc(gluonts_rows(6, seed=3), tmp_path / "rows.arrow")
+    base = timef.ingest_arrow(data, tmp_path / "r", dataset_name="ds", dataset_version="v1", sampling_rate_hz=1.0)
+    shard = Path(base) / "time_series" / "shard-00000.parquet"
+    with open(shard, "r+b") as f:
+        f.truncate(shard.stat().st_size // 2)
+    with pytest.raises(timef.CorruptVersionError, match="shard-00000.parquet"):
+        timef.edit_version(base, tmp_path / "out", dataset_version="v2", description="x")
+    with pytest.raises(timef.CorruptVersionError, match="shard-00000.parquet"):
+        timef.edit_version(base, tmp_path / "out", dataset_version="v2", remove_sample_ids=["item-3-0001"])
+    assert not (tmp_path / "out").exists()

@@ -175,7 +175,7 @@ pub fn apply(
         let a = d.absorb(added)?;
         conflicts.extend(a.conflicts);
         for (id, loader) in a.same_metadata {
-            let new = loader().map_err(|source| Error::Loader { series_id: id.clone(), source })?;
+            let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
             let held = base_values(&id)?;
             let same = new.len() == held.len() && new.iter().zip(held.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
             if !same {

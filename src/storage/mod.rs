@@ -167,6 +167,20 @@ impl Source {
     pub(crate) fn read_failure(&self) -> ReadFailure {
         self.1.clone()
     }
+
+    /// A second handle on the same file, with a failure record of its own. A
+    /// local file's two handles share one file position, and parquet's reads
+    /// of a file seek it: read through one at a time.
+    ///
+    /// # Errors
+    /// The OS's, duplicating a local file's descriptor.
+    pub(crate) fn try_clone(&self) -> io::Result<Source> {
+        let inner = match &self.0 {
+            SourceInner::File(f, len) => SourceInner::File(f.try_clone()?, *len),
+            SourceInner::Object(o) => SourceInner::Object(o.clone()),
+        };
+        Ok(Source(inner, ReadFailure::default()))
+    }
 }
 
 /// A reader that records its first failure in a [`ReadFailure`].

@@ -594,6 +594,7 @@ fn redact(text: &str) -> String {
 }
 
 /// Ranged reads of one object (parquet's `ChunkReader` through [`super::Source`]).
+#[derive(Clone)]
 pub(crate) struct ObjectReader {
     loc: ObjectLocation,
     len: u64,

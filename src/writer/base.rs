@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::basic::Compression;
+use parquet::file::metadata::page_index::RowGroupPageIndex;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterPropertiesPtr;
 use parquet::file::reader::{ChunkReader, Length};
@@ -36,11 +38,11 @@ use super::page_splice::StoredPage;
 use super::WriterOptions;
 use crate::encoding::FileSchema;
 use crate::error::{Error, Result};
-use crate::footer::{page_problem, values_header_problem};
+use crate::footer::CheckedPages;
 use crate::manifest::{ChannelStats, FileEntry};
+use crate::pages::{RowValues, ValuesChunk};
 use crate::reader::{IndexEntry, Version};
 use crate::storage::{FileSink, Location, Source};
-use crate::thrift::PageKind;
 
 /// What a write took from its base and what it compressed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,7 +71,8 @@ pub(crate) struct BaseFooter {
     /// One read at a time: a local file's reads seek a descriptor that its
     /// clones share, so row groups built on several threads would interleave.
     source: Mutex<Source>,
-    meta: ParquetMetaData,
+    /// Its footer with the page indexes, as the parquet crate's Arrow reader takes it.
+    meta: ArrowReaderMetadata,
     /// Its `values` pages may be stored in the write as they are: the shard
     /// was written by this build (`created_by`, which names the byte rules,
     /// `docs/format.md` §7) with the write's `values` column.
@@ -83,12 +86,16 @@ pub(crate) struct BaseFooter {
     entry: Option<FileEntry>,
 }
 
-/// Row group `row_group` of a base shard, whose rows hold `lengths` values each.
+/// Row group `row_group` of a base shard, whose rows are, by the base's
+/// index, chunk `chunks[i].1` of series `chunks[i].0` holding `lengths[i]`
+/// values each (checked against the shard's key columns and pages as they
+/// are read).
 #[derive(Clone)]
 pub(crate) struct BaseRowGroup {
     footer: Arc<BaseFooter>,
     row_group: usize,
     lengths: Arc<[u32]>,
+    chunks: Arc<[(String, i32)]>,
 }
 
 /// Where a chunk of the write lies in the base: its row group and row.
@@ -206,9 +213,11 @@ impl BaseShards {
                 let origin =
                     format!("time_series_index.parquet row {i} ({} chunk {})", e.meta.time_series_id, e.chunk_idx);
                 let footer = self.footer(&shard, origin)?;
-                let index = self.version.index()?;
-                let lengths: Arc<[u32]> = index[rows.clone()].iter().map(|e| e.n_values as u32).collect();
-                let at = BaseRowGroup { footer, row_group, lengths };
+                let group = &self.version.index()?[rows.clone()];
+                let lengths: Arc<[u32]> = group.iter().map(|e| e.n_values as u32).collect();
+                let chunks = group.iter().map(|e| (e.meta.time_series_id.clone(), e.chunk_idx)).collect();
+                let at = BaseRowGroup { footer, row_group, lengths, chunks };
+                at.check_group(group)?;
                 self.last = Some((g, at.clone()));
                 at
             }
@@ -223,15 +232,16 @@ impl BaseShards {
         }
         let loc = self.version.file(path, || origin)?;
         let file = loc.to_path_buf();
-        let counted = Counted { inner: loc.open()?, read: AtomicU64::new(0) };
+        let counted = Counted::new(loc.open()?);
         let loc = loc.clone();
         let meta = crate::footer::contain(|| {
-            crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Required)
+            let meta = crate::footer::read_metadata(&counted, PageIndexPolicy::Required, PageIndexPolicy::Required)?;
+            ArrowReaderMetadata::try_new(Arc::new(meta), ArrowReaderOptions::new())
         })
         .map_err(|panic| Error::Corrupt { path: file.clone(), reason: panic })?
         .map_err(|e| crate::footer::version_parquet_error(&file, e))?;
         self.bytes_read += counted.read.load(Ordering::Relaxed);
-        let (reusable, whole) = self.reuse(&meta);
+        let (reusable, whole) = self.reuse(meta.metadata());
         let source = Mutex::new(counted.inner);
         let entry = self.version.manifest().files.iter().find(|f| f.path == path).cloned();
         let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable, whole, loc, entry });
@@ -260,10 +270,17 @@ impl BaseShards {
     }
 }
 
-/// A base shard's reader that counts the bytes asked of it (the footer and offset index).
+/// A base shard's reader that counts the bytes asked of it (the footer and
+/// offset index; the key columns of a row group).
 struct Counted {
     inner: Source,
-    read: AtomicU64,
+    read: Arc<AtomicU64>,
+}
+
+impl Counted {
+    fn new(inner: Source) -> Counted {
+        Counted { inner, read: Arc::default() }
+    }
 }
 
 impl Length for Counted {
@@ -288,29 +305,31 @@ impl ChunkReader for Counted {
 }
 
 /// One `values` page of a base row group: its rows, its header and body as
-/// stored (CRC and header checked), and its values once decoded.
+/// stored (checked as every reader checks them), and its rows' values once
+/// decoded.
 struct BasePage {
     /// Its number in the column chunk (the offset and column indexes' entry).
     k: usize,
     first_row: usize,
     rows: usize,
     stored: Bytes,
-    header_len: usize,
-    uncompressed_page_size: usize,
     /// Its values are BYTE_STREAM_SPLIT (else PLAIN).
     split: bool,
     /// It has a CRC (checked): only such a page is stored as it is.
     crc: bool,
-    /// The page's values and the start of each row in them (and the end),
-    /// once [`BasePages::decode`] decoded it.
-    decoded: Option<(Vec<f32>, Vec<usize>)>,
+    /// Its rows' values, once [`BasePages::decode`] decoded it.
+    decoded: Option<RowValues>,
 }
 
-/// The `values` pages of a base row group, read and checked; each decoded
-/// only when asked ([`BasePages::decode`]).
+/// The `values` pages of a base row group that a row group of the write
+/// takes rows from, read and checked; each decoded only when asked
+/// ([`BasePages::decode`]).
 pub(crate) struct BasePages {
     at: BaseRowGroup,
     pages: Vec<BasePage>,
+    /// The bytes read (the pages, back to back) and their file offset.
+    bytes: Bytes,
+    from: u64,
 }
 
 impl BaseRowGroup {
@@ -338,7 +357,7 @@ impl BaseRowGroup {
 
     /// Row groups of the shard.
     pub(crate) fn shard_row_groups(&self) -> usize {
-        self.footer.meta.num_row_groups()
+        self.footer.meta.metadata().num_row_groups()
     }
 
     /// Places a copy of the whole shard at its path through `staging`
@@ -357,27 +376,89 @@ impl BaseRowGroup {
         if bytes != entry.bytes {
             return Err(corrupt(format!("{bytes} bytes, the base's manifest says {}", entry.bytes)));
         }
-        let leaf = f.meta.file_metadata().schema_descr().num_columns().saturating_sub(1);
-        let pages = (0..f.meta.num_row_groups())
-            .map(|g| f.meta.page_index_for_row_group(g).offset_index(leaf).map_or(0, |o| o.page_locations.len()))
+        let leaf = f.meta.metadata().file_metadata().schema_descr().num_columns().saturating_sub(1);
+        let pages = (0..f.meta.metadata().num_row_groups())
+            .map(|g| {
+                f.meta.metadata().page_index_for_row_group(g).offset_index(leaf).map_or(0, |o| o.page_locations.len())
+            })
             .sum::<usize>();
         Ok(Some((entry, pages as u64)))
     }
 
-    /// Reads the pages of the row group's `values` column chunk that hold
-    /// its rows `rows` (one ranged read, from the first such page to the
-    /// last, located by the offset index) and checks each page's header and
-    /// CRC, without decompressing; returns the pages and the bytes read. A
-    /// base row group whose rows go to two row groups of the write is read
-    /// in two parts, not twice whole.
-    pub(crate) fn pages(&self, rows: Range<usize>) -> Result<(BasePages, u64)> {
-        let f = &self.footer;
-        let rg = f.meta.row_groups().get(self.row_group).ok_or_else(|| self.corrupt("missing".into()))?;
+    /// Level entries of the `values` column chunk by the index (a value
+    /// each, one per empty chunk).
+    fn entries(&self) -> u64 {
+        self.lengths.iter().map(|&l| u64::from(l.max(1))).sum()
+    }
+
+    /// The row group's footer entry: it holds exactly the index's `group`
+    /// rows, each where its pointer says (an edit takes a base row group's
+    /// rows in index order, as the writer writes them: docs/format.md §7,
+    /// "Cost follows the change"), and its `values` column chunk the level
+    /// entries their counts make.
+    fn check_group(&self, group: &[IndexEntry]) -> Result<()> {
+        let rg = self.footer.meta.metadata().row_groups().get(self.row_group);
+        let rg = rg.ok_or_else(|| self.corrupt("missing".into()))?;
+        if let Some((k, e)) = group.iter().enumerate().find(|(k, e)| usize::try_from(e.row_offset).ok() != Some(*k)) {
+            return Err(self.corrupt(format!(
+                "the index puts {} chunk {} at row {}, its row {k} in the index's order",
+                e.meta.time_series_id, e.chunk_idx, e.row_offset
+            )));
+        }
+        if usize::try_from(rg.num_rows()).ok() != Some(group.len()) {
+            return Err(self.corrupt(format!("{} rows, the index points at {}", rg.num_rows(), group.len())));
+        }
+        let values = rg.columns().last().map_or(0, |c| c.num_values());
+        if u64::try_from(values).ok() != Some(self.entries()) {
+            return Err(self.corrupt(format!(
+                "values column chunk holds {values} values by the footer, the index puts {} in it",
+                self.entries()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The row group's page index, for [`BaseRowGroup::values_chunk`].
+    fn page_index(&self) -> RowGroupPageIndex {
+        self.footer.meta.metadata().page_index_for_row_group(self.row_group)
+    }
+
+    /// The row group's `values` column chunk as its footer and offset index
+    /// (in `page_index`, [`BaseRowGroup::page_index`]) describe it.
+    fn values_chunk<'p>(&self, page_index: &'p RowGroupPageIndex) -> Result<ValuesChunk<'p>> {
+        let meta = self.footer.meta.metadata();
+        let rg = meta.row_groups().get(self.row_group).ok_or_else(|| self.corrupt("missing".into()))?;
         let leaf = rg.num_columns().checked_sub(1).ok_or_else(|| self.corrupt("no column".into()))?;
         let column = rg.column(leaf);
-        if !matches!(column.compression(), Compression::ZSTD(_)) {
-            return Err(self.corrupt(format!("values compressed with {:?}, not ZSTD", column.compression())));
+        let locations = page_index.offset_index(leaf);
+        Ok(ValuesChunk {
+            compression: column.compression(),
+            start: column.byte_range().0,
+            pages: locations
+                .map(|o| o.page_locations.as_slice())
+                .ok_or_else(|| self.corrupt("no offset index".into()))?,
+            rows: self.lengths.len() as u64,
+            entries: self.entries(),
+        })
+    }
+
+    /// Reads the pages of the row group's `values` column chunk that hold
+    /// its rows `rows` (one ranged read, from the first such page to the
+    /// last, located by the offset index) and checks each page as every
+    /// reader does before decompressing, and the rows' key columns against
+    /// the index ([`crate::chunks::read_keys`]); returns the pages and the
+    /// bytes read. A base row group whose rows go to two row groups of the
+    /// write is read in two parts, not twice whole.
+    pub(crate) fn pages(&self, rows: Range<usize>) -> Result<(BasePages, u64)> {
+        let f = &self.footer;
+        let page_index = self.page_index();
+        let chunk = self.values_chunk(&page_index)?;
+        if !matches!(chunk.compression, Compression::ZSTD(_)) {
+            return Err(self.corrupt(format!("values compressed with {:?}, not ZSTD", chunk.compression)));
         }
+        let meta = f.meta.metadata();
+        let column =
+            meta.row_groups()[self.row_group].columns().last().ok_or_else(|| self.corrupt("no column".into()))?;
         if column.dictionary_page_offset().is_some() {
             // the offset index lists data pages only: the dictionary page is refused here
             return Err(self.corrupt("a dictionary page in a values column chunk (the format never writes one)".into()));
@@ -390,18 +471,16 @@ impl BaseRowGroup {
             let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
             source.get_bytes(from, len).map_err(|e| crate::footer::version_parquet_error(f.path.as_ref(), e))
         };
-        let page_index = f.meta.page_index_for_row_group(self.row_group);
-        let locations = page_index
-            .offset_index(leaf)
-            .map(|o| &o.page_locations)
-            .ok_or_else(|| self.corrupt("no offset index".into()))?;
+        let locations = chunk.pages;
         // a page before the first data page the offset index lists (a dictionary page)
         if locations.first().is_some_and(|first| first.offset as u64 > start) {
             let bytes = read(start, end)?;
-            let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
-            let why = crate::footer::values_page_problem(&bytes, entries)
+            let why = crate::footer::values_page_problem(&bytes, chunk.entries)
                 .unwrap_or_else(|| "a page before the first data page of the offset index".into());
             return Err(self.corrupt(format!("values page 0: {why}")));
+        }
+        if locations.is_empty() || rows.is_empty() {
+            return Err(self.corrupt("no values pages".into()));
         }
         // the pages from the one holding the first row asked to the one holding the last
         let first_row = |k: usize| locations[k].first_row_index as usize;
@@ -414,9 +493,6 @@ impl BaseRowGroup {
             Some(from..to)
         };
         let outside = |k: usize| self.corrupt(format!("page {k} outside its column chunk"));
-        if locations.is_empty() {
-            return Ok((BasePages { at: self.clone(), pages: Vec::new() }, 0));
-        }
         let from = page_range(first).ok_or_else(|| outside(first))?.start;
         let to = page_range(last).ok_or_else(|| outside(last))?.end.max(from);
         let bytes = read(from, to)?;
@@ -428,52 +504,48 @@ impl BaseRowGroup {
                 return Err(self.corrupt(format!("values page {k}: rows {}..{end_row}", first_row(k))));
             }
             let stored = bytes.slice((range.start - from) as usize..(range.end - from) as usize);
-            pages.push(self.page(k, stored, first_row(k), end_row - first_row(k))?);
+            let bad = |why: String| self.corrupt(format!("values page {k}: {why}"));
+            let checked = crate::pages::check_stored(&stored, chunk.entries).map_err(bad)?;
+            let (split, crc) = (checked.split, checked.header.crc.is_some());
+            let (first_row, rows) = (first_row(k), end_row - first_row(k));
+            // a page copied as stored is not decompressed: its level entries
+            // must be what the index puts in its rows
+            let want: u64 = self.lengths[first_row..end_row].iter().map(|&l| u64::from(l.max(1))).sum();
+            if checked.entries != want {
+                return Err(bad(format!("{} values, the index puts {want} in its rows", checked.entries)));
+            }
+            pages.push(BasePage { k, first_row, rows, stored, split, crc, decoded: None });
         }
-        Ok((BasePages { at: self.clone(), pages }, to - from))
+        let keys_read = self.check_keys(rows)?;
+        Ok((BasePages { at: self.clone(), pages, bytes, from }, to - from + keys_read))
     }
 
-    /// Checks page `k` (header and body, as stored) holding `rows` rows from
-    /// `first_row` on: the header as every read path checks it before
-    /// decoding (src/footer.rs; the base's pages are as untrusted as any
-    /// version's) and the CRC of the body.
-    fn page(&self, k: usize, stored: Bytes, first_row: usize, rows: usize) -> Result<BasePage> {
-        let bad = |why: String| self.corrupt(format!("values page {k}: {why}"));
-        let (header, header_len) = crate::thrift::PageHeader::decode(&stored).map_err(|e| bad(e.to_string()))?;
-        let entries: u64 = self.lengths.iter().map(|&l| u64::from(l.max(1))).sum();
-        let sizes = crate::thrift::PageSizes {
-            uncompressed_page_size: header.uncompressed_page_size,
-            compressed_page_size: header.compressed_page_size,
-        };
-        if let Some(why) = values_header_problem(&header, entries).or_else(|| page_problem(&sizes)) {
-            return Err(bad(why));
+    /// Checks that the shard's rows `rows` are the chunks the index says
+    /// (their `time_series_id` and `chunk_idx`, decoded as every read decodes
+    /// them: [`crate::chunks::read_keys`]); returns the bytes read.
+    fn check_keys(&self, rows: Range<usize>) -> Result<u64> {
+        let f = &self.footer;
+        let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
+        let counted = Counted::new(source.try_clone().map_err(|e| Error::io(&f.file, e))?);
+        let read = Arc::clone(&counted.read);
+        let failure = counted.inner.read_failure();
+        let selected: Option<Vec<usize>> = (rows.len() < self.lengths.len()).then(|| rows.clone().collect());
+        let file = CheckedPages::new(counted, f.meta.metadata());
+        let keys = crate::footer::contain(|| {
+            crate::chunks::read_keys(&f.file, file, &failure, f.meta.clone(), self.row_group, selected.as_deref())
+        })
+        .map_err(|panic| self.corrupt(panic))??;
+        drop(source);
+        if keys.len() != rows.len() {
+            return Err(self.corrupt(format!("{} rows read of the {} the index points at", keys.len(), rows.len())));
         }
-        let compressed = stored.get(header_len..).unwrap_or_default();
-        if compressed.len() != header.compressed_page_size as usize {
-            return Err(bad("its size is not the offset index's".into()));
+        for (i, row) in rows.enumerate() {
+            let (id, chunk_idx) = &self.chunks[row];
+            if let Some(why) = keys.problem(i, id, *chunk_idx) {
+                return Err(self.corrupt(why));
+            }
         }
-        // checked where there is one, as every reader checks it; a page without
-        // one (another writer's) is decoded, never stored as it is
-        let crc = header.crc.is_some();
-        if header.crc.is_some_and(|c| c != crc32fast::hash(compressed) as i32) {
-            return Err(bad("CRC mismatch".into()));
-        }
-        // the encodings the reader takes (src/pages.rs): PLAIN too, what other
-        // Parquet writers store by default (a rewritten shard)
-        let split = match header.kind {
-            PageKind::Data {
-                encoding, def_level_encoding: Encoding::RLE, rep_level_encoding: Encoding::RLE, ..
-            } => match encoding {
-                Encoding::BYTE_STREAM_SPLIT => true,
-                Encoding::PLAIN => false,
-                other => return Err(bad(format!("encoded {other} (the format writes BYTE_STREAM_SPLIT)"))),
-            },
-            PageKind::Data { .. } => return Err(bad("levels not RLE (the format writes RLE levels)".into())),
-            _ => return Err(bad("not a v1 data page (the format writes v1 pages)".into())),
-        };
-        let uncompressed_page_size =
-            usize::try_from(header.uncompressed_page_size).map_err(|_| bad("negative size".into()))?;
-        Ok(BasePage { k, first_row, rows, stored, header_len, uncompressed_page_size, split, crc, decoded: None })
+        Ok(read.load(Ordering::Relaxed))
     }
 }
 
@@ -489,43 +561,33 @@ impl BasePages {
     }
 
     /// Decodes the page holding row `row` unless it is decoded; returns
-    /// whether it decoded it. A v1 data page of the `values` leaf is its
-    /// repetition levels and definition levels (each after its 4-byte
-    /// length), then the values BYTE_STREAM_SPLIT (or PLAIN).
+    /// whether it decoded it. It is decoded as every read decodes a page
+    /// ([`crate::pages::read_values_into`]: its levels must give exactly the
+    /// rows the offset index puts in it), and each row must hold the values
+    /// the index says.
     pub(crate) fn decode(&mut self, row: usize) -> Result<bool> {
         let k = self.page_at(row).ok_or_else(|| self.at.corrupt(format!("no values page holds row {row}")))?;
-        let at = &self.at;
-        let page = &mut self.pages[k];
-        if page.decoded.is_some() {
+        if self.pages[k].decoded.is_some() {
             return Ok(false);
         }
-        let k = page.k;
-        let bad = |why: String| at.corrupt(format!("values page {k}: {why}"));
-        let compressed = page.stored.get(page.header_len..).unwrap_or_default();
-        let uncompressed =
-            zstd::bulk::decompress(compressed, page.uncompressed_page_size).map_err(|e| bad(e.to_string()))?;
-        let mut from = 0;
-        for _ in 0..2 {
-            let len = uncompressed.get(from..from + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-            from += 4 + len.ok_or_else(|| bad("levels cut short".into()))?;
+        let at = &self.at;
+        let page = &self.pages[k];
+        let rows: Vec<usize> = (page.first_row..page.first_row + page.rows).collect();
+        let held = Held { from: self.from, bytes: self.bytes.clone() };
+        let mut out = RowValues::default();
+        let page_index = at.page_index();
+        crate::pages::read_values_into(&at.footer.file, &held, &at.values_chunk(&page_index)?, Some(&rows), &mut out)?;
+        for (row, w) in rows.iter().zip(out.offsets.windows(2)) {
+            let len = w[1] - w[0];
+            if u32::try_from(len).ok() != Some(at.lengths[*row]) {
+                let (id, chunk_idx) = &at.chunks[*row];
+                return Err(at.corrupt(format!(
+                    "{id} chunk {chunk_idx}: the index says {} values, the shard holds {len}",
+                    at.lengths[*row]
+                )));
+            }
         }
-        let split = uncompressed.get(from..).unwrap_or_default();
-        let lengths = &at.lengths[page.first_row..page.first_row + page.rows];
-        let n: usize = lengths.iter().map(|&l| l as usize).sum();
-        if split.len() != 4 * n {
-            return Err(bad(format!("{} value bytes for {n} values", split.len())));
-        }
-        let values: Vec<f32> = if page.split {
-            (0..n).map(|i| f32::from_le_bytes([split[i], split[n + i], split[2 * n + i], split[3 * n + i]])).collect()
-        } else {
-            split.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
-        };
-        let mut starts = Vec::with_capacity(lengths.len() + 1);
-        starts.push(0);
-        for &l in lengths {
-            starts.push(starts[starts.len() - 1] + l as usize);
-        }
-        page.decoded = Some((values, starts));
+        self.pages[k].decoded = Some(out);
         Ok(true)
     }
 
@@ -533,8 +595,9 @@ impl BasePages {
     /// `n_values` finite values.
     pub(crate) fn chunk(&self, row: usize, n_values: u32) -> Result<&[f32]> {
         let v = self.page_at(row).map(|k| &self.pages[k]).and_then(|p| {
-            let (values, starts) = p.decoded.as_ref()?;
-            values.get(starts[row - p.first_row]..starts[row - p.first_row + 1])
+            let RowValues { values, offsets } = p.decoded.as_ref()?;
+            let j = row - p.first_row;
+            values.get(usize::try_from(offsets[j]).ok()?..usize::try_from(offsets[j + 1]).ok()?)
         });
         let v = v.filter(|v| v.len() == n_values as usize);
         let v =
@@ -556,10 +619,42 @@ impl BasePages {
             return Ok(None);
         }
         let f = &self.at.footer;
-        let leaf = f.meta.row_groups()[self.at.row_group].num_columns() - 1;
-        let page_index = f.meta.page_index_for_row_group(self.at.row_group);
+        let leaf = f.meta.metadata().row_groups()[self.at.row_group].num_columns() - 1;
+        let page_index = f.meta.metadata().page_index_for_row_group(self.at.row_group);
         let index = page_index.column_index(leaf).ok_or_else(|| self.at.corrupt("no column index".into()))?;
         let page = StoredPage::new(p.stored.clone(), p.rows as i64, index, k, Some(extremes));
         page.map(Some).map_err(|why| self.at.corrupt(format!("values page {k}: {why}")))
+    }
+}
+
+/// The bytes of a file read from offset `from` on, as a reader of that file
+/// (a range outside them is an error): the pages a [`BasePages`] read.
+struct Held {
+    from: u64,
+    bytes: Bytes,
+}
+
+impl Length for Held {
+    fn len(&self) -> u64 {
+        self.from + self.bytes.len() as u64
+    }
+}
+
+impl ChunkReader for Held {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        use bytes::Buf;
+        let rest = usize::try_from(self.len().saturating_sub(start)).unwrap_or(0);
+        Ok(self.get_bytes(start, rest)?.reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let at = start.checked_sub(self.from).and_then(|a| usize::try_from(a).ok());
+        let range = at.and_then(|a| Some(a..a.checked_add(length)?)).filter(|r| r.end <= self.bytes.len());
+        let range = range.ok_or_else(|| {
+            parquet::errors::ParquetError::EOF(format!("bytes {start}+{length} were not read with their pages"))
+        })?;
+        Ok(self.bytes.slice(range))
     }
 }

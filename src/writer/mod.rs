@@ -293,8 +293,7 @@ impl TimeFWriter {
                 continue;
             }
             let checked = if dataset.values_checked_finite(row) { Finite::Checked } else { Finite::Unchecked };
-            let values =
-                dataset.take_values(row).map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
+            let values = dataset.take_values(row).map_err(|source| Error::loading(id, source))?;
             let (start_s, rate_hz, end_s) = (series.t_start_s(row), series.sampling_rate_hz(row), series.t_end_s(row));
             validate_count(id, start_s, rate_hz, end_s, values.len() as u64)?;
             let n_chunks = layout::chunk_count(values.len(), chunk_values);

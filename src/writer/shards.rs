@@ -202,9 +202,8 @@ impl<'a> ShardStream<'a> {
         })?;
         let stats = base.stats(base_row)?;
         let n_values = stats.count as u32;
-        // as a loader reading the base would fail: naming the series
-        let series_id = self.keys.id(series).to_string();
-        let at = base.chunk(base_row).map_err(|e| Error::Loader { series_id, source: Box::new(e) })?;
+        // a failed read of the base is that read's error, as for any read of a version
+        let at = base.chunk(base_row)?;
         self.push(series, chunk_idx, value_offset, n_values, stats, ChunkValues::Base(at))
     }
 

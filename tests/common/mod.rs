@@ -774,24 +774,39 @@ pub fn reseal(dir: &Path, rel: &str) {
     std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
 }
 
-/// Rewrites the index's `shard_path` column (`f(row, old) -> new`) and reseals it.
-pub fn rewrite_shard_paths(dir: &Path, f: impl Fn(usize, &str) -> String) {
-    use arrow_array::Array;
+/// Rewrites the index's column `name` (`f(old) -> new`, of the same type) and reseals it.
+pub fn rewrite_index_column(dir: &Path, name: &str, f: impl FnOnce(&arrow_array::ArrayRef) -> arrow_array::ArrayRef) {
     let path = dir.join("time_series_index.parquet");
     let batch = read_parquet(&path);
-    let i = batch.schema().index_of("shard_path").unwrap();
-    let old = arrow_cast::cast(batch.column(i), &arrow_schema::DataType::Utf8).unwrap();
-    let old = old.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
-    let new: arrow_array::StringArray = (0..old.len()).map(|r| Some(f(r, old.value(r)))).collect();
-    let new = arrow_cast::cast(&new, batch.column(i).data_type()).unwrap();
+    let i = batch.schema().index_of(name).unwrap();
     let mut columns: Vec<arrow_array::ArrayRef> = batch.columns().to_vec();
-    columns[i] = new;
+    columns[i] = f(&columns[i]);
     let batch = arrow_array::RecordBatch::try_new(batch.schema(), columns).unwrap();
     let mut w =
         parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
     reseal(dir, "time_series_index.parquet");
+}
+
+/// Rewrites the index's `shard_path` column (`f(row, old) -> new`) and reseals it.
+pub fn rewrite_shard_paths(dir: &Path, f: impl Fn(usize, &str) -> String) {
+    use arrow_array::Array;
+    rewrite_index_column(dir, "shard_path", |column| {
+        let old = arrow_cast::cast(column, &arrow_schema::DataType::Utf8).unwrap();
+        let old = old.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
+        let new: arrow_array::StringArray = (0..old.len()).map(|r| Some(f(r, old.value(r)))).collect();
+        arrow_cast::cast(&new, column.data_type()).unwrap()
+    });
+}
+
+/// Rewrites the index's int32 column `name` (`f(&mut values)`) and reseals it.
+pub fn rewrite_index_i32(dir: &Path, name: &str, f: impl FnOnce(&mut Vec<i32>)) {
+    rewrite_index_column(dir, name, |column| {
+        let mut v: Vec<i32> = primitives::<arrow_array::types::Int32Type>(column).into_iter().flatten().collect();
+        f(&mut v);
+        std::sync::Arc::new(arrow_array::Int32Array::from(v))
+    });
 }
 
 /// `timef --quiet ingest ucr --root ROOT --name NAME --version VERSION FILE`

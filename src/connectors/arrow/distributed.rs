@@ -155,7 +155,7 @@ pub fn arrow_part_series(
             let loader = dataset
                 .take_loader(id)
                 .ok_or_else(|| Error::input(label, None, format!("internal: no values for {id}")))?;
-            let values = loader().map_err(|source| Error::Loader { series_id: id.to_string(), source })?;
+            let values = loader().map_err(|source| Error::loading(id, source))?;
             out.push((id.to_string(), values));
         }
     }
