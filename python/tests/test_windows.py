@@ -162,7 +162,8 @@ def test_batches_through_a_dataloader_hold_ids_as_object_arrays_and_the_plans_va
         for k in flat:
             np.testing.assert_array_equal(flat[k][order], flat_want[k][order_want], err_msg=k)
         return
-    assert len(got) == len(want) == -(-len(ds) // 32)
+    # len() is what this rank yields, as DataLoader counts it: batches here
+    assert len(got) == len(want) == len(ds) == -(-ds.total_windows // 32)
     for b, w in zip(got, want):
         assert sorted(b) == sorted(w)
         for key in ("time_series_id", "sample_id"):
@@ -185,7 +186,7 @@ def test_workers_hand_batches_over_by_the_sharing_strategy_asked_for_in_that_wor
         ds = Probe(vdir, CONTEXT, HORIZON, batch_size=16, worker_sharing_strategy=asked)
         got = list(DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork"))
         assert {b["strategy"] for b in got} == {seen}, asked
-        assert sum(len(b["start"]) for b in got) == len(ds)
+        assert sum(len(b["start"]) for b in got) == ds.total_windows
     assert torch.multiprocessing.get_sharing_strategy() == main
     with pytest.raises(ValueError, match="worker_sharing_strategy 'shm' is not one of .* or None"):
         timef.torch.WindowDataset(vdir, CONTEXT, HORIZON, worker_sharing_strategy="shm")
@@ -300,6 +301,108 @@ def test_resume_through_stateful_dataloader_also_with_other_workers(needs_torch:
     done = [k for b in head for k in b]
     assert Counter(done + rest) == Counter(k for b in whole for k in b)
     assert len(done) + len(rest) == sum(len(b) for b in whole)
+
+
+def fake_process_group(monkeypatch: pytest.MonkeyPatch, rank: int, world_size: int) -> None:
+    """torch.distributed as if `init_process_group` had run in this process (and only here)."""
+    monkeypatch.setattr(torch.distributed, "is_available", lambda: True)
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda: rank)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda: world_size)
+
+
+def test_workers_take_the_rank_of_the_process_group_they_do_not_have(
+        needs_torch: None, vdir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 24: a spawned DataLoader worker has no process group; it once took rank 0 of 1,
+    so every rank read the whole epoch. It takes the rank its parent saw; a process with neither
+    takes torchrun's RANK and WORLD_SIZE."""
+    plan = timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7)
+    share = Counter(k for w in range(2) for k in plan.order(consumer=2 + w, consumers=4))
+    fake_process_group(monkeypatch, 1, 2)
+    ds = dataset(vdir)
+    assert len(ds) == sum(share.values()) and ds.total_windows == len(plan)
+    got = loader_keys(DataLoader(ds, batch_size=10, num_workers=2, multiprocessing_context="spawn"))
+    assert Counter(got) == share
+    monkeypatch.undo()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert Counter(loader_keys(DataLoader(dataset(vdir), batch_size=10, num_workers=2,
+                                          multiprocessing_context="fork"))) == share
+
+
+def test_persistent_workers_read_the_epoch_set_after_they_started(needs_torch: None, vdir: str) -> None:
+    """Review 24: persistent workers kept the epoch of their first iteration."""
+    def batches(ds: Any, **kw: Any) -> list[list[tuple[str, int]]]:
+        return [keys(b) for b in DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context="fork", **kw)]
+
+    ds = dataset(vdir)
+    dl = DataLoader(ds, batch_size=16, num_workers=2, multiprocessing_context="fork", persistent_workers=True)
+    first = [keys(b) for b in dl]
+    ds.set_epoch(1)
+    second = [keys(b) for b in dl]
+    fresh = dataset(vdir)
+    fresh.set_epoch(1)
+    assert first == batches(dataset(vdir)) and second == batches(fresh) and second != first
+
+
+def test_one_rank_state_resumed_by_any_split_takes_every_window_once(needs_torch: None, vdir: str) -> None:
+    """Review 24: one state of rank 0 of 2, loaded by one process of two workers: worker 0 is again
+    consumer 0 of 2 and went on after what it took, while worker 1 re-split the rest: 1/4 of the epoch
+    lost. Then a state resumed twice (its `consumed` non-empty) raised TypeError."""
+    whole = Counter(timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=5).order())
+    a = dataset(vdir, seed=5, rank=0, world_size=2)
+    it = iter(a)
+    head = [(w["time_series_id"], w["start"]) for _, w in zip(range(50), it)]
+    b = dataset(vdir, seed=5)
+    b.load_state_dict(a.state_dict())
+    rest = loader_keys(DataLoader(b, batch_size=8, num_workers=2, multiprocessing_context="fork"))
+    assert Counter(head + rest) == whole
+    # resumed twice: 10 of one consumer, 5 of rank 0 of 2 after it, then the rest by one consumer
+    a = dataset(vdir, seed=5)
+    it = iter(a)
+    taken = [(w["time_series_id"], w["start"]) for _, w in zip(range(10), it)]
+    b = dataset(vdir, seed=5, rank=0, world_size=2)
+    b.load_state_dict(a.state_dict())
+    it = iter(b)
+    taken += [(w["time_series_id"], w["start"]) for _, w in zip(range(5), it)]
+    c = dataset(vdir, seed=5)
+    c.load_state_dict(b.state_dict())
+    assert Counter(taken + [(w["time_series_id"], w["start"]) for w in c]) == whole
+
+
+def test_a_state_of_another_order_is_refused(needs_torch: None, vdir: str) -> None:
+    """Review 24: a state pinned only the version, seed, window count and epoch, so one saved
+    with another shuffle or buffer was taken and repeated or lost windows."""
+    a = dataset(vdir)
+    it = iter(a)
+    [next(it) for _ in range(30)]
+    state = a.state_dict()
+    assert state["plan"]["shuffle_buffer_row_groups"] == 8 and "threads" not in state["plan"]
+    for other in ({"shuffle_buffer_row_groups": 4}, {"shuffle": False}):
+        with pytest.raises(ValueError, match="state of another plan"):
+            dataset(vdir, **other).load_state_dict(state)
+    dataset(vdir, threads=1).load_state_dict(state)  # threads do not change the order
+
+
+def test_bad_loader_arguments_are_refused_naming_the_option(needs_torch: None, vdir: str) -> None:
+    """Review 24: negative integers raised OverflowError, batch_size=0 meant 256, a str of
+    channels was split into characters, rank without world_size named neither."""
+    for kw, field in [({"seed": -1}, "seed"), ({"seed": 2**64}, "seed"), ({"stride": 0}, "stride"),
+                      ({"threads": -1}, "threads"),
+                      ({"shuffle_buffer_row_groups": 0}, "shuffle_buffer_row_groups"), ({"batch_size": 0}, "batch_size"),
+                      ({"rank": 1}, "world_size"), ({"world_size": 2}, "rank"), ({"rank": 2, "world_size": 2}, "rank"),
+                      ({"world_size": 0, "rank": 0}, "world_size"), ({"channels": "12"}, "channels"),
+                      ({"samples": "s-0"}, "samples"), ({"samples": [1]}, "samples")]:
+        with pytest.raises(timef.TimeFValidationError) as e:
+            dataset(vdir, **kw)
+        assert (e.value.field, e.value.id) == (field, None), kw
+        assert str(e.value).startswith(f"invalid option {field}: "), str(e.value)
+    with pytest.raises(timef.TimeFValidationError, match="invalid option context_length: -1 is outside 1..="):
+        timef.torch.WindowDataset(vdir, -1)
+    with pytest.raises(timef.TimeFValidationError, match="invalid option prediction_length: -1 is outside 0..="):
+        timef.torch.WindowDataset(vdir, CONTEXT, -1)
+    with pytest.raises(timef.TimeFValidationError, match="invalid option epoch: -1 is outside 0..="):
+        dataset(vdir).set_epoch(-1)
 
 
 def _child_script(url: str, options: dict[str, str] | None, context: str) -> str:

@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from timef._timef import TimeFValidationError
+
+U64_MAX = 2**64 - 1
+"""Largest seed or epoch (the core's unsigned 64-bit integers)."""
+
 WINDOW_PLAN_OPTIONS = (
     "context_length",
     "prediction_length",
@@ -24,12 +29,43 @@ WINDOW_PLAN_OPTIONS = (
 """Every argument of ``Version.window_plan``, by name."""
 
 
+def invalid_option(option: str, reason: str) -> TimeFValidationError:
+    """The core's refusal of an option (``InvalidOption``): a ``TimeFValidationError``
+    with ``field`` the option, ``id`` None."""
+    e = TimeFValidationError(f"invalid option {option}: {reason}")
+    e.id, e.field, e.reason = None, option, reason
+    return e
+
+
+def check_int(option: str, value: Any, minimum: int, maximum: int = U64_MAX, *, none: bool = False) -> None:
+    """Refuses ``value`` for ``option`` unless it is an int (not a bool) in
+    ``minimum..=maximum`` (or None when ``none``), naming the option."""
+    if value is None and none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise invalid_option(option, f"{value!r} is not an integer" + (" or None" if none else ""))
+    if not minimum <= value <= maximum:
+        raise invalid_option(option, f"{value} is outside {minimum}..={maximum}")
+
+
 def window_plan_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments of ``Version.window_plan`` among ``args`` (a caller's
-    ``locals()``), ``samples`` and ``channels`` copied as lists (so the
-    arguments pickle and compare by value)."""
+    ``locals()``), checked (``TimeFValidationError`` naming the option: an
+    integer out of range, one ``str`` for ``samples`` or ``channels``), and
+    ``samples`` and ``channels`` copied as lists (so the arguments pickle and
+    compare by value)."""
     out = {k: args[k] for k in WINDOW_PLAN_OPTIONS if k in args}
+    for option, minimum in (("context_length", 1), ("prediction_length", 0), ("seed", 0),
+                            ("shuffle_buffer_row_groups", 1), ("threads", 0)):
+        if option in out:
+            check_int(option, out[option], minimum)
+    if "stride" in out:
+        check_int("stride", out["stride"], 1, none=True)
     for key in ("samples", "channels"):
         if out.get(key) is not None:
+            if isinstance(out[key], (str, bytes)):
+                raise invalid_option(key, f"{out[key]!r} is one string, not a list of {key[:-1]} ids")
             out[key] = list(out[key])
+            if not all(isinstance(i, str) for i in out[key]):
+                raise invalid_option(key, f"{out[key]!r} holds a value that is not a str")
     return out

@@ -32,7 +32,7 @@ import torch.distributed
 import torch.utils.data
 
 import timef
-from timef._windows import window_plan_args
+from timef._windows import check_int, invalid_option, window_plan_args
 
 __all__ = ["STATE_KEY", "WindowDataset"]
 
@@ -66,8 +66,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
     ``time_series_id``; see :meth:`timef.Version.window_plan`). ``shuffle`` orders by ``seed`` and the epoch
     (:meth:`set_epoch`) in buffers of ``shuffle_buffer_row_groups`` blocks of
     row groups (memory: two buffers of decoded values); otherwise index order.
-    ``rank`` and ``world_size`` default to ``torch.distributed``'s when it is
-    initialized, else 0 and 1. ``threads`` decode row groups in parallel per
+    ``rank`` and ``world_size`` (given together, or neither) default to
+    ``torch.distributed``'s when it is initialized in the process that builds
+    the dataset or calls ``set_epoch``, ``len``, ``state_dict`` or
+    ``load_state_dict`` (a DataLoader worker has no process group: it uses
+    those), else to the environment's ``RANK`` and ``WORLD_SIZE`` (set by
+    ``torchrun``), else 0 and 1. ``threads`` decode row groups in parallel per
     process (0: the cores divided among the DataLoader workers, at least one
     each; one per core without workers). ``worker_sharing_strategy`` is the
     ``torch.multiprocessing`` sharing strategy set in each DataLoader worker
@@ -112,6 +116,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         worker_sharing_strategy: str | None = None,
     ) -> None:
         super().__init__()
+        if (rank is None) != (world_size is None):
+            raise invalid_option("world_size" if world_size is None else "rank",
+                                 "rank and world_size are given together (or neither: torch.distributed's)")
+        check_int("world_size", world_size, 1, none=True)
+        check_int("rank", rank, 0, (world_size or 1) - 1, none=True)
+        check_int("batch_size", batch_size, 1, none=True)
         if worker_sharing_strategy is not None and worker_sharing_strategy not in (
                 torch.multiprocessing.get_all_sharing_strategies()):
             raise ValueError(f"worker_sharing_strategy {worker_sharing_strategy!r} is not one of "
@@ -123,7 +133,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.batch_size = batch_size
-        self.epoch = 0
+        # in shared memory: a persistent DataLoader worker (forked or spawned)
+        # sees the epoch set_epoch gives after it started
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
+        # torch.distributed's (rank, world size) as the last process that had it saw it
+        self._distributed: tuple[int, int] | None = None
+        self._pin_distributed()
         self._plan_of: tuple[int, Any] | None = None
         self._manifest_sha256: str | None = None
         # the resume the next iteration starts from (None: the epoch's start)
@@ -147,23 +162,65 @@ class WindowDataset(torch.utils.data.IterableDataset):
             self._plan_of = (os.getpid(), version.window_plan(**args))
         return self._plan_of[1]
 
-    def __len__(self) -> int:
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration reads (``set_epoch``)."""
+        return int(self._epoch.item())
+
+    @property
+    def total_windows(self) -> int:
         """Windows per epoch, over every rank and worker."""
         return len(self._plan())
 
+    def __len__(self) -> int:
+        """Items this rank yields per epoch, as ``DataLoader`` counts them:
+        the windows of its share (``total_windows`` split among the ranks),
+        or with ``batch_size`` its batches (exact without workers; ``K``
+        workers each cut their own part into batches, up to ``K - 1`` more)."""
+        self._pin_distributed()
+        rank, world = self._rank_and_world()
+        total = self.total_windows
+        share = total * (rank + 1) // world - total * rank // world
+        return share if self.batch_size is None else -(-share // self.batch_size)
+
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration reads (its order with ``shuffle``).
+        """The epoch the next iteration reads (its order with ``shuffle``),
+        also in DataLoader workers started before (``persistent_workers``).
         A resume loaded for another epoch is dropped."""
+        check_int("epoch", epoch, 0, 2**63 - 1)
+        self._pin_distributed()
         if self._resume is not None and self._resume["epoch"] != epoch:
             self._resume = None
-        self.epoch = epoch
+        self._epoch.fill_(epoch)
+
+    def _pin_distributed(self) -> None:
+        """Records torch.distributed's rank and world size when its process
+        group is initialized in this process, for the DataLoader workers this
+        process starts (they have none)."""
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            self._distributed = (torch.distributed.get_rank(), torch.distributed.get_world_size())
+
+    def _rank_and_world(self) -> tuple[int, int]:
+        """This process's rank and world size (see the class)."""
+        if self.rank is not None and self.world_size is not None:
+            return self.rank, self.world_size
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank(), torch.distributed.get_world_size()
+        if self._distributed is not None:
+            return self._distributed
+        env = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+        if env[0] is not None and env[1] is not None:
+            try:
+                rank, world = int(env[0]), int(env[1])
+            except ValueError:
+                raise invalid_option("rank", f"RANK={env[0]!r} and WORLD_SIZE={env[1]!r} are not integers") from None
+            if not 0 <= rank < world:
+                raise invalid_option("rank", f"RANK={rank} is not a rank of WORLD_SIZE={world}")
+            return rank, world
+        return 0, 1
 
     def _consumer(self) -> tuple[int, int]:
-        rank, world = self.rank, self.world_size
-        if rank is None or world is None:
-            initialized = torch.distributed.is_available() and torch.distributed.is_initialized()
-            rank = rank if rank is not None else (torch.distributed.get_rank() if initialized else 0)
-            world = world if world is not None else (torch.distributed.get_world_size() if initialized else 1)
+        rank, world = self._rank_and_world()
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         return rank * workers + worker, world * workers
@@ -177,13 +234,16 @@ class WindowDataset(torch.utils.data.IterableDataset):
         if resume is not None:
             consumed = [list(r) for r in resume["consumed"]]
             if resume["consumers"] is not None:
-                if (resume["consumer"], resume["consumers"]) == (consumer, consumers):
-                    taken = resume["taken"]
+                if resume["consumers"] == consumers:
+                    # the same split: the state's consumer goes on after what it took,
+                    # every other from the start of its span (a state not given took nothing)
+                    taken = resume["taken"] if resume["consumer"] == consumer else 0
                 else:
                     # another split: the one share's windows are skipped, the rest re-split
                     counts = [0] * resume["consumers"]
                     counts[resume["consumer"]] = resume["taken"]
-                    consumed = [list(r) for r in self._plan().merge_consumed(consumed, counts)]
+                    merged = self._plan().merge_consumed([tuple(r) for r in consumed], counts)
+                    consumed = [list(r) for r in merged]
         return self._describe(consumed, consumer, consumers, taken)
 
     def _describe(self, consumed: list[list[int]], consumer: int | None, consumers: int | None, taken: int) -> dict[str, Any]:
@@ -193,6 +253,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
             "manifest_sha256": self._manifest_sha256,
             "windows": len(plan),
             "seed": self.plan_args["seed"],
+            "plan": _order_args(self.plan_args),
             "epoch": self.epoch,
             "consumed": consumed,
             "consumer": consumer,
@@ -235,8 +296,10 @@ class WindowDataset(torch.utils.data.IterableDataset):
         """Where the epoch stands: the windows handed out by this consumer
         (``consumer`` of ``consumers``) after those in ``consumed`` (global
         positions), with the version's ``manifest_sha256``, ``windows``,
-        ``seed`` and ``epoch`` it applies to. Before any iteration, the resume
-        the next iteration will start from."""
+        ``seed``, ``epoch`` and the arguments that fix the order (``plan``)
+        it applies to. Before any iteration, the resume the next iteration
+        will start from."""
+        self._pin_distributed()
         if self._resume is not None:
             return dict(self._resume)
         if self._state is not None:
@@ -252,19 +315,26 @@ class WindowDataset(torch.utils.data.IterableDataset):
         window not handed out yet. A consumer whose state is not given counts
         as having taken nothing.
 
+        The state reaches DataLoader workers when they start: load it before
+        building the loader (``persistent_workers`` keep what they had).
+
         Raises ``ValueError`` for a state of another version, seed, window
-        count or epoch, or a state with none of a ``WindowDataset``."""
+        count, epoch or order (``plan``: the selection, window and shuffle
+        arguments), or a state with none of a ``WindowDataset``."""
+        self._pin_distributed()
         states = _find_states(state)
         if not states:
             raise ValueError("no WindowDataset state in the state given")
         current = self._describe([], None, None, 0)
         for s in states:
-            for key in ("manifest_sha256", "windows", "seed", "epoch"):
-                if s[key] != states[0][key] or (key != "epoch" and s[key] != current[key]):
+            for key in ("manifest_sha256", "windows", "seed", "epoch", "plan"):
+                if key == "plan" and key not in s:
+                    continue  # a state saved before the plan was recorded
+                if s[key] != states[0].get(key) or (key != "epoch" and s[key] != current[key]):
                     raise ValueError(f"state of another {key}: {s[key]!r}, this dataset has {current[key]!r}")
             if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
                 raise ValueError("states of different resumes: their consumed positions differ")
-        self.epoch = states[0]["epoch"]
+        self._epoch.fill_(states[0]["epoch"])
         if len(states) == 1:
             self._resume = dict(states[0])
             return
@@ -279,6 +349,11 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
+
+
+def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of ``window_plan`` that fix an epoch's order (all but ``threads``)."""
+    return {k: v for k, v in plan_args.items() if k != "threads"}
 
 
 def _use_sharing_strategy(strategy: str) -> None:
