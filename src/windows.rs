@@ -284,7 +284,10 @@ impl WindowPlan {
                 };
                 let mut next = buffers.next().map(fetch);
                 while let Some((mut fetched, items, needed)) = next.take() {
-                    fetched.wait();
+                    if let Err(e) = fetched.wait() {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
                     // the next buffer's bytes arrive while this one is decoded
                     next = buffers.next().map(fetch);
                     let result = plan.blocks.read_fetched_blocks(&needed, plan.options.threads).map(|values| Buffer {

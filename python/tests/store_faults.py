@@ -4,7 +4,8 @@
   drop the conditional headers (`If-None-Match`, `If-Match`), as some
   S3-compatible stores and proxies do, and fail every multipart part upload
   (400 `InvalidPart`) with the abort that follows answering 404 `NoSuchUpload`,
-  or fail every ranged GET of a key containing a given text (500 `InternalError`).
+  or fail every ranged GET of a key containing a given text (500 `InternalError`),
+  or, once `mute` is set, take requests and never answer (`muted` counts them).
 - `MuteServer` accepts connections and never answers.
 """
 
@@ -34,6 +35,9 @@ class Proxy:
         self.strip_conditions = strip_conditions
         self.fail_parts = fail_parts
         self.fail_ranged_gets_of = fail_ranged_gets_of
+        self.mute = False
+        self.muted = 0
+        self._closing = threading.Event()
         self.stripped = 0
         proxy = self
 
@@ -56,6 +60,11 @@ class Proxy:
                     self.wfile.write(body)
 
             def _forward(self) -> None:
+                if proxy.mute:
+                    proxy.muted += 1
+                    proxy._closing.wait()
+                    self.close_connection = True
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query, keep_blank_values=True)
@@ -98,6 +107,7 @@ class Proxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 

@@ -280,3 +280,29 @@ def test_a_damaged_base_shard_is_a_corrupt_version_in_an_edit(tmp_path: Path) ->
     with pytest.raises(timef.CorruptVersionError, match="shard-00000.parquet"):
         timef.edit_version(base, tmp_path / "out", dataset_version="v2", remove_sample_ids=["item-3-0001"])
     assert not (tmp_path / "out").exists()
+
+
+def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(cli: Path, tmp_path: Path) -> None:
+    """Review 24: the window loader's read-ahead met a mute server, then its decode read the same bytes again,
+    request after request (60-100 s with the default 20 s timeout). A failed fetch now fails the iteration: with
+    a 1 s timeout, within about one timeout of the server going mute, whatever the buffer."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    data = write_ipc(gluonts_rows(40, seed=3), tmp_path / "rows.arrow")
+    small = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
+    version = timef.ingest_arrow(data, f"s3://{bucket}/root", dataset_name="ds", dataset_version="v1",
+                                 storage_options=s3_options(endpoint), **small)
+    with Proxy(endpoint) as proxy:
+        options = {**s3_options(proxy.url), "timeout": "1s", "retry_timeout_s": "0"}
+        plan = timef.open(version, storage_options=options).window_plan(32, shuffle_buffer_row_groups=1)
+        batches = plan.windows(batch_size=4)
+        next(batches)
+        proxy.mute = True
+        start = time.monotonic()
+        with pytest.raises(OSError, match="timed out"):
+            for _ in batches:
+                pass
+        took = time.monotonic() - start
+        muted = proxy.muted
+    print(f"mute mid-iteration: failed {took:.2f} s after the server went mute, {muted} requests unanswered")
+    assert took < 2.5, f"{took:.2f} s, {muted} requests"

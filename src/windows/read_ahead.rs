@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::parquet_read::open_parquet;
 use crate::scan::RowGroups;
 use crate::storage::{Location, Prefetched};
@@ -49,8 +49,9 @@ impl Footers {
         if let Some(footer) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(Arc::clone(&footer.meta));
         }
-        // best effort: without the tail the footer is read in its own GETs
-        let tail = shard.read_ahead_tail(TAIL_BYTES).ok();
+        // a failed GET of the tail is the read's failure (the store's client
+        // retried it): reading the footer again would wait as long once more
+        let tail = Some(shard.read_ahead_tail(TAIL_BYTES)?);
         let (_, meta) = open_parquet(shard, PageIndexPolicy::Skip)?;
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, Footer { meta: Arc::clone(&meta), tail });
         Ok(meta)
@@ -93,51 +94,71 @@ impl Footers {
 /// The bytes of some row groups being fetched (on a thread of its own) or
 /// fetched; dropped, it waits for the fetch and frees its bytes.
 pub(super) struct Fetch {
-    running: Option<JoinHandle<Vec<Prefetched>>>,
+    running: Option<JoinHandle<(Vec<Prefetched>, Option<Error>)>>,
     held: Vec<Prefetched>,
+    /// The first failure of a footer read or GET.
+    failed: Option<Error>,
 }
 
 impl Fetch {
-    /// Starts fetching the bytes the decode of `units` reads. Best effort:
-    /// what a fetch misses (a footer or GET that failed, a thread that could
-    /// not start) the decode reads itself, and reports its failure.
+    /// Starts fetching the bytes the decode of `units` reads. A footer read
+    /// or GET that failed (after the store's client retried it) fails the
+    /// fetch ([`Fetch::wait`]): the decode reading those bytes again would
+    /// wait as long again, request after request (a server gone mute took
+    /// 60-100 s to fail, review 24). What it misses otherwise (a thread that
+    /// could not start) the decode reads itself.
     pub(super) fn start(footers: &Footers, rows: &RowGroups, units: &[usize]) -> Fetch {
-        let ranges = footers.ranges(rows, units).unwrap_or_default();
+        let ranges = match footers.ranges(rows, units) {
+            Ok(ranges) => ranges,
+            Err(e) => return Fetch { running: None, held: Vec::new(), failed: Some(e) },
+        };
         // the shards' fetches side by side, a few at a time: one after another, each
         // request's latency adds up (a buffer's row groups are spread over shards)
         let work = move || {
             let shards: Vec<_> = ranges.into_values().collect();
-            let mut held = Vec::new();
+            let (mut held, mut failed) = (Vec::new(), None);
             for group in shards.chunks(MAX_CONCURRENT_SHARD_FETCHES) {
                 std::thread::scope(|scope| {
-                    let fetch = move |(shard, r): &(Location, Vec<Range<u64>>)| shard.read_ahead(r.clone()).ok();
+                    let fetch = move |(shard, r): &(Location, Vec<Range<u64>>)| shard.read_ahead(r.clone());
                     // a thread that cannot start leaves its shard to the decode
                     let running: Vec<_> = group
                         .iter()
                         .filter_map(|item| std::thread::Builder::new().spawn_scoped(scope, move || fetch(item)).ok())
                         .collect();
-                    held.extend(running.into_iter().filter_map(|h| h.join().ok().flatten()));
+                    for got in running.into_iter().filter_map(|h| h.join().ok()) {
+                        match got {
+                            Ok(bytes) => held.push(bytes),
+                            Err(e) => failed = failed.take().or(Some(e)),
+                        }
+                    }
                 });
+                if failed.is_some() {
+                    break;
+                }
             }
-            held
+            (held, failed)
         };
         let running = match units.is_empty() {
             true => None,
             false => std::thread::Builder::new().name("timef-read-ahead".into()).spawn(work).ok(),
         };
-        Fetch { running, held: Vec::new() }
+        Fetch { running, held: Vec::new(), failed: None }
     }
 
-    /// Waits until the fetch ended (fetched, or failed: then the decode reads itself).
-    pub(super) fn wait(&mut self) {
+    /// Waits until the fetch ended.
+    ///
+    /// # Errors
+    /// The first failure of the fetch's footer reads and GETs.
+    pub(super) fn wait(&mut self) -> Result<()> {
         if let Some(running) = self.running.take() {
-            self.held = running.join().unwrap_or_default();
+            (self.held, self.failed) = running.join().unwrap_or_default();
         }
+        self.failed.take().map_or(Ok(()), Err)
     }
 }
 
 impl Drop for Fetch {
     fn drop(&mut self) {
-        self.wait();
+        let _ = self.wait();
     }
 }
