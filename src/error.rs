@@ -326,6 +326,13 @@ impl Error {
         }
     }
 
+    /// An object store's answer that the object is not there (a `NotFound`
+    /// of [`Error::ObjectStore`]): Python raises `FileNotFoundError` for it,
+    /// as for a local file.
+    pub fn is_object_not_found(&self) -> bool {
+        matches!(self, Error::ObjectStore { source, .. } if matches!(**source, object_store::Error::NotFound { .. }))
+    }
+
     /// Builds an [`Error::Validation`].
     pub fn validation(id: impl Into<String>, field: &'static str, reason: impl Into<String>) -> Self {
         Error::Validation { id: id.into(), field, reason: reason.into() }

@@ -134,7 +134,8 @@ impl PyDataset {
         self.version.clone()
     }
 
-    #[pyo3(signature = (*, source_id=None, name=String::new(), url=None, license=None, citation=None))]
+    #[pyo3(signature = (*, source_id=None, name=String::new(), url=None, license=None, citation=None),
+           text_signature = "($self, /, *, source_id=None, name='', url=None, license=None, citation=None)")]
     fn add_source(
         &self,
         source_id: Option<String>,

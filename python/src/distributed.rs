@@ -395,7 +395,11 @@ fn arrow_options(
                     chunk_max_bytes = timef::writer::DEFAULT_CHUNK_MAX_BYTES,
                     compression = "zstd",
                     compression_level = timef::writer::DEFAULT_COMPRESSION_LEVEL,
-                    storage_options = None))]
+                    storage_options = None),
+          text_signature = "(root, tables, *, label=None, dataset_name, dataset_version, parts, spec_type=None, \
+                            sampling_rate_hz=None, ids='string', on_missing='error', shard_target_bytes=134217728, \
+                            row_group_target_bytes=4194304, chunk_max_bytes=1048576, compression='zstd', \
+                            compression_level=3, storage_options=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
     py: Python<'_>,

@@ -118,6 +118,7 @@ pub fn to_py(e: Error) -> PyErr {
     Python::attach(|py| {
         let s = |v: &str| v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
         let message = e.to_string();
+        let e_not_found = e.is_object_not_found();
         match e {
             Error::AlreadyExists { path } => PyFileExistsError::new_err(os_args(17, &message, &path)),
             Error::NotAVersion { path, reason } => with_attrs(
@@ -200,6 +201,8 @@ pub fn to_py(e: Error) -> PyErr {
                     ("reason", s(&format!("not a key of this store; closest: {}", close.join(", ")))),
                 ],
             ),
+            // an object that is not there: FileNotFoundError, as for a local file (review 24)
+            Error::ObjectStore { url, .. } if e_not_found => PyFileNotFoundError::new_err((ENOENT, message, url)),
             // the store failed (denied, network, timeout) or cannot take a write safely: an OSError naming the URL
             Error::ObjectStore { url, .. } | Error::UnsafeStore { url, .. } => PyOSError::new_err((0, message, url)),
             Error::Part { write_id, part, shard, problem } => {

@@ -217,6 +217,7 @@ fn _timef(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_COMPRESSION_LEVEL", timef::writer::DEFAULT_COMPRESSION_LEVEL)?;
     m.add("DEFAULT_SPEC_TYPE", timef::connectors::DEFAULT_SPEC_TYPE)?;
     m.add("DEFAULT_SAMPLING_RATE_HZ", timef::connectors::DEFAULT_SAMPLING_RATE_HZ)?;
+    m.add("DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS", timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS)?;
     m.add("FORMAT_VERSION", timef::manifest::FORMAT_VERSION)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;

@@ -147,7 +147,11 @@ impl PyVersion {
     #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
                         channels = None, stride = None, pad = false, stack_channels = false, shuffle = true,
                         seed = 0, shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
-                        threads = 0))]
+                        threads = 0),
+           // help() shows the defaults (a constant's would show as `...`; test_write checks them)
+           text_signature = "($self, /, context_length, prediction_length=0, *, task=None, split=None, samples=None, \
+                             channels=None, stride=None, pad=False, stack_channels=False, shuffle=True, seed=0, \
+                             shuffle_buffer_row_groups=8, threads=0)")]
     #[allow(clippy::too_many_arguments)]
     fn window_plan(
         &self,

@@ -89,7 +89,8 @@ impl PyWindowPlan {
     /// The windows of consumer `consumer` of `consumers` in `epoch`, skipping
     /// the positions in `consumed` and the first `taken` of its span, as an
     /// iterator of dict batches of at most `batch_size` windows.
-    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0, batch_size = 256))]
+    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0, batch_size = 256),
+           text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0, batch_size=256)")]
     fn windows(
         &self,
         py: Python<'_>,
@@ -106,7 +107,8 @@ impl PyWindowPlan {
     /// `(id, start)` of the windows the same share takes, in order, computed
     /// from the index alone (no value is read); the id is the window's
     /// `time_series_id`, or its `sample_id` with `stack_channels`.
-    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0))]
+    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0),
+           text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0)")]
     fn order(
         &self,
         epoch: u64,

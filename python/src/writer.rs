@@ -354,7 +354,11 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
                     remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),
                     remove_task_ids = Vec::new(), add = Vec::new(), set_annotations = Vec::new(),
                     set_tasks = Vec::new(), set_sources = Vec::new(), description = None, license = None,
-                    citation = None, cascade = false, dry_run = false, storage_options = None))]
+                    citation = None, cascade = false, dry_run = false, storage_options = None),
+          text_signature = "(base_dir, out_root, *, dataset_version, remove_sample_ids=(), remove_series_ids=(), \
+                            remove_channels=(), remove_annotation_ids=(), remove_task_ids=(), add=(), \
+                            set_annotations=(), set_tasks=(), set_sources=(), description=None, license=None, \
+                            citation=None, cascade=False, dry_run=False, storage_options=None)")]
 #[allow(clippy::too_many_arguments)]
 pub fn edit_version<'py>(
     py: Python<'py>,

@@ -306,3 +306,20 @@ def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(c
         muted = proxy.muted
     print(f"mute mid-iteration: failed {took:.2f} s after the server went mute, {muted} requests unanswered")
     assert took < 2.5, f"{took:.2f} s, {muted} requests"
+
+
+def test_an_object_gone_mid_read_is_file_not_found_as_a_local_file_is(tmp_path: Path) -> None:
+    """Review 24: a shard deleted from the store mid-iteration raised a bare OSError (errno 0)."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    data = write_ipc(gluonts_rows(40, seed=3), tmp_path / "rows.arrow")
+    small = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
+    version = timef.ingest_arrow(data, f"s3://{bucket}/root", dataset_name="ds", dataset_version="v1",
+                                 storage_options=s3_options(endpoint), **small)
+    plan = timef.open(version, storage_options=s3_options(endpoint)).window_plan(32)
+    key = "root/ds/v1/time_series/shard-00001.parquet"
+    s3_client(endpoint).delete_object(Bucket=bucket, Key=key)
+    with pytest.raises(FileNotFoundError) as e:
+        for _ in plan.windows(batch_size=8):
+            pass
+    assert (e.value.errno, e.value.filename) == (2, f"s3://{bucket}/{key}")

@@ -257,6 +257,32 @@ def test_help_shows_the_writers_real_defaults() -> None:
     assert "Ellipsis" not in timef.TimeFWriter.__text_signature__
 
 
+def test_help_shows_every_real_default() -> None:
+    """Review 24: help() showed `...` (Ellipsis) for the defaults that are Rust constants or empty lists."""
+    import inspect
+
+    shown = {}
+    for name in timef.__all__:
+        obj = getattr(timef, name)
+        members = [getattr(obj, m) for m in dir(obj) if not m.startswith("_")] if inspect.isclass(obj) else []
+        for f in [obj, *members]:
+            try:
+                params = inspect.signature(f).parameters
+            except (TypeError, ValueError):
+                continue
+            for p in params.values():
+                assert p.default is not Ellipsis, f"{name}: {f.__name__}({p.name}=...)"
+                shown[(getattr(f, "__qualname__", name), p.name)] = p.default
+    assert shown[("plan", "shard_target_bytes")] == timef.DEFAULT_SHARD_TARGET_BYTES
+    assert shown[("plan", "row_group_target_bytes")] == timef.DEFAULT_ROW_GROUP_TARGET_BYTES
+    assert shown[("plan", "chunk_max_bytes")] == timef.DEFAULT_CHUNK_MAX_BYTES
+    assert shown[("plan", "compression_level")] == timef.DEFAULT_COMPRESSION_LEVEL
+    assert shown[("Version.window_plan", "shuffle_buffer_row_groups")] == timef.DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS
+    assert shown[("edit_version", "remove_sample_ids")] == ()
+    assert shown[("WindowPlan.windows", "consumed")] == ()
+    assert shown[("TimeFDataset.add_source", "name")] == ""
+
+
 def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:
     with pytest.raises(timef.TimeFValidationError) as e:
         timef.TimeFDataset("bad/name", "v1")

@@ -30,6 +30,8 @@ DEFAULT_SPEC_TYPE: str
 """Connectors' spec type when none is given (``"unknown"``)."""
 DEFAULT_SAMPLING_RATE_HZ: float
 """Connectors' sampling rate in Hz when none is given or derivable (1.0)."""
+DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS: int
+"""Blocks of row groups the window loader shuffles together (8)."""
 
 class TimeFValidationError(ValueError):
     """A dataset entity or option breaks a rule of the format."""
@@ -408,7 +410,7 @@ class WindowPlan:
         epoch: int = 0,
         consumer: int = 0,
         consumers: int = 1,
-        consumed: list[tuple[int, int]] = ...,
+        consumed: Sequence[tuple[int, int]] = (),
         taken: int = 0,
         batch_size: int = 256,
     ) -> Windows:
@@ -422,7 +424,7 @@ class WindowPlan:
         epoch: int = 0,
         consumer: int = 0,
         consumers: int = 1,
-        consumed: list[tuple[int, int]] = ...,
+        consumed: Sequence[tuple[int, int]] = (),
         taken: int = 0,
     ) -> list[tuple[str, int]]:
         """``(id, start)`` of the same windows, from the index alone: the

@@ -110,7 +110,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         rank: int | None = None,
         world_size: int | None = None,
         batch_size: int | None = None,
-        shuffle_buffer_row_groups: int = 8,
+        shuffle_buffer_row_groups: int = timef.DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
         threads: int = 0,
         storage_options: Mapping[str, str] | None = None,
         worker_sharing_strategy: str | None = None,
