@@ -370,6 +370,20 @@ def test_one_rank_state_resumed_by_any_split_takes_every_window_once(needs_torch
     assert Counter(taken + [(w["time_series_id"], w["start"]) for w in c]) == whole
 
 
+def test_a_resume_applies_to_the_next_pass_of_workers_only(needs_torch: None, vdir: str) -> None:
+    """Review 24: each pass of a DataLoader's workers starts from a copy of the dataset, which still held
+    the loaded resume: every later pass of the same epoch skipped the windows it had skipped."""
+    whole = Counter(timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7).order())
+    a = dataset(vdir)
+    it = iter(a)
+    head = [(w["time_series_id"], w["start"]) for _, w in zip(range(50), it)]
+    b = dataset(vdir)
+    b.load_state_dict(a.state_dict())
+    dl = DataLoader(b, batch_size=8, num_workers=2, multiprocessing_context="fork")
+    assert Counter(head + loader_keys(dl)) == whole
+    assert Counter(loader_keys(dl)) == whole
+
+
 def test_a_state_of_another_order_is_refused(needs_torch: None, vdir: str) -> None:
     """Review 24: a state pinned only the version, seed, window count and epoch, so one saved
     with another shuffle or buffer was taken and repeated or lost windows."""

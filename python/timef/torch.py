@@ -143,6 +143,10 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._manifest_sha256: str | None = None
         # the resume the next iteration starts from (None: the epoch's start)
         self._resume: dict[str, Any] | None = None
+        # the DataLoader pass (its workers' base seed) that took the resume, in
+        # shared memory: the workers of a later pass start from a copy of this
+        # dataset that still holds it, and must not apply it again
+        self._resume_pass = torch.full((), -1, dtype=torch.int64).share_memory_()
         self._state: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -231,6 +235,13 @@ class WindowDataset(torch.utils.data.IterableDataset):
         consumed: list[list[int]] = []
         taken = 0
         resume, self._resume = self._resume, None
+        info = torch.utils.data.get_worker_info()
+        if resume is not None and info is not None:
+            base_seed = info.seed - info.id  # one per DataLoader pass, shared by its workers
+            if int(self._resume_pass.item()) == -1:
+                self._resume_pass.fill_(base_seed)
+            if int(self._resume_pass.item()) != base_seed:
+                resume = None  # a later pass: the resume was the first one's
         if resume is not None:
             consumed = [list(r) for r in resume["consumed"]]
             if resume["consumers"] is not None:
@@ -337,6 +348,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._epoch.fill_(states[0]["epoch"])
         if len(states) == 1:
             self._resume = dict(states[0])
+            self._resume_pass.fill_(-1)
             return
         split = [s for s in states if s["consumers"] is not None]
         consumed = [list(r) for r in states[0]["consumed"]]
@@ -349,6 +361,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
+        self._resume_pass.fill_(-1)
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
