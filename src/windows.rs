@@ -94,7 +94,12 @@ impl WindowOptions {
         if self.context_length == 0 {
             return bad("context_length", "must be at least 1");
         }
-        if self.context_length.checked_add(self.prediction_length).is_none_or(|l| l > i32::MAX as usize) {
+        // the option past the limit on its own, else the sum's last term
+        let limit = i32::MAX as usize;
+        if self.context_length > limit {
+            return bad("context_length", "the window length must be below 2^31 values");
+        }
+        if self.context_length.checked_add(self.prediction_length).is_none_or(|l| l > limit) {
             return bad("prediction_length", "the window length must be below 2^31 values");
         }
         if self.stride == Some(0) {

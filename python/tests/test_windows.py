@@ -417,6 +417,10 @@ def test_bad_loader_arguments_are_refused_naming_the_option(needs_torch: None, v
         timef.torch.WindowDataset(vdir, CONTEXT, -1)
     with pytest.raises(timef.TimeFValidationError, match="invalid option epoch: -1 is outside 0..="):
         dataset(vdir).set_epoch(-1)
+    # a window past 2^31 values names the option past it (it blamed prediction_length)
+    for args, field in [((2**40,), "context_length"), ((8, 2**31 - 8), "prediction_length")]:
+        with pytest.raises(timef.TimeFValidationError, match=f"invalid option {field}: the window length must be"):
+            timef.open(vdir).window_plan(*args)
 
 
 def _child_script(url: str, options: dict[str, str] | None, context: str) -> str:
