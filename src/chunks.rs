@@ -422,7 +422,7 @@ fn decode_unit_values(plan: &Plan, unit: &Unit, out: &mut RowValues) -> Result<(
     };
     pages::read_values_into(&path, file.inner(), &chunk, selected.as_deref(), out)?;
     let failure = file.inner().read_failure();
-    let keys = read_keys(&path, file, &failure, meta, unit.row_group, selected.as_deref())?;
+    let keys = read_keys(&path, file, &failure, meta, &[unit.row_group], selected.as_deref())?;
     if keys.len() > unit.rows.len() {
         return Err(corrupt(format!("row group {} holds more rows than selected", unit.row_group)));
     }
@@ -472,10 +472,12 @@ impl Keys {
 }
 
 /// Decodes the key columns (`time_series_id`, `chunk_idx`: one page each
-/// per row group) of row group `row_group` of the shard at `path`, its rows
-/// `selected` (every row: `None`), through the parquet crate, `file`
+/// per row group) of row groups `row_groups` (ascending) of the shard at
+/// `path`, their rows `selected` (positions in those row groups' rows one
+/// after another; every row: `None`), through the parquet crate, `file`
 /// checking each page header first. The reads of [`decode`] and an edit's
-/// base row groups (`src/writer/base.rs`) check index pointers with it.
+/// base row groups and whole shards (`src/writer/base.rs`) check index
+/// pointers with it.
 ///
 /// # Errors
 /// [`Error::Corrupt`] naming the shard when it lacks a key column or its
@@ -486,7 +488,7 @@ pub(crate) fn read_keys<R: ChunkReader + 'static>(
     file: CheckedPages<R>,
     failure: &ReadFailure,
     meta: ArrowReaderMetadata,
-    row_group: usize,
+    row_groups: &[usize],
     selected: Option<&[usize]>,
 ) -> Result<Keys> {
     let corrupt = |reason: String| Error::Corrupt { path: path.to_path_buf(), reason };
@@ -495,14 +497,20 @@ pub(crate) fn read_keys<R: ChunkReader + 'static>(
         roots.iter().position(|f| f.name() == name).ok_or_else(|| corrupt(format!("shard has no {name} column")))
     };
     let mask = ProjectionMask::roots(meta.parquet_schema(), [root("time_series_id")?, root("chunk_idx")?]);
-    let rg_rows = meta.metadata().row_groups().get(row_group).map_or(0, |g| usize::try_from(g.num_rows()).unwrap_or(0));
+    let groups = meta.metadata().row_groups();
+    let rows_of = |g: usize| groups.get(g).map_or(0, |g| usize::try_from(g.num_rows()).unwrap_or(0));
+    let rg_rows: usize = row_groups.iter().map(|&g| rows_of(g)).sum();
+    if let Some(&g) = row_groups.iter().find(|&&g| g >= groups.len()) {
+        return Err(corrupt(format!("no row group {g}")));
+    }
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_row_groups(vec![row_group])
+        .with_row_groups(row_groups.to_vec())
         .with_projection(mask)
         .with_batch_size(DEFAULT_BATCH_ROWS);
     if let Some(rows) = selected {
         if rows.iter().any(|&r| r >= rg_rows) {
-            return Err(corrupt(format!("row offset beyond row group {row_group} of {rg_rows} rows")));
+            let g = row_groups.first().copied().unwrap_or(0);
+            return Err(corrupt(format!("row offset beyond row group {g} of {rg_rows} rows")));
         }
         let ranges = rows.iter().map(|&r| r..r + 1);
         builder = builder.with_row_selection(RowSelection::from_consecutive_ranges(ranges, rg_rows));

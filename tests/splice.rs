@@ -134,7 +134,7 @@ fn removing_one_sample_copies_every_page_but_the_one_that_held_it() {
     assert_same_bytes(&copied, &fresh);
     assert_eq!(
         stats,
-        CopyStats { pages_copied: 18, pages_encoded: 1, pages_decoded: 1, shards_copied: 2, bytes_read: 33343 }
+        CopyStats { pages_copied: 18, pages_encoded: 1, pages_decoded: 1, shards_copied: 2, bytes_read: 33971 }
     );
 }
 
@@ -148,7 +148,7 @@ fn removing_two_percent_and_one_series_copies_the_rest() {
     assert_same_bytes(&copied, &fresh);
     assert_eq!(
         stats,
-        CopyStats { pages_copied: 14, pages_encoded: 4, pages_decoded: 7, shards_copied: 3, bytes_read: 37116 }
+        CopyStats { pages_copied: 14, pages_encoded: 4, pages_decoded: 7, shards_copied: 3, bytes_read: 38049 }
     );
 }
 
@@ -164,7 +164,8 @@ fn a_relabel_copies_every_page() {
     assert_eq!(stats.pages_copied, 19);
     // a copied page is never decompressed
     assert_eq!(stats.pages_decoded, 0);
-    // every shard is a copy of the base's file: only footers and page indexes are read
+    // every shard is a copy of the base's file: only footers, page indexes and
+    // the key columns (checked against the index) are read
     let shards = Version::open(&base_dir).unwrap().manifest().counts.shards;
     assert_eq!((stats.shards_copied, shards), (7, 7));
     let shard_bytes: u64 = Version::open(&base_dir)
@@ -175,7 +176,7 @@ fn a_relabel_copies_every_page() {
         .filter(|f| f.path.starts_with("time_series/"))
         .map(|f| f.bytes)
         .sum();
-    assert_eq!((stats.bytes_read, shard_bytes), (18104, 47653));
+    assert_eq!((stats.bytes_read, shard_bytes), (20071, 47653));
 }
 
 #[test]
@@ -196,7 +197,7 @@ fn an_added_series_is_encoded_until_the_cuts_meet_again() {
     assert_same_bytes(&copied, &fresh);
     assert_eq!(
         stats,
-        CopyStats { pages_copied: 12, pages_encoded: 7, pages_decoded: 13, shards_copied: 4, bytes_read: 35522 }
+        CopyStats { pages_copied: 12, pages_encoded: 7, pages_decoded: 13, shards_copied: 4, bytes_read: 36554 }
     );
 }
 
@@ -395,7 +396,7 @@ fn a_relabel_copies_every_shard_file_on_local_and_memory_stores() {
     assert_same_bytes(&copied, &fresh);
     assert_eq!(
         local_stats,
-        CopyStats { pages_copied: 19, pages_encoded: 0, pages_decoded: 0, shards_copied: 7, bytes_read: 18104 }
+        CopyStats { pages_copied: 19, pages_encoded: 0, pages_decoded: 0, shards_copied: 7, bytes_read: 20071 }
     );
     let report = timef::verify::verify(&copied).unwrap();
     assert!(report.is_ok(), "{}", report.summary());
@@ -471,16 +472,39 @@ fn a_base_shard_of_another_size_than_listed_is_refused_naming_it() {
     assert!(!root.path().join("out/ds/v2").exists());
 }
 
-/// A base shard altered without a change of size is copied whole under the
-/// base's recorded sha256 (hashing it again would read every byte the copy
-/// saves), so `verify` of the edit names it, as it names it in the base.
+/// A base shard whose `values` pages were altered without a change of size
+/// is copied whole under the base's recorded sha256 (hashing it again would
+/// read every byte the copy saves), so `verify` of the edit names it, as it
+/// names it in the base. Its key columns are decoded before it is placed
+/// (checked against the index): a byte changed there is refused.
 #[test]
 fn a_base_shard_altered_in_place_is_found_by_verify_of_the_edit() {
     let root = tempfile::tempdir().unwrap();
     let base_dir = base(root.path());
     let rel = "time_series/shard-00003.parquet";
-    let mut bytes = std::fs::read(base_dir.join(rel)).unwrap();
-    bytes[100] ^= 0x01;
+    let original = std::fs::read(base_dir.join(rel)).unwrap();
+    let meta = parquet_metadata(&base_dir.join(rel));
+    let (ids, values) = (meta.row_group(0).column(0), meta.row_group(0).column(4));
+    // the last byte of the ids' column chunk: a page body, under its CRC
+    let ids_end = (ids.data_page_offset() + ids.compressed_size() - 1) as usize;
+    let mut bytes = original.clone();
+    bytes[ids_end] ^= 0x01;
+    std::fs::write(base_dir.join(rel), &bytes).unwrap();
+    let base = Arc::new(Version::open(&base_dir).unwrap());
+    let mut d = base.to_dataset("ds", "v2").unwrap();
+    d.add_annotation(label("s010", "b"), &["s010".to_string()]).unwrap();
+    let options = timef::edit::base_options(&base).unwrap();
+    match TimeFWriter::new(root.path().join("out"), options).with_base(base).write(d) {
+        Err(timef::Error::Corrupt { path, reason }) => {
+            assert_eq!(
+                (path, reason.as_str()),
+                (base_dir.join(rel), "arrow: Parquet argument error: Parquet error: Page CRC checksum mismatch")
+            );
+        }
+        other => panic!("{:?}", other.map(|s| s.copied())),
+    }
+    let mut bytes = original;
+    bytes[values.data_page_offset() as usize + 100] ^= 0x01;
     std::fs::write(base_dir.join(rel), &bytes).unwrap();
     let base = Arc::new(Version::open(&base_dir).unwrap());
     let mut d = base.to_dataset("ds", "v2").unwrap();

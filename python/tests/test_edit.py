@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +156,7 @@ def test_a_version_as_dataset_rewritten_copies_its_values_pages(tmp_path: Path) 
             "pages_encoded": 0,
             "pages_decoded": 0,
             "shards_copied": 1,
-            "bytes_read": 1605,
+            "bytes_read": 1804,
         }
     fresh = timef.read_ucr([train], dataset_name="ArrowHead", dataset_version="v2")
     fresh.add_source(source_id="other", name="another source")
@@ -242,4 +243,51 @@ def test_a_nan_or_infinity_in_set_rows_is_refused_naming_the_id_and_field(tmp_pa
     with pytest.raises(timef.TimeFInputError, match=r"^<set_annotations>:1: other: NaN is not finite$"):
         timef.edit_version(base, tmp_path / "out", dataset_version="v2",
                            set_annotations=[{**row, "other": float("nan")}])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_renamed_series_in_the_index_is_refused_also_for_a_shard_copied_whole(cli: Path, tmp_path: Path) -> None:
+    """Review 25: the index (and samples) renaming series s0005 to s0005a, order kept, the shard untouched,
+    resealed: every edit refuses it, also one that places that shard whole (once, it was committed and only
+    `verify` of the edit found it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    table = pa.table({"item_id": [f"s{i:04d}" for i in range(48)],
+                      "target": [rng.normal(size=256).astype(np.float32) for _ in range(48)]})
+    base = Path(timef.ingest_arrow(table, tmp_path / "r", dataset_name="d", dataset_version="v1",
+                                   chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384))
+
+    def rewrite(rel: str, change) -> None:
+        f = pq.ParquetFile(base / rel)
+        pq.write_table(change(f.read()).cast(f.schema_arrow), base / rel, compression="zstd", write_page_index=True)
+
+    def index(t: pa.Table) -> pa.Table:
+        i = t.schema.get_field_index("time_series_id")
+        ids = ["s0005a" if x == "s0005" else x for x in t.column(i).to_pylist()]
+        return t.set_column(i, t.schema.field(i), pa.array(ids, t.schema.field(i).type))
+
+    def samples(t: pa.Table) -> pa.Table:
+        rows = t.to_pylist()
+        for r in rows:
+            for s in r["series"]:
+                s["time_series_id"] = "s0005a" if s["time_series_id"] == "s0005" else s["time_series_id"]
+        return pa.Table.from_pylist(rows, schema=t.schema)
+
+    rewrite("time_series_index.parquet", index)
+    rewrite("samples.parquet", samples)
+    m = json.loads((base / "manifest.json").read_text())
+    for f in m["files"]:
+        data = (base / f["path"]).read_bytes()
+        f["bytes"], f["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    m.pop("manifest_sha256")
+    (base / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+    problem = 'pointer of s0005a chunk 0 lands on "s0005" chunk 0'
+    for args in (["--description", "x"], ["--remove-sample", "s0047"], ["--remove-sample", "s0001"]):
+        done = subprocess.run([str(cli), "--quiet", "edit", str(base), "--out-root", str(tmp_path / "out"),
+                               "--version", "v2", *args], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.rstrip().endswith(problem), (args, done.stderr)
+    with pytest.raises(timef.CorruptVersionError, match=re.escape(problem)):
+        timef.edit_version(base, tmp_path / "out", dataset_version="v2", description="x")
     assert not (tmp_path / "out").exists()

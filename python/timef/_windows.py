@@ -3,8 +3,11 @@ for the loaders built on it (``timef.torch.WindowDataset``, ``timef.ray.read``).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from timef._timef import TimeFValidationError
 
@@ -37,15 +40,18 @@ def invalid_option(option: str, reason: str) -> TimeFValidationError:
     return e
 
 
-def check_int(option: str, value: Any, minimum: int, maximum: int = U64_MAX, *, none: bool = False) -> None:
-    """Refuses ``value`` for ``option`` unless it is an int (not a bool) in
-    ``minimum..=maximum`` (or None when ``none``), naming the option."""
+def check_int(option: str, value: Any, minimum: int, maximum: int = U64_MAX, *, none: bool = False) -> Any:
+    """``value`` for ``option`` as an int (numpy's integers too), refused
+    unless it is an integer (not a bool) in ``minimum..=maximum`` (or None
+    when ``none``), naming the option."""
     if value is None and none:
-        return
-    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
         raise invalid_option(option, f"{value!r} is not an integer" + (" or None" if none else ""))
+    value = int(value)
     if not minimum <= value <= maximum:
         raise invalid_option(option, f"{value} is outside {minimum}..={maximum}")
+    return value
 
 
 def window_plan_args(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,12 +61,22 @@ def window_plan_args(args: Mapping[str, Any]) -> dict[str, Any]:
     ``samples`` and ``channels`` copied as lists (so the arguments pickle and
     compare by value)."""
     out = {k: args[k] for k in WINDOW_PLAN_OPTIONS if k in args}
-    for option, minimum in (("context_length", 1), ("prediction_length", 0), ("seed", 0),
-                            ("shuffle_buffer_row_groups", 1), ("threads", 0)):
+    for option, minimum in (("prediction_length", 0), ("seed", 0), ("shuffle_buffer_row_groups", 1), ("threads", 0)):
         if option in out:
-            check_int(option, out[option], minimum)
+            out[option] = check_int(option, out[option], minimum)
+    if "context_length" in out:
+        # None: no windows asked for (timef.ray.read of chunks or series)
+        out["context_length"] = check_int("context_length", out["context_length"], 1, none=True)
     if "stride" in out:
-        check_int("stride", out["stride"], 1, none=True)
+        out["stride"] = check_int("stride", out["stride"], 1, none=True)
+    for key in ("pad", "stack_channels", "shuffle"):
+        if key in out:
+            if not isinstance(out[key], (bool, np.bool_)):
+                raise invalid_option(key, f"{out[key]!r} is not a bool")
+            out[key] = bool(out[key])
+    for key in ("task", "split"):
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise invalid_option(key, f"{out[key]!r} is not a str or None")
     for key in ("samples", "channels"):
         if out.get(key) is not None:
             if isinstance(out[key], (str, bytes)):

@@ -68,9 +68,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
     row groups (memory: two buffers of decoded values); otherwise index order.
     ``rank`` and ``world_size`` (given together, or neither) default to
     ``torch.distributed``'s when it is initialized in the process that builds
-    the dataset or calls ``set_epoch``, ``len``, ``state_dict`` or
-    ``load_state_dict`` (a DataLoader worker has no process group: it uses
-    those), else to the environment's ``RANK`` and ``WORLD_SIZE`` (set by
+    the dataset, pickles it for spawned DataLoader workers or calls
+    ``set_epoch``, ``len``, ``state_dict`` or ``load_state_dict`` (a worker
+    has no process group: it uses those), else to the environment's ``RANK`` and ``WORLD_SIZE`` (set by
     ``torchrun``), else 0 and 1. ``threads`` decode row groups in parallel per
     process (0: the cores divided among the DataLoader workers, at least one
     each; one per core without workers). ``worker_sharing_strategy`` is the
@@ -119,9 +119,10 @@ class WindowDataset(torch.utils.data.IterableDataset):
         if (rank is None) != (world_size is None):
             raise invalid_option("world_size" if world_size is None else "rank",
                                  "rank and world_size are given together (or neither: torch.distributed's)")
-        check_int("world_size", world_size, 1, none=True)
-        check_int("rank", rank, 0, (world_size or 1) - 1, none=True)
-        check_int("batch_size", batch_size, 1, none=True)
+        check_int("context_length", context_length, 1)
+        world_size = check_int("world_size", world_size, 1, none=True)
+        rank = check_int("rank", rank, 0, (world_size or 1) - 1, none=True)
+        batch_size = check_int("batch_size", batch_size, 1, none=True)
         if worker_sharing_strategy is not None and worker_sharing_strategy not in (
                 torch.multiprocessing.get_all_sharing_strategies()):
             raise ValueError(f"worker_sharing_strategy {worker_sharing_strategy!r} is not one of "
@@ -129,13 +130,17 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self.worker_sharing_strategy = worker_sharing_strategy
         self.plan_args: dict[str, Any] = window_plan_args(locals())
         self.version_dir = os.fspath(version_dir)
+        if storage_options is not None and not (isinstance(storage_options, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items())):
+            raise invalid_option("storage_options", "a mapping of str to str, or None")
         self.storage_options = dict(storage_options) if storage_options is not None else None
         self.rank = rank
         self.world_size = world_size
         self.batch_size = batch_size
-        # in shared memory: a persistent DataLoader worker (forked or spawned)
-        # sees the epoch set_epoch gives after it started
-        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
+        # one tensor in shared memory (one descriptor): [0] the epoch, which a
+        # persistent DataLoader worker (forked or spawned) reads after set_epoch;
+        # [1 + k] set once worker k took the loaded resume (see _start)
+        self._shared = torch.zeros(1 + _MAX_MARKED_WORKERS, dtype=torch.int64).share_memory_()
         # torch.distributed's (rank, world size) as the last process that had it saw it
         self._distributed: tuple[int, int] | None = None
         self._pin_distributed()
@@ -143,16 +148,20 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._manifest_sha256: str | None = None
         # the resume the next iteration starts from (None: the epoch's start)
         self._resume: dict[str, Any] | None = None
-        # the DataLoader pass (its workers' base seed) that took the resume, in
-        # shared memory: the workers of a later pass start from a copy of this
-        # dataset that still holds it, and must not apply it again
-        self._resume_pass = torch.full((), -1, dtype=torch.int64).share_memory_()
         self._state: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
+        self._pin_distributed()  # the parent pickles the dataset for spawned workers
         state = self.__dict__.copy()
         state["_plan_of"] = None  # built again in each process (never shared across a fork)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        # a copy made by plain pickle or deepcopy (not a worker's): shared again,
+        # so workers forked from it see its set_epoch
+        if not self._shared.is_shared():
+            self._shared.share_memory_()
 
     def _plan(self) -> Any:
         if self._plan_of is None or self._plan_of[0] != os.getpid():
@@ -169,7 +178,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
     @property
     def epoch(self) -> int:
         """The epoch the next iteration reads (``set_epoch``)."""
-        return int(self._epoch.item())
+        return int(self._shared[0].item())
 
     @property
     def total_windows(self) -> int:
@@ -191,11 +200,11 @@ class WindowDataset(torch.utils.data.IterableDataset):
         """The epoch the next iteration reads (its order with ``shuffle``),
         also in DataLoader workers started before (``persistent_workers``).
         A resume loaded for another epoch is dropped."""
-        check_int("epoch", epoch, 0, 2**63 - 1)
+        epoch = check_int("epoch", epoch, 0, 2**63 - 1)
         self._pin_distributed()
         if self._resume is not None and self._resume["epoch"] != epoch:
             self._resume = None
-        self._epoch.fill_(epoch)
+        self._shared[0] = epoch
 
     def _pin_distributed(self) -> None:
         """Records torch.distributed's rank and world size when its process
@@ -235,13 +244,19 @@ class WindowDataset(torch.utils.data.IterableDataset):
         consumed: list[list[int]] = []
         taken = 0
         resume, self._resume = self._resume, None
+        # a resume is the next pass's only: each DataLoader pass's workers start
+        # from a copy of the dataset that still holds it, so worker k marks
+        # that it took it (a later pass's worker k finds the mark), and a pass
+        # without workers takes none that workers took
+        marks = self._shared[1:]
         info = torch.utils.data.get_worker_info()
-        if resume is not None and info is not None:
-            base_seed = info.seed - info.id  # one per DataLoader pass, shared by its workers
-            if int(self._resume_pass.item()) == -1:
-                self._resume_pass.fill_(base_seed)
-            if int(self._resume_pass.item()) != base_seed:
-                resume = None  # a later pass: the resume was the first one's
+        if resume is not None and info is None and bool(marks.any()):
+            resume = None
+        elif resume is not None and info is not None and info.id < len(marks):
+            if bool(marks[info.id]):
+                resume = None
+            else:
+                marks[info.id] = 1
         if resume is not None:
             consumed = [list(r) for r in resume["consumed"]]
             if resume["consumers"] is not None:
@@ -311,6 +326,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
         it applies to. Before any iteration, the resume the next iteration
         will start from."""
         self._pin_distributed()
+        if self._resume is not None and torch.utils.data.get_worker_info() is None and bool(self._shared[1:].any()):
+            self._resume = None  # DataLoader workers took it: their progress is theirs to report
         if self._resume is not None:
             return dict(self._resume)
         if self._state is not None:
@@ -336,6 +353,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
         states = _find_states(state)
         if not states:
             raise ValueError("no WindowDataset state in the state given")
+        for s in states:
+            _check_state(s)
         current = self._describe([], None, None, 0)
         for s in states:
             for key in ("manifest_sha256", "windows", "seed", "epoch", "plan"):
@@ -345,10 +364,10 @@ class WindowDataset(torch.utils.data.IterableDataset):
                     raise ValueError(f"state of another {key}: {s[key]!r}, this dataset has {current[key]!r}")
             if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
                 raise ValueError("states of different resumes: their consumed positions differ")
-        self._epoch.fill_(states[0]["epoch"])
+        self._shared[0] = states[0]["epoch"]
+        self._clear_marks()
         if len(states) == 1:
             self._resume = dict(states[0])
-            self._resume_pass.fill_(-1)
             return
         split = [s for s in states if s["consumers"] is not None]
         consumed = [list(r) for r in states[0]["consumed"]]
@@ -361,7 +380,21 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
-        self._resume_pass.fill_(-1)
+
+    def _clear_marks(self) -> None:
+        """A resume was loaded: in a DataLoader worker (StatefulDataLoader
+        gives each its own state) this worker has not taken it yet; in the
+        main process no worker has."""
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            self._shared[1:] = 0
+        elif info.id < _MAX_MARKED_WORKERS:
+            self._shared[1 + info.id] = 0
+
+
+_MAX_MARKED_WORKERS = 1024
+"""DataLoader workers whose taking of a resume is marked (a worker with a
+higher id takes one in each pass)."""
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
@@ -434,6 +467,29 @@ def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
         view.copy_(t)
         out[k] = view
     return out
+
+
+def _check_state(s: Mapping[str, Any]) -> None:
+    """Refuses (``ValueError``) a state whose fields are missing or out of range."""
+    def integer(value: Any, lo: int, hi: int = 2**63 - 1) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+    missing = [k for k in ("manifest_sha256", "windows", "seed", "epoch", "consumed", "consumer", "consumers", "taken")
+               if k not in s]
+    if missing:
+        raise ValueError(f"a WindowDataset state without {', '.join(missing)}")
+    if not integer(s["windows"], 0) or not integer(s["epoch"], 0) or not integer(s["taken"], 0, s["windows"]):
+        raise ValueError(f"a WindowDataset state with epoch {s['epoch']!r}, taken {s['taken']!r}, windows "
+                         f"{s['windows']!r} (integers from 0, epoch below 2^63)")
+    if (s["consumer"] is None) != (s["consumers"] is None) or (
+            s["consumers"] is not None and not (integer(s["consumers"], 1) and integer(s["consumer"], 0, s["consumers"] - 1))):
+        raise ValueError(f"a WindowDataset state of consumer {s['consumer']!r} of {s['consumers']!r}")
+    try:
+        ranges = [(int(a), int(b)) for a, b in s["consumed"]]
+    except (TypeError, ValueError):
+        raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} (pairs of integers)") from None
+    if any(not 0 <= a < b <= s["windows"] for a, b in ranges) or ranges != sorted(ranges):
+        raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} (sorted ranges within its windows)")
 
 
 def _find_states(obj: Any) -> list[dict[str, Any]]:

@@ -524,29 +524,57 @@ impl BaseRowGroup {
     /// (their `time_series_id` and `chunk_idx`, decoded as every read decodes
     /// them: [`crate::chunks::read_keys`]); returns the bytes read.
     fn check_keys(&self, rows: Range<usize>) -> Result<u64> {
-        let f = &self.footer;
-        let source = f.source.lock().map_err(|_| self.corrupt("a read of this shard panicked".into()))?;
-        let counted = Counted::new(source.try_clone().map_err(|e| Error::io(&f.file, e))?);
-        let read = Arc::clone(&counted.read);
-        let failure = counted.inner.read_failure();
         let selected: Option<Vec<usize>> = (rows.len() < self.lengths.len()).then(|| rows.clone().collect());
-        let file = CheckedPages::new(counted, f.meta.metadata());
-        let keys = crate::footer::contain(|| {
-            crate::chunks::read_keys(&f.file, file, &failure, f.meta.clone(), self.row_group, selected.as_deref())
-        })
-        .map_err(|panic| self.corrupt(panic))??;
-        drop(source);
-        if keys.len() != rows.len() {
-            return Err(self.corrupt(format!("{} rows read of the {} the index points at", keys.len(), rows.len())));
-        }
-        for (i, row) in rows.enumerate() {
-            let (id, chunk_idx) = &self.chunks[row];
-            if let Some(why) = keys.problem(i, id, *chunk_idx) {
-                return Err(self.corrupt(why));
-            }
-        }
-        Ok(read.load(Ordering::Relaxed))
+        let expected: Vec<&(String, i32)> = self.chunks[rows].iter().collect();
+        let place = format!("row group {}: ", self.row_group);
+        check_keys_of(&self.footer, &[self.row_group], selected.as_deref(), &expected, &place)
     }
+}
+
+/// Checks that the rows of row groups `groups` of one base shard (all
+/// their rows, in order) are the chunks the index says, before the shard is
+/// placed whole (as [`BaseRowGroup::check_keys`] checks a rebuilt row
+/// group's); returns the bytes read.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the shard and the first row that is not.
+pub(crate) fn check_shard_keys(groups: &[&BaseRowGroup]) -> Result<u64> {
+    let Some(first) = groups.first() else { return Ok(0) };
+    let numbers: Vec<usize> = groups.iter().map(|g| g.row_group).collect();
+    let expected: Vec<&(String, i32)> = groups.iter().flat_map(|g| g.chunks.iter()).collect();
+    check_keys_of(&first.footer, &numbers, None, &expected, "")
+}
+
+/// [`crate::chunks::read_keys`] of rows `selected` of row groups
+/// `row_groups` of the base shard `f`, each held to its `expected` (id,
+/// chunk); an error's reason starts with `place`. Returns the bytes read.
+fn check_keys_of(
+    f: &BaseFooter,
+    row_groups: &[usize],
+    selected: Option<&[usize]>,
+    expected: &[&(String, i32)],
+    place: &str,
+) -> Result<u64> {
+    let bad = |why: String| Error::Corrupt { path: f.file.clone(), reason: format!("{place}{why}") };
+    let source = f.source.lock().map_err(|_| bad("a read of this shard panicked".into()))?;
+    let counted = Counted::new(source.try_clone().map_err(|e| Error::io(&f.file, e))?);
+    let read = Arc::clone(&counted.read);
+    let failure = counted.inner.read_failure();
+    let file = CheckedPages::new(counted, f.meta.metadata());
+    let keys = crate::footer::contain(|| {
+        crate::chunks::read_keys(&f.file, file, &failure, f.meta.clone(), row_groups, selected)
+    })
+    .map_err(bad)??;
+    drop(source);
+    if keys.len() != expected.len() {
+        return Err(bad(format!("{} rows read of the {} the index points at", keys.len(), expected.len())));
+    }
+    for (i, (id, chunk_idx)) in expected.iter().enumerate() {
+        if let Some(why) = keys.problem(i, id, *chunk_idx) {
+            return Err(bad(why));
+        }
+    }
+    Ok(read.load(Ordering::Relaxed))
 }
 
 impl BasePages {

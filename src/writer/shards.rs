@@ -95,11 +95,14 @@ enum InFlight {
         rx: Receiver<Result<BuiltRowGroup>>,
     },
     CloseShard,
-    /// A shard placed as a copy of the base's file: its index rows and entry.
+    /// A shard placed as a copy of the base's file: its index rows and
+    /// entry, and the check of its key columns against the index (on the
+    /// compute pool: bytes read), which must pass before the write goes on.
     CopiedShard {
         rows: Vec<IndexRow>,
         entry: manifest::FileEntry,
         pages: u64,
+        keys: Receiver<Result<u64>>,
     },
 }
 
@@ -297,8 +300,9 @@ impl<'a> ShardStream<'a> {
                     false => None,
                 };
                 if let Some((entry, pages)) = copied {
+                    let keys = self.check_held_keys()?;
                     let rows = self.held.drain(..).flatten().map(|r| r.row).collect();
-                    self.in_flight.push_back(InFlight::CopiedShard { rows, entry, pages });
+                    self.in_flight.push_back(InFlight::CopiedShard { rows, entry, pages, keys });
                 } else {
                     self.release_held(end.shard)?;
                     self.in_flight.push_back(InFlight::CloseShard);
@@ -313,6 +317,28 @@ impl<'a> ShardStream<'a> {
             }
         }
         self.drain(self.max_in_flight)
+    }
+
+    /// Checks, on the compute pool, that the held row groups' rows (a shard
+    /// placed whole) are the chunks the index says, as a rebuilt row group's
+    /// are ([`super::base::check_shard_keys`]); the result arrives on the
+    /// receiver.
+    fn check_held_keys(&self) -> Result<Receiver<Result<u64>>> {
+        let groups: Vec<BaseRowGroup> = self
+            .held
+            .iter()
+            .filter_map(|held| match held.first().map(|r| &r.values) {
+                Some(ChunkValues::Base(c)) => Some(c.at.clone()),
+                _ => None,
+            })
+            .collect();
+        let (tx, rx) = sync_channel(1);
+        crate::runtime::compute_pool()?.spawn(move || {
+            let refs: Vec<&BaseRowGroup> = groups.iter().collect();
+            // the receiver is gone only if the write already failed
+            let _ = tx.send(super::base::check_shard_keys(&refs));
+        });
+        Ok(rx)
     }
 
     /// Encodes the held row groups of shard `shard`, in order.
@@ -388,7 +414,12 @@ impl<'a> ShardStream<'a> {
                         self.files.push(file.finish(&*self.staging)?);
                     }
                 }
-                Some(InFlight::CopiedShard { rows, entry, pages }) => {
+                Some(InFlight::CopiedShard { rows, entry, pages, keys }) => {
+                    self.stats.bytes_read += receive_helping(&keys).map_err(|_| Error::SelfCheck {
+                        path: entry.path.clone().into(),
+                        column: "time_series_id".into(),
+                        reason: "the check of a copied shard's keys vanished".into(),
+                    })??;
                     for row in &rows {
                         self.index.push(row)?;
                     }
