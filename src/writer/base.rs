@@ -495,6 +495,11 @@ impl BaseRowGroup {
         let outside = |k: usize| self.corrupt(format!("page {k} outside its column chunk"));
         let from = page_range(first).ok_or_else(|| outside(first))?.start;
         let to = page_range(last).ok_or_else(|| outside(last))?.end.max(from);
+        // on an object store the pages and the rows' key columns in concurrent
+        // GETs, coalesced (the key columns precede the values), read from memory
+        let mut ahead = key_ranges(f.meta.metadata(), &[self.row_group]);
+        ahead.push(from..to);
+        let _held = f.loc.read_ahead(ahead)?;
         let bytes = read(from, to)?;
         let mut pages = Vec::with_capacity(last + 1 - first);
         for k in first..=last {
@@ -542,12 +547,30 @@ pub(crate) fn check_shard_keys(groups: &[&BaseRowGroup]) -> Result<u64> {
     let Some(first) = groups.first() else { return Ok(0) };
     let numbers: Vec<usize> = groups.iter().map(|g| g.row_group).collect();
     let expected: Vec<&(String, i32)> = groups.iter().flat_map(|g| g.chunks.iter()).collect();
+    // on an object store in concurrent GETs, not two requests per row group one after another
+    let _held = first.footer.loc.read_ahead(key_ranges(first.footer.meta.metadata(), &numbers))?;
     check_keys_of(&first.footer, &numbers, None, &expected, "")
 }
 
+/// The byte ranges of the key columns (`time_series_id`, `chunk_idx`) of
+/// row groups `row_groups` in a shard with footer `meta`.
+fn key_ranges(meta: &ParquetMetaData, row_groups: &[usize]) -> Vec<Range<u64>> {
+    let keys = ["time_series_id", "chunk_idx"];
+    let groups = row_groups.iter().filter_map(|&g| meta.row_groups().get(g));
+    groups
+        .flat_map(|g| g.columns().iter())
+        .filter(|c| c.column_path().parts().first().is_some_and(|root| keys.contains(&root.as_str())))
+        .map(|c| {
+            let (start, len) = c.byte_range();
+            start..start.saturating_add(len)
+        })
+        .collect()
+}
+
 /// [`crate::chunks::read_keys`] of rows `selected` of row groups
-/// `row_groups` of the base shard `f`, each held to its `expected` (id,
-/// chunk); an error's reason starts with `place`. Returns the bytes read.
+/// `row_groups` of the base shard `f` (their bytes fetched ahead by the
+/// caller on an object store: [`key_ranges`]), each held to its `expected`
+/// (id, chunk); an error's reason starts with `place`. Returns the bytes read.
 fn check_keys_of(
     f: &BaseFooter,
     row_groups: &[usize],
