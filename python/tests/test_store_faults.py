@@ -282,16 +282,22 @@ def test_a_damaged_base_shard_is_a_corrupt_version_in_an_edit(tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
-def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(cli: Path, tmp_path: Path) -> None:
-    """Review 24: the window loader's read-ahead met a mute server, then its decode read the same bytes again,
-    request after request (60-100 s with the default 20 s timeout). A failed fetch now fails the iteration: with
-    a 1 s timeout, within about one timeout of the server going mute, whatever the buffer."""
+def small_s3_version(tmp_path: Path) -> tuple[str, str, str]:
+    """(endpoint, bucket, version URL): 40 series in many small row groups and shards, on the test's S3 server."""
     endpoint = s3_endpoint()
     bucket = s3_bucket(endpoint)
     data = write_ipc(gluonts_rows(40, seed=3), tmp_path / "rows.arrow")
     small = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
     version = timef.ingest_arrow(data, f"s3://{bucket}/root", dataset_name="ds", dataset_version="v1",
                                  storage_options=s3_options(endpoint), **small)
+    return endpoint, bucket, version
+
+
+def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(cli: Path, tmp_path: Path) -> None:
+    """Review 24: the window loader's read-ahead met a mute server, then its decode read the same bytes again,
+    request after request (60-100 s with the default 20 s timeout). A failed fetch now fails the iteration: with
+    a 1 s timeout, within about one timeout of the server going mute, whatever the buffer."""
+    endpoint, bucket, version = small_s3_version(tmp_path)
     with Proxy(endpoint) as proxy:
         options = {**s3_options(proxy.url), "timeout": "1s", "retry_timeout_s": "0"}
         plan = timef.open(version, storage_options=options).window_plan(32, shuffle_buffer_row_groups=1)
@@ -310,12 +316,7 @@ def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(c
 
 def test_an_object_gone_mid_read_is_file_not_found_as_a_local_file_is(tmp_path: Path) -> None:
     """Review 24: a shard deleted from the store mid-iteration raised a bare OSError (errno 0)."""
-    endpoint = s3_endpoint()
-    bucket = s3_bucket(endpoint)
-    data = write_ipc(gluonts_rows(40, seed=3), tmp_path / "rows.arrow")
-    small = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
-    version = timef.ingest_arrow(data, f"s3://{bucket}/root", dataset_name="ds", dataset_version="v1",
-                                 storage_options=s3_options(endpoint), **small)
+    endpoint, bucket, version = small_s3_version(tmp_path)
     plan = timef.open(version, storage_options=s3_options(endpoint)).window_plan(32)
     key = "root/ds/v1/time_series/shard-00001.parquet"
     s3_client(endpoint).delete_object(Bucket=bucket, Key=key)
