@@ -396,6 +396,19 @@ def test_a_resume_applies_to_the_next_pass_of_workers_only(needs_torch: None, vd
     seeded = [loader_keys(DataLoader(c, batch_size=8, num_workers=2, multiprocessing_context="fork",
                                      generator=torch.Generator().manual_seed(0))) for _ in range(2)]
     assert Counter(head + seeded[0]) == whole and Counter(seeded[1]) == whole
+    # review 27: nor a later pass of more workers, nor the pass after one stopped
+    # before every worker started (marks were per worker id)
+    for first in ({"num_workers": 2}, {"num_workers": 3, "prefetch_factor": 1, "stop_after": 1}):
+        d = dataset(vdir)
+        d.load_state_dict(a.state_dict())
+        stop = first.pop("stop_after", None)
+        it = iter(DataLoader(d, batch_size=8, multiprocessing_context="fork", **first))
+        if stop is None:
+            assert Counter(head + [k for b in it for k in keys(b)]) == whole
+        else:
+            next(it)
+        del it
+        assert Counter(loader_keys(DataLoader(d, batch_size=8, num_workers=3, multiprocessing_context="fork"))) == whole
 
 
 def test_a_dataset_holds_one_shared_memory_descriptor_and_its_copies_share_again(
@@ -428,9 +441,13 @@ def test_a_damaged_state_is_refused(needs_torch: None, vdir: str) -> None:
     for change, words in [({"taken": -1}, "taken -1"), ({"taken": 10**6}, "taken 1000000"),
                           ({"epoch": -1}, "epoch -1"), ({"consumer": 5, "consumers": 2}, "consumer 5 of 2"),
                           ({"consumers": 0}, "consumer 0 of 0"), ({"consumed": [[3, 1]]}, "consumed [[3, 1]]"),
-                          ({"consumed": "x"}, "consumed 'x'")]:
+                          ({"consumed": "x"}, "consumed 'x'"), ({"consumed": [[0.5, 10.7]]}, "consumed [[0.5, 10.7]]"),
+                          ({"consumed": [[False, True]]}, "consumed [[False, True]]"),
+                          ({"consumed": [[0, 10], [5, 20]]}, "consumed [[0, 10], [5, 20]]"),
+                          ({"consumer": None, "consumers": None, "taken": 4}, "took 4 windows without a consumer")]:
         with pytest.raises(ValueError, match=re.escape(words)):
             dataset(vdir).load_state_dict({**good, **change})
+    dataset(vdir).load_state_dict({**good, "epoch": np.int64(0), "taken": np.int64(5)})  # numpy's integers
     with pytest.raises(ValueError, match="a WindowDataset state without taken"):
         dataset(vdir).load_state_dict({k: v for k, v in good.items() if k != "taken"})
 

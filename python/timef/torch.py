@@ -21,6 +21,7 @@ the rest is split among the new consumers.
 
 from __future__ import annotations
 
+import numbers
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -139,8 +140,11 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self.batch_size = batch_size
         # one tensor in shared memory (one descriptor): [0] the epoch, which a
         # persistent DataLoader worker (forked or spawned) reads after set_epoch;
-        # [1 + k] set once worker k took the loaded resume (see _start)
-        self._shared = torch.zeros(1 + _MAX_MARKED_WORKERS, dtype=torch.int64).share_memory_()
+        # [1], [2] the DataLoader pass (workers' base seed, workers) that took
+        # the resume loaded here, [3 + k] set once its worker k took it (_start)
+        self._shared = torch.zeros(_MARKS + _MAX_MARKED_WORKERS, dtype=torch.int64).share_memory_()
+        # the resume was loaded in this DataLoader worker (StatefulDataLoader)
+        self._resume_here = False
         # torch.distributed's (rank, world size) as the last process that had it saw it
         self._distributed: tuple[int, int] | None = None
         self._pin_distributed()
@@ -244,19 +248,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
         consumed: list[list[int]] = []
         taken = 0
         resume, self._resume = self._resume, None
-        # a resume is the next pass's only: each DataLoader pass's workers start
-        # from a copy of the dataset that still holds it, so worker k marks
-        # that it took it (a later pass's worker k finds the mark), and a pass
-        # without workers takes none that workers took
-        marks = self._shared[1:]
-        info = torch.utils.data.get_worker_info()
-        if resume is not None and info is None and bool(marks.any()):
+        here, self._resume_here = self._resume_here, False
+        if resume is not None and not here and not self._takes_resume():
             resume = None
-        elif resume is not None and info is not None and info.id < len(marks):
-            if bool(marks[info.id]):
-                resume = None
-            else:
-                marks[info.id] = 1
         if resume is not None:
             consumed = [list(r) for r in resume["consumed"]]
             if resume["consumers"] is not None:
@@ -326,7 +320,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         it applies to. Before any iteration, the resume the next iteration
         will start from."""
         self._pin_distributed()
-        if self._resume is not None and torch.utils.data.get_worker_info() is None and bool(self._shared[1:].any()):
+        if self._resume is not None and torch.utils.data.get_worker_info() is None and int(self._shared[2]) != 0:
             self._resume = None  # DataLoader workers took it: their progress is theirs to report
         if self._resume is not None:
             return dict(self._resume)
@@ -382,19 +376,45 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
 
     def _clear_marks(self) -> None:
-        """A resume was loaded: in a DataLoader worker (StatefulDataLoader
-        gives each its own state) this worker has not taken it yet; in the
-        main process no worker has."""
+        """A resume was loaded: in the main process, no DataLoader pass took it
+        yet; in a worker (StatefulDataLoader gives each its own state) it is
+        this worker's, for its next iteration."""
+        if torch.utils.data.get_worker_info() is None:
+            self._shared[1:] = 0
+        else:
+            self._resume_here = True
+
+    def _takes_resume(self) -> bool:
+        """Whether the iteration starting now takes the resume loaded in the
+        main process: a resume is the next pass's only, yet each DataLoader
+        pass's workers start from a copy of the dataset that still holds it.
+        The first pass whose worker takes it is recorded (its workers' base
+        seed and number), and each of its workers marks that it took it: a
+        worker of another pass, or one that took it already, does not; nor
+        does an iteration in the main process once a pass took it."""
+        shared = self._shared
         info = torch.utils.data.get_worker_info()
         if info is None:
-            self._shared[1:] = 0
-        elif info.id < _MAX_MARKED_WORKERS:
-            self._shared[1 + info.id] = 0
+            return int(shared[2]) == 0
+        this = (info.seed - info.id, info.num_workers)
+        if int(shared[2]) == 0:
+            shared[1], shared[2] = this
+        if (int(shared[1]), int(shared[2])) != this:
+            return False
+        if info.id >= _MAX_MARKED_WORKERS:
+            return True
+        if bool(shared[_MARKS + info.id]):
+            return False
+        shared[_MARKS + info.id] = 1
+        return True
 
+
+_MARKS = 3
+"""Index of worker 0's mark in ``WindowDataset._shared``."""
 
 _MAX_MARKED_WORKERS = 1024
 """DataLoader workers whose taking of a resume is marked (a worker with a
-higher id takes one in each pass)."""
+higher id takes one in each pass of the pass that took it)."""
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
@@ -472,7 +492,7 @@ def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
 def _check_state(s: Mapping[str, Any]) -> None:
     """Refuses (``ValueError``) a state whose fields are missing or out of range."""
     def integer(value: Any, lo: int, hi: int = 2**63 - 1) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+        return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and lo <= value <= hi
 
     missing = [k for k in ("manifest_sha256", "windows", "seed", "epoch", "consumed", "consumer", "consumers", "taken")
                if k not in s]
@@ -484,12 +504,18 @@ def _check_state(s: Mapping[str, Any]) -> None:
     if (s["consumer"] is None) != (s["consumers"] is None) or (
             s["consumers"] is not None and not (integer(s["consumers"], 1) and integer(s["consumer"], 0, s["consumers"] - 1))):
         raise ValueError(f"a WindowDataset state of consumer {s['consumer']!r} of {s['consumers']!r}")
-    try:
-        ranges = [(int(a), int(b)) for a, b in s["consumed"]]
-    except (TypeError, ValueError):
-        raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} (pairs of integers)") from None
-    if any(not 0 <= a < b <= s["windows"] for a, b in ranges) or ranges != sorted(ranges):
-        raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} (sorted ranges within its windows)")
+    if s["consumers"] is None and s["taken"] != 0:
+        raise ValueError(f"a WindowDataset state that took {s['taken']!r} windows without a consumer")
+    pairs = s["consumed"] if isinstance(s["consumed"], (list, tuple)) else None
+    if pairs is None or not all(isinstance(p, (list, tuple)) and len(p) == 2 and all(integer(v, 0) for v in p)
+                                for p in pairs):
+        raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} (pairs of integers)")
+    end = 0
+    for a, b in pairs:
+        if not end <= a < b <= s["windows"]:
+            raise ValueError(f"a WindowDataset state with consumed {s['consumed']!r} "
+                             "(sorted, disjoint ranges within its windows)")
+        end = b
 
 
 def _find_states(obj: Any) -> list[dict[str, Any]]:
