@@ -138,13 +138,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.batch_size = batch_size
-        # one tensor in shared memory (one descriptor): [0] the epoch, which a
-        # persistent DataLoader worker (forked or spawned) reads after set_epoch;
-        # [1], [2] the DataLoader pass (workers' base seed, workers) that took
-        # the resume loaded here, [3 + k] set once its worker k took it (_start)
-        self._shared = torch.zeros(_MARKS + _MAX_MARKED_WORKERS, dtype=torch.int64).share_memory_()
-        # the resume was loaded in this DataLoader worker (StatefulDataLoader)
-        self._resume_here = False
+        # the epoch in shared memory (one descriptor): a persistent DataLoader
+        # worker (forked or spawned) reads what set_epoch gave after it started
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
         # torch.distributed's (rank, world size) as the last process that had it saw it
         self._distributed: tuple[int, int] | None = None
         self._pin_distributed()
@@ -164,8 +160,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self.__dict__.update(state)
         # a copy made by plain pickle or deepcopy (not a worker's): shared again,
         # so workers forked from it see its set_epoch
-        if not self._shared.is_shared():
-            self._shared.share_memory_()
+        if not self._epoch.is_shared():
+            self._epoch.share_memory_()
 
     def _plan(self) -> Any:
         if self._plan_of is None or self._plan_of[0] != os.getpid():
@@ -182,7 +178,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
     @property
     def epoch(self) -> int:
         """The epoch the next iteration reads (``set_epoch``)."""
-        return int(self._shared[0].item())
+        return int(self._epoch.item())
 
     @property
     def total_windows(self) -> int:
@@ -208,7 +204,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         self._pin_distributed()
         if self._resume is not None and self._resume["epoch"] != epoch:
             self._resume = None
-        self._shared[0] = epoch
+        self._epoch.fill_(epoch)
 
     def _pin_distributed(self) -> None:
         """Records torch.distributed's rank and world size when its process
@@ -243,14 +239,13 @@ class WindowDataset(torch.utils.data.IterableDataset):
         return rank * workers + worker, world * workers
 
     def _start(self) -> dict[str, Any]:
-        """The state of an iteration starting now: the loaded resume, if any."""
+        """The state of an iteration of this consumer starting now: from the
+        loaded resume when it is of the current epoch (a persistent worker
+        that loaded one keeps it while set_epoch moves on)."""
         consumer, consumers = self._consumer()
         consumed: list[list[int]] = []
         taken = 0
-        resume, self._resume = self._resume, None
-        here, self._resume_here = self._resume_here, False
-        if resume is not None and not here and not self._takes_resume():
-            resume = None
+        resume = self._resume if self._resume is not None and self._resume["epoch"] == self.epoch else None
         if resume is not None:
             consumed = [list(r) for r in resume["consumed"]]
             if resume["consumers"] is not None:
@@ -317,16 +312,13 @@ class WindowDataset(torch.utils.data.IterableDataset):
         (``consumer`` of ``consumers``) after those in ``consumed`` (global
         positions), with the version's ``manifest_sha256``, ``windows``,
         ``seed``, ``epoch`` and the arguments that fix the order (``plan``)
-        it applies to. Before any iteration, the resume the next iteration
-        will start from."""
+        it applies to. Before this process iterated (a DataLoader worker
+        before its first batch), where its iteration will start: from the
+        loaded resume, in the form this consumer's iteration gives it."""
         self._pin_distributed()
-        if self._resume is not None and torch.utils.data.get_worker_info() is None and int(self._shared[2]) != 0:
-            self._resume = None  # DataLoader workers took it: their progress is theirs to report
-        if self._resume is not None:
-            return dict(self._resume)
         if self._state is not None:
             return {**self._state, "consumed": [list(r) for r in self._state["consumed"]]}
-        return self._describe([], None, None, 0)
+        return self._start()
 
     def load_state_dict(self, state: Any) -> None:
         """Resumes the next iteration from ``state``: one ``state_dict()`` (the
@@ -337,8 +329,13 @@ class WindowDataset(torch.utils.data.IterableDataset):
         window not handed out yet. A consumer whose state is not given counts
         as having taken nothing.
 
-        The state reaches DataLoader workers when they start: load it before
-        building the loader (``persistent_workers`` keep what they had).
+        A loaded state is where its epoch starts: each iteration of that
+        epoch starts there (in this process, and in DataLoader workers, which
+        start from a copy of this dataset each pass), until ``set_epoch``
+        gives another epoch or another state is loaded. So a training loop
+        that calls ``set_epoch`` every epoch resumes once; iterating the same
+        epoch twice resumes twice, as its order is the same twice. Load it
+        before building the loader (``persistent_workers`` keep what they had).
 
         Raises ``ValueError`` for a state of another version, seed, window
         count, epoch or order (``plan``: the selection, window and shuffle
@@ -358,8 +355,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
                     raise ValueError(f"state of another {key}: {s[key]!r}, this dataset has {current[key]!r}")
             if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
                 raise ValueError("states of different resumes: their consumed positions differ")
-        self._shared[0] = states[0]["epoch"]
-        self._clear_marks()
+        self._epoch.fill_(states[0]["epoch"])
+        self._state = None
         if len(states) == 1:
             self._resume = dict(states[0])
             return
@@ -374,47 +371,6 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
         self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
-
-    def _clear_marks(self) -> None:
-        """A resume was loaded: in the main process, no DataLoader pass took it
-        yet; in a worker (StatefulDataLoader gives each its own state) it is
-        this worker's, for its next iteration."""
-        if torch.utils.data.get_worker_info() is None:
-            self._shared[1:] = 0
-        else:
-            self._resume_here = True
-
-    def _takes_resume(self) -> bool:
-        """Whether the iteration starting now takes the resume loaded in the
-        main process: a resume is the next pass's only, yet each DataLoader
-        pass's workers start from a copy of the dataset that still holds it.
-        The first pass whose worker takes it is recorded (its workers' base
-        seed and number), and each of its workers marks that it took it: a
-        worker of another pass, or one that took it already, does not; nor
-        does an iteration in the main process once a pass took it."""
-        shared = self._shared
-        info = torch.utils.data.get_worker_info()
-        if info is None:
-            return int(shared[2]) == 0
-        this = (info.seed - info.id, info.num_workers)
-        if int(shared[2]) == 0:
-            shared[1], shared[2] = this
-        if (int(shared[1]), int(shared[2])) != this:
-            return False
-        if info.id >= _MAX_MARKED_WORKERS:
-            return True
-        if bool(shared[_MARKS + info.id]):
-            return False
-        shared[_MARKS + info.id] = 1
-        return True
-
-
-_MARKS = 3
-"""Index of worker 0's mark in ``WindowDataset._shared``."""
-
-_MAX_MARKED_WORKERS = 1024
-"""DataLoader workers whose taking of a resume is marked (a worker with a
-higher id takes one in each pass of the pass that took it)."""
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
