@@ -420,6 +420,33 @@ def test_a_stateful_dataloader_snapshot_before_every_worker_iterated_resumes_any
     assert Counter(head + first + rest) == whole
 
 
+def test_stateful_dataloader_checkpoints_at_an_epochs_end_and_start_resume_the_next_epoch(
+        needs_torch: None, vdir: str) -> None:
+    """Review 29: a state saved at an epoch's end, loaded by the StatefulDataLoader inside its workers or
+    after set_epoch, sent the epoch back (the next epoch gave no windows or the last one's order); a
+    persistent worker's snapshot before its first batch of an epoch was its previous epoch's progress."""
+    plan = timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7)
+    for workers, persistent in [(0, False), (2, False), (2, True)]:
+        kw = {"num_workers": workers, "multiprocessing_context": "fork", "persistent_workers": persistent} if workers else {}
+        d = dataset(vdir)
+        dl = StatefulDataLoader(d, batch_size=8, **kw)
+        assert Counter(loader_keys(dl)) == Counter(plan.order())
+        end = dl.state_dict()
+        d.set_epoch(1)
+        it = iter(dl)
+        first = keys(next(it))
+        start = dl.state_dict()
+        del it
+        e = dataset(vdir)
+        again = StatefulDataLoader(e, batch_size=8, **kw)
+        again.load_state_dict(end)
+        e.set_epoch(1)
+        assert Counter(loader_keys(again)) == Counter(plan.order(epoch=1)), (workers, persistent)
+        f = dataset(vdir)
+        f.load_state_dict(start)
+        assert Counter(first + loader_keys(DataLoader(f, batch_size=8))) == Counter(plan.order(epoch=1))
+
+
 def test_a_dataset_holds_one_shared_memory_descriptor_and_its_copies_share_again(
         needs_torch: None, vdir: str) -> None:
     """Review 26: two shared tensors held two descriptors per dataset (600 datasets ran out of 1024);

@@ -84,4 +84,5 @@ def window_plan_args(args: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = list(out[key])
             if not all(isinstance(i, str) for i in out[key]):
                 raise invalid_option(key, f"{out[key]!r} holds a value that is not a str")
+            out[key] = [str(i) for i in out[key]]  # numpy's str_ too: states pickle as plain data
     return out

@@ -316,7 +316,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
         before its first batch), where its iteration will start: from the
         loaded resume, in the form this consumer's iteration gives it."""
         self._pin_distributed()
-        if self._state is not None:
+        # the progress of an iteration of the current epoch (a persistent
+        # worker's of an earlier epoch is not where it stands after set_epoch)
+        if self._state is not None and self._state["epoch"] == self.epoch:
             return {**self._state, "consumed": [list(r) for r in self._state["consumed"]]}
         return self._start()
 
@@ -351,13 +353,19 @@ class WindowDataset(torch.utils.data.IterableDataset):
             for key in ("manifest_sha256", "windows", "seed", "epoch", "plan"):
                 if key == "plan" and key not in s:
                     continue  # a state saved before the plan was recorded
-                if s[key] != states[0].get(key) or (key != "epoch" and s[key] != current[key]):
+                if s[key] != states[0].get(key):
+                    raise ValueError(f"states of different {key}s: {states[0].get(key)!r} and {s[key]!r}")
+                if key != "epoch" and s[key] != current[key]:
                     raise ValueError(f"state of another {key}: {s[key]!r}, this dataset has {current[key]!r}")
             if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
                 raise ValueError("states of different resumes: their consumed positions differ")
-        self._epoch.fill_(states[0]["epoch"])
         self._state = None
-        if len(states) == 1:
+        in_worker = torch.utils.data.get_worker_info() is not None
+        if not in_worker:
+            # the main process's epoch; a worker's (StatefulDataLoader loads
+            # each worker's state in it) is the one set_epoch gave
+            self._epoch.fill_(states[0]["epoch"])
+        if len(states) == 1 and not _complete(states[0]):
             self._resume = dict(states[0])
             return
         split = [s for s in states if s["consumers"] is not None]
@@ -370,7 +378,15 @@ class WindowDataset(torch.utils.data.IterableDataset):
             for s in split:
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
-        self._resume = {**current, "epoch": self.epoch, "consumed": consumed}
+        epoch = states[0]["epoch"]
+        if sum(b - a for a, b in consumed) == current["windows"] or (len(states) == 1 and _complete(states[0])):
+            # every window of the epoch was handed out: the next iteration is the
+            # next epoch's first (a StatefulDataLoader saved at an epoch's end)
+            self._resume = None
+            if not in_worker:
+                self._epoch.fill_(max(self.epoch, epoch + 1))
+            return
+        self._resume = {**current, "epoch": epoch, "consumed": consumed}
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
@@ -443,6 +459,11 @@ def _one_storage(batch: Mapping[str, Any]) -> dict[str, Any]:
         view.copy_(t)
         out[k] = view
     return out
+
+
+def _complete(s: Mapping[str, Any]) -> bool:
+    """A state of one consumer of all, that took every window not consumed before it."""
+    return s["consumers"] == 1 and s["taken"] == s["windows"] - sum(b - a for a, b in s["consumed"])
 
 
 def _check_state(s: Mapping[str, Any]) -> None:
