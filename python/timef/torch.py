@@ -336,8 +336,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         start from a copy of this dataset each pass), until ``set_epoch``
         gives another epoch or another state is loaded. So a training loop
         that calls ``set_epoch`` every epoch resumes once; iterating the same
-        epoch twice resumes twice, as its order is the same twice. Load it
-        before building the loader (``persistent_workers`` keep what they had).
+        epoch twice resumes twice, as its order is the same twice. A state
+        that handed out every window of its epoch (saved at its end) is the
+        next epoch's start. In a DataLoader worker (StatefulDataLoader loads
+        each worker's state there) the epoch stays the one ``set_epoch`` gave.
+        Load it before building the loader (``persistent_workers`` keep what
+        they had).
 
         Raises ``ValueError`` for a state of another version, seed, window
         count, epoch or order (``plan``: the selection, window and shuffle
