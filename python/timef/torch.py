@@ -337,9 +337,12 @@ class WindowDataset(torch.utils.data.IterableDataset):
         gives another epoch or another state is loaded. So a training loop
         that calls ``set_epoch`` every epoch resumes once; iterating the same
         epoch twice resumes twice, as its order is the same twice. A state
-        that handed out every window of its epoch (saved at its end) is the
-        next epoch's start. In a DataLoader worker (StatefulDataLoader loads
-        each worker's state there) the epoch stays the one ``set_epoch`` gave.
+        that handed out every window of its epoch resumes it with nothing
+        left; loaded after ``set_epoch`` gave a later epoch (a
+        StatefulDataLoader loads its state when an iteration starts), it is
+        over and changes nothing. In a DataLoader worker (StatefulDataLoader
+        loads each worker's state there) the epoch stays the one
+        ``set_epoch`` gave.
         Load it before building the loader (``persistent_workers`` keep what
         they had).
 
@@ -364,12 +367,19 @@ class WindowDataset(torch.utils.data.IterableDataset):
             if [list(r) for r in s["consumed"]] != [list(r) for r in states[0]["consumed"]]:
                 raise ValueError("states of different resumes: their consumed positions differ")
         self._state = None
+        epoch, before = states[0]["epoch"], self.epoch
+        complete = len(states) == 1 and _complete(states[0])
         in_worker = torch.utils.data.get_worker_info() is not None
         if not in_worker:
+            if complete and epoch < before:
+                # its epoch is over and set_epoch moved on (a StatefulDataLoader
+                # loads a state saved at an epoch's end after the loop's set_epoch)
+                self._resume = None
+                return
             # the main process's epoch; a worker's (StatefulDataLoader loads
             # each worker's state in it) is the one set_epoch gave
-            self._epoch.fill_(states[0]["epoch"])
-        if len(states) == 1 and not _complete(states[0]):
+            self._epoch.fill_(epoch)
+        if len(states) == 1:
             self._resume = dict(states[0])
             return
         split = [s for s in states if s["consumers"] is not None]
@@ -382,13 +392,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
             for s in split:
                 counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
             consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
-        epoch = states[0]["epoch"]
-        if sum(b - a for a, b in consumed) == current["windows"] or (len(states) == 1 and _complete(states[0])):
-            # every window of the epoch was handed out: the next iteration is the
-            # next epoch's first (a StatefulDataLoader saved at an epoch's end)
+        if not in_worker and epoch < before and sum(b - a for a, b in consumed) == current["windows"]:
+            self._epoch.fill_(before)  # as for one complete state: its epoch is over
             self._resume = None
-            if not in_worker:
-                self._epoch.fill_(max(self.epoch, epoch + 1))
             return
         self._resume = {**current, "epoch": epoch, "consumed": consumed}
 
