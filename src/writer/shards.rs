@@ -127,6 +127,10 @@ pub(crate) struct ShardStream<'a> {
     /// base row group with its path and number ([`ShardStream::flush_row_group`]).
     held: Vec<Vec<PendingChunk>>,
     stats: CopyStats,
+    /// Set by [`ShardStream::finish`]: the row groups spawned from then on
+    /// are the write's last, and nothing else will keep the pool busy, so
+    /// each spreads its pages over the pool ([`values_pages::encode`]).
+    finishing: bool,
 }
 
 impl<'a> ShardStream<'a> {
@@ -158,6 +162,7 @@ impl<'a> ShardStream<'a> {
             base: None,
             held: Vec::new(),
             stats: CopyStats::default(),
+            finishing: false,
         })
     }
 
@@ -353,16 +358,17 @@ impl<'a> ShardStream<'a> {
     /// Encodes row group `rows` of shard `shard` on the compute pool.
     fn spawn_row_group(&mut self, rows: Vec<PendingChunk>, shard: u32) -> Result<()> {
         let (tx, rx) = sync_channel(1);
-        let (schema, props, codec, keys, enc) = (
+        let (schema, props, codec, keys, enc, parallel) = (
             Arc::clone(&self.schema),
             Arc::clone(&self.props),
             Arc::clone(&self.values_codec),
             Arc::clone(&self.keys),
             self.ts_enc,
+            self.finishing,
         );
         crate::runtime::compute_pool()?.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                build_row_group(rows, &schema, &props, &codec, &keys, enc)
+                build_row_group(rows, &schema, &props, &codec, &keys, enc, parallel)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::SelfCheck {
@@ -437,6 +443,7 @@ impl<'a> ShardStream<'a> {
     /// files (in shard order), the index rows (in chunk order) and what was
     /// copied from the base.
     pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows, CopyStats)> {
+        self.finishing = true;
         self.close_shard()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
@@ -489,6 +496,7 @@ fn build_row_group(
     codec: &ValuesCodec,
     keys: &SeriesKeys,
     enc: IdEncoding,
+    parallel_pages: bool,
 ) -> Result<BuiltRowGroup> {
     let mut took = CopyStats::default();
     // each base row group the rows come from, with the span of its rows they take
@@ -588,18 +596,18 @@ fn build_row_group(
         column: "values".into(),
         reason: format!("building the values column chunk: {reason}"),
     };
-    // a held chunk's statistics (per row) on this encoder thread, page by page
+    // a held chunk's statistics (per row) on the thread that encodes its page,
     // right before the page is split: the split then reads its values from
     // cache (`push_series`, or a store's connector, refused a non-finite value)
-    let mut stats: Vec<Option<ChannelStats>> = vec![None; rows.len()];
-    let mut before_page = |page: std::ops::Range<usize>| {
-        for k in page {
-            if let Some(row) = held[k] {
-                stats[row] = Some(Partial::of(values[k]).to_stats());
-            }
-        }
+    let page_stats = |page: std::ops::Range<usize>| -> Vec<(usize, ChannelStats)> {
+        page.filter_map(|k| held[k].map(|row| (row, Partial::of(values[k]).to_stats()))).collect()
     };
-    let encoded = values_pages::encode(codec, &values, &encoded_pages, &mut before_page).map_err(splice_err)?;
+    let (encoded, taken) =
+        values_pages::encode(codec, &values, &encoded_pages, parallel_pages, &page_stats).map_err(splice_err)?;
+    let mut stats: Vec<Option<ChannelStats>> = vec![None; rows.len()];
+    for (row, s) in taken.into_iter().flatten() {
+        stats[row] = Some(s);
+    }
     for (r, s) in rows.iter_mut().zip(stats) {
         match (&r.values, s) {
             // a non-finite value makes the mean NaN or infinite (a float64

@@ -71,27 +71,61 @@ thread_local! {
 
 /// The `values` pages of one row group: `rows` are its chunks' values in
 /// row order, `pages` the rows of each page. Returns the pages (each its
-/// header and body), slices of one buffer holding them end to end. A
-/// chunk without values is an error (a fresh write never makes one,
+/// header and body) in page order, and what `before_page` returned for
+/// each. A chunk without values is an error (a fresh write never makes one,
 /// `layout::chunk_count`). `before_page` is called with the rows of each
-/// page (indexes into `rows`) right before the page is encoded, so what it
-/// reads of them the encoder reads again from cache.
-pub(crate) fn encode(
+/// page (indexes into `rows`) right before the page is encoded, on the same
+/// thread, so what it reads of them the encoder reads again from cache.
+///
+/// With `parallel`, pages are encoded in parallel on the current rayon pool
+/// (the writer's compute pool), so the last row group of a write does not
+/// leave a core idle while one thread encodes it; otherwise on this thread
+/// (while row groups keep every thread busy, stealing a row group's pages
+/// would only delay the row group the shard appends next). A page's bytes
+/// depend only on its rows and the level (a zstd context's output never
+/// depends on what it compressed before): the same on any thread.
+pub(crate) fn encode<T: Send>(
     codec: &ValuesCodec,
     rows: &[&[f32]],
     pages: &PagePlan,
-    before_page: &mut dyn FnMut(std::ops::Range<usize>),
-) -> Result<Vec<StoredPage>, Problem> {
+    parallel: bool,
+    before_page: &(dyn Fn(std::ops::Range<usize>) -> T + Sync),
+) -> Result<(Vec<StoredPage>, Vec<T>), Problem> {
+    use rayon::prelude::*;
+    let mut spans = Vec::with_capacity(pages.len());
+    let mut start = 0;
+    for &n in pages {
+        if rows.get(start..start + n).is_none() {
+            return Err("a page plan past its rows".into());
+        }
+        spans.push(start..start + n);
+        start += n;
+    }
+    let one = |span: std::ops::Range<usize>| {
+        let took = before_page(span.clone());
+        with_scratch(codec.level, |s| encode_page(s, &rows[span])).map(|page| (page, took))
+    };
+    let encoded = match parallel {
+        // every page's result, so a failure is the first page's in page order, as on one thread
+        true => spans.into_par_iter().map(one).collect::<Vec<_>>().into_iter().collect::<Result<Vec<_>, Problem>>()?,
+        false => spans.into_iter().map(one).collect::<Result<Vec<_>, Problem>>()?,
+    };
+    Ok(encoded.into_iter().unzip())
+}
+
+/// Runs `f` with this thread's [`Scratch`] for zstd level `level`, made when
+/// the thread has none (or one of another level).
+fn with_scratch<R>(level: i32, f: impl FnOnce(&mut Scratch) -> Result<R, Problem>) -> Result<R, Problem> {
     let mut scratch = match SCRATCH.with(|s| s.borrow_mut().take()) {
-        Some(s) if s.level == codec.level => s,
+        Some(s) if s.level == level => s,
         _ => Scratch {
-            level: codec.level,
-            zstd: zstd::bulk::Compressor::new(codec.level).map_err(|e| format!("zstd level {}: {e}", codec.level))?,
+            level,
+            zstd: zstd::bulk::Compressor::new(level).map_err(|e| format!("zstd level {level}: {e}"))?,
             page: Vec::new(),
             body: Vec::new(),
         },
     };
-    let encoded = encode_with(&mut scratch, rows, pages, before_page);
+    let result = f(&mut scratch);
     // a thread outlives the write (rayon's workers, the process): it keeps
     // buffers of an ordinary page, never those of an outsized one
     for buffer in [&mut scratch.page, &mut scratch.body] {
@@ -100,10 +134,10 @@ pub(crate) fn encode(
         }
     }
     SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));
-    encoded
+    result
 }
 
-/// The largest buffer a thread keeps from one [`encode`] to the next: twice
+/// The largest buffer a thread keeps from one page to the next: twice
 /// the page size the cuts aim at ([`crate::layout::PAGE_MAX_BYTES`]), so a
 /// page of one chunk larger than that is encoded in buffers of its own.
 const KEPT_BUFFER_BYTES: usize = 2 * crate::layout::PAGE_MAX_BYTES as usize;
@@ -118,76 +152,37 @@ struct Figures {
     repetition: [i64; 2],
 }
 
-fn encode_with(
-    s: &mut Scratch,
-    rows: &[&[f32]],
-    pages: &PagePlan,
-    before_page: &mut dyn FnMut(std::ops::Range<usize>),
-) -> Result<Vec<StoredPage>, Problem> {
-    // room for every page at its largest, so the buffer is never copied as it
-    // grows (what the pages do not reach is never touched)
-    let mut room = 0;
-    let mut start = 0;
-    for &n in pages {
-        let values: usize =
-            rows.get(start..start + n).ok_or("a page plan past its rows")?.iter().map(|r| r.len()).sum();
-        room += stored_bytes_at_most(values);
-        start += n;
-    }
-    let mut out = Vec::with_capacity(room);
-    let mut spans = Vec::with_capacity(pages.len());
-    let mut start = 0;
-    for &n in pages {
-        let page = rows.get(start..start + n).ok_or("a page plan past its rows")?;
-        before_page(start..start + n);
-        start += n;
-        let figures = raw_page(&mut s.page, page)?;
-        s.body.clear();
-        s.body.reserve(zstd::zstd_safe::compress_bound(s.page.len()));
-        s.zstd.compress_to_buffer(&s.page[..], &mut s.body).map_err(|e| format!("zstd: {e}"))?;
-        let header = crate::thrift::data_page_header(
-            s.page.len(),
-            &s.body,
-            figures.num_values,
-            Encoding::BYTE_STREAM_SPLIT,
-            (Encoding::RLE, Encoding::RLE),
-        )
-        .map_err(|e| e.to_string())?;
-        let at = out.len();
-        out.extend_from_slice(&header);
-        out.extend_from_slice(&s.body);
-        spans.push((at..out.len(), header.len() + s.page.len(), figures));
-    }
-    let out = Bytes::from(out);
-    let pages = spans
-        .into_iter()
-        .map(|(span, uncompressed, f)| StoredPage {
-            bytes: out.slice(span),
-            uncompressed_bytes: uncompressed as i64,
-            num_values: i64::from(f.num_values),
-            rows: f.rows as i64,
-            encoding: Encoding::BYTE_STREAM_SPLIT,
-            min: f.min,
-            max: f.max,
-            null_count: 0,
-            nan_count: Some(f.nans),
-            repetition_histogram: Some(f.repetition.to_vec()),
-            definition_histogram: Some(vec![0, i64::from(f.num_values)]),
-        })
-        .collect();
-    Ok(pages)
-}
-
-/// The stored size of a page of `values` values, at most: its header (a
-/// `PageHeader` of six i32 fields and a `DataPageHeader` of four, 5 bytes
-/// each at most, with field and struct markers: under 64 bytes) and zstd's
-/// bound over its uncompressed size, the values' 4 bytes each plus each
-/// level stream's length and runs (a run of at least 8 levels takes at most 7
-/// bytes, a group of 8 bit-packed levels 1 byte and a run's indicator 1 more:
-/// under a byte a level, plus a last partial group).
-fn stored_bytes_at_most(values: usize) -> usize {
-    let levels = 4 + values + 16;
-    64 + zstd::zstd_safe::compress_bound(4 * values + 2 * levels)
+/// One page of `rows`: its uncompressed bytes and figures ([`raw_page`]),
+/// compressed whole, after its header.
+fn encode_page(s: &mut Scratch, rows: &[&[f32]]) -> Result<StoredPage, Problem> {
+    let f = raw_page(&mut s.page, rows)?;
+    s.body.clear();
+    s.body.reserve(zstd::zstd_safe::compress_bound(s.page.len()));
+    s.zstd.compress_to_buffer(&s.page[..], &mut s.body).map_err(|e| format!("zstd: {e}"))?;
+    let header = crate::thrift::data_page_header(
+        s.page.len(),
+        &s.body,
+        f.num_values,
+        Encoding::BYTE_STREAM_SPLIT,
+        (Encoding::RLE, Encoding::RLE),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut stored = Vec::with_capacity(header.len() + s.body.len());
+    stored.extend_from_slice(&header);
+    stored.extend_from_slice(&s.body);
+    Ok(StoredPage {
+        bytes: Bytes::from(stored),
+        uncompressed_bytes: (header.len() + s.page.len()) as i64,
+        num_values: i64::from(f.num_values),
+        rows: f.rows as i64,
+        encoding: Encoding::BYTE_STREAM_SPLIT,
+        min: f.min,
+        max: f.max,
+        null_count: 0,
+        nan_count: Some(f.nans),
+        repetition_histogram: Some(f.repetition.to_vec()),
+        definition_histogram: Some(vec![0, i64::from(f.num_values)]),
+    })
 }
 
 /// Writes the uncompressed page of `rows` into `page`: repetition levels (0
@@ -439,7 +434,7 @@ mod tests {
         let reference = crate::encoding::encode_pages("t", descr.clone(), &props, plan, &build).expect("reference");
         let codec = ValuesCodec::new(&props, &descr).expect("codec");
         let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
-        let pages = encode(&codec, &slices, plan, &mut |_| {}).expect("pages");
+        let pages = encode(&codec, &slices, plan, plan.len() > 1, &|_| ()).expect("pages").0;
         let ours = super::super::page_splice::splice(descr, codec.compression(), pages).expect("splice");
         (reference, ours)
     }
@@ -641,56 +636,65 @@ mod tests {
 
     #[test]
     fn a_thread_keeps_no_outsized_buffers_after_a_write() {
-        std::thread::spawn(|| {
+        // one pool thread: every page is encoded on the thread the checks read
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool");
+        pool.install(|| {
             let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 1 };
             // one 64 MiB chunk, one page
             let row: Vec<f32> = walk(16 << 20, 7);
-            encode(&codec, &[&row[..]], &[1], &mut |_| {}).expect("pages");
+            encode(&codec, &[&row[..]], &[1], false, &|_| ()).expect("pages");
             let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| (s.page.capacity(), s.body.capacity())));
             assert_eq!(kept, Some((0, 0)));
             // an ordinary page's buffers are kept for the next
             let short = walk(1000, 8);
-            encode(&codec, &[&short[..]], &[1], &mut |_| {}).expect("pages");
+            encode(&codec, &[&short[..]], &[1], false, &|_| ()).expect("pages");
             let kept = SCRATCH.with(|s| s.borrow().as_ref().map(|s| s.page.capacity().min(s.body.capacity())));
             assert!(kept.is_some_and(|k| k >= 4000), "{kept:?}");
-        })
-        .join()
-        .expect("the encoding thread");
+        });
     }
 
     #[test]
-    fn the_output_buffer_holds_every_page_at_its_largest() {
-        // short rows of values that do not compress: levels past a KiB a page
+    fn pages_encoded_in_parallel_are_the_pages_encoded_on_one_thread_in_page_order() {
         let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
-        let mut st = 99u32;
-        let rows: Vec<Vec<f32>> = (0..100_000)
-            .map(|_| {
-                let len = 1 + bits(&mut st) as usize % 3;
-                (0..len).map(|_| f32::from_bits(bits(&mut st) & 0xbfff_ffff)).collect()
-            })
-            .collect();
+        let rows: Vec<Vec<f32>> = (0..64).map(|k| walk(500 + 97 * k, k as u32)).collect();
         let slices: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
-        for plan in [vec![100_000], vec![1; 100_000]] {
-            let pages = encode(&codec, &slices, &plan, &mut |_| {}).expect("pages");
-            let mut start = 0;
-            let bound: usize = plan
-                .iter()
-                .map(|&n| {
-                    let values = slices[start..start + n].iter().map(|r| r.len()).sum();
-                    start += n;
-                    stored_bytes_at_most(values)
-                })
-                .sum();
-            let stored: usize = pages.iter().map(|p| p.bytes.len()).sum();
-            assert!(stored <= bound, "{stored} bytes stored, {bound} reserved");
+        let plan: Vec<usize> = vec![1, 7, 3, 20, 1, 1, 31];
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().expect("a pool");
+        let firsts = |page: std::ops::Range<usize>| (page.start, std::thread::current().id());
+        let (one, one_took) = encode(&codec, &slices, &plan, false, &firsts).expect("pages");
+        let (many, many_took) = pool.install(|| encode(&codec, &slices, &plan, true, &firsts)).expect("pages");
+        let starts = |took: &[(usize, std::thread::ThreadId)]| took.iter().map(|t| t.0).collect::<Vec<_>>();
+        assert_eq!(starts(&one_took), [0, 1, 8, 11, 31, 32, 33]);
+        assert_eq!(starts(&many_took), starts(&one_took));
+        // every page on the test's thread, or on the pool's
+        assert!(one_took.iter().all(|t| t.1 == std::thread::current().id()));
+        assert!(many_took.iter().all(|t| t.1 != std::thread::current().id()));
+        assert_eq!(one.len(), plan.len());
+        for (a, b) in one.iter().zip(&many) {
+            assert_eq!(a.bytes, b.bytes);
+            assert_eq!(
+                (a.rows, a.num_values, a.min.to_bits(), a.max.to_bits()),
+                (b.rows, b.num_values, b.min.to_bits(), b.max.to_bits())
+            );
         }
+        assert_eq!(one.iter().map(|p| p.rows).collect::<Vec<_>>(), [1, 7, 3, 20, 1, 1, 31]);
+    }
+
+    #[test]
+    fn a_chunk_without_values_is_refused_also_when_pages_are_encoded_in_parallel() {
+        let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
+        let long = walk(300_000, 3);
+        let rows: [&[f32]; 6] = [&long, &[], &long, &long, &long, &long];
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().expect("a pool");
+        let e = pool.install(|| encode(&codec, &rows, &[1, 2, 1, 2], true, &|p| p.start)).err();
+        assert_eq!(e.as_deref(), Some("a chunk without values"));
     }
 
     #[test]
     fn a_chunk_without_values_is_refused() {
         let codec = ValuesCodec { codec: Compression::ZSTD(Default::default()), level: 3 };
         let rows: [&[f32]; 2] = [&[1.0], &[]];
-        let e = encode(&codec, &rows, &[2], &mut |_| {}).err();
+        let e = encode(&codec, &rows, &[2], false, &|_| ()).err();
         assert_eq!(e.as_deref(), Some("a chunk without values"));
     }
 }
