@@ -666,7 +666,7 @@ pub fn write_part(
     let chunk_values = options.chunk_max_values();
     let first = task.shards.first().map_or(0, |s| s.shard);
     let mut stream = ShardStream::new(&mut staging, schema, props, keys, enc, Planner::new(&options, first))?;
-    for shard in &task.shards {
+    for (n, shard) in task.shards.iter().enumerate() {
         let mismatch = |why: String| bad_plan(id, Some(task.part), Some(shard.shard), why);
         stream.restart(Planner::new(&options, shard.shard));
         let (mut i, mut k, mut left) = (shard.first_series as usize, shard.first_chunk as usize, shard.chunks);
@@ -688,6 +688,9 @@ pub fn write_part(
             }
             left -= take as u64;
             (i, k) = (i + 1, 0);
+        }
+        if n + 1 == task.shards.len() {
+            stream.ending();
         }
         stream.close_shard()?;
     }

@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
 
@@ -127,10 +128,13 @@ pub(crate) struct ShardStream<'a> {
     /// base row group with its path and number ([`ShardStream::flush_row_group`]).
     held: Vec<Vec<PendingChunk>>,
     stats: CopyStats,
-    /// Set by [`ShardStream::finish`]: the row groups spawned from then on
-    /// are the write's last, and nothing else will keep the pool busy, so
-    /// each spreads its pages over the pool ([`values_pages::encode`]).
-    finishing: bool,
+    /// Set by [`ShardStream::finish`] (or [`ShardStream::ending`]): nothing
+    /// more will be pushed, so the row groups whose `values` pages are not
+    /// encoded yet, the write's last, spread their pages over the pool
+    /// ([`values_pages::encode`]) and the pool drains after them. Read by
+    /// each row group right before its pages: one queued when the flag was
+    /// set takes it too.
+    finishing: Arc<AtomicBool>,
 }
 
 impl<'a> ShardStream<'a> {
@@ -162,7 +166,7 @@ impl<'a> ShardStream<'a> {
             base: None,
             held: Vec::new(),
             stats: CopyStats::default(),
-            finishing: false,
+            finishing: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -358,17 +362,17 @@ impl<'a> ShardStream<'a> {
     /// Encodes row group `rows` of shard `shard` on the compute pool.
     fn spawn_row_group(&mut self, rows: Vec<PendingChunk>, shard: u32) -> Result<()> {
         let (tx, rx) = sync_channel(1);
-        let (schema, props, codec, keys, enc, parallel) = (
+        let (schema, props, codec, keys, enc, finishing) = (
             Arc::clone(&self.schema),
             Arc::clone(&self.props),
             Arc::clone(&self.values_codec),
             Arc::clone(&self.keys),
             self.ts_enc,
-            self.finishing,
+            Arc::clone(&self.finishing),
         );
         crate::runtime::compute_pool()?.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                build_row_group(rows, &schema, &props, &codec, &keys, enc, parallel)
+                build_row_group(rows, &schema, &props, &codec, &keys, enc, &finishing)
             }))
             .unwrap_or_else(|_| {
                 Err(Error::SelfCheck {
@@ -439,11 +443,17 @@ impl<'a> ShardStream<'a> {
         Ok(())
     }
 
+    /// Tells the stream that nothing more will be pushed after the current
+    /// shard ([`ShardStream::finish`] does too).
+    pub(crate) fn ending(&self) {
+        self.finishing.store(true, Ordering::Relaxed);
+    }
+
     /// Closes the last shard, waits for every row group and returns the shard
     /// files (in shard order), the index rows (in chunk order) and what was
     /// copied from the base.
     pub(crate) fn finish(mut self) -> Result<(Vec<manifest::FileEntry>, IndexRows, CopyStats)> {
-        self.finishing = true;
+        self.ending();
         self.close_shard()?;
         self.drain(0)?;
         if let Some(file) = self.current.take() {
@@ -496,7 +506,7 @@ fn build_row_group(
     codec: &ValuesCodec,
     keys: &SeriesKeys,
     enc: IdEncoding,
-    parallel_pages: bool,
+    finishing: &AtomicBool,
 ) -> Result<BuiltRowGroup> {
     let mut took = CopyStats::default();
     // each base row group the rows come from, with the span of its rows they take
@@ -603,7 +613,8 @@ fn build_row_group(
         page.filter_map(|k| held[k].map(|row| (row, Partial::of(values[k]).to_stats()))).collect()
     };
     let (encoded, taken) =
-        values_pages::encode(codec, &values, &encoded_pages, parallel_pages, &page_stats).map_err(splice_err)?;
+        values_pages::encode(codec, &values, &encoded_pages, finishing.load(Ordering::Relaxed), &page_stats)
+            .map_err(splice_err)?;
     let mut stats: Vec<Option<ChannelStats>> = vec![None; rows.len()];
     for (row, s) in taken.into_iter().flatten() {
         stats[row] = Some(s);
