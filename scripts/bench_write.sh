@@ -3,16 +3,30 @@
 # against ref_writer.py (scripts/bench_vs_ref.sh) on mixed 256 MiB and 1 GiB,
 # small 32 MiB and long 256 MiB, then the writer's share of the codec ceiling
 # on mixed 256 MiB and on small 32 MiB (scripts/bench_codec_limit.sh): small
-# series compress less and more slowly, so their ceiling is lower.
+# series compress less and more slowly, so their ceiling is lower. After the
+# writes it prints small 32 MiB's throughput as a share of mixed 256 MiB's.
 #   scripts/bench_write.sh [RUNS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
+log=$(mktemp); trap 'rm -f "$log"' EXIT
 for case in "256 mixed" "1024 mixed" "32 small" "256 long"; do
   set -- $case
-  echo "== write $2 $1 MiB"
-  scripts/bench_vs_ref.sh "$1" "$2" "$runs"
+  echo "== write $2 $1 MiB" | tee -a "$log"
+  scripts/bench_vs_ref.sh "$1" "$2" "$runs" | tee -a "$log"
 done
+# the small-series target: small 32 MiB against mixed 256 MiB, both best of RUNS
+python3 - "$log" <<'PY'
+import re, sys
+rate, case = {}, None
+for line in open(sys.argv[1]):
+    if m := re.match(r"== write (\w+) (\d+) MiB", line):
+        case = m.groups()
+    elif m := re.match(r"\s*timef: .* ([\d.]+) MiB/s", line):
+        rate[case] = float(m.group(1))
+small, mixed = rate[("small", "32")], rate[("mixed", "256")]
+print(f"== small/mixed: {small:.1f} / {mixed:.1f} MiB/s = {small / mixed:.2f} (target >= 0.80)")
+PY
 echo "== codec limit, mixed 256 MiB"
 scripts/bench_codec_limit.sh 256 mixed "$runs"
 echo "== codec limit, small 32 MiB"
