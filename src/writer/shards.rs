@@ -476,9 +476,10 @@ fn base_row_group(rows: &[PendingChunk], shard: u32) -> Option<&BaseRowGroup> {
     (exact && first.at.is(&shard_path(shard), rows[0].row.row_group, rows.len())).then_some(&first.at)
 }
 
-/// Waits for a row group spawned on the rayon pool. On a pool thread (the writer
-/// runs inside `ThreadPool::install`), blocking at once could deadlock: the
-/// encode job may be queued behind this very thread, e.g. in a one-thread pool.
+/// Waits for a row group spawned on the rayon pool. When the writer runs on a
+/// pool thread (a caller inside `ThreadPool::install` of the compute pool),
+/// blocking at once could deadlock: the encode job may be queued behind this
+/// very thread, e.g. in a one-thread pool.
 /// So the thread runs queued pool work until the result arrives, and blocks only
 /// when nothing is left that it could run (the job is then running elsewhere).
 pub(crate) fn receive_helping<T>(rx: &Receiver<T>) -> std::result::Result<T, RecvError> {
