@@ -14,8 +14,9 @@
 //!    page by page as the pages are encoded, so the encoder reads the values
 //!    from memory once; encoded row groups are appended
 //!    to their shard file strictly in order, so bytes never depend on threads.
-//!    The last row group's pages are spread over the pool, so the write's
-//!    end does not wait on one thread while the others idle.
+//!    Once nothing more is pushed, the row groups whose pages are not
+//!    encoded yet spread their pages over the pool, so the write's end does
+//!    not wait on one thread while the others idle.
 //!    At most a few row groups are in flight: memory is bounded by the row-group
 //!    target, not by the dataset.
 //! 4. Write the index, samples, annotations and task files, then the manifest.
