@@ -266,9 +266,17 @@ pub fn read_metadata<R: ChunkReader>(
 /// is read, so a reader it opens and never reads costs nothing.
 pub struct CheckedPages<R> {
     inner: R,
+    checks: PageChecks,
+}
+
+/// What [`CheckedPages`] holds a file's pages to, built once from its footer
+/// ([`PageChecks::of`]) and shared by every reader of that file
+/// ([`PageChecks::wrap`]): building it walks every column chunk of the footer.
+#[derive(Debug, Clone)]
+pub(crate) struct PageChecks {
     /// Offsets where the offset index says a page (or the dictionary page
     /// before the first located page) starts.
-    page_starts: HashSet<u64>,
+    page_starts: Arc<HashSet<u64>>,
     /// The column chunks of flat columns (no repetition), by start: their
     /// data pages claim at most their row group's rows together.
     flat: Arc<[Claims]>,
@@ -328,9 +336,10 @@ impl Claims {
     }
 }
 
-impl<R: ChunkReader> CheckedPages<R> {
-    /// Checks the pages of `inner`, whose footer (and offset index, if read) is `meta`.
-    pub fn new(inner: R, meta: &ParquetMetaData) -> CheckedPages<R> {
+impl PageChecks {
+    /// The checks of the pages of a file whose footer (and offset index, if
+    /// read) is `meta`.
+    pub(crate) fn of(meta: &ParquetMetaData) -> PageChecks {
         let mut page_starts = HashSet::new();
         let mut flat = Vec::new();
         for (g, rg) in meta.row_groups().iter().enumerate() {
@@ -346,15 +355,30 @@ impl<R: ChunkReader> CheckedPages<R> {
             }
         }
         flat.sort_by_key(|c| c.start);
-        CheckedPages { inner, page_starts, flat: flat.into() }
+        PageChecks { page_starts: Arc::new(page_starts), flat: flat.into() }
+    }
+
+    /// `inner`, a reader of the file, its pages held to these checks (what a
+    /// flat column chunk's pages claimed is counted across every reader, by
+    /// page offset, so a header read twice counts once).
+    pub(crate) fn wrap<R: ChunkReader>(&self, inner: R) -> CheckedPages<R> {
+        CheckedPages { inner, checks: self.clone() }
+    }
+}
+
+impl<R: ChunkReader> CheckedPages<R> {
+    /// Checks the pages of `inner`, whose footer (and offset index, if read) is `meta`.
+    pub fn new(inner: R, meta: &ParquetMetaData) -> CheckedPages<R> {
+        PageChecks::of(meta).wrap(inner)
     }
 
     /// The claims the page at `at` is held to: its flat column chunk's
     /// (column chunks do not overlap: [`size_problem`]). A shard's values
     /// pages are read by [`crate::pages`], which holds them to the values rules.
     fn claims(&self, at: u64) -> Option<&Claims> {
-        let i = self.flat.partition_point(|c| c.start <= at);
-        i.checked_sub(1).map(|i| &self.flat[i]).filter(|c| c.contains(at))
+        let flat = &self.checks.flat;
+        let i = flat.partition_point(|c| c.start <= at);
+        i.checked_sub(1).map(|i| &flat[i]).filter(|c| c.contains(at))
     }
 
     /// The rules for a page header at `at` beyond its sizes: its flat column
@@ -393,7 +417,7 @@ impl<R: ChunkReader> ChunkReader for CheckedPages<R> {
             return Err(ParquetError::General(format!("bytes {start}..+{length} lie beyond the file's {len} bytes")));
         }
         let bytes = self.inner.get_bytes(start, length)?;
-        if self.page_starts.contains(&start) {
+        if self.checks.page_starts.contains(&start) {
             // fail closed: a header whose sizes cannot be read is refused too
             let problem = match PageSizes::decode(&bytes) {
                 Ok((sizes, _)) => page_problem(&sizes).or_else(|| self.header_problem(start, &bytes)),
@@ -585,8 +609,10 @@ mod tests {
     }
 
     fn read_checked(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-        let checked =
-            CheckedPages { inner: Bytes::copy_from_slice(bytes), page_starts: HashSet::new(), flat: Arc::new([]) };
+        let checked = CheckedPages {
+            inner: Bytes::copy_from_slice(bytes),
+            checks: PageChecks { page_starts: Arc::default(), flat: Arc::new([]) },
+        };
         let mut out = Vec::new();
         checked.get_read(0).map_err(std::io::Error::other)?.read_to_end(&mut out)?;
         Ok(out)
@@ -614,8 +640,10 @@ mod tests {
 
     #[test]
     fn a_range_beyond_the_file_is_refused_before_it_is_read() {
-        let checked =
-            CheckedPages { inner: Bytes::from_static(b"PAR1 tiny"), page_starts: HashSet::new(), flat: Arc::new([]) };
+        let checked = CheckedPages {
+            inner: Bytes::from_static(b"PAR1 tiny"),
+            checks: PageChecks { page_starts: Arc::default(), flat: Arc::new([]) },
+        };
         let err = checked.get_bytes(4, 1 << 40).unwrap_err().to_string();
         assert_eq!(err, "Parquet error: bytes 4..+1099511627776 lie beyond the file's 9 bytes");
     }

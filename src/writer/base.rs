@@ -38,7 +38,7 @@ use super::page_splice::StoredPage;
 use super::WriterOptions;
 use crate::encoding::FileSchema;
 use crate::error::{Error, Result};
-use crate::footer::CheckedPages;
+use crate::footer::PageChecks;
 use crate::manifest::{ChannelStats, FileEntry};
 use crate::pages::{RowValues, ValuesChunk};
 use crate::reader::{IndexEntry, Version};
@@ -73,6 +73,8 @@ pub(crate) struct BaseFooter {
     source: Mutex<Source>,
     /// Its footer with the page indexes, as the parquet crate's Arrow reader takes it.
     meta: ArrowReaderMetadata,
+    /// What its pages are held to, built once from `meta` for every read of its key columns.
+    checks: PageChecks,
     /// Its `values` pages may be stored in the write as they are: the shard
     /// was written by this build (`created_by`, which names the byte rules,
     /// `docs/format.md` §7) with the write's `values` column.
@@ -244,7 +246,17 @@ impl BaseShards {
         let (reusable, whole) = self.reuse(meta.metadata());
         let source = Mutex::new(counted.inner);
         let entry = self.version.manifest().files.iter().find(|f| f.path == path).cloned();
-        let footer = Arc::new(BaseFooter { path: path.to_string(), file, source, meta, reusable, whole, loc, entry });
+        let footer = Arc::new(BaseFooter {
+            path: path.to_string(),
+            file,
+            source,
+            checks: PageChecks::of(meta.metadata()),
+            meta,
+            reusable,
+            whole,
+            loc,
+            entry,
+        });
         self.footers.insert(path.to_string(), Arc::clone(&footer));
         Ok(footer)
     }
@@ -583,7 +595,7 @@ fn check_keys_of(
     let counted = Counted::new(source.try_clone().map_err(|e| Error::io(&f.file, e))?);
     let read = Arc::clone(&counted.read);
     let failure = counted.inner.read_failure();
-    let file = CheckedPages::new(counted, f.meta.metadata());
+    let file = f.checks.wrap(counted);
     let keys = crate::footer::contain(|| {
         crate::chunks::read_keys(&f.file, file, &failure, f.meta.clone(), row_groups, selected)
     })
