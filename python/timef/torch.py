@@ -368,10 +368,24 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 raise ValueError("states of different resumes: their consumed positions differ")
         self._state = None
         epoch, before = states[0]["epoch"], self.epoch
-        complete = len(states) == 1 and _complete(states[0])
-        in_worker = torch.utils.data.get_worker_info() is not None
-        if not in_worker:
-            if complete and epoch < before:
+        if len(states) == 1:
+            resume = dict(states[0])
+            over = _complete(resume)
+        else:
+            split = [s for s in states if s["consumers"] is not None]
+            consumed = [list(r) for r in states[0]["consumed"]]
+            if split:
+                consumers = split[0]["consumers"]
+                if any(s["consumers"] != consumers for s in split):
+                    raise ValueError("states of different splits: their consumers differ")
+                counts = [0] * consumers
+                for s in split:
+                    counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
+                consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
+            resume = {**current, "epoch": epoch, "consumed": consumed}
+            over = sum(b - a for a, b in consumed) == current["windows"]
+        if torch.utils.data.get_worker_info() is None:
+            if over and epoch < before:
                 # its epoch is over and set_epoch moved on (a StatefulDataLoader
                 # loads a state saved at an epoch's end after the loop's set_epoch)
                 self._resume = None
@@ -379,24 +393,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
             # the main process's epoch; a worker's (StatefulDataLoader loads
             # each worker's state in it) is the one set_epoch gave
             self._epoch.fill_(epoch)
-        if len(states) == 1:
-            self._resume = dict(states[0])
-            return
-        split = [s for s in states if s["consumers"] is not None]
-        consumed = [list(r) for r in states[0]["consumed"]]
-        if split:
-            consumers = split[0]["consumers"]
-            if any(s["consumers"] != consumers for s in split):
-                raise ValueError("states of different splits: their consumers differ")
-            counts = [0] * consumers
-            for s in split:
-                counts[s["consumer"]] = max(counts[s["consumer"]], s["taken"])
-            consumed = [list(r) for r in self._plan().merge_consumed([tuple(r) for r in consumed], counts)]
-        if not in_worker and epoch < before and sum(b - a for a, b in consumed) == current["windows"]:
-            self._epoch.fill_(before)  # as for one complete state: its epoch is over
-            self._resume = None
-            return
-        self._resume = {**current, "epoch": epoch, "consumed": consumed}
+        self._resume = resume
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
