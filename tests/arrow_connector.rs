@@ -424,3 +424,130 @@ fn the_values_check_ahead_refuses_and_drops_in_row_order_across_windows() {
         assert!(v.read_series(&format!("r{i:02}")).is_err(), "row {i}");
     }
 }
+
+/// The pass reads each batch's rows while the pool checks the values of the
+/// next batch's first rows, so it reads one batch behind the decoding. Over an
+/// IPC file and a Parquet file of three batches (rows 0-1, 2-3, 4-5) whose
+/// third is corrupt, a refused row of the second batch is still named before
+/// the corruption, the corruption is named when every row before it passes,
+/// and rows whose values were checked ahead (each batch's first) are refused,
+/// dropped and kept exactly as the rows after them.
+#[test]
+fn refusals_come_in_file_order_while_the_next_batch_is_checked_ahead() {
+    use timef::connectors::arrow::read_arrow_with_report;
+    use timef::connectors::OnMissing;
+    let dir = tempfile::tempdir().unwrap();
+    // Parquet batches hold about 2^20 values: rows of 2^19 make a batch of each row group
+    let len = 1 << 19;
+    let value = |row: usize, k: usize| (row * 8 + k % 8) as f32;
+    // rows (id, index of a NaN value) in batches of two
+    let batches = |rows: [(&str, Option<usize>); 6]| -> Vec<RecordBatch> {
+        rows.chunks(2)
+            .enumerate()
+            .map(|(b, rows)| {
+                let mut target = ListBuilder::new(arrow_array::builder::Float32Builder::new());
+                for (i, (_, nan)) in rows.iter().enumerate() {
+                    let mut v: Vec<f32> = (0..len).map(|k| value(b * 2 + i, k)).collect();
+                    if let Some(k) = nan {
+                        v[*k] = f32::NAN;
+                    }
+                    target.values().append_slice(&v);
+                    target.append(true);
+                }
+                let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
+                RecordBatch::try_from_iter([
+                    ("item_id", Arc::new(StringArray::from(ids)) as ArrayRef),
+                    ("target", Arc::new(target.finish()) as ArrayRef),
+                ])
+                .unwrap()
+            })
+            .collect()
+    };
+    // the file's bytes and the byte range of its third batch's metadata or pages
+    let ipc = |batches: &[RecordBatch]| -> (Vec<u8>, std::ops::Range<usize>) {
+        let mut w = arrow_ipc::writer::FileWriter::try_new(Vec::new(), &batches[0].schema()).unwrap();
+        for b in batches {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+        let bytes = w.into_inner().unwrap();
+        let trailer = bytes.len() - 10;
+        let footer_len = i32::from_le_bytes(bytes[trailer..trailer + 4].try_into().unwrap()) as usize;
+        let footer = arrow_ipc::root_as_footer(&bytes[trailer - footer_len..trailer]).unwrap();
+        let third = footer.recordBatches().unwrap().get(2);
+        let at = third.offset() as usize + 8; // after the continuation marker and length
+        (bytes.clone(), at..third.offset() as usize + third.metaDataLength() as usize)
+    };
+    let parquet = |batches: &[RecordBatch]| -> (Vec<u8>, std::ops::Range<usize>) {
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), batches[0].schema(), Some(props)).unwrap();
+        for b in batches {
+            w.write(b).unwrap();
+            w.flush().unwrap(); // one row group a batch
+        }
+        let bytes = w.into_inner().unwrap();
+        let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+            .unwrap();
+        let target = meta.row_group(2).column(1);
+        let at = target.data_page_offset() as usize;
+        (bytes, at..at + target.compressed_size() as usize)
+    };
+    let opts = ArrowOptions::new("n", "v1");
+    let mut drop = ArrowOptions::new("n", "v1");
+    drop.on_missing = OnMissing::DropCase;
+    type Encode<'a> = &'a dyn Fn(&[RecordBatch]) -> (Vec<u8>, std::ops::Range<usize>);
+    for (name, encode, unreadable) in [
+        ("in.arrow", &ipc as Encode, "not a readable Arrow IPC file or stream: "),
+        ("in.parquet", &parquet as Encode, "not a readable Parquet file: "),
+    ] {
+        let path = dir.path().join(name);
+        let p = path.display();
+        // writes `rows`, their third batch overwritten with 0xFF when `corrupt`
+        let input = |rows, corrupt: bool| {
+            let (mut bytes, third) = encode(&batches(rows));
+            if corrupt {
+                bytes[third].fill(0xFF);
+            }
+            std::fs::write(&path, bytes).unwrap();
+        };
+        let nan = |row: usize, item: &str, k: usize| {
+            format!(
+                "{p}: row {row}: item {item}: channel 0: value {k} is NaN (missing); TimeF stores only finite \
+                 values (--on-missing drop-case leaves such rows out)"
+            )
+        };
+        let clean = [("a", None), ("b", None), ("c", None), ("d", None), ("e", None), ("f", None)];
+        // a row of the second batch, read after the third was decoded
+        let mut rows = clean;
+        rows[3].1 = Some(5);
+        input(rows, true);
+        assert_eq!(read_arrow(&path, &opts).unwrap_err().to_string(), nan(3, "d", 5), "{name}");
+        // the second batch's first row, checked ahead
+        let mut rows = clean;
+        rows[2].1 = Some(len - 1);
+        input(rows, true);
+        assert_eq!(read_arrow(&path, &opts).unwrap_err().to_string(), nan(2, "c", len - 1), "{name}");
+        // every row before the corruption passes: the corruption is named
+        input(clean, true);
+        let err = read_arrow(&path, &opts).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{p}: {unreadable}")), "{name}: {err}");
+        // whole: the first rows of the second and third batches dropped, the rest kept
+        let mut rows = clean;
+        (rows[2].1, rows[4].1) = (Some(0), Some(len - 1));
+        input(rows, false);
+        assert_eq!(read_arrow(&path, &opts).unwrap_err().to_string(), nan(2, "c", 0), "{name}");
+        let (d, dropped) = read_arrow_with_report(&path, &drop).unwrap();
+        assert_eq!(dropped.cases, ["c", "e"], "{name}");
+        let root = tempfile::tempdir().unwrap();
+        let v = Version::open(common::commit(root.path(), d, timef::WriterOptions::default())).unwrap();
+        let ids: Vec<String> = v.series().unwrap().into_iter().map(|m| m.time_series_id).collect();
+        assert_eq!(ids, ["a", "b", "d", "f"], "{name}");
+        for (row, id) in [(0, "a"), (1, "b"), (3, "d"), (5, "f")] {
+            let got = v.read_series(id).unwrap();
+            assert!(got.len() == len && got.iter().enumerate().all(|(k, x)| *x == value(row, k)), "{name} {id}");
+        }
+    }
+}

@@ -165,19 +165,30 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
             let (mut batches, int96_starts, claimed) = open_parquet(path)?;
             let mut rows = 0u64;
             // a row group's claimed row count is checked against the rows its pages hold
-            while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
-                let batch = batch.map_err(|e| bad(e.to_string()))?;
-                rows += batch.num_rows() as u64;
-                if rows > claimed {
-                    break;
+            let mut decode = || -> Result<()> {
+                while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
+                    let batch = batch.map_err(|e| bad(e.to_string()))?;
+                    rows += batch.num_rows() as u64;
+                    if rows > claimed {
+                        break;
+                    }
+                    read.hold(batch, int96_starts.as_deref())?;
                 }
-                read.batch(&batch, int96_starts.as_deref())?;
-            }
+                Ok(())
+            };
+            let decoded = decode();
+            // the held batch's rows come before the file's next refusal, as in the file
+            read.release_held(int96_starts.as_deref())?;
+            decoded?;
             if rows != claimed {
                 return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
             }
         }
-        Some(map) => decode_ipc(path, map, &mut |batch| read.batch(&batch, None))?,
+        Some(map) => {
+            let decoded = decode_ipc(path, map, &mut |batch| read.hold(batch, None));
+            read.release_held(None)?;
+            decoded?;
+        }
     }
     read.finish().map(|(d, dropped, _)| (d, dropped))
 }
@@ -191,9 +202,10 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
 /// As [`read_arrow`].
 pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowOptions) -> Result<TimeFDataset> {
     let mut read = Read::new(label, opts, true, None)?;
-    for batch in &batches {
-        read.batch(batch, None)?;
+    for batch in batches {
+        read.hold(batch, None)?;
     }
+    read.release_held(None)?;
     read.finish().map(|(d, _, _)| d)
 }
 
@@ -202,6 +214,9 @@ pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowO
 struct Read<'a> {
     pass: Pass<'a>,
     out: Out,
+    /// A batch handed in by [`Read::hold`] whose rows are not read yet, and
+    /// the values of its first rows checked while the batch before it was read.
+    held: Option<(RecordBatch, CheckedAhead)>,
 }
 
 /// Where the rows of a [`Read`] go.
@@ -306,18 +321,54 @@ impl<'a> Read<'a> {
                 kept: 0,
                 counted: std::collections::BTreeMap::new(),
             },
+            held: None,
         })
     }
 
+    /// Reads the rows of `batch` now.
     fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
-        self.pass.batch(batch, int96_starts, &mut self.out)
+        self.pass.batch(batch, int96_starts, &mut self.out, CheckedAhead::default())
+    }
+
+    /// Reads the rows of the batch held before, while the compute pool checks
+    /// the values of `batch`'s first rows ([`CheckedAhead::first_of`]), then
+    /// holds `batch`: the pass's work on one thread and the values check on
+    /// the others overlap across batches, and every refusal still comes in
+    /// row order (a caller that meets an error of its own after this call
+    /// first reads the held rows, [`Read::release_held`]). `int96_starts`
+    /// covers the whole input, as for [`Read::batch`].
+    fn hold(&mut self, batch: RecordBatch, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
+        let Some((before, ahead)) = self.held.take() else {
+            self.held = Some((batch, CheckedAhead::default()));
+            return Ok(());
+        };
+        let (pass, out) = (&mut self.pass, &mut self.out);
+        let mut next = CheckedAhead::default();
+        match crate::runtime::compute_pool() {
+            Ok(pool) => pool.in_place_scope(|scope| {
+                scope.spawn(|_| next = CheckedAhead::first_of(&batch));
+                pass.batch(&before, int96_starts, out, ahead)
+            })?,
+            Err(_) => pass.batch(&before, int96_starts, out, ahead)?,
+        }
+        self.held = Some((batch, next));
+        Ok(())
+    }
+
+    /// Reads the rows of the batch [`Read::hold`] holds, if any.
+    fn release_held(&mut self, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
+        match self.held.take() {
+            Some((batch, ahead)) => self.pass.batch(&batch, int96_starts, &mut self.out, ahead),
+            None => Ok(()),
+        }
     }
 
     /// The dataset of the rows kept, whose series hand out their values, and
     /// the number of values of each series counted but not kept.
     #[allow(clippy::type_complexity)]
     fn finish(self) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
-        let Read { pass, out } = self;
+        let Read { pass, out, held } = self;
+        debug_assert!(held.is_none(), "a held batch is read before the read finishes");
         let path = pass.path;
         if pass.row_base == 0 {
             return Err(Error::input(path, None, "the table has no rows"));
@@ -354,9 +405,16 @@ impl Pass<'_> {
     /// Checks and converts every row of `batch`; kept rows go to `out` as they
     /// are checked, their converted values to its spill (or they stay zero-copy
     /// slices of the IPC mapping, whose pages under the batch are then released
-    /// until the writer reads them again).
-    fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
-        self.rows(batch, int96_starts, out)?;
+    /// until the writer reads them again). `ahead` holds the checks of its
+    /// first rows when they were made while the batch before was read.
+    fn batch(
+        &mut self,
+        batch: &RecordBatch,
+        int96_starts: Option<&[Option<f64>]>,
+        out: &mut Out,
+        ahead: CheckedAhead,
+    ) -> Result<()> {
+        self.rows(batch, int96_starts, out, ahead)?;
         if let Some((map, _)) = &out.ipc {
             advise_dont_need(map, whole_pages_of(map, std::mem::replace(&mut self.checked, 0..0)));
             release_batch(map, batch);
@@ -380,7 +438,13 @@ impl Pass<'_> {
         }
     }
 
-    fn rows(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>, out: &mut Out) -> Result<()> {
+    fn rows(
+        &mut self,
+        batch: &RecordBatch,
+        int96_starts: Option<&[Option<f64>]>,
+        out: &mut Out,
+        mut ahead: CheckedAhead,
+    ) -> Result<()> {
         let path = self.path;
         let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
         let typing = |why: String| Error::input(path, None, why);
@@ -415,7 +479,6 @@ impl Pass<'_> {
         if !typings::is_value_type(leaf) {
             return Err(typing(format!("target values have type {leaf}, {want} (integers or floats)")));
         }
-        let mut ahead = CheckedAhead::default();
         for r in 0..batch.num_rows() {
             let row = self.row_base + r;
             let readable = match &ids {
@@ -556,22 +619,44 @@ struct CheckedAhead {
 const CHECK_AHEAD_VALUES: usize = 4 << 20;
 
 impl CheckedAhead {
+    /// The checks of the first window of `batch`'s rows, made before the pass
+    /// reaches them ([`Read::hold`]); none when its `target` is not a
+    /// univariate list of numbers (the pass then refuses its typing, or
+    /// checks each channel itself).
+    fn first_of(batch: &RecordBatch) -> CheckedAhead {
+        let mut ahead = CheckedAhead::default();
+        let univariate = |t: &arrow_schema::DataType| {
+            typings::list_element(t).is_some_and(|e| typings::list_element(e).is_none() && typings::is_value_type(e))
+        };
+        if let Some(target) = batch.column_by_name("target").filter(|t| !t.is_empty() && univariate(t.data_type())) {
+            ahead.check_window(target.as_ref(), 0);
+        }
+        ahead
+    }
+
     /// The check of row `r` of `target` (once), checking the window that
     /// starts at `r` when `r` is outside the current one; `None` when the
     /// pool is unavailable (the pass then checks the row itself).
     fn take(&mut self, target: &dyn Array, r: usize) -> Option<std::result::Result<SeriesValues, ValueError>> {
-        use rayon::prelude::*;
         if !(self.start..self.start + self.rows.len()).contains(&r) {
-            let (mut lists, mut values) = (Vec::new(), 0);
-            while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
-                let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
-                values += list.as_ref().map_or(0, |l| l.len());
-                lists.push(list);
-            }
-            let pool = crate::runtime::compute_pool().ok()?;
-            self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
-            self.start = r;
+            self.check_window(target, r)?;
         }
         self.rows.get_mut(r - self.start).and_then(Option::take)
+    }
+
+    /// Checks the window of rows of `target` that starts at row `r` (`None`
+    /// when the pool is unavailable).
+    fn check_window(&mut self, target: &dyn Array, r: usize) -> Option<()> {
+        use rayon::prelude::*;
+        let (mut lists, mut values) = (Vec::new(), 0);
+        while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
+            let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
+            values += list.as_ref().map_or(0, |l| l.len());
+            lists.push(list);
+        }
+        let pool = crate::runtime::compute_pool().ok()?;
+        self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
+        self.start = r;
+        Some(())
     }
 }
