@@ -240,7 +240,11 @@ struct Out {
 impl Out {
     /// True when a row with readable id `readable` was read before.
     fn seen(&self, opts: &ArrowOptions, readable: &str) -> bool {
-        self.dropped_ids.contains(readable) || self.dataset.contains_sample(&opts.ids.id(readable))
+        self.dropped_ids.contains(readable)
+            || match opts.ids {
+                IdMode::String => self.dataset.contains_sample(readable),
+                IdMode::Uuid => self.dataset.contains_sample(&opts.ids.id(readable)),
+            }
     }
 
     /// Adds a kept row: its series (channel `"0"` or `"{dim}"`), then its sample.
@@ -248,11 +252,11 @@ impl Out {
         let sample_id = opts.ids.id(&row.readable);
         let mut refs = Vec::with_capacity(row.channels.len());
         for (d, held) in row.channels.into_iter().enumerate() {
-            let (series_readable, channel) = match row.dims {
-                Some(_) => (format!("{}/{d}", row.readable), d.to_string()),
-                None => (row.readable.clone(), "0".to_string()),
+            // a univariate row's series has the sample's id
+            let (time_series_id, channel) = match row.dims {
+                Some(_) => (opts.ids.id(&format!("{}/{d}", row.readable)), d.to_string()),
+                None => (sample_id.clone(), "0".to_string()),
             };
-            let time_series_id = opts.ids.id(&series_readable);
             let mut meta = SeriesMeta::new(&time_series_id, &self.spec_type, channel, row.rate_hz);
             meta.t_start_s = row.t_start_s;
             let d = &mut self.dataset;
@@ -453,7 +457,7 @@ impl Pass<'_> {
             Refused::Typing(why) => typing(why),
             Refused::Row(r, why) => at(self.row_base + r, why),
         };
-        let ids = match batch.column_by_name("item_id") {
+        let mut ids = match batch.column_by_name("item_id") {
             Some(c) => Some(typings::item_ids(c).map_err(refused)?),
             None => None,
         };
@@ -481,8 +485,8 @@ impl Pass<'_> {
         }
         for r in 0..batch.num_rows() {
             let row = self.row_base + r;
-            let readable = match &ids {
-                Some(ids) => ids[r].clone().ok_or_else(|| at(row, "item_id is null".into()))?,
+            let readable = match &mut ids {
+                Some(ids) => ids[r].take().ok_or_else(|| at(row, "item_id is null".into()))?,
                 None => row.to_string(),
             };
             let item = |what: String| at(row, format!("item {readable}: {what}"));
