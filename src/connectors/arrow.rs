@@ -37,7 +37,7 @@ mod ipc;
 use ipc::{decode_ipc, map_ipc};
 pub use ipc::{MAX_IPC_BUFFER_BYTES, MAX_IPC_DICTIONARY_BYTES};
 mod mapped;
-use mapped::{advise_dont_need, is_in, release_batch, whole_pages_of, MappedValues};
+use mapped::{advise_dont_need, is_in, is_zero_copy, release_batch, whole_pages_of, MappedValues};
 mod parquet_input;
 use parquet_input::open_parquet;
 
@@ -163,6 +163,7 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
         None => {
             let bad = |e: String| Error::input(path, None, format!("not a readable Parquet file: {e}"));
             let (mut batches, int96_starts, claimed) = open_parquet(path)?;
+            read.pass.int96_starts = int96_starts;
             let mut rows = 0u64;
             // a row group's claimed row count is checked against the rows its pages hold
             let mut decode = || -> Result<()> {
@@ -172,21 +173,21 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
                     if rows > claimed {
                         break;
                     }
-                    read.hold(batch, int96_starts.as_deref())?;
+                    read.hold(batch)?;
                 }
                 Ok(())
             };
             let decoded = decode();
             // the held batch's rows come before the file's next refusal, as in the file
-            read.release_held(int96_starts.as_deref())?;
+            read.release_held()?;
             decoded?;
             if rows != claimed {
                 return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
             }
         }
         Some(map) => {
-            let decoded = decode_ipc(path, map, &mut |batch| read.hold(batch, None));
-            read.release_held(None)?;
+            let decoded = decode_ipc(path, map, &mut |batch| read.hold(batch));
+            read.release_held()?;
             decoded?;
         }
     }
@@ -203,9 +204,8 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
 pub fn read_arrow_batches(batches: Vec<RecordBatch>, label: &Path, opts: &ArrowOptions) -> Result<TimeFDataset> {
     let mut read = Read::new(label, opts, true, None)?;
     for batch in batches {
-        read.hold(batch, None)?;
+        read.hold(batch)?;
     }
-    read.release_held(None)?;
     read.finish().map(|(d, _, _)| d)
 }
 
@@ -312,7 +312,7 @@ impl<'a> Read<'a> {
             None => None,
         };
         Ok(Read {
-            pass: Pass { path, opts, row_base: 0, in_memory, count_only: false, checked: 0..0 },
+            pass: Pass { path, opts, row_base: 0, in_memory, count_only: false, int96_starts: None, checked: 0..0 },
             out: Out {
                 dataset,
                 source_id,
@@ -330,8 +330,8 @@ impl<'a> Read<'a> {
     }
 
     /// Reads the rows of `batch` now.
-    fn batch(&mut self, batch: &RecordBatch, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
-        self.pass.batch(batch, int96_starts, &mut self.out, CheckedAhead::default())
+    fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.pass.batch(batch, &mut self.out, CheckedAhead::default())
     }
 
     /// Reads the rows of the batch held before, while the compute pool checks
@@ -339,9 +339,15 @@ impl<'a> Read<'a> {
     /// holds `batch`: the pass's work on one thread and the values check on
     /// the others overlap across batches, and every refusal still comes in
     /// row order (a caller that meets an error of its own after this call
-    /// first reads the held rows, [`Read::release_held`]). `int96_starts`
-    /// covers the whole input, as for [`Read::batch`].
-    fn hold(&mut self, batch: RecordBatch, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
+    /// first reads the held rows, [`Read::release_held`]). A batch of an IPC
+    /// input that is not zero-copy (decompressed) is read at once instead, so
+    /// memory holds one decompressed batch (`docs/format.md` §1, "Limits a
+    /// reader checks").
+    fn hold(&mut self, batch: RecordBatch) -> Result<()> {
+        if self.out.ipc.as_ref().is_some_and(|(map, _)| !is_zero_copy(map, &batch)) {
+            self.release_held()?;
+            return self.batch(&batch);
+        }
         let Some((before, ahead)) = self.held.take() else {
             self.held = Some((batch, CheckedAhead::default()));
             return Ok(());
@@ -351,28 +357,29 @@ impl<'a> Read<'a> {
         match crate::runtime::compute_pool() {
             Ok(pool) => pool.in_place_scope(|scope| {
                 scope.spawn(|_| next = CheckedAhead::first_of(&batch));
-                pass.batch(&before, int96_starts, out, ahead)
+                pass.batch(&before, out, ahead)
             })?,
-            Err(_) => pass.batch(&before, int96_starts, out, ahead)?,
+            Err(_) => pass.batch(&before, out, ahead)?,
         }
         self.held = Some((batch, next));
         Ok(())
     }
 
     /// Reads the rows of the batch [`Read::hold`] holds, if any.
-    fn release_held(&mut self, int96_starts: Option<&[Option<f64>]>) -> Result<()> {
+    fn release_held(&mut self) -> Result<()> {
         match self.held.take() {
-            Some((batch, ahead)) => self.pass.batch(&batch, int96_starts, &mut self.out, ahead),
+            Some((batch, ahead)) => self.pass.batch(&batch, &mut self.out, ahead),
             None => Ok(()),
         }
     }
 
-    /// The dataset of the rows kept, whose series hand out their values, and
-    /// the number of values of each series counted but not kept.
+    /// Reads the held batch's rows ([`Read::release_held`]), then returns the
+    /// dataset of the rows kept, whose series hand out their values, and the
+    /// number of values of each series counted but not kept.
     #[allow(clippy::type_complexity)]
-    fn finish(self) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
-        let Read { pass, out, held } = self;
-        debug_assert!(held.is_none(), "a held batch is read before the read finishes");
+    fn finish(mut self) -> Result<(TimeFDataset, Dropped, std::collections::BTreeMap<String, u64>)> {
+        self.release_held()?;
+        let Read { pass, out, .. } = self;
         let path = pass.path;
         if pass.row_base == 0 {
             return Err(Error::input(path, None, "the table has no rows"));
@@ -399,6 +406,9 @@ struct Pass<'a> {
     in_memory: bool,
     /// Values are checked and counted, not kept ([`ArrowMetaPass`]).
     count_only: bool,
+    /// A Parquet input's INT96 `start` in epoch seconds, every row of the
+    /// input ([`typings::int96_seconds`]; the parquet crate's own decoding wraps).
+    int96_starts: Option<Vec<Option<f64>>>,
     /// Checked values of the IPC mapping not released yet (a byte range of
     /// it): consecutive series are released together, in blocks of
     /// [`RELEASE_BLOCK_BYTES`], not one `madvise` a series.
@@ -411,14 +421,8 @@ impl Pass<'_> {
     /// slices of the IPC mapping, whose pages under the batch are then released
     /// until the writer reads them again). `ahead` holds the checks of its
     /// first rows when they were made while the batch before was read.
-    fn batch(
-        &mut self,
-        batch: &RecordBatch,
-        int96_starts: Option<&[Option<f64>]>,
-        out: &mut Out,
-        ahead: CheckedAhead,
-    ) -> Result<()> {
-        self.rows(batch, int96_starts, out, ahead)?;
+    fn batch(&mut self, batch: &RecordBatch, out: &mut Out, ahead: CheckedAhead) -> Result<()> {
+        self.rows(batch, out, ahead)?;
         if let Some((map, _)) = &out.ipc {
             advise_dont_need(map, whole_pages_of(map, std::mem::replace(&mut self.checked, 0..0)));
             release_batch(map, batch);
@@ -442,13 +446,7 @@ impl Pass<'_> {
         }
     }
 
-    fn rows(
-        &mut self,
-        batch: &RecordBatch,
-        int96_starts: Option<&[Option<f64>]>,
-        out: &mut Out,
-        mut ahead: CheckedAhead,
-    ) -> Result<()> {
+    fn rows(&mut self, batch: &RecordBatch, out: &mut Out, mut ahead: CheckedAhead) -> Result<()> {
         let path = self.path;
         let at = |row: usize, what: String| Error::input(path, None, format!("row {row}: {what}"));
         let typing = |why: String| Error::input(path, None, why);
@@ -461,7 +459,7 @@ impl Pass<'_> {
             Some(c) => Some(typings::item_ids(c).map_err(refused)?),
             None => None,
         };
-        let starts = match (batch.column_by_name("start"), int96_starts) {
+        let starts = match (batch.column_by_name("start"), self.int96_starts.as_deref()) {
             (_, Some(all)) => Some(
                 all.get(self.row_base..self.row_base + batch.num_rows())
                     .ok_or_else(|| typing("start: INT96 rows do not match the table".into()))?

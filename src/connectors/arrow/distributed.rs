@@ -38,7 +38,7 @@ impl<'a> ArrowMetaPass<'a> {
     /// # Errors
     /// As [`super::read_arrow`].
     pub fn batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.read.batch(batch, None)
+        self.read.batch(batch)
     }
 
     /// The plan input: the dataset's metadata (its loaders refuse to run: the
@@ -133,7 +133,7 @@ pub fn arrow_part_series(
         if batch.column_by_name("item_id").is_none() {
             return Err(Error::input(label, None, "a distributed write needs an item_id column"));
         }
-        read.batch(batch, None)?;
+        read.batch(batch)?;
     }
     let wanted: std::collections::HashSet<&str> = task.series.iter().map(|s| s.meta.time_series_id.as_str()).collect();
     let (mut dataset, _, _) = read.finish()?;

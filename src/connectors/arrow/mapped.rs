@@ -147,31 +147,43 @@ fn release_pages(map: &memmap2::Mmap, values: &[f32]) {
     advise_dont_need(map, whole_pages(map, values));
 }
 
-/// Releases the whole pages spanned by the buffers of `batch` that lie in
-/// `map` (a batch's body is one stretch of the file): ids, offsets and values
-/// of millions of small rows would otherwise stay resident after the pass.
-pub(super) fn release_batch(map: &memmap2::Mmap, batch: &RecordBatch) {
-    fn span(data: &arrow_data::ArrayData, map: &memmap2::Mmap, lo: &mut usize, hi: &mut usize) {
+/// The byte range of `map` that the buffers of `batch` lying in it span
+/// (empty when none does), and whether every buffer with bytes lies in it.
+fn mapped_span(map: &memmap2::Mmap, batch: &RecordBatch) -> (std::ops::Range<usize>, bool) {
+    fn span(data: &arrow_data::ArrayData, map: &memmap2::Mmap, lo: &mut usize, hi: &mut usize, all: &mut bool) {
         let base = map.as_ptr() as usize;
         let bufs = data.buffers().iter().chain(data.nulls().map(|n| n.buffer()));
-        for b in bufs {
+        for b in bufs.filter(|b| !b.is_empty()) {
             let p = b.as_ptr() as usize;
             if p >= base && p + b.len() <= base + map.len() {
                 *lo = (*lo).min(p - base);
                 *hi = (*hi).max(p - base + b.len());
+            } else {
+                *all = false;
             }
         }
         for child in data.child_data() {
-            span(child, map, lo, hi);
+            span(child, map, lo, hi, all);
         }
     }
-    let (mut lo, mut hi) = (usize::MAX, 0);
+    let (mut lo, mut hi, mut all) = (usize::MAX, 0, true);
     for column in batch.columns() {
-        span(&column.to_data(), map, &mut lo, &mut hi);
+        span(&column.to_data(), map, &mut lo, &mut hi, &mut all);
     }
-    if lo < hi {
-        advise_dont_need(map, whole_pages_of(map, lo..hi));
-    }
+    (lo.min(hi)..hi, all)
+}
+
+/// True when every buffer of `batch` is a zero-copy slice of `map` (not
+/// decompressed or otherwise copied by the decoder).
+pub(super) fn is_zero_copy(map: &memmap2::Mmap, batch: &RecordBatch) -> bool {
+    mapped_span(map, batch).1
+}
+
+/// Releases the whole pages spanned by the buffers of `batch` that lie in
+/// `map` (a batch's body is one stretch of the file): ids, offsets and values
+/// of millions of small rows would otherwise stay resident after the pass.
+pub(super) fn release_batch(map: &memmap2::Mmap, batch: &RecordBatch) {
+    advise_dont_need(map, whole_pages_of(map, mapped_span(map, batch).0));
 }
 
 /// Keeps a zero-copy slice of the mapping alive and, when the writer drops it
@@ -205,6 +217,9 @@ fn release_on_drop(values: SeriesValues, map: &Arc<memmap2::Mmap>) -> SeriesValu
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use arrow_array::builder::{Float32Builder, ListBuilder};
+    use arrow_array::{ArrayRef, RecordBatch, StringArray};
+
     use super::*;
     use crate::dataset::ValuesStore;
 
@@ -266,5 +281,65 @@ mod tests {
             "peak resident {peak} bytes of a {} byte mapping",
             map.len()
         );
+    }
+
+    /// The batches of an IPC file of two batches (zstd-compressed or not),
+    /// as the connector decodes them from the file's mapping.
+    fn decoded(compressed: bool) -> (Arc<memmap2::Mmap>, Vec<RecordBatch>) {
+        let batch = |first: usize| {
+            let mut target = ListBuilder::new(Float32Builder::new());
+            for row in first..first + 3 {
+                target.values().append_slice(&vec![row as f32; 4096]);
+                target.append(true);
+            }
+            let ids: Vec<String> = (first..first + 3).map(|r| format!("item-{r}")).collect();
+            RecordBatch::try_from_iter([
+                ("item_id", Arc::new(StringArray::from(ids)) as ArrayRef),
+                ("target", Arc::new(target.finish()) as ArrayRef),
+            ])
+            .unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.arrow");
+        let options = arrow_ipc::writer::IpcWriteOptions::default()
+            .try_with_compression(compressed.then_some(arrow_ipc::CompressionType::ZSTD))
+            .unwrap();
+        let schema = batch(0).schema();
+        let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(
+            std::fs::File::create(&path).unwrap(),
+            &schema,
+            options,
+        )
+        .unwrap();
+        for first in [0, 3] {
+            w.write(&batch(first)).unwrap();
+        }
+        w.finish().unwrap();
+        let map = super::super::ipc::map_ipc(&path).unwrap();
+        let mut batches = Vec::new();
+        super::super::ipc::decode_ipc(&path, &map, &mut |b| {
+            batches.push(b);
+            Ok(())
+        })
+        .unwrap();
+        (map, batches)
+    }
+
+    #[test]
+    fn a_batch_is_zero_copy_unless_the_decoder_decompressed_it() {
+        let (map, batches) = decoded(false);
+        assert_eq!(batches.len(), 2);
+        for b in &batches {
+            assert!(is_zero_copy(&map, b));
+            // the body: ids, offsets and 3 x 4096 values, inside the file
+            let span = mapped_span(&map, b).0;
+            assert!(span.len() >= 3 * 4096 * 4 && span.end <= map.len(), "{span:?}");
+        }
+        let (map, batches) = decoded(true);
+        assert_eq!(batches.len(), 2);
+        for b in &batches {
+            // (a buffer that zstd does not shrink is stored as it is, and stays a slice)
+            assert!(!is_zero_copy(&map, b));
+        }
     }
 }
