@@ -202,12 +202,12 @@ fn id_batch(rows: &[(&str, Option<f64>)]) -> RecordBatch {
         target.values().append_slice(&[1.0, v.unwrap_or(f64::NAN)]);
         target.append(true);
     }
-    let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
-    RecordBatch::try_from_iter([
-        ("item_id", Arc::new(StringArray::from(ids)) as ArrayRef),
-        ("target", Arc::new(target.finish()) as ArrayRef),
-    ])
-    .unwrap()
+    ids_and_targets(rows.iter().map(|(id, _)| *id).collect(), Arc::new(target.finish()))
+}
+
+/// A batch of `item_id` and `target` columns.
+fn ids_and_targets(ids: Vec<&str>, target: ArrayRef) -> RecordBatch {
+    RecordBatch::try_from_iter([("item_id", Arc::new(StringArray::from(ids)) as ArrayRef), ("target", target)]).unwrap()
 }
 
 /// Rows are added to the dataset as they are checked: a second row with an
@@ -454,12 +454,7 @@ fn refusals_come_in_file_order_while_the_next_batch_is_checked_ahead() {
                     target.values().append_slice(&v);
                     target.append(true);
                 }
-                let ids: Vec<&str> = rows.iter().map(|(id, _)| *id).collect();
-                RecordBatch::try_from_iter([
-                    ("item_id", Arc::new(StringArray::from(ids)) as ArrayRef),
-                    ("target", Arc::new(target.finish()) as ArrayRef),
-                ])
-                .unwrap()
+                ids_and_targets(rows.iter().map(|(id, _)| *id).collect(), Arc::new(target.finish()))
             })
             .collect()
     };
