@@ -425,13 +425,14 @@ fn the_values_check_ahead_refuses_and_drops_in_row_order_across_windows() {
     }
 }
 
-/// The pass reads each batch's rows while the pool checks the values of the
-/// next batch's first rows, so it reads one batch behind the decoding. Over an
-/// IPC file and a Parquet file of three batches (rows 0-1, 2-3, 4-5) whose
-/// third is corrupt, a refused row of the second batch is still named before
-/// the corruption, the corruption is named when every row before it passes,
-/// and rows whose values were checked ahead (each batch's first) are refused,
-/// dropped and kept exactly as the rows after them.
+/// The pass reads an IPC batch's rows while the pool checks the values of the
+/// next batch's first rows, so it reads one batch behind the decoding (a
+/// Parquet batch is read as soon as it is decoded). Over an IPC file and a
+/// Parquet file of three batches (rows 0-1, 2-3, 4-5) whose third is corrupt,
+/// a refused row of the second batch is still named before the corruption,
+/// the corruption is named when every row before it passes, and rows whose
+/// values were checked ahead (each IPC batch's first) are refused, dropped and
+/// kept exactly as the rows after them.
 #[test]
 fn refusals_come_in_file_order_while_the_next_batch_is_checked_ahead() {
     use timef::connectors::arrow::read_arrow_with_report;

@@ -339,12 +339,17 @@ impl<'a> Read<'a> {
     /// holds `batch`: the pass's work on one thread and the values check on
     /// the others overlap across batches, and every refusal still comes in
     /// row order (a caller that meets an error of its own after this call
-    /// first reads the held rows, [`Read::release_held`]). A batch of an IPC
-    /// input that is not zero-copy (decompressed) is read at once instead, so
-    /// memory holds one decompressed batch (`docs/format.md` §1, "Limits a
-    /// reader checks").
+    /// first reads the held rows, [`Read::release_held`]). Only a batch that
+    /// takes no memory of its own is held: a zero-copy slice of an IPC
+    /// input's mapping, or batches handed over in memory. A decoded Parquet
+    /// batch or a decompressed IPC batch is read at once, so memory holds one
+    /// (`docs/format.md` §1, "Limits a reader checks").
     fn hold(&mut self, batch: RecordBatch) -> Result<()> {
-        if self.out.ipc.as_ref().is_some_and(|(map, _)| !is_zero_copy(map, &batch)) {
+        let free = match &self.out.ipc {
+            Some((map, _)) => is_zero_copy(map, &batch),
+            None => self.pass.in_memory,
+        };
+        if !free {
             self.release_held()?;
             return self.batch(&batch);
         }
@@ -622,16 +627,17 @@ const CHECK_AHEAD_VALUES: usize = 4 << 20;
 
 impl CheckedAhead {
     /// The checks of the first window of `batch`'s rows, made before the pass
-    /// reaches them ([`Read::hold`]); none when its `target` is not a
-    /// univariate list of numbers (the pass then refuses its typing, or
-    /// checks each channel itself).
+    /// reaches them ([`Read::hold`]): rows of at most [`CHECK_AHEAD_VALUES`]
+    /// values together, so a first row with more is checked only when the
+    /// pass reaches it. None when its `target` is not a univariate list of
+    /// numbers (the pass then refuses its typing, or checks each channel itself).
     fn first_of(batch: &RecordBatch) -> CheckedAhead {
         let mut ahead = CheckedAhead::default();
         let univariate = |t: &arrow_schema::DataType| {
             typings::list_element(t).is_some_and(|e| typings::list_element(e).is_none() && typings::is_value_type(e))
         };
         if let Some(target) = batch.column_by_name("target").filter(|t| !t.is_empty() && univariate(t.data_type())) {
-            ahead.check_window(target.as_ref(), 0);
+            ahead.check_window(target.as_ref(), 0, true);
         }
         ahead
     }
@@ -641,24 +647,73 @@ impl CheckedAhead {
     /// pool is unavailable (the pass then checks the row itself).
     fn take(&mut self, target: &dyn Array, r: usize) -> Option<std::result::Result<SeriesValues, ValueError>> {
         if !(self.start..self.start + self.rows.len()).contains(&r) {
-            self.check_window(target, r)?;
+            self.check_window(target, r, false)?;
         }
         self.rows.get_mut(r - self.start).and_then(Option::take)
     }
 
-    /// Checks the window of rows of `target` that starts at row `r` (`None`
-    /// when the pool is unavailable).
-    fn check_window(&mut self, target: &dyn Array, r: usize) -> Option<()> {
+    /// Checks the window of rows of `target` that starts at row `r`: rows
+    /// until they hold [`CHECK_AHEAD_VALUES`] values, the last one possibly
+    /// past it, or, `bounded`, only rows within it (none when row `r` alone
+    /// has more). `None` when the pool is unavailable.
+    fn check_window(&mut self, target: &dyn Array, r: usize, bounded: bool) -> Option<()> {
         use rayon::prelude::*;
         let (mut lists, mut values) = (Vec::new(), 0);
-        while r + lists.len() < target.len() && (lists.is_empty() || values < CHECK_AHEAD_VALUES) {
-            let list = typings::list_value(target, r + lists.len()).filter(|_| target.is_valid(r + lists.len()));
-            values += list.as_ref().map_or(0, |l| l.len());
+        while r + lists.len() < target.len() && values < CHECK_AHEAD_VALUES {
+            let row = r + lists.len();
+            let list = typings::list_value(target, row).filter(|_| target.is_valid(row));
+            let n = list.as_ref().map_or(0, |l| l.len());
+            if bounded && values + n > CHECK_AHEAD_VALUES {
+                break;
+            }
+            values += n;
             lists.push(list);
         }
         let pool = crate::runtime::compute_pool().ok()?;
         self.rows = pool.install(|| lists.par_iter().map(|l| l.as_ref().map(typings::to_f32)).collect());
         self.start = r;
         Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of univariate float32 rows of `lens` values each.
+    fn rows_of(lens: &[usize]) -> RecordBatch {
+        use arrow_array::builder::{Float32Builder, ListBuilder};
+        let mut target = ListBuilder::new(Float32Builder::new());
+        for (row, &n) in lens.iter().enumerate() {
+            target.values().append_slice(&vec![row as f32; n]);
+            target.append(true);
+        }
+        RecordBatch::try_from_iter([("target", Arc::new(target.finish()) as ArrayRef)]).unwrap()
+    }
+
+    /// Ahead of the pass a window stops before the row that would pass
+    /// [`CHECK_AHEAD_VALUES`] (none when the first row does), so a held batch
+    /// maps or converts at most that many values; the pass's own window takes
+    /// at least its first row, whole.
+    #[test]
+    fn a_window_checked_ahead_of_the_pass_never_passes_the_bound() {
+        let half = CHECK_AHEAD_VALUES / 2;
+        let batch = rows_of(&[half, half, 1]);
+        let ahead = CheckedAhead::first_of(&batch);
+        assert_eq!((ahead.start, ahead.rows.len()), (0, 2));
+        assert!(ahead.rows.iter().all(|r| matches!(r, Some(Ok(v)) if v.len() == half)));
+        let batch = rows_of(&[CHECK_AHEAD_VALUES + 1, 1]);
+        assert!(CheckedAhead::first_of(&batch).rows.is_empty());
+        // the pass checks that row when it comes: a window of the row alone
+        let mut ahead = CheckedAhead::default();
+        let target = batch.column_by_name("target").unwrap();
+        assert!(matches!(ahead.take(target.as_ref(), 0), Some(Ok(v)) if v.len() == CHECK_AHEAD_VALUES + 1));
+        assert_eq!((ahead.start, ahead.rows.len()), (0, 1));
+        // a row past the bound ends the pass's window after it
+        let batch = rows_of(&[half, half + 1, 1]);
+        let mut ahead = CheckedAhead::default();
+        assert!(ahead.take(batch.column_by_name("target").unwrap().as_ref(), 0).is_some());
+        assert_eq!(ahead.rows.len(), 2);
+        assert_eq!(CheckedAhead::first_of(&batch).rows.len(), 1);
     }
 }
