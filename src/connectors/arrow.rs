@@ -612,8 +612,9 @@ impl Pass<'_> {
 /// pool ([`typings::to_f32`] of each row's list; the values check is most of
 /// the pass), a window of rows holding about [`CHECK_AHEAD_VALUES`] values at
 /// a time, so the input pages it faults in before the pass releases them stay
-/// a few MiB. The pass takes each row's result in row order: the same errors,
-/// in the same order, as checking each row when it comes.
+/// about 16 MiB of float32 (a single row with more is checked whole). The pass
+/// takes each row's result in row order: the same errors, in the same order,
+/// as checking each row when it comes.
 #[derive(Default)]
 struct CheckedAhead {
     /// The first row of the window.
