@@ -165,28 +165,23 @@ pub fn read_arrow_with_report(path: impl AsRef<Path>, opts: &ArrowOptions) -> Re
             let (mut batches, int96_starts, claimed) = open_parquet(path)?;
             read.pass.int96_starts = int96_starts;
             let mut rows = 0u64;
-            // a row group's claimed row count is checked against the rows its pages hold
-            let mut decode = || -> Result<()> {
-                while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
-                    let batch = batch.map_err(|e| bad(e.to_string()))?;
-                    rows += batch.num_rows() as u64;
-                    if rows > claimed {
-                        break;
-                    }
-                    read.hold(batch)?;
+            // a row group's claimed row count is checked against the rows its
+            // pages hold; a decoded batch is read at once, not held (`Read::hold`)
+            while let Some(batch) = contain(|| batches.next()).map_err(bad)? {
+                let batch = batch.map_err(|e| bad(e.to_string()))?;
+                rows += batch.num_rows() as u64;
+                if rows > claimed {
+                    break;
                 }
-                Ok(())
-            };
-            let decoded = decode();
-            // the held batch's rows come before the file's next refusal, as in the file
-            read.release_held()?;
-            decoded?;
+                read.batch(&batch)?;
+            }
             if rows != claimed {
                 return Err(bad(format!("the footer claims {claimed} rows, the pages hold {rows}")));
             }
         }
         Some(map) => {
             let decoded = decode_ipc(path, map, &mut |batch| read.hold(batch));
+            // the held batch's rows come before the file's next refusal, as in the file
             read.release_held()?;
             decoded?;
         }
