@@ -342,4 +342,34 @@ mod tests {
             assert!(!is_zero_copy(&map, b));
         }
     }
+
+    /// `Read::hold` holds only a batch that takes no memory of its own: a
+    /// zero-copy IPC batch, or a batch handed over in memory. A decompressed
+    /// IPC batch, or a decoded batch of an input that is not IPC (Parquet), is
+    /// read at once. Every row is read either way.
+    #[test]
+    fn only_a_batch_that_takes_no_memory_of_its_own_is_held() {
+        use super::super::{ArrowOptions, Read};
+        let opts = ArrowOptions::new("n", "v1");
+        let held = |in_memory: bool, map: Option<Arc<memmap2::Mmap>>, batches: &[RecordBatch]| {
+            let mut read = Read::new(std::path::Path::new("in.arrow"), &opts, in_memory, map).unwrap();
+            let held: Vec<bool> = batches
+                .iter()
+                .map(|b| {
+                    read.hold(b.clone()).unwrap();
+                    read.held.is_some()
+                })
+                .collect();
+            let (d, _, _) = read.finish().unwrap();
+            assert_eq!(d.series_count(), 6);
+            held
+        };
+        let (map, batches) = decoded(false);
+        assert_eq!(held(false, Some(map), &batches), [true, true]);
+        let (map, compressed) = decoded(true);
+        assert_eq!(held(false, Some(map), &compressed), [false, false]);
+        // batches of an input that is not IPC (Parquet), and batches in memory
+        assert_eq!(held(false, None, &batches), [false, false]);
+        assert_eq!(held(true, None, &batches), [true, true]);
+    }
 }
