@@ -380,3 +380,39 @@ fn small_table_pages_are_cut_per_column_by_its_own_bytes_at_key_hash_rows() {
     }
     assert_conforming(&dir);
 }
+
+#[test]
+fn an_index_of_more_chunks_than_memory_holds_is_spilled_and_reads_back_exactly() {
+    // the writer holds 8 full blocks of 2^14 index rows in memory besides the
+    // block being filled, and spills past them (src/writer/index_rows.rs):
+    // 150 000 chunks spill, with a part block after the last full one
+    let n = 150_000;
+    assert!(n > 9 << 14 && n % (1 << 14) != 0);
+    let o = WriterOptions::default();
+    let mut d = dataset_with_source("many", "1");
+    let ids: Vec<String> = (0..n).map(|i| format!("t{i:06}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        add_series(&mut d, id, "acc", "x", 50.0, i as u32, 2);
+        let sample =
+            Sample { sample_id: id.clone(), source_id: "src".into(), series: main_refs(&[id]), ..Default::default() };
+        d.add_sample(sample).unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = commit(tmp.path(), d, o);
+    let series: Vec<_> = ids.iter().map(|id| ("acc", "x", id.clone(), 2)).collect();
+    let (want, _) = plan(&o, &series);
+    assert_eq!(stored_layout(&dir), want);
+    // every row's series, chunk, shard, row group and row offset
+    assert_index_matches(&dir, &want);
+    // and every row's value range and statistics
+    let version = Version::open(&dir).unwrap();
+    let index = version.index().unwrap();
+    assert_eq!(index.len(), n);
+    for (i, e) in index.iter().enumerate() {
+        let v = values(i as u32, 2);
+        let mean = (f64::from(v[0]) + f64::from(v[1])) / 2.0;
+        let got = (e.value_offset, e.n_values, e.min, e.max, e.mean, e.std);
+        let std = (f64::from(v[1]) - f64::from(v[0])).abs() / 2.0;
+        assert_eq!(got, (0, 2, v[0].min(v[1]), v[0].max(v[1]), mean, std), "row {i}");
+    }
+}

@@ -522,7 +522,7 @@ impl DistributedWrite {
         }
         let columns = SeriesColumns::from_metas(plan.layout.series.iter().map(|s| &s.meta));
         let keys = Arc::new(SeriesKeys::as_stored(columns));
-        Ok(SeriesOutput { files, index: index.finish()?, keys })
+        Ok(SeriesOutput { files, index: index.finish(), keys })
     }
 }
 

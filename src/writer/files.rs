@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::index_rows::{IndexRow, IndexRows};
+use super::index_rows::{Field, IndexRows};
 use super::shards::{ParquetFile, SeriesKeys};
 use super::{decide_ids, WriteProgressEvent, WriterOptions};
 use crate::dataset::TimeFDataset;
@@ -138,30 +138,37 @@ fn write_index(
 ) -> Result<manifest::FileEntry> {
     let cols = &*keys.columns;
     let enc = ids.get(IdSpace::TimeSeries);
-    // each leaf takes its page's rows: borrowed, or read back from the spill
-    let rows = move |r: Range<usize>| index.read(r);
-    let row = move |x: &IndexRow| keys.row(x.series);
+    // each leaf reads its one field of its page's rows (index_rows.rs)
+    let u32s = move |r: Range<usize>, f: Field| index.column::<u32>(r, f);
+    let f64s = move |r: Range<usize>, f: Field| index.column::<f64>(r, f);
+    let series = move |r: Range<usize>| Ok(u32s(r, Field::Series)?.into_iter().map(|s| keys.row(s)));
+    let i32s = move |r: Range<usize>, f: Field| Ok(tables::i32s(u32s(r, f)?.into_iter().map(|x| x as i32).collect()));
     let leaves = vec![
-        leaf(move |r| tables::ids(rows(r)?.iter().map(|x| cols.id(row(x))), enc)),
-        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.chunk_idx as i32).collect()))),
-        leaf(move |r| Ok(tables::strs(rows(r)?.iter().map(|x| cols.spec_type(row(x)))))),
-        leaf(move |r| Ok(tables::strs(rows(r)?.iter().map(|x| cols.channel(row(x)))))),
-        leaf(move |r| Ok(tables::opt_strs(&rows(r)?.iter().map(|x| cols.units(row(x))).collect::<Vec<_>>()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| cols.sampling_rate_hz(row(x))).collect()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| cols.t_start_s(row(x))).collect()))),
-        leaf(move |r| Ok(tables::opt_f64s(&rows(r)?.iter().map(|x| cols.t_end_s(row(x))).collect::<Vec<_>>()))),
-        leaf(move |r| Ok(tables::i64s(rows(r)?.iter().map(|x| x.value_offset as i64).collect()))),
-        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.n_values as i32).collect()))),
+        leaf(move |r| tables::ids(series(r)?.map(|x| cols.id(x)), enc)),
+        leaf(move |r| i32s(r, Field::ChunkIdx)),
+        leaf(move |r| Ok(tables::strs(series(r)?.map(|x| cols.spec_type(x))))),
+        leaf(move |r| Ok(tables::strs(series(r)?.map(|x| cols.channel(x))))),
+        leaf(move |r| Ok(tables::opt_strs(&series(r)?.map(|x| cols.units(x)).collect::<Vec<_>>()))),
+        leaf(move |r| Ok(tables::f64s(series(r)?.map(|x| cols.sampling_rate_hz(x)).collect()))),
+        leaf(move |r| Ok(tables::f64s(series(r)?.map(|x| cols.t_start_s(x)).collect()))),
+        leaf(move |r| Ok(tables::opt_f64s(&series(r)?.map(|x| cols.t_end_s(x)).collect::<Vec<_>>()))),
         leaf(move |r| {
-            let paths: Vec<String> = rows(r)?.iter().map(|x| shard_path(x.shard)).collect();
-            Ok(tables::strs(paths.iter().map(String::as_str)))
+            let offsets = index.column::<u64>(r, Field::ValueOffset)?;
+            Ok(tables::i64s(offsets.into_iter().map(|x| x as i64).collect()))
         }),
-        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_group as i32).collect()))),
-        leaf(move |r| Ok(tables::i32s(rows(r)?.iter().map(|x| x.row_offset as i32).collect()))),
-        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.stats.min as f32).collect()))),
-        leaf(move |r| Ok(tables::f32s(rows(r)?.iter().map(|x| x.stats.max as f32).collect()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.stats.mean).collect()))),
-        leaf(move |r| Ok(tables::f64s(rows(r)?.iter().map(|x| x.stats.std).collect()))),
+        leaf(move |r| i32s(r, Field::NValues)),
+        leaf(move |r| {
+            // a page's rows lie in a few shards, one after another
+            let shards = u32s(r, Field::Shard)?;
+            let paths: BTreeMap<u32, String> = shards.iter().map(|&s| (s, shard_path(s))).collect();
+            Ok(tables::strs(shards.iter().map(|s| paths.get(s).map_or("", String::as_str))))
+        }),
+        leaf(move |r| i32s(r, Field::RowGroup)),
+        leaf(move |r| i32s(r, Field::RowOffset)),
+        leaf(move |r| Ok(tables::f32s(f64s(r, Field::Min)?.into_iter().map(|x| x as f32).collect()))),
+        leaf(move |r| Ok(tables::f32s(f64s(r, Field::Max)?.into_iter().map(|x| x as f32).collect()))),
+        leaf(move |r| Ok(tables::f64s(f64s(r, Field::Mean)?))),
+        leaf(move |r| Ok(tables::f64s(f64s(r, Field::Std)?))),
     ];
     let mut hashes: Vec<u64> = Vec::with_capacity(index.len());
     index.for_each(|x| {

@@ -461,7 +461,7 @@ impl<'a> ShardStream<'a> {
         }
         let mut stats = self.stats;
         stats.bytes_read += self.base.as_ref().map_or(0, BaseShards::bytes_read);
-        Ok((self.files, self.index.finish()?, stats))
+        Ok((self.files, self.index.finish(), stats))
     }
 }
 
