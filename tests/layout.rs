@@ -385,34 +385,56 @@ fn small_table_pages_are_cut_per_column_by_its_own_bytes_at_key_hash_rows() {
 fn an_index_of_more_chunks_than_memory_holds_is_spilled_and_reads_back_exactly() {
     // the writer holds 8 full blocks of 2^14 index rows in memory besides the
     // block being filled, and spills past them (src/writer/index_rows.rs):
-    // 150 000 chunks spill, with a part block after the last full one
-    let n = 150_000;
-    assert!(n > 9 << 14 && n % (1 << 14) != 0);
-    let o = WriterOptions::default();
+    // 150 000 tiny series and 3 of 4 chunks each spill, with a part block
+    // after the last full one, across several shards and row groups
+    let (n, long, chunk_values) = (150_000, 3, 256);
+    let rows = n + 4 * long;
+    assert!(rows > 9 << 14 && rows % (1 << 14) != 0);
+    let o = WriterOptions::builder()
+        .chunk_max_bytes(4 * chunk_values as u64)
+        .row_group_target_bytes(64 << 10)
+        .shard_target_bytes(256 << 10)
+        .try_build()
+        .unwrap();
     let mut d = dataset_with_source("many", "1");
-    let ids: Vec<String> = (0..n).map(|i| format!("t{i:06}")).collect();
-    for (i, id) in ids.iter().enumerate() {
-        add_series(&mut d, id, "acc", "x", 50.0, i as u32, 2);
+    let mut series = Vec::new();
+    for i in 0..n + long {
+        // tiny series sort first (spec type "acc" before "ecg")
+        let (id, spec, ch, len) =
+            if i < n { (format!("t{i:06}"), "acc", "x", 2) } else { (format!("u{i}"), "ecg", "I", 4 * chunk_values) };
+        add_series(&mut d, &id, spec, ch, 50.0, i as u32, len);
         let sample =
-            Sample { sample_id: id.clone(), source_id: "src".into(), series: main_refs(&[id]), ..Default::default() };
+            Sample { sample_id: id.clone(), source_id: "src".into(), series: main_refs(&[&id]), ..Default::default() };
         d.add_sample(sample).unwrap();
+        series.push((spec, ch, id, len));
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = commit(tmp.path(), d, o);
-    let series: Vec<_> = ids.iter().map(|id| ("acc", "x", id.clone(), 2)).collect();
     let (want, _) = plan(&o, &series);
+    assert!(want.len() >= 3 && want.iter().all(|s| s.len() >= 2), "{} shards", want.len());
     assert_eq!(stored_layout(&dir), want);
     // every row's series, chunk, shard, row group and row offset
     assert_index_matches(&dir, &want);
-    // and every row's value range and statistics
+    // and every row's values and statistics
     let version = Version::open(&dir).unwrap();
     let index = version.index().unwrap();
-    assert_eq!(index.len(), n);
-    for (i, e) in index.iter().enumerate() {
-        let v = values(i as u32, 2);
-        let mean = (f64::from(v[0]) + f64::from(v[1])) / 2.0;
-        let got = (e.value_offset, e.n_values, e.min, e.max, e.mean, e.std);
-        let std = (f64::from(v[1]) - f64::from(v[0])).abs() / 2.0;
-        assert_eq!(got, (0, 2, v[0].min(v[1]), v[0].max(v[1]), mean, std), "row {i}");
+    assert_eq!(index.len(), rows);
+    for (r, e) in index.iter().enumerate() {
+        let (seed, chunk) = if r < n { (r, 0) } else { (n + (r - n) / 4, (r - n) % 4) };
+        let all = values(seed as u32, series[seed].3);
+        let v = &all[chunk * chunk_values..(chunk * chunk_values + chunk_values).min(all.len())];
+        let (min, max) =
+            (v.iter().copied().fold(f32::INFINITY, f32::min), v.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+        let at = (e.chunk_idx as usize, e.value_offset as usize, e.n_values as usize, e.min, e.max);
+        assert_eq!(at, (chunk, chunk * chunk_values, v.len(), min, max), "row {r}");
+        let wide: Vec<f64> = v.iter().map(|&x| f64::from(x)).collect();
+        if let [a, b] = wide[..] {
+            assert_eq!((e.mean, e.std), ((a + b) / 2.0, (b - a).abs() / 2.0), "row {r}");
+        } else {
+            let mean = wide.iter().sum::<f64>() / wide.len() as f64;
+            let std = (wide.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / wide.len() as f64).sqrt();
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y.abs().max(1.0);
+            assert!(close(e.mean, mean) && close(e.std, std), "row {r}: {e:?}, want mean {mean} std {std}");
+        }
     }
 }

@@ -138,7 +138,8 @@ fn write_index(
 ) -> Result<manifest::FileEntry> {
     let cols = &*keys.columns;
     let enc = ids.get(IdSpace::TimeSeries);
-    // each leaf reads its one field of its page's rows (index_rows.rs)
+    // each leaf reads one field of its page's rows (index_rows.rs): its own,
+    // or the series' position to look the series' metadata up
     let u32s = move |r: Range<usize>, f: Field| index.column::<u32>(r, f);
     let f64s = move |r: Range<usize>, f: Field| index.column::<f64>(r, f);
     let series = move |r: Range<usize>| Ok(u32s(r, Field::Series)?.into_iter().map(|s| keys.row(s)));
@@ -161,7 +162,7 @@ fn write_index(
             // a page's rows lie in a few shards, one after another
             let shards = u32s(r, Field::Shard)?;
             let paths: BTreeMap<u32, String> = shards.iter().map(|&s| (s, shard_path(s))).collect();
-            Ok(tables::strs(shards.iter().map(|s| paths.get(s).map_or("", String::as_str))))
+            Ok(tables::strs(shards.iter().map(|s| paths[s].as_str())))
         }),
         leaf(move |r| i32s(r, Field::RowGroup)),
         leaf(move |r| i32s(r, Field::RowOffset)),

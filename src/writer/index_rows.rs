@@ -139,73 +139,71 @@ macro_rules! le_field {
 }
 le_field!(u32 => U32, u64 => U64, f64 => F64);
 
-/// What is done to each field of a row, in record order.
+/// What is done to each field of a row.
 trait FieldVisitor {
-    fn field<T: LeField>(&mut self, value: &mut T);
+    fn field<T: LeField>(&mut self, field: Field, value: &mut T);
 }
 
-/// Visits the fields of row `row` of a block, knowing which field comes.
-struct InBlock<'a, B> {
+/// Row `row` of a block.
+struct InBlock<B> {
     block: B,
     row: usize,
-    next: std::slice::Iter<'a, Field>,
 }
 
-impl<B> InBlock<'_, B> {
-    /// The bytes of the next field of the row in the block.
-    fn place<T: LeField>(&mut self) -> Range<usize> {
-        // `IndexRow::fields` visits Field::ALL in order (a test checks it)
-        let field = self.next.next().copied().unwrap_or(Field::Std);
+impl<B> InBlock<B> {
+    /// The bytes of field `field` of the row (a `T`) in the block.
+    fn place<T: LeField>(&self, field: Field) -> Range<usize> {
         let start = field.block_offset() + self.row * T::KIND.bytes();
         start..start + T::KIND.bytes()
     }
 }
 
 /// Stores each field of a row in its column of a block.
-impl FieldVisitor for InBlock<'_, &mut [u8]> {
-    fn field<T: LeField>(&mut self, value: &mut T) {
-        let at = self.place::<T>();
+impl FieldVisitor for InBlock<&mut [u8]> {
+    fn field<T: LeField>(&mut self, field: Field, value: &mut T) {
+        let at = self.place::<T>(field);
         value.put(&mut self.block[at]);
     }
 }
 
 /// Reads each field of a row from its column of a block.
-impl FieldVisitor for InBlock<'_, &[u8]> {
-    fn field<T: LeField>(&mut self, value: &mut T) {
-        let at = self.place::<T>();
+impl FieldVisitor for InBlock<&[u8]> {
+    fn field<T: LeField>(&mut self, field: Field, value: &mut T) {
+        let at = self.place::<T>(field);
         *value = T::get(&self.block[at]);
     }
 }
 
 impl IndexRow {
-    /// The row's field table: every field in record order ([`Field::ALL`]).
-    /// `put` and `get` both walk it, so they cannot disagree.
+    /// The row's field table: every field, named, with its value (a test
+    /// checks it visits [`Field::ALL`] in order, each as its kind). `put` and
+    /// `get` both walk it, so they cannot disagree.
     fn fields(&mut self, v: &mut impl FieldVisitor) {
-        v.field(&mut self.series);
-        v.field(&mut self.chunk_idx);
-        v.field(&mut self.value_offset);
-        v.field(&mut self.n_values);
-        v.field(&mut self.shard);
-        v.field(&mut self.row_group);
-        v.field(&mut self.row_offset);
+        v.field(Field::Series, &mut self.series);
+        v.field(Field::ChunkIdx, &mut self.chunk_idx);
+        v.field(Field::ValueOffset, &mut self.value_offset);
+        v.field(Field::NValues, &mut self.n_values);
+        v.field(Field::Shard, &mut self.shard);
+        v.field(Field::RowGroup, &mut self.row_group);
+        v.field(Field::RowOffset, &mut self.row_offset);
         let s = &mut self.stats;
-        v.field(&mut s.count);
-        v.field(&mut s.min);
-        v.field(&mut s.max);
-        v.field(&mut s.mean);
-        v.field(&mut s.std);
+        v.field(Field::Count, &mut s.count);
+        v.field(Field::Min, &mut s.min);
+        v.field(Field::Max, &mut s.max);
+        v.field(Field::Mean, &mut s.mean);
+        v.field(Field::Std, &mut s.std);
     }
 
     /// Stores the row as row `row` of `block`.
     fn put(&self, block: &mut [u8], row: usize) {
         let mut copy = *self;
-        copy.fields(&mut InBlock { block, row, next: Field::ALL.iter() });
+        copy.fields(&mut InBlock { block, row });
     }
 
     /// Row `row` of `block`.
     fn get(block: &[u8], row: usize) -> IndexRow {
         let mut out = IndexRow::default();
-        out.fields(&mut InBlock { block, row, next: Field::ALL.iter() });
+        out.fields(&mut InBlock { block, row });
         out
     }
 }
@@ -412,16 +410,16 @@ mod tests {
 
     #[test]
     fn the_field_table_visits_every_field_in_record_order() {
-        struct Kinds(Vec<Kind>);
+        struct Kinds(Vec<(Field, Kind)>);
         impl FieldVisitor for Kinds {
-            fn field<T: LeField>(&mut self, _: &mut T) {
-                self.0.push(T::KIND);
+            fn field<T: LeField>(&mut self, field: Field, _: &mut T) {
+                self.0.push((field, T::KIND));
             }
         }
         let mut kinds = Kinds(Vec::new());
         IndexRow::default().fields(&mut kinds);
-        assert_eq!(kinds.0, Field::ALL.map(Field::kind));
-        assert_eq!(kinds.0.iter().map(|k| k.bytes()).sum::<usize>(), RECORD_BYTES);
+        assert_eq!(kinds.0, Field::ALL.map(|f| (f, f.kind())));
+        assert_eq!(kinds.0.iter().map(|(_, k)| k.bytes()).sum::<usize>(), RECORD_BYTES);
         assert_eq!(RECORD_BYTES, 72);
         assert_eq!(Field::ALL.map(|f| f.block_offset() / BLOCK_ROWS), [0, 4, 8, 16, 20, 24, 28, 32, 40, 48, 56, 64]);
         // row 2 of a block: each field's bytes at its column's offset plus 2 widths
