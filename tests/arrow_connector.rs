@@ -293,6 +293,52 @@ fn values_of_an_input_past_the_release_sweep_read_back_exactly() {
     assert_eq!(seen, rows);
 }
 
+/// A multivariate row with a missing value in any channel is refused naming
+/// the channel, or under drop-case left out whole (none of its channels kept),
+/// as a row with a null channel is.
+#[test]
+fn a_multivariate_row_missing_a_value_in_a_later_channel_is_left_out_whole() {
+    use timef::connectors::arrow::read_arrow_with_report;
+    use timef::connectors::OnMissing;
+    let mut target = ListBuilder::new(ListBuilder::new(Float64Builder::new()));
+    // a: NaN in channel 1; b: clean; c: channel 2 null
+    for (dims, null) in [
+        (vec![vec![1.0, 2.0], vec![3.0, f64::NAN]], None),
+        (vec![vec![4.0], vec![5.0, 6.0]], None),
+        (vec![vec![7.0], vec![8.0], vec![]], Some(2)),
+    ] {
+        for (d, v) in dims.iter().enumerate() {
+            target.values().values().append_slice(v);
+            target.values().append(null != Some(d));
+        }
+        target.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([
+        ("item_id", Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef),
+        ("target", Arc::new(target.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mv.arrow");
+    write_ipc_file(&path, &batch);
+    let err = read_arrow(&path, &ArrowOptions::new("mv", "v1")).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}: row 0: item a: channel 1: value 1 is NaN (missing); TimeF stores only finite values \
+             (--on-missing drop-case leaves such rows out)",
+            path.display()
+        )
+    );
+    let mut drop = ArrowOptions::new("mv", "v1");
+    drop.on_missing = OnMissing::DropCase;
+    let (d, dropped) = read_arrow_with_report(&path, &drop).unwrap();
+    assert_eq!(dropped.cases, ["a", "c"]);
+    assert_eq!(d.samples().map(|s| s.sample_id).collect::<Vec<_>>(), ["b"]);
+    let series: Vec<String> = d.series().map(|m| m.time_series_id).collect();
+    assert_eq!(series, ["b/0", "b/1"]);
+}
+
 /// A kept row with an empty `item_id` is refused at its row, before the rows
 /// after it; under drop-case a dropped one is just left out.
 #[test]

@@ -23,7 +23,7 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, RecordBatch};
 
 use crate::connectors::typings::{self, Refused, ValueError};
 use crate::connectors::{unreadable, Dropped, IdMode, OnMissing, DEFAULT_SAMPLING_RATE_HZ, DEFAULT_SPEC_TYPE};
@@ -495,12 +495,18 @@ impl Pass<'_> {
             if target.is_null(r) {
                 return Err(item("target is null".into()));
             }
-            let outer = typings::list_value(target.as_ref(), r).ok_or_else(|| item("target is not a list".into()))?;
-            let channels: Vec<ArrayRef> = if multivariate {
+            let outer = || typings::list_value(target.as_ref(), r).ok_or_else(|| item("target is not a list".into()));
+            let in_channel = |d: usize, e: ValueError| match e {
+                ValueError::Missing(m) => ValueError::Missing(format!("channel {d}: {m}")),
+                ValueError::Invalid(m) => ValueError::Invalid(format!("channel {d}: {m}")),
+            };
+            let mut held = Vec::new();
+            if multivariate {
+                let outer = outer()?;
                 if outer.is_empty() {
                     return Err(item("multivariate target with no channel".into()));
                 }
-                (0..outer.len())
+                let channels = (0..outer.len())
                     .map(|d| typings::list_value(outer.as_ref(), d).filter(|_| outer.is_valid(d)))
                     .collect::<Option<Vec<_>>>()
                     .map_or_else(
@@ -510,31 +516,31 @@ impl Pass<'_> {
                         },
                         Ok,
                     )
-                    .or_else(|e| self.missing(e, &item, out, &readable).map(|_| Vec::new()))?
-            } else {
-                vec![outer]
-            };
-            if channels.is_empty() {
-                continue;
-            }
-            let mut held = Vec::with_capacity(channels.len());
-            let mut keep = true;
-            for (d, values) in channels.iter().enumerate() {
-                let checked = if multivariate { None } else { ahead.take(target.as_ref(), r) };
-                match checked.unwrap_or_else(|| typings::to_f32(values)) {
-                    Ok(v) => held.push(v),
-                    Err(e) => {
-                        let e = match e {
-                            ValueError::Missing(m) => ValueError::Missing(format!("channel {d}: {m}")),
-                            ValueError::Invalid(m) => ValueError::Invalid(format!("channel {d}: {m}")),
-                        };
-                        self.missing(e, &item, out, &readable)?;
-                        keep = false;
-                        break;
+                    .or_else(|e| self.missing(e, &item, out, &readable).map(|_| Vec::new()))?;
+                for (d, values) in channels.iter().enumerate() {
+                    match typings::to_f32(values) {
+                        Ok(v) => held.push(v),
+                        Err(e) => {
+                            self.missing(in_channel(d, e), &item, out, &readable)?;
+                            held.clear();
+                            break;
+                        }
                     }
                 }
+            } else {
+                // checked ahead: the row's list is built only when it was not
+                // (an allocation a row)
+                let checked = match ahead.take(target.as_ref(), r) {
+                    Some(checked) => checked,
+                    None => typings::to_f32(&outer()?),
+                };
+                match checked {
+                    Ok(v) => held.push(v),
+                    Err(e) => self.missing(in_channel(0, e), &item, out, &readable)?,
+                }
             }
-            if !keep {
+            // a row left out (its values missing under drop-case)
+            if held.is_empty() {
                 continue;
             }
             let channels = held
@@ -675,6 +681,7 @@ impl CheckedAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::ArrayRef;
 
     /// A batch of univariate float32 rows of `lens` values each.
     fn rows_of(lens: &[usize]) -> RecordBatch {
