@@ -161,7 +161,10 @@ fn write_index(
         leaf(move |r| {
             // a page's rows lie in a few shards, one after another
             let shards = u32s(r, Field::Shard)?;
-            let paths: BTreeMap<u32, String> = shards.iter().map(|&s| (s, shard_path(s))).collect();
+            let mut paths = BTreeMap::new();
+            for &s in &shards {
+                paths.entry(s).or_insert_with(|| shard_path(s));
+            }
             Ok(tables::strs(shards.iter().map(|s| paths[s].as_str())))
         }),
         leaf(move |r| i32s(r, Field::RowGroup)),
