@@ -89,31 +89,37 @@ impl Field {
         }
     }
 
-    /// Where the field's values start in a block (bytes): after every field
-    /// before it, [`BLOCK_ROWS`] values each.
+    /// Where the field's values start in a block (bytes, [`BLOCK_OFFSETS`]).
     const fn block_offset(self) -> usize {
-        let mut bytes = 0;
-        let mut k = 0;
-        while k < self as usize {
-            bytes += Field::ALL[k].kind().bytes();
-            k += 1;
-        }
-        bytes * BLOCK_ROWS
+        BLOCK_OFFSETS[self as usize]
     }
 }
+
+/// Where each field's values start in a block (bytes), in record order: after
+/// every field before it, [`BLOCK_ROWS`] values each. A table, so that storing
+/// or reading a row looks each offset up.
+const BLOCK_OFFSETS: [usize; Field::ALL.len()] = {
+    let mut offsets = [0; Field::ALL.len()];
+    let mut k = 1;
+    while k < offsets.len() {
+        offsets[k] = offsets[k - 1] + Field::ALL[k - 1].kind().bytes() * BLOCK_ROWS;
+        k += 1;
+    }
+    offsets
+};
 
 /// Bytes of one row: seven integers and the statistics' five numbers, little-endian.
 const RECORD_BYTES: usize = 4 * 6 + 8 + 8 * 5;
 
 /// Rows a block holds (2^14): the unit the rows are kept and spilled in.
-pub(crate) const BLOCK_ROWS: usize = 1 << 14;
+const BLOCK_ROWS: usize = 1 << 14;
 
 /// Bytes of a block (1.1 MiB).
 const BLOCK_BYTES: usize = BLOCK_ROWS * RECORD_BYTES;
 
 /// Full blocks a write holds in memory before it spills them all to a file
 /// (8: 2^17 rows, 9 MiB), besides the block being filled.
-pub(crate) const MEMORY_BLOCKS: usize = 8;
+const MEMORY_BLOCKS: usize = 8;
 
 /// A fixed-width little-endian field of a row.
 pub(crate) trait LeField: Sized {
