@@ -93,6 +93,12 @@ impl Field {
     const fn block_offset(self) -> usize {
         BLOCK_OFFSETS[self as usize]
     }
+
+    /// The bytes of this field of rows `rows` (row numbers within a block) in the block.
+    fn in_block(self, rows: Range<usize>) -> Range<usize> {
+        let width = self.kind().bytes();
+        self.block_offset() + rows.start * width..self.block_offset() + rows.end * width
+    }
 }
 
 /// Where each field's values start in a block (bytes), in record order: after
@@ -156,27 +162,17 @@ struct InBlock<B> {
     row: usize,
 }
 
-impl<B> InBlock<B> {
-    /// The bytes of field `field` of the row (a `T`) in the block.
-    fn place<T: LeField>(&self, field: Field) -> Range<usize> {
-        let start = field.block_offset() + self.row * T::KIND.bytes();
-        start..start + T::KIND.bytes()
-    }
-}
-
 /// Stores each field of a row in its column of a block.
 impl FieldVisitor for InBlock<&mut [u8]> {
     fn field<T: LeField>(&mut self, field: Field, value: &mut T) {
-        let at = self.place::<T>(field);
-        value.put(&mut self.block[at]);
+        value.put(&mut self.block[field.in_block(self.row..self.row + 1)]);
     }
 }
 
 /// Reads each field of a row from its column of a block.
 impl FieldVisitor for InBlock<&[u8]> {
     fn field<T: LeField>(&mut self, field: Field, value: &mut T) {
-        let at = self.place::<T>(field);
-        *value = T::get(&self.block[at]);
+        *value = T::get(&self.block[field.in_block(self.row..self.row + 1)]);
     }
 }
 
@@ -341,8 +337,7 @@ impl IndexRows {
         while at < range.end {
             let (b, row) = (at / BLOCK_ROWS, at % BLOCK_ROWS);
             let n = (BLOCK_ROWS - row).min(range.end - at);
-            let start = field.block_offset() + row * width;
-            out.extend(self.block_bytes(b, start..start + n * width, &mut buf)?.chunks_exact(width).map(T::get));
+            out.extend(self.block_bytes(b, field.in_block(row..row + n), &mut buf)?.chunks_exact(width).map(T::get));
             at += n;
         }
         Ok(out)
