@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The writer's throughput as a share of the codec's 2-core ceiling, in one run:
 # the ceiling is zstd level 3 on the BYTE_STREAM_SPLIT value bytes of the same
-# gen_bench.py input in 1 MiB pages on THREADS threads (examples/codec_limit.rs);
+# gen_bench.py input, series in the writer's order (sorted by id), in 1 MiB
+# pages on THREADS threads, compression alone timed (examples/codec_limit.rs);
 # the writer is `timef ingest arrow` of that input (wall time, peak RSS).
 # RUNS rounds, each a ceiling run right before a writer run: this machine's
 # speed drifts from minute to minute, so each round's share compares two runs

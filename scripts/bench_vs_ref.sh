@@ -15,7 +15,7 @@ $py $tools/gen_bench.py "$work/in.arrow" --total-mib "$mib" --shape "$shape"
 . scripts/bench_lib.sh
 written_back
 before_run() { rm -rf "$work/out"; }
-ours=$(best_of timef $bin/timef ingest arrow --root "$work/out" --name b --version v1 "$work/in.arrow")
+ours=$(best_of timef $bin/timef ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/in.arrow")
 theirs=$(best_of ref_writer $py $tools/ref_writer.py "$work/in.arrow" --root "$work/out" --name b --version v1)
 python3 - "$mib" "$ours" "$theirs" <<'PY'
 import sys

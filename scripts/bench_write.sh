@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Every write figure of the throughput targets in one command: the writer
 # against ref_writer.py (scripts/bench_vs_ref.sh) on mixed 256 MiB and 1 GiB,
-# small and mixed 32 MiB, small 256 MiB and long 256 MiB, then the fixed cost
+# small and mixed 32 MiB, small 256 MiB and long 256 MiB; then the fixed cost
 # of a write (a write of one series: start, staging, the tables, fsyncs,
-# commit), then the writer's share of the codec ceiling on mixed 256 MiB and on
-# small 32 MiB (scripts/bench_codec_limit.sh): small series compress less and
-# more slowly, so their ceiling is lower. After the writes it prints small
-# 32 MiB's throughput as a share of mixed 256 MiB's (the target), small
-# 256 MiB's (equal size: the cost of many series alone) and mixed 32 MiB's
-# (equal shape: the cost of a write's size alone, its fixed cost weighing 8
-# times more on 32 MiB). Last, the ratio of the two ceilings and the bound of
-# the target's share: small 32 MiB encoded as close to its ceiling as mixed
-# 256 MiB is to its own, plus the fixed cost, against mixed 256 MiB's writer.
+# commit); then the writer's share of the codec ceiling on mixed 256 MiB and
+# on small 32 MiB (scripts/bench_codec_limit.sh). After the writes it prints
+# small 32 MiB's throughput as a share of mixed 256 MiB's (the target), small
+# 256 MiB's (equal size: the cost of many series alone), mixed 32 MiB's
+# (equal shape: the cost of a smaller write alone) and small 32 MiB's against
+# mixed 32 MiB's. Last, the ratio of the two ceilings (the share the codec
+# alone reaches) and small 32 MiB/mixed 256 MiB from the codec rounds' own
+# writer runs, which ran in the same minutes as their ceilings.
 #   scripts/bench_write.sh [RUNS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,67 +21,41 @@ for case in "256 mixed" "1024 mixed" "32 small" "32 mixed" "256 small" "256 long
   echo "== write $2 $1 MiB" | tee -a "$log"
   scripts/bench_vs_ref.sh "$1" "$2" "$runs" | tee -a "$log"
 done
-# the fixed cost of a write: one series of 2,621 values, best of RUNS
+# the fixed cost of a write: one series, best of RUNS
 . scripts/bench_lib.sh
-.venv/bin/python ../shared/tools/gen_bench.py "$work/one.arrow" --total-mib 0.01 --shape mixed >/dev/null
+.venv/bin/python ../shared/tools/gen_bench.py "$work/one.arrow" --total-mib 0.01 --shape mixed | tee "$work/one.txt"
+grep -q ": 1 series," "$work/one.txt" || { echo "gen_bench.py did not write one series" >&2; exit 1; }
 before_run() { rm -rf "$work/out"; }
 written_back
-best_of "== fixed cost of a write (one series, s, peak RSS KiB):" \
-  "${CARGO_TARGET_DIR:-target}/release/timef" ingest arrow --root "$work/out" --name b --version v1 "$work/one.arrow" | tee -a "$log"
-# the shares: each against mixed 256 MiB, both best of RUNS
+best_of "== fixed cost of a write (one series; s, peak RSS KiB):" "${CARGO_TARGET_DIR:-target}/release/timef" \
+  ingest arrow --quiet --root "$work/out" --name b --version v1 "$work/one.arrow" | tee -a "$log"
+for case in "256 mixed" "32 small"; do
+  set -- $case
+  echo "== codec limit $2 $1 MiB" | tee -a "$log"
+  scripts/bench_codec_limit.sh "$1" "$2" "$runs" | tee -a "$log"
+done
 python3 - "$log" <<'PY'
 import re, sys
-rate, case = {}, None
+rate, ceiling, codec_writer, kind, case = {}, {}, {}, None, None
 for line in open(sys.argv[1]):
-    if m := re.match(r"== write (\w+) (\d+) MiB", line):
-        case = m.groups()
-    elif m := re.match(r"\s*timef: .* ([\d.]+) MiB/s", line):
+    if m := re.match(r"== (write|codec limit) (\w+) (\d+) MiB", line):
+        kind, case = m.group(1), (m.group(2), m.group(3))
+    elif (m := re.match(r"\s*timef: .* ([\d.]+) MiB/s", line)) and kind == "write":
         rate[case] = float(m.group(1))
-pairs = ((("small", "32"), ("mixed", "256"), "target >= 0.80"), (("small", "256"), ("mixed", "256"), "equal size"),
-         (("mixed", "32"), ("mixed", "256"), "equal shape"), (("small", "32"), ("mixed", "32"), "equal size"))
-for a, b, what in pairs:
-    name = f"{a[0]} {a[1]} MiB/{b[0]} {b[1]} MiB"
-    if a in rate and b in rate:
-        print(f"== {name}: {rate[a]:.1f} / {rate[b]:.1f} MiB/s = {rate[a] / rate[b]:.2f} ({what})")
+    elif (m := re.match(r"codec ceiling .* best\s+([\d.]+) MiB/s", line)) and kind == "codec limit":
+        ceiling[case] = float(m.group(1))
+    elif (m := re.match(r"writer \(.*\): best\s+[\d.]+ s\s+([\d.]+) MiB/s", line)) and kind == "codec limit":
+        codec_writer[case] = float(m.group(1))
+small32, mixed256 = ("small", "32"), ("mixed", "256")
+def share(name, a, b, of, what):
+    if a in of and b in of:
+        print(f"== {name}: {of[a]:.1f} / {of[b]:.1f} MiB/s = {of[a] / of[b]:.2f} ({what})")
     else:
-        print(f"== {name}: n/a (no timef figure for one of them above)")
-PY
-echo "== codec limit, mixed 256 MiB"
-scripts/bench_codec_limit.sh 256 mixed "$runs" | tee -a "$log"
-echo "== codec limit, small 32 MiB"
-scripts/bench_codec_limit.sh 32 small "$runs" | tee -a "$log"
-# the bound of the small-series target: small 32 MiB encoded at the share of
-# its codec ceiling that mixed 256 MiB's write reaches of its own (a share
-# over 100% is possible: the rounds above show the writer passing the
-# in-memory ceiling on mixed series on some machines), plus the fixed
-# cost of a write, which cannot overlap the encoding (the start comes before
-# the first value is read, the commit after the last page is written); and
-# the ratio of the ceilings, the share the codec alone reaches
-python3 - "$log" <<'PY'
-import re, sys
-best, mixed, fixed, case = [], None, None, None
-for line in open(sys.argv[1]):
-    if m := re.match(r"codec ceiling .* best\s+([\d.]+) MiB/s", line):
-        best.append(float(m.group(1)))
-    elif m := re.match(r"== write (\w+) (\d+) MiB", line):
-        case = m.groups()
-    elif (m := re.match(r"\s*timef: .* ([\d.]+) MiB/s", line)) and case == ("mixed", "256"):
-        mixed = float(m.group(1))
-    elif m := re.match(r"== fixed cost of a write .*: ([\d.]+) ", line):
-        fixed = float(m.group(1))
-if len(best) != 2:
-    print("== codec ceilings, small 32 MiB/mixed 256 MiB: n/a (no ceiling figure above)")
-    sys.exit()
-ceiling_mixed, ceiling_small = best
-print(f"== codec ceilings, small 32 MiB/mixed 256 MiB: {ceiling_small:.1f} / {ceiling_mixed:.1f} MiB/s"
-      f" = {ceiling_small / ceiling_mixed:.2f} (the codec alone)")
-if mixed is None or fixed is None:
-    print("== bound, small 32 MiB/mixed 256 MiB: n/a (no mixed 256 MiB or fixed cost figure above)")
-    sys.exit()
-# mixed 256 MiB's encoding without its own fixed cost, as a share of its ceiling
-share = 256 / (256 / mixed - fixed) / ceiling_mixed
-small = 32 / (32 / (share * ceiling_small) + fixed)
-print(f"== bound, small 32 MiB/mixed 256 MiB: encoding at {100 * share:.0f}% of the ceiling {ceiling_small:.1f} MiB/s"
-      f" (mixed 256 MiB's share) plus the fixed cost {1000 * fixed:.1f} ms = {small:.1f} MiB/s;"
-      f" / {mixed:.1f} MiB/s = {small / mixed:.2f}")
+        print(f"== {name}: n/a (a figure is missing above)")
+share("small 32 MiB/mixed 256 MiB", small32, mixed256, rate, "target >= 0.80")
+share("small 256 MiB/mixed 256 MiB", ("small", "256"), mixed256, rate, "equal size")
+share("mixed 32 MiB/mixed 256 MiB", ("mixed", "32"), mixed256, rate, "equal shape")
+share("small 32 MiB/mixed 32 MiB", small32, ("mixed", "32"), rate, "equal size")
+share("codec ceilings, small 32 MiB/mixed 256 MiB", small32, mixed256, ceiling, "the codec alone")
+share("small 32 MiB/mixed 256 MiB in the codec rounds", small32, mixed256, codec_writer, "best writer runs there")
 PY
