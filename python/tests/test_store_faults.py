@@ -196,6 +196,25 @@ def test_a_server_that_never_answers_fails_within_the_default_timeouts(cli: Path
         assert m.group(1) == seconds, o.stderr
 
 
+def test_a_write_to_a_mute_server_fails_at_its_first_request_whatever_the_depth_of_its_root(
+        cli: Path, tmp_path: Path) -> None:
+    """Review 38: a write's check that its root is outside every committed version read each ancestor's
+    manifest and passed over any failure, so a mute server cost one timeout per level of the root (80 s and
+    120 s with the defaults). A failure other than a denial now fails the write at the first ancestor."""
+    opts = {**s3_options("http://unused"), "timeout": "1s", "retry_timeout_s": "0"}
+    with MuteServer() as mute:
+        opts["aws_endpoint"] = mute.url
+        proc = ingest(cli, tmp_path, "s3://bucket/a/b/c", opts)
+        code, err = finish(proc)
+    pattern = (r"timef: error: object store s3://bucket/a/b/c/ds/manifest\.json: Generic S3 error: Error performing "
+               r"GET http://127\.0\.0\.1:\d+/bucket/a/b/c/ds/manifest\.json in (\d+)\.\d+s - HTTP error: error "
+               r"sending request: operation timed out\n")
+    assert code == 3, err
+    m = re.fullmatch(pattern, err)
+    assert m is not None, err
+    assert m.group(1) == "1", err
+
+
 def test_a_failed_multipart_upload_reports_its_own_error(tmp_path: Path) -> None:
     endpoint = s3_endpoint()
     bucket = s3_bucket(endpoint)

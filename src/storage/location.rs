@@ -337,8 +337,10 @@ impl Location {
     }
 
     /// Refuses a place one of whose ancestors holds TimeF's `manifest.json`
-    /// (docs/format.md §1). An ancestor that cannot be read is passed over:
-    /// only a readable TimeF manifest refuses.
+    /// (docs/format.md §1). An ancestor the caller may not read (a local I/O
+    /// error, a store's denial) is passed over: only a readable TimeF manifest
+    /// refuses. Any other failure of a store (a timeout, a network error) is
+    /// returned at once: the next ancestor's read would wait as long.
     fn ensure_outside_versions(&self) -> Result<()> {
         let ancestors: Vec<Location> = match &self.0 {
             Inner::Local(p, _) => resolved(p).ancestors().skip(1).map(Location::local).collect(),
@@ -349,7 +351,19 @@ impl Location {
             },
         };
         for version in ancestors {
-            let format = version.marker_field(MANIFEST, "format").ok().flatten();
+            let format = match version.marker_field(MANIFEST, "format") {
+                Ok(format) => format,
+                Err(Error::ObjectStore { source, .. })
+                    if matches!(
+                        *source,
+                        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
+                    ) =>
+                {
+                    None
+                }
+                Err(e @ Error::ObjectStore { .. }) => return Err(e),
+                Err(_) => None,
+            };
             if format.as_deref() == Some(crate::names::FORMAT) {
                 return Err(Error::validation(
                     self.to_string(),
