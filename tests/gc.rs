@@ -252,8 +252,16 @@ fn plant(b: &Backend) -> Planted {
     planted
 }
 
+/// True for the bytes of gc's fence at a version's manifest key.
+fn is_fence(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v["format"] == "timef-gc-fence")
+}
+
 /// `gc` of `place` (`""` the root, else a dataset) removes exactly the dead
-/// leftovers of `datasets`, and its dry run reported exactly that first.
+/// leftovers of `datasets`, and gc's fences that earlier runs left under
+/// `place` (`--older-than-s 0`: any fence is old), and its dry run reported
+/// exactly that first. On an object store, each dead claim's version without
+/// a manifest keeps gc's fence at its manifest key.
 fn assert_gc_removes_exactly(b: &Backend, planted: &Planted, place: &str, datasets: &[&str]) {
     let at = if place.is_empty() { b.root.clone() } else { b.root.join(place) };
     let before = b.files();
@@ -261,23 +269,48 @@ fn assert_gc_removes_exactly(b: &Backend, planted: &Planted, place: &str, datase
     assert_eq!(b.files(), before, "{:?}: a dry run removes nothing", b.kind);
     let report = gc(&at, 0).unwrap();
     assert_eq!(report, dry, "{:?} {place:?}: the dry run reports exactly what the real run removes", b.kind);
+    let under_place = |f: &str| place.is_empty() || f.starts_with(&format!("{place}/"));
+    let old_fences: Vec<String> =
+        before.iter().filter(|(f, bytes)| under_place(f) && is_fence(bytes)).map(|(f, _)| f.clone()).collect();
     let dead: Vec<&(String, Vec<String>)> = datasets.iter().flat_map(|d| &planted.dead[*d]).collect();
-    let units: Vec<String> = dead.iter().map(|(unit, _)| b.shown(unit)).collect();
+    // per dataset, its versions' units (claims, fences) by version name, then its parts' prefixes
+    let dataset_of = |unit: &str| unit.split('/').next().unwrap_or_default().to_string();
+    let mut units: Vec<(String, bool, String)> = old_fences.iter().map(|f| (dataset_of(f), false, f.clone())).collect();
+    units
+        .extend(dead.iter().map(|(u, _)| (dataset_of(u), u.ends_with(PARTS_MARKER) || !u.ends_with(CLAIM), u.clone())));
+    units.sort();
+    let units: Vec<String> = units.into_iter().map(|(_, _, u)| b.shown(&u)).collect();
     assert_eq!(report.removed_claims, units, "{:?} {place:?}", b.kind);
     let removed: BTreeSet<String> = report.removed_files.iter().cloned().collect();
-    let want: BTreeSet<String> = dead.iter().flat_map(|(_, f)| f.iter().map(|f| b.shown(f))).collect();
+    let want: BTreeSet<String> = dead
+        .iter()
+        .flat_map(|(_, f)| f.iter().map(|f| b.shown(f)))
+        .chain(old_fences.iter().map(|f| b.shown(f)))
+        .collect();
     assert_eq!(removed, want, "{:?} {place:?}", b.kind);
-    let per: BTreeMap<String, u64> = datasets.iter().map(|d| (d.to_string(), planted.dead[*d].len() as u64)).collect();
+    let mut per: BTreeMap<String, u64> =
+        datasets.iter().map(|d| (d.to_string(), planted.dead[*d].len() as u64)).collect();
+    for f in &old_fences {
+        *per.entry(dataset_of(f)).or_default() += 1;
+    }
     assert_eq!(report.per_dataset, per);
     assert_eq!((report.kept_claims.len(), report.failed.len()), (0, 0), "{report:?}");
-    // what is left: everything but those files, byte for byte
+    // what is left: everything but those files, byte for byte, and a fence
+    // where a dead claim's version had no manifest
     let mut left = before.clone();
-    for (_, files) in &dead {
-        for f in files {
-            assert!(left.remove(f).is_some(), "{f}");
-        }
+    for f in dead.iter().flat_map(|(_, f)| f).chain(&old_fences) {
+        assert!(left.remove(f).is_some(), "{f}");
     }
-    let after = b.files();
+    let fences: BTreeSet<String> = dead
+        .iter()
+        .filter_map(|(u, _)| u.strip_suffix(CLAIM))
+        .map(|v| format!("{v}manifest.json"))
+        .filter(|m| !before.contains_key(m))
+        .collect();
+    let mut after = b.files();
+    for f in &fences {
+        assert!(after.remove(f).is_some_and(|bytes| is_fence(&bytes)), "{:?} {place:?}: no fence at {f}", b.kind);
+    }
     assert_eq!(after.keys().collect::<Vec<_>>(), left.keys().collect::<Vec<_>>(), "{:?} {place:?}", b.kind);
     assert!(after == left, "{:?} {place:?}: a kept file's bytes changed", b.kind);
     for f in planted.committed.iter().chain(&planted.foreign) {
@@ -293,7 +326,18 @@ fn gc_of_a_dataset_then_its_root(kind: Kind) {
     let planted = plant(&b);
     assert_gc_removes_exactly(&b, &planted, "ecg", &["ecg"]);
     assert_gc_removes_exactly(&b, &planted, "", &["eeg"]);
-    // nothing left to clear; a second run removes nothing
+    // the fences of the root's run go in the next, once old enough (any, with
+    // 0); then nothing is left to clear
+    let fences: Vec<String> =
+        b.files().into_iter().filter(|(_, bytes)| is_fence(bytes)).map(|(f, _)| b.shown(&f)).collect();
+    let want: Vec<String> = if b.object_store() {
+        ["eeg/v3", "eeg/v4"].iter().map(|v| b.shown(&format!("{v}/manifest.json"))).collect()
+    } else {
+        vec![]
+    };
+    assert_eq!(fences, want, "{kind:?}");
+    assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, want, "{kind:?}: a young fence stays");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_files, want, "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_files, Vec::<String>::new());
     for v in ["ecg/v1", "ecg/v2", "eeg/v1"] {
         let report = timef::verify::verify_at(&b.root.join(v)).unwrap();
@@ -682,11 +726,14 @@ fn memory_gc_interrupted_after_taking_a_dead_claim_over_is_finished_by_the_next_
     let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"timef gc"}"#;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
-    // it ages like any claim (the run that put it may still be deleting)
+    // it ages like any claim (the run that put it may still be deleting), as
+    // gc's fence at ecg/v1's manifest key does
     let report = gc(&b.root, 3600).unwrap();
-    assert_eq!(report.kept_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!(report.kept_claims, [b.shown("ecg/v1/manifest.json"), b.shown(&format!("ecg/v2/{CLAIM}"))]);
     let report = gc(&b.root, 0).unwrap();
-    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!(report.removed_claims, [b.shown("ecg/v1/manifest.json"), b.shown(&format!("ecg/v2/{CLAIM}"))]);
+    assert_eq!(b.files().into_keys().collect::<Vec<_>>(), ["ecg/v2/manifest.json"], "gc's fence stays");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_files, [b.shown("ecg/v2/manifest.json")]);
     assert_eq!(b.files().into_keys().collect::<Vec<_>>(), Vec::<String>::new());
 }
 
@@ -722,7 +769,9 @@ fn keys_with_a_hash_a_percent_or_a_space_are_removed_and_named_once(kind: Kind) 
     assert_eq!(report.removed_files, removed, "{kind:?}");
     assert_eq!(report.removed_claims, [format!("{}/ecg/v3/{CLAIM}", b.root)]);
     assert_eq!((report.odd.len(), report.failed.len()), (0, 0), "{report:?}");
-    assert_eq!(b.files(), committed, "{kind:?}: every key of the dead writer is gone, nothing else");
+    let mut after = b.files();
+    assert!(after.remove("ecg/v3/manifest.json").is_some_and(|f| is_fence(&f)), "{kind:?}: gc's fence");
+    assert_eq!(after, committed, "{kind:?}: every key of the dead writer is gone, nothing else");
 }
 
 #[test]
@@ -798,7 +847,8 @@ fn memory_an_object_removed_since_the_listing_is_not_counted_as_removed() {
             .map(|m| m.unwrap().location.to_string())
             .filter(|k| !k.starts_with("root/ecg/v1/"))
             .collect();
-        assert_eq!(left, Vec::<String>::new(), "{key}");
+        let version = if key.contains("v3") { "v3" } else { "v4" };
+        assert_eq!(left, [format!("root/ecg/{version}/manifest.json")], "{key}: gc's fence");
     }
 }
 
@@ -836,9 +886,10 @@ fn file_url_gc_removes_files_by_their_own_names_never_a_path_they_spell() {
     assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v2/{CLAIM}"))]);
     assert_eq!((report.odd.len(), report.failed.len()), (0, 0), "{report:?}");
     let mut after = b.files();
+    assert!(after.remove("ecg/v2/manifest.json").is_some_and(|f| is_fence(&f)), "gc's fence");
     // the emptied directories of the dead version stay (nothing lists them)
     after.retain(|k, _| !k.starts_with("ecg/v2/"));
-    assert_eq!((after, b.files().len()), (committed.clone(), committed.len()));
+    assert_eq!((after, b.files().len()), (committed.clone(), committed.len() + 1));
     assert_eq!(std::fs::read(&outside).unwrap(), b"not gc's");
     assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok());
 }
@@ -850,6 +901,13 @@ fn gc_paused_at(
     point: &str,
     resume: &std::path::Path,
 ) -> (std::process::Child, impl Iterator<Item = String> + Send + 'static) {
+    let mut cmd = timef_for(b);
+    cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
+    start_paused(cmd, point, Some(resume))
+}
+
+/// The `timef` binary, with the S3 server's settings when `b` is S3.
+fn timef_for(b: &Backend) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));
     if let Some(ep) = std::env::var("TIMEF_TEST_S3_ENDPOINT").ok().filter(|_| b.kind == Kind::S3) {
         for (k, v) in [
@@ -862,8 +920,58 @@ fn gc_paused_at(
             cmd.env(k, v);
         }
     }
-    cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
-    start_paused(cmd, point, Some(resume))
+    cmd
+}
+
+/// Review 38: a writer past its last claim check, its manifest's create
+/// still to land (a slow or held request), while `gc` (with an age shorter
+/// than that pause) clears its claim. gc puts its fence at the manifest key
+/// before it deletes anything, so the late create fails: the writer reports
+/// its claim lost (exit 3) and nothing is published, where before the create
+/// landed over deleted objects and the writer reported a commit. The fence
+/// stays (a create still in flight cannot land) until a later run finds it
+/// old enough; then the version can be written again.
+fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("late manifest {kind:?}")) else { return };
+    let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/BasicMotions_TRAIN.ts");
+    let resume = b._dir.path().join("resume");
+    let mut cmd = timef_for(&b);
+    cmd.args(["--quiet", "ingest", "ucr", "--root", &b.root.to_string(), "--name", "ecg", "--version", "v1"]);
+    cmd.arg(&input);
+    let (writer, stderr) = start_paused(cmd, "manifest-put", Some(&resume));
+    let staged: Vec<String> = b.files().into_keys().collect();
+    assert!(staged.len() > 4 && staged.contains(&format!("ecg/v1/{CLAIM}")), "{kind:?} {staged:?}");
+    let report = gc(&b.root, 0).unwrap();
+    assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    let left = b.files();
+    assert_eq!(left.keys().collect::<Vec<_>>(), ["ecg/v1/manifest.json"], "{kind:?}");
+    assert!(is_fence(&left["ecg/v1/manifest.json"]), "{kind:?}");
+    std::fs::write(&resume, b"").unwrap();
+    let stderr: Vec<String> = stderr.collect();
+    let out = writer.wait_with_output().unwrap();
+    let want = format!(
+        "timef: error: I/O on {}: the claim is no longer this writer's (cleared by gc?); nothing was committed",
+        b.shown(&format!("ecg/v1/{CLAIM}"))
+    );
+    assert_eq!((out.status.code(), stderr), (Some(3), vec![want]), "{kind:?}");
+    let opened = timef::reader::Version::open_at(b.root.join("ecg/v1")).map(|_| ());
+    assert!(matches!(opened, Err(timef::Error::NotAVersion { .. })), "{kind:?} {opened:?}");
+    assert_eq!(b.files(), left, "{kind:?}: only the fence, as gc left it");
+    // a young fence stays; an old one goes, then the version can be written
+    assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_files, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
+}
+
+#[test]
+fn a_manifest_create_landing_after_gc_cleared_its_claim_fails_file_url() {
+    a_manifest_create_landing_after_gc_cleared_its_claim_fails(Kind::File);
+}
+
+#[test]
+fn a_manifest_create_landing_after_gc_cleared_its_claim_fails_s3() {
+    a_manifest_create_landing_after_gc_cleared_its_claim_fails(Kind::S3);
 }
 
 /// Two overlapping `gc` runs: the second judges a dead writer's claim dead
@@ -889,6 +997,8 @@ fn a_gc_that_judged_this_claim_dead_never_touches_the_version_committed_since(ki
     let (child, _stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
     let first = gc(&b.root, 0).unwrap();
     assert_eq!(first.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    // its fence goes in the next run (any age is old with 0), then the version can be written
+    assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
     TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
     let committed = b.files();
     std::fs::write(&resume, b"").unwrap();
@@ -1046,6 +1156,7 @@ fn a_gc_never_takes_over_a_claim_made_since_it_listed(kind: Kind) {
     let resume = b._dir.path().join("resume");
     let (child, _stderr) = gc_paused_at(&b, "gc-objects-listed", &resume);
     assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}: the fence");
     let live = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap();
     let staged = b.files();
     std::fs::write(&resume, b"").unwrap();
@@ -1152,6 +1263,7 @@ fn a_gc_whose_claim_was_taken_over_stops_deleting(kind: Kind) {
     // a claim put by a gc still at work ages like any other: kept by a longer N
     assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
+    assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}: the fence");
     TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
     let committed = b.files();
     std::fs::write(&resume, b"").unwrap();

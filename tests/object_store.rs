@@ -276,6 +276,9 @@ fn memory_gc_clears_a_dead_writers_claim_and_files_only() {
         ],
         "the claims, and the uncommitted version's file before its claim"
     );
+    assert_eq!(objects(&store, "root/ecg/2"), ["manifest.json"], "gc's fence");
+    let next = timef::storage::gc(&root, 0).unwrap();
+    assert_eq!(next.removed_files, ["memory://gc/root/ecg/2/manifest.json"], "the fence, next run");
     assert_eq!(objects(&store, "root/ecg/2"), Vec::<String>::new());
     let v1 = Version::open_at(root.join("ecg/1")).unwrap();
     assert_eq!(objects(&store, "root/ecg/1"), listed_plus_manifest(&v1), "the committed version is untouched");
@@ -819,6 +822,10 @@ fn s3_server_stopped_mid_upload_leaves_no_version_and_gc_recovers() {
     let (code, out, err) = timef_s3(&ep, &["gc", &format!("s3://{b}/f"), "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("1 leftover(s) cleared"), "{out}");
+    assert_eq!(objects(&store, "f/n/1"), ["manifest.json"], "gc's fence");
+    let (code, out, err) = timef_s3(&ep, &["gc", &format!("s3://{b}/f"), "--older-than-s", "0"]);
+    let want = format!("removed s3://{b}/f/n/1/manifest.json\n1 leftover(s) cleared, 1 file(s) removed\n");
+    assert_eq!((code, out), (0, want), "{err}");
     assert_eq!(objects(&store, "f/n/1"), Vec::<String>::new());
     TimeFWriter::at(root.clone(), small_options()).write(noise_dataset("n", "1", 40, 3000)).unwrap().commit().unwrap();
     assert!(timef::verify::verify_at(&root.join("n/1")).unwrap().is_ok());
@@ -860,6 +867,12 @@ fn s3_writer_killed_mid_upload_leaves_no_version_and_gc_recovers() {
     let (code, out, err) = timef_s3(&ep, &["gc", &root, "--older-than-s", "0"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("1 leftover(s) cleared"), "{out}");
+    let (code, _, err) = timef_s3(&ep, &args);
+    assert_eq!(code, 2, "gc's fence keeps the version until a later run: {err}");
+    assert!(err.contains("fenced by gc"), "{err}");
+    let (code, out, err) = timef_s3(&ep, &["gc", &root, "--older-than-s", "0"]);
+    let want = format!("removed {root}/bench/1/manifest.json\n1 leftover(s) cleared, 1 file(s) removed\n");
+    assert_eq!((code, out), (0, want), "{err}");
     let (code, _, err) = timef_s3(&ep, &args);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = timef_s3(&ep, &["verify", &format!("{root}/bench/1")]);

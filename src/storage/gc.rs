@@ -40,14 +40,17 @@ use crate::error::{Error, Result};
 pub struct GcReport {
     /// Each dead writer's leftover removed, as a path or URL, sorted by
     /// dataset: a local staging directory, an object-store claim (with the
-    /// objects of its version when that has no manifest), a parts' prefix.
+    /// objects of its version when that has no manifest; gc's fence then
+    /// stays at the version's manifest key), a fence an earlier run left, a
+    /// parts' prefix.
     pub removed_claims: Vec<String>,
     /// Every file or object removed with them (claims and parts' markers
     /// included), as paths or URLs, in the order removed.
     pub removed_files: Vec<String>,
     /// Leftovers of writers that may be alive, kept: a locked or young local
     /// staging directory, a claim whose writer wrote within the age given, a
-    /// parts' prefix a kept claim holds or written within that age.
+    /// parts' prefix a kept claim holds or written within that age, gc's
+    /// fence put within that age.
     pub kept_claims: Vec<String>,
     /// Entries of `removed_claims` per dataset name.
     pub per_dataset: BTreeMap<String, u64>,
@@ -79,8 +82,10 @@ pub struct Survey {
 /// directories no process holds the `flock` of that are at least
 /// `older_than_s` old; object-store claims whose writer wrote nothing for
 /// `older_than_s` seconds, with the objects of their version when it has no
-/// manifest; marked parts' prefixes of distributed writes no live claim
-/// holds. A committed version, and anything not marked as a writer's, is never touched.
+/// manifest (gc's fence, put at the version's manifest key before any
+/// delete, stays until a later run finds it `older_than_s` old); marked
+/// parts' prefixes of distributed writes no live claim holds. A committed
+/// version, and anything not marked as a writer's, is never touched.
 ///
 /// On an object store choose `older_than_s` longer than any pause of a write:
 /// there a live writer's claim differs from a dead one's only by age.
@@ -274,9 +279,10 @@ impl Tree for LocalTree {
 /// The role of one child of a dataset, by its markers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Role {
-    /// A version prefix or directory: `manifest.json` and/or (object stores)
-    /// a claim, with the claim's time.
-    Version { manifest: bool, claim: Option<SystemTime> },
+    /// A version prefix or directory: TimeF's `manifest.json` and/or (object
+    /// stores) a claim, with the claim's time, and gc's fence at the manifest
+    /// key, with its time.
+    Version { manifest: bool, claim: Option<SystemTime>, fence: Option<SystemTime> },
     /// Local: a writer's staging directory, `.tmp-<version>-<32 alnum>` or
     /// `.new-<version>-<32 alnum>` (its `flock` tells whether it is alive).
     Staging,
@@ -309,6 +315,8 @@ const STILL_THERE: &str =
     "still there once its writer's other objects were removed (not found under its listed name); \
      the leftover stays marked (remove it by hand if nobody needs it)";
 const TAKEN_OVER: &str = "is no longer this run's (another gc run took it over): this run stopped clearing it";
+const BESIDE_FENCE: &str =
+    "holds gc's fence (manifest.json) and objects no claim marks: not a writer's; kept (remove them by hand if nobody needs them)";
 const NOT_UTF8: &str =
     "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
 const CLAIM_READ_LOCALLY: &str =
@@ -386,8 +394,20 @@ fn scan_dataset(
             continue;
         }
         let inner = tree.level(&at)?;
-        let manifest = inner.files.contains_key(MANIFEST)
-            && place.marker_field(&join(&at, MANIFEST), "format")?.as_deref() == Some(crate::names::FORMAT);
+        let format = match inner.files.contains_key(MANIFEST) {
+            true => place.marker_field(&join(&at, MANIFEST), "format")?,
+            false => None,
+        };
+        let manifest = format.as_deref() == Some(crate::names::FORMAT);
+        // gc's fence (object stores): a manifest key a dead writer can no longer create
+        let fence = match (&place.0, format.as_deref()) {
+            (Inner::Object(o), Some(object::GC_FENCE_FORMAT))
+                if !local && object::is_fence(&o.join(&join(&at, MANIFEST)))? =>
+            {
+                inner.files.get(MANIFEST).copied()
+            }
+            _ => None,
+        };
         let claim = match inner.files.get(CLAIM) {
             Some(t)
                 if place.marker_field(&join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>
@@ -400,8 +420,8 @@ fn scan_dataset(
             }
             None => None,
         };
-        if manifest || (claim.is_some() && !local) {
-            ds.children.push((child.clone(), Role::Version { manifest, claim: claim.filter(|_| !local) }));
+        if manifest || (!local && (claim.is_some() || fence.is_some())) {
+            ds.children.push((child.clone(), Role::Version { manifest, claim: claim.filter(|_| !local), fence }));
         } else if claim.is_some() {
             // written through a file:// URL: its claim is read only there
             ds.odd.push((child.clone(), CLAIM_READ_LOCALLY));
@@ -701,18 +721,27 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
             }
         }
     };
-    // what is still under `prefix` besides its marker `last` (`None`: nothing)
+    // what is still under `prefix` besides its marker `last` and gc's fence
+    // at its manifest key (`None`: nothing)
     let left = |prefix: &str, last: &str| -> std::result::Result<Option<String>, String> {
+        let fence = join(prefix, MANIFEST);
         match &dir {
             Some(dir) => {
                 let marker = last.rsplit('/').next().unwrap_or_default();
-                Ok(object::file_left_besides(&dir.join(prefix), marker).map(|rel| join(prefix, &rel)))
+                let fenced = object::is_fence(&place.join(&fence)).map_err(|e| e.to_string())?;
+                let kept: &[&str] = if fenced { &[marker, MANIFEST] } else { &[marker] };
+                Ok(object::file_left_besides(&dir.join(prefix), kept).map(|rel| join(prefix, &rel)))
             }
-            None => place
-                .join(prefix)
-                .list_times()
-                .map(|keys| keys.into_iter().map(|(k, _)| join(prefix, &decoded(&k))).find(|k| k != last))
-                .map_err(|e| e.to_string()),
+            None => {
+                let keys = place.join(prefix).list_times().map_err(|e| e.to_string())?;
+                for key in keys.into_iter().map(|(k, _)| join(prefix, &decoded(&k))) {
+                    let fenced = || object::is_fence(&place.join(&key)).map_err(|e| e.to_string());
+                    if key != last && !(key == fence && fenced()?) {
+                        return Ok(Some(key));
+                    }
+                }
+                Ok(None)
+            }
         }
     };
     // every object, then the marker last (`rels` ends with it), only once
@@ -779,8 +808,23 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
     for (child, role) in &ds.children {
-        let Role::Version { manifest, claim: Some(created) } = role else { continue };
+        let Role::Version { manifest, claim, fence } = role else { continue };
         let version = join(&ds.rel, child);
+        let fence_key = join(&version, MANIFEST);
+        let Some(created) = claim else {
+            // a past run's fence alone: it goes once N old (a create of its dead
+            // writer still in flight then has failed or never lands)
+            if let Some(put) = fence {
+                if tree.files_under(&version)?.iter().any(|(f, _)| *f != fence_key) {
+                    report.odd.push((shown(&version), BESIDE_FENCE.to_string()));
+                } else if run.old(*put) {
+                    remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
+                } else {
+                    report.kept_claims.push(shown(&fence_key));
+                }
+            }
+            continue;
+        };
         let claim = join(&version, CLAIM);
         let writer = object::claim_writer(&place.join(&claim))?;
         // listed only once the claim itself is old enough; gc's own claim
@@ -804,7 +848,9 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 Some(under) => under,
                 None => tree.files_under(&version)?,
             };
-            rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim));
+            rels.extend(
+                under.into_iter().map(|(f, _)| f).filter(|f| *f != claim && (fence.is_none() || *f != fence_key)),
+            );
             // gc's claim goes over the dead one (gc's own too: another run may
             // be clearing it): the dead writer, were it alive, now fails its
             // claim check, and another gc's take-over of the same claim fails.
@@ -820,11 +866,14 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                         continue;
                     }
                 }
-                // committed since the listing (its writer was slow, not dead):
-                // only gc's claim goes, never a committed version's object
-                match place.join(&join(&version, MANIFEST)).size() {
-                    Ok(None) => pause_point("gc-claim-taken"),
-                    Ok(Some(_)) => rels.clear(),
+                // the fence at the manifest key before any delete: a create of
+                // the manifest by the dead writer, were it alive (a slow or
+                // held request past its claim check), now fails. A manifest
+                // there (its writer was slow, not dead, and committed): only
+                // gc's claim goes, never a committed version's object
+                match object::put_fence(&place.join(&fence_key), ours.as_deref().unwrap_or_default()) {
+                    Ok(object::Fenced::Now | object::Fenced::Already) => pause_point("gc-claim-taken"),
+                    Ok(object::Fenced::Manifest) => rels.clear(),
                     Err(e) => {
                         report.failed.push((shown(&claim), e.to_string()));
                         continue;

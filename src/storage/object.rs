@@ -56,7 +56,7 @@ mod staging;
 mod upload;
 use read_ahead::ReadAhead;
 pub use read_ahead::ReadStats;
-pub(super) use staging::{claim_writer, is_writer_id, take_over_claim};
+pub(super) use staging::{claim_writer, is_fence, is_writer_id, put_fence, take_over_claim, Fenced, GC_FENCE_FORMAT};
 pub(crate) use staging::{PartPrefix, Staging};
 pub(crate) use upload::Upload;
 
@@ -193,18 +193,18 @@ fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
 }
 
 /// `file://`: the first entry (in name order, depth first) below the
-/// directory `dir` that is not a directory, other than `marker` at its top:
+/// directory `dir` that is not a directory, other than `markers` at its top:
 /// a file, a symbolic link, a name that is not UTF-8 (lossily named). Links
 /// are not followed; an unreadable directory counts as empty.
-pub(in crate::storage) fn file_left_besides(dir: &std::path::Path, marker: &str) -> Option<String> {
+pub(in crate::storage) fn file_left_besides(dir: &std::path::Path, markers: &[&str]) -> Option<String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return None };
     let mut entries: Vec<_> = entries.flatten().map(|e| (e.file_name(), e.file_type().ok())).collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     entries.into_iter().find_map(|(name, kind)| {
         let shown = name.to_string_lossy().into_owned();
         match kind {
-            Some(t) if t.is_dir() => file_left_besides(&dir.join(&name), "").map(|rel| format!("{shown}/{rel}")),
-            _ if !marker.is_empty() && name == marker => None,
+            Some(t) if t.is_dir() => file_left_besides(&dir.join(&name), &[]).map(|rel| format!("{shown}/{rel}")),
+            _ if markers.iter().any(|m| name == *m) => None,
             _ => Some(shown),
         }
     })

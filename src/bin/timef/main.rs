@@ -618,8 +618,9 @@ fn main() -> ExitCode {
                     " (--cascade removes those samples, and the tasks that would lose them, too)"
                 }
                 Error::AlreadyExists { path } if timef::storage::is_url(&path.to_string_lossy()) => {
-                    " (committed, or claimed by another writer; a claim whose writer died stays until \
-                     `timef gc ROOT --older-than-s N` clears it)"
+                    " (committed, claimed by another writer, or fenced by gc; a claim whose writer died stays \
+                     until `timef gc ROOT --older-than-s N` clears it, and gc's fence until a later run finds it N \
+                     seconds old)"
                 }
                 _ => "",
             };

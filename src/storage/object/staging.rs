@@ -110,6 +110,70 @@ pub(in crate::storage) fn take_over_claim(
     }
 }
 
+/// `format` of the fence `gc` creates at a dead writer's `manifest.json` key
+/// once it holds the version's claim, before it deletes any object
+/// (docs/format.md §1 "Clearing a dead writer's claim"): a manifest create of
+/// that writer landing later (a slow or held request) then fails instead of
+/// committing over deleted objects. Not TimeF's `format`: no reader takes it
+/// for a version.
+pub(in crate::storage) const GC_FENCE_FORMAT: &str = "timef-gc-fence";
+
+/// The fence's content: gc's writer id and when it was put (no secret).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Fence {
+    format: String,
+    writer_id: String,
+    created_at_unix_s: u64,
+    created_by: String,
+}
+
+/// What [`put_fence`] found at a version's manifest key.
+#[derive(Debug, PartialEq, Eq)]
+pub(in crate::storage) enum Fenced {
+    /// The fence was created: no manifest can be created there any more.
+    Now,
+    /// A fence was there already (a gc run that stopped half way).
+    Already,
+    /// A manifest that is not a fence is there (its writer committed).
+    Manifest,
+}
+
+/// Creates gc's fence at `manifest` (`PutMode::Create`) for gc's claim
+/// `writer_id`.
+///
+/// # Errors
+/// [`Error::ObjectStore`] when the create or the read of what is there fails.
+pub(in crate::storage) fn put_fence(manifest: &ObjectLocation, writer_id: &str) -> Result<Fenced> {
+    let fence = Fence {
+        format: GC_FENCE_FORMAT.to_string(),
+        writer_id: writer_id.to_string(),
+        created_at_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        created_by: GC_CLAIM_BY.to_string(),
+    };
+    let body = PutPayload::from(serde_json::to_vec(&fence).unwrap_or_default());
+    let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+    match block_on(manifest.store().put_opts(&manifest.path, body, opts))? {
+        Ok(_) => Ok(Fenced::Now),
+        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+            Ok(if is_fence(manifest)? { Fenced::Already } else { Fenced::Manifest })
+        }
+        Err(e) => Err(manifest.err(e)),
+    }
+}
+
+/// True when `manifest` holds gc's fence ([`GC_FENCE_FORMAT`] with a writer id).
+///
+/// # Errors
+/// [`Error::ObjectStore`] when it cannot be read.
+pub(in crate::storage) fn is_fence(manifest: &ObjectLocation) -> Result<bool> {
+    Ok(match manifest.read_small(1 << 16)? {
+        Small::Bytes(b) => {
+            serde_json::from_slice::<Fence>(&b).is_ok_and(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
+        }
+        Small::Missing | Small::Refused(_) => false,
+    })
+}
+
 /// A claim's writer id: a UUID v4 in simple form (32 lowercase hex digits),
 /// also the write id of a distributed write.
 fn new_writer_id() -> String {
@@ -302,7 +366,7 @@ impl Staging {
         let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
         // file://: that listing hides a killed upload's `<name>#<n>`, which
         // readers of the version's directory would read
-        let hidden = staging.target.file_path().is_some_and(|dir| super::file_left_besides(&dir, CLAIM).is_some());
+        let hidden = staging.target.file_path().is_some_and(|dir| super::file_left_besides(&dir, &[CLAIM]).is_some());
         if foreign || hidden {
             return Err(Error::NotAVersion {
                 path: staging.target.to_string().into(),
@@ -470,6 +534,7 @@ impl Staging {
         self.check_files()?;
         // the last moment a Ctrl-C can stop the commit
         check_interrupted(self.target.to_string())?;
+        crate::storage::pause_point("manifest-put");
         let manifest = self.target.join(MANIFEST);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match block_on(manifest.store().put_opts(&manifest.path, PutPayload::from(bytes.clone()), opts))? {
@@ -481,6 +546,11 @@ impl Staging {
                     self.published = true;
                     let _ = self.target.join(CLAIM).delete();
                     return Ok(self.target.to_string().into());
+                }
+                // gc's fence: gc cleared this writer's claim and deletes its
+                // objects; nothing was committed
+                if is_fence(&manifest).unwrap_or(false) {
+                    return Err(claim_lost(&self.target));
                 }
                 // whatever the manifest there is, its files must stay
                 if manifest.size().ok().flatten().is_some() {
