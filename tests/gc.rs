@@ -964,6 +964,48 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
     assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
 }
 
+/// Review 40: a `gc` run judged a version's fence alone and old, then worked
+/// on other versions; meanwhile another run removed that fence and a writer
+/// committed the version. The first run, reaching the version, reads it
+/// again before the delete and leaves the committed manifest (before, it
+/// deleted it: the version's files stayed without a manifest).
+fn a_fence_judged_old_is_read_again_before_its_delete(kind: Kind) {
+    let Some(b) = Backend::new(kind, &format!("stale fence {kind:?}")) else { return };
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v0/{CLAIM}"), claim);
+    b.put("ecg/v0/time_series/shard-00000.parquet", b"partial");
+    let fence = br#"{"format":"timef-gc-fence","writer_id":"fedcba9876543210fedcba9876543210","created_at_unix_s":0,"created_by":"timef gc"}"#;
+    b.put("ecg/v1/manifest.json", fence);
+    let resume = b._dir.path().join("resume");
+    // listed and judged both versions; paused at ecg/v0's claim, before ecg/v1
+    let (child, stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
+    let other = gc(&b.root, 0).unwrap();
+    assert_eq!(
+        other.removed_claims,
+        [b.shown(&format!("ecg/v0/{CLAIM}")), b.shown("ecg/v1/manifest.json")],
+        "{kind:?}"
+    );
+    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    let committed = b.files();
+    std::fs::write(&resume, b"").unwrap();
+    let stderr: Vec<String> = stderr.collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{kind:?} {stderr:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0 leftover(s) cleared, 0 file(s) removed\n", "{kind:?}");
+    assert_eq!(b.files(), committed, "{kind:?}");
+    assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
+}
+
+#[test]
+fn a_fence_judged_old_is_read_again_before_its_delete_file_url() {
+    a_fence_judged_old_is_read_again_before_its_delete(Kind::File);
+}
+
+#[test]
+fn a_fence_judged_old_is_read_again_before_its_delete_s3() {
+    a_fence_judged_old_is_read_again_before_its_delete(Kind::S3);
+}
+
 #[test]
 fn a_manifest_create_landing_after_gc_cleared_its_claim_fails_file_url() {
     a_manifest_create_landing_after_gc_cleared_its_claim_fails(Kind::File);

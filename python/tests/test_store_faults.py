@@ -110,6 +110,30 @@ def test_a_claim_taken_over_through_such_a_store_publishes_nothing(cli: Path, tm
     assert f"root/ds/v1/manifest.json" not in s3_keys(endpoint, bucket, "root/")
 
 
+def test_gc_through_such_a_store_fences_and_deletes_nothing(cli: Path, tmp_path: Path) -> None:
+    """Review 40: gc puts its fence at a dead writer's manifest key with If-None-Match: *; through a store that
+    ignores the header the fence could replace a manifest committed a moment ago. gc now checks the store as a
+    writer does (a second create of its claim must fail) and, refused, deletes nothing of that version."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    client = s3_client(endpoint)
+    claim = b'{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}'
+    client.put_object(Bucket=bucket, Key="root/ds/v1/_timef_claim.json", Body=claim)
+    client.put_object(Bucket=bucket, Key="root/ds/v1/time_series/shard-00000.parquet", Body=b"partial")
+    with Proxy(endpoint, strip_conditions=True) as proxy:
+        out = run(cli, "gc", f"s3://{bucket}/root", "--older-than-s", "0", *storage_args(s3_options(proxy.url)))
+        assert proxy.stripped >= 1
+    assert out.returncode == 3, out.stderr
+    assert out.stderr == (
+        f"timef: error: could not remove s3://{bucket}/root/ds/v1/_timef_claim.json: object store s3://{bucket} "
+        f"cannot take a TimeF write: it lacks conditional writes: a second create of "
+        f"s3://{bucket}/root/ds/v1/_timef_claim.json with If-None-Match: * was accepted, so gc's fence could "
+        "replace a manifest committed a moment ago (gc deleted nothing of that version); nothing was written\n"), \
+        out.stderr
+    assert s3_keys(endpoint, bucket, "root/") == ["root/ds/v1/_timef_claim.json",
+                                                  "root/ds/v1/time_series/shard-00000.parquet"]
+
+
 def test_a_file_changed_under_the_writer_stops_the_commit(cli: Path, tmp_path: Path) -> None:
     """Whatever the interleaving, a version with a manifest verifies: bytes another writer put at one of
     this writer's keys (same size) are found before the manifest is written."""

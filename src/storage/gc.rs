@@ -281,8 +281,8 @@ impl Tree for LocalTree {
 enum Role {
     /// A version prefix or directory: TimeF's `manifest.json` and/or (object
     /// stores) a claim, with the claim's time, and gc's fence at the manifest
-    /// key, with its time.
-    Version { manifest: bool, claim: Option<SystemTime>, fence: Option<SystemTime> },
+    /// key, with its time and writer id.
+    Version { manifest: bool, claim: Option<SystemTime>, fence: Option<(SystemTime, String)> },
     /// Local: a writer's staging directory, `.tmp-<version>-<32 alnum>` or
     /// `.new-<version>-<32 alnum>` (its `flock` tells whether it is alive).
     Staging,
@@ -400,11 +400,9 @@ fn scan_dataset(
         };
         let manifest = format.as_deref() == Some(crate::names::FORMAT);
         // gc's fence (object stores): a manifest key a dead writer can no longer create
-        let fence = match (&place.0, format.as_deref()) {
-            (Inner::Object(o), Some(object::GC_FENCE_FORMAT))
-                if !local && object::is_fence(&o.join(&join(&at, MANIFEST)))? =>
-            {
-                inner.files.get(MANIFEST).copied()
+        let fence = match (&place.0, format.as_deref(), inner.files.get(MANIFEST)) {
+            (Inner::Object(o), Some(object::GC_FENCE_FORMAT), Some(t)) if !local => {
+                object::fence_writer(&o.join(&join(&at, MANIFEST)))?.map(|id| (*t, id))
             }
             _ => None,
         };
@@ -728,14 +726,15 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         match &dir {
             Some(dir) => {
                 let marker = last.rsplit('/').next().unwrap_or_default();
-                let fenced = object::is_fence(&place.join(&fence)).map_err(|e| e.to_string())?;
+                let fenced = object::fence_writer(&place.join(&fence)).map_err(|e| e.to_string())?.is_some();
                 let kept: &[&str] = if fenced { &[marker, MANIFEST] } else { &[marker] };
                 Ok(object::file_left_besides(&dir.join(prefix), kept).map(|rel| join(prefix, &rel)))
             }
             None => {
                 let keys = place.join(prefix).list_times().map_err(|e| e.to_string())?;
                 for key in keys.into_iter().map(|(k, _)| join(prefix, &decoded(&k))) {
-                    let fenced = || object::is_fence(&place.join(&key)).map_err(|e| e.to_string());
+                    let fenced =
+                        || object::fence_writer(&place.join(&key)).map(|w| w.is_some()).map_err(|e| e.to_string());
                     if key != last && !(key == fence && fenced()?) {
                         return Ok(Some(key));
                     }
@@ -814,13 +813,26 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         let Some(created) = claim else {
             // a past run's fence alone: it goes once N old (a create of its dead
             // writer still in flight then has failed or never lands)
-            if let Some(put) = fence {
+            if let Some((put, fence_id)) = fence {
                 if tree.files_under(&version)?.iter().any(|(f, _)| *f != fence_key) {
                     report.odd.push((shown(&version), BESIDE_FENCE.to_string()));
-                } else if run.old(*put) {
+                } else if !run.old(*put) {
+                    report.kept_claims.push(shown(&fence_key));
+                } else if !run.removes() {
                     remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
                 } else {
-                    report.kept_claims.push(shown(&fence_key));
+                    // read again right before the delete: since the listing another
+                    // run may have removed this fence and a writer claimed or
+                    // committed the version (review 40); only the same fence goes
+                    let now = object::fence_writer(&place.join(&fence_key));
+                    let claimed = place.join(&join(&version, CLAIM)).size();
+                    match (now, claimed) {
+                        (Ok(Some(id)), Ok(None)) if id == *fence_id => {
+                            remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
+                        }
+                        (Ok(_), Ok(_)) => {}
+                        (Err(e), _) | (_, Err(e)) => report.failed.push((shown(&fence_key), e.to_string())),
+                    }
                 }
             }
             continue;
@@ -848,9 +860,13 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 Some(under) => under,
                 None => tree.files_under(&version)?,
             };
-            rels.extend(
-                under.into_iter().map(|(f, _)| f).filter(|f| *f != claim && (fence.is_none() || *f != fence_key)),
-            );
+            // a manifest.json neither TimeF's nor gc's fence is a user's: kept,
+            // with everything beside it (only the claim goes), in a dry run too
+            let users_manifest = fence.is_none() && under.iter().any(|(f, _)| *f == fence_key);
+            rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim && *f != fence_key));
+            if users_manifest {
+                rels.clear();
+            }
             // gc's claim goes over the dead one (gc's own too: another run may
             // be clearing it): the dead writer, were it alive, now fails its
             // claim check, and another gc's take-over of the same claim fails.
@@ -871,7 +887,15 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
                 // held request past its claim check), now fails. A manifest
                 // there (its writer was slow, not dead, and committed): only
                 // gc's claim goes, never a committed version's object
-                match object::put_fence(&place.join(&fence_key), ours.as_deref().unwrap_or_default()) {
+                let fenced = match users_manifest {
+                    true => Ok(object::Fenced::Manifest),
+                    false => object::put_fence(
+                        &place.join(&fence_key),
+                        &place.join(&claim),
+                        ours.as_deref().unwrap_or_default(),
+                    ),
+                };
+                match fenced {
                     Ok(object::Fenced::Now | object::Fenced::Already) => pause_point("gc-claim-taken"),
                     Ok(object::Fenced::Manifest) => rels.clear(),
                     Err(e) => {

@@ -56,7 +56,9 @@ mod staging;
 mod upload;
 use read_ahead::ReadAhead;
 pub use read_ahead::ReadStats;
-pub(super) use staging::{claim_writer, is_fence, is_writer_id, put_fence, take_over_claim, Fenced, GC_FENCE_FORMAT};
+pub(super) use staging::{
+    claim_writer, fence_writer, is_writer_id, put_fence, take_over_claim, Fenced, GC_FENCE_FORMAT,
+};
 pub(crate) use staging::{PartPrefix, Staging};
 pub(crate) use upload::Upload;
 

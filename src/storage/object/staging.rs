@@ -139,11 +139,36 @@ pub(in crate::storage) enum Fenced {
 }
 
 /// Creates gc's fence at `manifest` (`PutMode::Create`) for gc's claim
-/// `writer_id`.
+/// `claim`, which holds `writer_id`. First the store must refuse a second
+/// create of that claim, as a writer checks before any data: a store that
+/// ignores `If-None-Match: *` would let the fence replace a manifest
+/// committed a moment ago.
 ///
 /// # Errors
-/// [`Error::ObjectStore`] when the create or the read of what is there fails.
-pub(in crate::storage) fn put_fence(manifest: &ObjectLocation, writer_id: &str) -> Result<Fenced> {
+/// [`Error::UnsafeStore`] for such a store (nothing is put);
+/// [`Error::ObjectStore`] when a create or a read fails.
+pub(in crate::storage) fn put_fence(
+    manifest: &ObjectLocation,
+    claim: &ObjectLocation,
+    writer_id: &str,
+) -> Result<Fenced> {
+    if let Small::Bytes(held) = claim.read_small(1 << 16)? {
+        let again = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match block_on(claim.store().put_opts(&claim.path, PutPayload::from(held), again))? {
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+            Ok(_) => {
+                return Err(Error::UnsafeStore {
+                    url: claim.backend.label.clone(),
+                    lacks: format!(
+                        "conditional writes: a second create of {claim} with If-None-Match: * was accepted, so \
+                         gc's fence could replace a manifest committed a moment ago (gc deleted nothing of that \
+                         version)"
+                    ),
+                })
+            }
+            Err(e) => return Err(claim.err(e)),
+        }
+    }
     let fence = Fence {
         format: GC_FENCE_FORMAT.to_string(),
         writer_id: writer_id.to_string(),
@@ -155,22 +180,24 @@ pub(in crate::storage) fn put_fence(manifest: &ObjectLocation, writer_id: &str) 
     match block_on(manifest.store().put_opts(&manifest.path, body, opts))? {
         Ok(_) => Ok(Fenced::Now),
         Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-            Ok(if is_fence(manifest)? { Fenced::Already } else { Fenced::Manifest })
+            Ok(if fence_writer(manifest)?.is_some() { Fenced::Already } else { Fenced::Manifest })
         }
         Err(e) => Err(manifest.err(e)),
     }
 }
 
-/// True when `manifest` holds gc's fence ([`GC_FENCE_FORMAT`] with a writer id).
+/// The writer id of gc's fence at `manifest` ([`GC_FENCE_FORMAT`] with a
+/// writer id); `None` when something else, or nothing, is there.
 ///
 /// # Errors
 /// [`Error::ObjectStore`] when it cannot be read.
-pub(in crate::storage) fn is_fence(manifest: &ObjectLocation) -> Result<bool> {
+pub(in crate::storage) fn fence_writer(manifest: &ObjectLocation) -> Result<Option<String>> {
     Ok(match manifest.read_small(1 << 16)? {
-        Small::Bytes(b) => {
-            serde_json::from_slice::<Fence>(&b).is_ok_and(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
-        }
-        Small::Missing | Small::Refused(_) => false,
+        Small::Bytes(b) => serde_json::from_slice::<Fence>(&b)
+            .ok()
+            .filter(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
+            .map(|f| f.writer_id),
+        Small::Missing | Small::Refused(_) => None,
     })
 }
 
@@ -549,7 +576,7 @@ impl Staging {
                 }
                 // gc's fence: gc cleared this writer's claim and deletes its
                 // objects; nothing was committed
-                if is_fence(&manifest).unwrap_or(false) {
+                if fence_writer(&manifest).ok().flatten().is_some() {
                     return Err(claim_lost(&self.target));
                 }
                 // whatever the manifest there is, its files must stay
