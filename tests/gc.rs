@@ -956,6 +956,10 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
     assert_eq!((out.status.code(), stderr), (Some(3), vec![want]), "{kind:?}");
     let opened = timef::reader::Version::open_at(b.root.join("ecg/v1")).map(|_| ());
     assert!(matches!(opened, Err(timef::Error::NotAVersion { .. })), "{kind:?} {opened:?}");
+    match timef::verify::verify_at(&b.root.join("ecg/v1")) {
+        Err(timef::Error::NotAVersion { reason, .. }) => assert!(reason.contains("gc's fence"), "{kind:?} {reason}"),
+        other => panic!("{kind:?}: {:?}", other.map(|r| r.render())),
+    }
     assert_eq!(b.files(), left, "{kind:?}: only the fence, as gc left it");
     // a young fence stays; an old one goes, then the version can be written
     assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}");

@@ -56,6 +56,7 @@ mod staging;
 mod upload;
 use read_ahead::ReadAhead;
 pub use read_ahead::ReadStats;
+pub(crate) use staging::is_gc_fence;
 pub(super) use staging::{
     claim_writer, fence_writer, is_writer_id, put_fence, take_over_claim, Fenced, GC_FENCE_FORMAT,
 };

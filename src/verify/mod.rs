@@ -115,10 +115,18 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     if let Some(dir) = loc.as_local() {
         return verify_local(dir);
     }
+    let bytes = reader::manifest_bytes(loc)?;
+    if crate::storage::object::is_gc_fence(&bytes) {
+        return Err(Error::NotAVersion {
+            path: loc.to_path_buf(),
+            reason: "its manifest.json is gc's fence: a dead writer's version gc cleared, not a version \
+                     (a later `timef gc` run removes the fence)"
+                .into(),
+        });
+    }
     // an unparsable manifest is a finding of the local checks, not an error here
-    let listed: BTreeSet<String> = Manifest::parse(&reader::manifest_bytes(loc)?)
-        .map(|m| m.files.into_iter().map(|f| f.path).collect())
-        .unwrap_or_default();
+    let listed: BTreeSet<String> =
+        Manifest::parse(&bytes).map(|m| m.files.into_iter().map(|f| f.path).collect()).unwrap_or_default();
     let shown = loc.to_path_buf();
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())

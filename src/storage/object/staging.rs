@@ -186,6 +186,12 @@ pub(in crate::storage) fn put_fence(
     }
 }
 
+/// True when `bytes` (a `manifest.json`) are gc's fence: a dead writer's
+/// version gc cleared, where no version is (docs/format.md §1).
+pub(crate) fn is_gc_fence(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Fence>(bytes).is_ok_and(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
+}
+
 /// The writer id of gc's fence at `manifest` ([`GC_FENCE_FORMAT`] with a
 /// writer id); `None` when something else, or nothing, is there.
 ///
