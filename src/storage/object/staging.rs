@@ -186,23 +186,29 @@ pub(in crate::storage) fn put_fence(
     }
 }
 
+/// The writer id of gc's fence when `bytes` (a `manifest.json`) are one
+/// ([`GC_FENCE_FORMAT`] with a writer id); `None` for anything else.
+fn fence_id(bytes: &[u8]) -> Option<String> {
+    serde_json::from_slice::<Fence>(bytes)
+        .ok()
+        .filter(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
+        .map(|f| f.writer_id)
+}
+
 /// True when `bytes` (a `manifest.json`) are gc's fence: a dead writer's
 /// version gc cleared, where no version is (docs/format.md §1).
 pub(crate) fn is_gc_fence(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<Fence>(bytes).is_ok_and(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
+    fence_id(bytes).is_some()
 }
 
-/// The writer id of gc's fence at `manifest` ([`GC_FENCE_FORMAT`] with a
-/// writer id); `None` when something else, or nothing, is there.
+/// The writer id of gc's fence at `manifest`; `None` when something else,
+/// or nothing, is there.
 ///
 /// # Errors
 /// [`Error::ObjectStore`] when it cannot be read.
 pub(in crate::storage) fn fence_writer(manifest: &ObjectLocation) -> Result<Option<String>> {
     Ok(match manifest.read_small(1 << 16)? {
-        Small::Bytes(b) => serde_json::from_slice::<Fence>(&b)
-            .ok()
-            .filter(|f| f.format == GC_FENCE_FORMAT && is_writer_id(&f.writer_id))
-            .map(|f| f.writer_id),
+        Small::Bytes(b) => fence_id(&b),
         Small::Missing | Small::Refused(_) => None,
     })
 }
