@@ -961,6 +961,13 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
         other => panic!("{kind:?}: {:?}", other.map(|r| r.render())),
     }
     assert_eq!(b.files(), left, "{kind:?}: only the fence, as gc left it");
+    // `ls` names the fenced version, young or old (review 40, L2: it showed nothing)
+    let fenced = timef::storage::survey(&b.root, 3600).unwrap().fenced;
+    assert_eq!(fenced, [("ecg".to_string(), vec!["v1".to_string()])].into(), "{kind:?}");
+    let ls = timef_for(&b).args(["ls", &b.root.to_string()]).output().unwrap();
+    let want = "ecg\n  (v1: fenced by gc after it cleared a dead writer's claim; a write of it is refused until a \
+                later `timef gc ROOT --older-than-s N` run finds the fence N seconds old)\n";
+    assert_eq!((ls.status.code(), String::from_utf8_lossy(&ls.stdout).as_ref()), (Some(0), want), "{kind:?}");
     // a young fence stays; an old one goes, then the version can be written
     assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_files, [b.shown("ecg/v1/manifest.json")], "{kind:?}");

@@ -73,6 +73,11 @@ pub struct Survey {
     /// Per dataset: its name, its location, the names of its children that
     /// hold a `manifest.json`, sorted.
     pub datasets: Vec<(String, Location, Vec<String>)>,
+    /// Per dataset name (object stores): the names of its children whose
+    /// `manifest.json` is gc's fence, sorted. A write of such a version is
+    /// refused until a later [`gc`] removes the fence (docs/format.md §1,
+    /// "Clearing a dead writer's claim").
+    pub fenced: BTreeMap<String, Vec<String>>,
     /// What `gc` with the age given would remove now, and what looks odd.
     pub report: GcReport,
 }
@@ -564,6 +569,15 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             };
             for ds in classify(place, tree, false)? {
                 object_rules(run, o, tree, &ds, &mut survey.report)?;
+                let fenced: Vec<String> = ds
+                    .children
+                    .iter()
+                    .filter(|(_, role)| matches!(role, Role::Version { fence: Some(_), .. }))
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                if !fenced.is_empty() {
+                    survey.fenced.entry(ds.name.clone()).or_default().extend(fenced);
+                }
                 survey.datasets.push(found(place, &ds));
             }
         }

@@ -211,7 +211,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let odd: Vec<&(String, String)> =
                     survey.report.odd.iter().filter(|(p, _)| p.starts_with(&within)).collect();
                 let stale = survey.report.per_dataset.get(name);
-                if versions.is_empty() && odd.is_empty() && stale.is_none() {
+                let fenced = survey.fenced.get(name).map_or(&[][..], Vec::as_slice);
+                if versions.is_empty() && odd.is_empty() && stale.is_none() && fenced.is_empty() {
                     continue;
                 }
                 outln!("{name}");
@@ -226,6 +227,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                         "  ({n} claim(s) or parts' prefixes idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
                     ),
                     None => {}
+                }
+                for version in fenced {
+                    outln!(
+                        "  ({version}: fenced by gc after it cleared a dead writer's claim; a write of it is \
+                         refused until a later `timef gc ROOT --older-than-s N` run finds the fence N seconds old)"
+                    );
                 }
                 for (path, why) in odd {
                     outln!("  (odd: {path} {why})");
