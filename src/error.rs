@@ -193,9 +193,11 @@ pub enum Error {
     },
 
     /// The object store at `url` lacks what a safe commit needs (`lacks`
-    /// says what, e.g. conditional writes); found before any data file was
-    /// written (docs/format.md §1 "Storage backends and the commit"). The CLI exits 3.
-    #[error("object store {url} cannot take a TimeF write: it lacks {lacks}; nothing was written")]
+    /// says what, e.g. conditional writes, and what was left as it was):
+    /// found by a writer before any data file was written, or by `gc` before
+    /// its fence and any delete (docs/format.md §1 "Storage backends and the
+    /// commit"). The CLI exits 3.
+    #[error("object store {url} cannot take a TimeF write: it lacks {lacks}")]
     UnsafeStore {
         /// The store's URL (`s3://bucket`), without credentials.
         url: String,
