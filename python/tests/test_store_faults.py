@@ -74,7 +74,7 @@ def unsafe_message(bucket: str) -> str:
     return (f"timef: error: object store s3://{bucket} cannot take a TimeF write: it lacks conditional writes: a "
             f"second create of s3://{bucket}/root/ds/v1/_timef_claim.json with If-None-Match: * was accepted, so two "
             "writers of one version could overwrite each other's files (a proxy that drops the header, or a server "
-            "without the feature); nothing was written\n")
+            "without the feature); no data file was written\n")
 
 
 # -- item 2: stores that ignore conditional writes --------------------------------------------
@@ -128,8 +128,8 @@ def test_gc_through_such_a_store_fences_and_deletes_nothing(cli: Path, tmp_path:
         f"timef: error: could not remove s3://{bucket}/root/ds/v1/_timef_claim.json: object store s3://{bucket} "
         f"cannot take a TimeF write: it lacks conditional writes: a second create of "
         f"s3://{bucket}/root/ds/v1/_timef_claim.json with If-None-Match: * was accepted, so gc's fence could "
-        "replace a manifest committed a moment ago; gc took the dead writer's claim over, then stopped: no fence, "
-        "nothing of that version deleted\n"), \
+        "replace a manifest committed a moment ago; gc holds the version's claim and stopped there: it put no "
+        "fence and deleted nothing of that version\n"), \
         out.stderr
     assert s3_keys(endpoint, bucket, "root/") == ["root/ds/v1/_timef_claim.json",
                                                   "root/ds/v1/time_series/shard-00000.parquet"]

@@ -73,10 +73,12 @@ pub struct Survey {
     /// Per dataset: its name, its location, the names of its children that
     /// hold a `manifest.json`, sorted.
     pub datasets: Vec<(String, Location, Vec<String>)>,
-    /// Per dataset name (object stores): the names of its children whose
-    /// `manifest.json` is gc's fence, sorted. A write of such a version is
-    /// refused until a later [`gc`] removes the fence (docs/format.md §1,
-    /// "Clearing a dead writer's claim").
+    /// Per dataset, by its location as in `datasets` (`Location`'s text;
+    /// object stores only): the names of its children whose `manifest.json`
+    /// is gc's fence that a later [`gc`] removes, sorted. A write of such a
+    /// version is refused until then (docs/format.md §1, "Clearing a dead
+    /// writer's claim"). A fence beside objects no claim marks stays; it is
+    /// in `report.odd`, not here.
     pub fenced: BTreeMap<String, Vec<String>>,
     /// What `gc` with the age given would remove now, and what looks odd.
     pub report: GcReport,
@@ -123,8 +125,9 @@ pub fn stale_per_dataset(place: &Location, older_than_s: u64) -> Result<BTreeMap
 /// The datasets and committed versions under `place` (a root or a dataset)
 /// and what a [`gc_dry_run`] with `older_than_s` reports, read without listing
 /// every object of an object store: each level is listed with a delimiter,
-/// and only a version whose claim is `older_than_s` old, or a parts' prefix,
-/// is listed whole. `timef ls` prints it.
+/// and only a version whose claim is `older_than_s` old, a version gc's fence
+/// holds without a claim, or a parts' prefix, is listed whole. `timef ls`
+/// prints it.
 ///
 /// # Errors
 /// As [`gc`].
@@ -568,17 +571,12 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 &listed
             };
             for ds in classify(place, tree, false)? {
-                object_rules(run, o, tree, &ds, &mut survey.report)?;
-                let fenced: Vec<String> = ds
-                    .children
-                    .iter()
-                    .filter(|(_, role)| matches!(role, Role::Version { fence: Some(_), .. }))
-                    .map(|(name, _)| name.clone())
-                    .collect();
+                let fenced = object_rules(run, o, tree, &ds, &mut survey.report)?;
+                let found = found(place, &ds);
                 if !fenced.is_empty() {
-                    survey.fenced.entry(ds.name.clone()).or_default().extend(fenced);
+                    survey.fenced.insert(found.1.to_string(), fenced);
                 }
-                survey.datasets.push(found(place, &ds));
+                survey.datasets.push(found);
             }
         }
     }
@@ -708,8 +706,15 @@ fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset, report: &m
 /// instead of committing over deleted objects), then loses every object, the
 /// claim last (so a run that stops half way leaves it marked). A marked parts' prefix
 /// goes whole (its marker last) when no live claim holds its write id and
-/// its newest object is `older_than_s` old.
-fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset, report: &mut GcReport) -> Result<()> {
+/// its newest object is `older_than_s` old. Returns the versions gc's fence
+/// holds that a run clears in time (alone, or beside a claim), in name order.
+fn object_rules(
+    run: Run,
+    place: &ObjectLocation,
+    tree: &dyn Tree,
+    ds: &Dataset,
+    report: &mut GcReport,
+) -> Result<Vec<String>> {
     let shown = |rel: &str| place.join(rel).to_string();
     report_odd(shown, ds, report);
     let newest =
@@ -820,6 +825,8 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         };
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
+    // versions gc's fence holds and a run clears in time (not one beside a user's objects)
+    let mut fenced = Vec::new();
     for (child, role) in &ds.children {
         let Role::Version { manifest, claim, fence } = role else { continue };
         let version = join(&ds.rel, child);
@@ -830,7 +837,10 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
             if let Some((put, fence_id)) = fence {
                 if tree.files_under(&version)?.iter().any(|(f, _)| *f != fence_key) {
                     report.odd.push((shown(&version), BESIDE_FENCE.to_string()));
-                } else if !run.old(*put) {
+                    continue;
+                }
+                fenced.push(child.clone());
+                if !run.old(*put) {
                     report.kept_claims.push(shown(&fence_key));
                 } else if !run.removes() {
                     remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
@@ -851,6 +861,9 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
             }
             continue;
         };
+        if fence.is_some() {
+            fenced.push(child.clone());
+        }
         let claim = join(&version, CLAIM);
         let writer = object::claim_writer(&place.join(&claim))?;
         // listed only once the claim itself is old enough; gc's own claim
@@ -938,7 +951,7 @@ fn object_rules(run: Run, place: &ObjectLocation, tree: &dyn Tree, ds: &Dataset,
         files.sort_by_key(|(f, _)| (f.rsplit('/').next() == Some(PARTS_MARKER), f.clone()));
         remove(Some(&prefix), None, files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
     }
-    Ok(())
+    Ok(fenced)
 }
 
 #[cfg(test)]

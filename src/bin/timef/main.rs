@@ -211,7 +211,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let odd: Vec<&(String, String)> =
                     survey.report.odd.iter().filter(|(p, _)| p.starts_with(&within)).collect();
                 let stale = survey.report.per_dataset.get(name);
-                let fenced = survey.fenced.get(name).map_or(&[][..], Vec::as_slice);
+                let fenced = survey.fenced.get(&at.to_string()).map_or(&[][..], Vec::as_slice);
                 if versions.is_empty() && odd.is_empty() && stale.is_none() && fenced.is_empty() {
                     continue;
                 }

@@ -161,8 +161,8 @@ pub(in crate::storage) fn put_fence(
                     url: claim.backend.label.clone(),
                     lacks: format!(
                         "conditional writes: a second create of {claim} with If-None-Match: * was accepted, so \
-                         gc's fence could replace a manifest committed a moment ago; gc took the dead writer's \
-                         claim over, then stopped: no fence, nothing of that version deleted"
+                         gc's fence could replace a manifest committed a moment ago; gc holds the version's claim \
+                         and stopped there: it put no fence and deleted nothing of that version"
                     ),
                 })
             }
@@ -375,7 +375,7 @@ impl Staging {
                 lacks: format!(
                     "conditional writes: a second create of {claim_loc} with If-None-Match: * was accepted, \
                      so two writers of one version could overwrite each other's files (a proxy that drops \
-                     the header, or a server without the feature); nothing was written"
+                     the header, or a server without the feature); no data file was written"
                 ),
             }),
             Ok(Err(e)) => Some(claim_loc.err(e)),
