@@ -98,14 +98,33 @@ fn sorted_unique<T: Ord + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
 impl SchemaBlock {
     /// Records one unique series: its channel's rates and units (sorted, distinct) and series count.
     pub fn add_series(&mut self, m: &SeriesMeta) {
-        let ch = self.time_series.entry(m.spec_type.clone()).or_default().entry(m.channel.clone()).or_default();
-        if !ch.sampling_rates_hz.contains(&m.sampling_rate_hz) {
-            ch.sampling_rates_hz.push(m.sampling_rate_hz);
+        self.add_channel_series(&m.spec_type, &m.channel, m.units.as_deref(), m.sampling_rate_hz);
+    }
+
+    /// [`SchemaBlock::add_series`] from a series' fields, borrowed: a name is
+    /// copied only the first time its channel is seen.
+    pub(crate) fn add_channel_series(
+        &mut self,
+        spec_type: &str,
+        channel: &str,
+        units: Option<&str>,
+        sampling_rate_hz: f64,
+    ) {
+        if !self.time_series.contains_key(spec_type) {
+            self.time_series.insert(spec_type.to_string(), BTreeMap::new());
+        }
+        let Some(channels) = self.time_series.get_mut(spec_type) else { return };
+        if !channels.contains_key(channel) {
+            channels.insert(channel.to_string(), ChannelSchema::default());
+        }
+        let Some(ch) = channels.get_mut(channel) else { return };
+        if !ch.sampling_rates_hz.contains(&sampling_rate_hz) {
+            ch.sampling_rates_hz.push(sampling_rate_hz);
             ch.sampling_rates_hz.sort_by(f64::total_cmp);
         }
-        if let Some(u) = &m.units {
-            if !ch.units.contains(u) {
-                ch.units.push(u.clone());
+        if let Some(u) = units {
+            if !ch.units.iter().any(|x| x == u) {
+                ch.units.push(u.to_string());
                 ch.units.sort();
             }
         }

@@ -296,8 +296,10 @@ fn build_manifest(
     use manifest::*;
     let mut schema = SchemaBlock::default();
     // the block is sorted and counted, so any order of the series gives it
-    for row in 0..d.series.len() {
-        schema.add_series(&d.series.meta(row));
+    let series = &*d.series;
+    for row in 0..series.len() {
+        let (spec_type, channel) = (series.spec_type(row), series.channel(row));
+        schema.add_channel_series(spec_type, channel, series.units(row), series.sampling_rate_hz(row));
     }
     for (a, _) in d.annotations() {
         schema.add_annotation(a);
