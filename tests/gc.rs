@@ -619,7 +619,7 @@ fn marker_named_user_files_are_kept(kind: Kind) {
     want.sort();
     assert_eq!(odd, want, "{kind:?}");
     let s = survey(&b.root, 0).unwrap();
-    let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+    let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|d| (d.name, d.versions)).collect();
     assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])]);
 }
 
@@ -663,7 +663,7 @@ fn a_users_manifest_json_in_a_root_does_not_hide_its_datasets() {
             staging
         };
         let s = survey(&b.root, 0).unwrap();
-        let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|(n, _, v)| (n, v)).collect();
+        let versions: Vec<(String, Vec<String>)> = s.datasets.into_iter().map(|d| (d.name, d.versions)).collect();
         assert_eq!(versions, [("ecg".to_string(), vec!["v1".to_string()])], "{kind:?}");
         let report = gc(&b.root, 0).unwrap();
         assert_eq!(report.removed_claims, [b.shown(&dead)], "{kind:?}");
@@ -962,8 +962,9 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
     }
     assert_eq!(b.files(), left, "{kind:?}: only the fence, as gc left it");
     // `ls` names the fenced version, young or old (review 40, L2: it showed nothing)
-    let fenced = timef::storage::survey(&b.root, 3600).unwrap().fenced;
-    assert_eq!(fenced, [(b.root.join("ecg").to_string(), vec!["v1".to_string()])].into(), "{kind:?}");
+    let datasets = timef::storage::survey(&b.root, 3600).unwrap().datasets;
+    let fenced: Vec<(String, Vec<String>)> = datasets.into_iter().map(|d| (d.name, d.fenced)).collect();
+    assert_eq!(fenced, [("ecg".to_string(), vec!["v1".to_string()])], "{kind:?}");
     let ls = timef_for(&b).args(["ls", &b.root.to_string()]).output().unwrap();
     let want = "ecg\n  (v1: fenced by gc after it cleared a dead writer's claim; a write of it is refused until a \
                 later `timef gc ROOT --older-than-s N` run finds the fence N seconds old)\n";
@@ -976,22 +977,34 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
 }
 
 /// `ls` names each version gc's fence holds that a later run removes, under
-/// its own dataset only (a child dataset may bear its parent's name), and not
-/// a fence beside a user's objects: gc keeps that one for good and reports it
-/// odd (review 50).
+/// its own dataset only, and not a fence beside a user's objects: gc keeps
+/// that one for good and reports it odd (review 50). A dataset inside another
+/// of the same name has its own fences, odd entries and stale count (review
+/// 51: they were keyed by name, or matched by prefix, and shown under both).
 fn ls_names_the_fences_gc_removes_under_their_own_dataset(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("ls fences {kind:?}")) else { return };
     let fence = br#"{"format":"timef-gc-fence","writer_id":"fedcba9876543210fedcba9876543210","created_at_unix_s":0,"created_by":"timef gc"}"#;
     b.put("ds/v9/manifest.json", fence);
-    b.put("ds/ds/v1/manifest.json", fence);
     b.put("ds/vA/manifest.json", fence);
     b.put("ds/vA/notes.txt", b"a user's");
+    b.put("ds/ds/v1/manifest.json", fence);
+    b.put("ds/ds/vB/manifest.json", fence);
+    b.put("ds/ds/vB/notes.txt", b"a user's");
+    // a dead writer's claim in the inner dataset: stale at any age with 0
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ds/ds/v2/{CLAIM}"), claim);
     let at = b.root.join("ds");
-    let survey = timef::storage::survey(&at, 3600).unwrap();
-    let want = [(at.to_string(), vec!["v9".to_string()]), (at.join("ds").to_string(), vec!["v1".to_string()])];
-    assert_eq!(survey.fenced, want.into(), "{kind:?}");
-    let odd: Vec<&str> = survey.report.odd.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(odd, [b.shown("ds/vA")], "{kind:?}");
+    let survey = timef::storage::survey(&at, 0).unwrap();
+    let got: Vec<(String, String, Vec<String>, u64, Vec<String>)> = survey
+        .datasets
+        .into_iter()
+        .map(|d| (d.name, d.location.to_string(), d.fenced, d.stale, d.odd.into_iter().map(|(p, _)| p).collect()))
+        .collect();
+    let want = [
+        ("ds".to_string(), at.to_string(), vec!["v9".to_string()], 1, vec![b.shown("ds/vA")]),
+        ("ds".to_string(), at.join("ds").to_string(), vec!["v1".to_string()], 2, vec![b.shown("ds/ds/vB")]),
+    ];
+    assert_eq!(got, want, "{kind:?}: the fences at age 0 are stale too, each in its own dataset");
     let ls = timef_for(&b).args(["ls", &at.to_string()]).output().unwrap();
     let line = |v: &str| {
         format!(
@@ -999,13 +1012,15 @@ fn ls_names_the_fences_gc_removes_under_their_own_dataset(kind: Kind) {
              `timef gc ROOT --older-than-s N` run finds the fence N seconds old)\n"
         )
     };
-    let want = format!(
-        "ds\n{}  (odd: {} holds gc's fence (manifest.json) and objects no claim marks: not a writer's; kept (remove \
-         them by hand if nobody needs them))\nds\n{}",
-        line("v9"),
-        b.shown("ds/vA"),
-        line("v1")
-    );
+    let odd = |v: &str| {
+        format!(
+            "  (odd: {} holds gc's fence (manifest.json) and objects no claim marks: not a writer's; kept (remove \
+             them by hand if nobody needs them))\n",
+            b.shown(v)
+        )
+    };
+    // ls takes an object store's leftovers as stale after an hour: none here
+    let want = format!("ds\n{}{}ds\n{}{}", line("v9"), odd("ds/vA"), line("v1"), odd("ds/ds/vB"));
     assert_eq!((ls.status.code(), String::from_utf8_lossy(&ls.stdout).as_ref()), (Some(0), want.as_str()), "{kind:?}");
 }
 

@@ -400,8 +400,9 @@ fn ls_listing(series: usize) -> LsListing {
     let versions = survey
         .datasets
         .iter()
-        .flat_map(|(name, at, vs)| {
-            vs.iter().filter(|v| Version::open_at(at.join(v)).is_ok()).map(|v| (name.clone(), v.clone()))
+        .flat_map(|d| {
+            let open = |v: &&String| Version::open_at(d.location.join(v)).is_ok();
+            d.versions.iter().filter(open).map(|v| (d.name.clone(), v.clone()))
         })
         .collect();
     let stale = survey.report.per_dataset;

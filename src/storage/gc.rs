@@ -70,18 +70,33 @@ pub struct GcReport {
 /// what a [`gc_dry_run`] would clear.
 #[derive(Debug, Clone, Default)]
 pub struct Survey {
-    /// Per dataset: its name, its location, the names of its children that
-    /// hold a `manifest.json`, sorted.
-    pub datasets: Vec<(String, Location, Vec<String>)>,
-    /// Per dataset, by its location as in `datasets` (`Location`'s text;
-    /// object stores only): the names of its children whose `manifest.json`
-    /// is gc's fence that a later [`gc`] removes, sorted. A write of such a
-    /// version is refused until then (docs/format.md §1, "Clearing a dead
-    /// writer's claim"). A fence beside objects no claim marks stays; it is
-    /// in `report.odd`, not here.
-    pub fenced: BTreeMap<String, Vec<String>>,
-    /// What `gc` with the age given would remove now, and what looks odd.
+    /// Every dataset found, in the order [`gc`] goes through them.
+    pub datasets: Vec<DatasetSurvey>,
+    /// What `gc` with the age given would remove now, and what looks odd,
+    /// over all the datasets.
     pub report: GcReport,
+}
+
+/// One dataset of a [`Survey`]. Its figures are its own: a dataset inside
+/// it, even of the same name, has its own entry.
+#[derive(Debug, Clone)]
+pub struct DatasetSurvey {
+    /// Its name (the last segment of its location).
+    pub name: String,
+    /// Where it is.
+    pub location: Location,
+    /// The names of its children that hold TimeF's `manifest.json`, sorted.
+    pub versions: Vec<String>,
+    /// Object stores: the names of its children whose `manifest.json` is gc's
+    /// fence that a later [`gc`] removes, sorted. A write of such a version
+    /// is refused until then (docs/format.md §1, "Clearing a dead writer's
+    /// claim"). A fence beside objects no claim marks stays; it is in `odd`.
+    pub fenced: Vec<String>,
+    /// How many of `report.removed_claims` are its own: leftovers of dead
+    /// writers [`gc`] with the age given would clear now.
+    pub stale: u64,
+    /// Its entries of `report.odd`.
+    pub odd: Vec<(String, String)>,
 }
 
 /// Clears what writers that died left under `place`, a root or a dataset
@@ -552,8 +567,9 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
         Inner::Local(root, _) => {
             let tree = LocalTree(root.clone());
             for ds in classify(place, &tree, true)? {
+                let before = (survey.report.removed_claims.len(), survey.report.odd.len());
                 local_rules(run, root, &tree, &ds, &mut survey.report)?;
-                survey.datasets.push(found(place, &ds));
+                survey.datasets.push(found(place, &ds, Vec::new(), before, &survey.report));
             }
         }
         Inner::Object(o) => {
@@ -571,12 +587,9 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 &listed
             };
             for ds in classify(place, tree, false)? {
+                let before = (survey.report.removed_claims.len(), survey.report.odd.len());
                 let fenced = object_rules(run, o, tree, &ds, &mut survey.report)?;
-                let found = found(place, &ds);
-                if !fenced.is_empty() {
-                    survey.fenced.insert(found.1.to_string(), fenced);
-                }
-                survey.datasets.push(found);
+                survey.datasets.push(found(place, &ds, fenced, before, &survey.report));
             }
         }
     }
@@ -632,14 +645,30 @@ fn file_tree(
 }
 
 /// A dataset's entry of [`Survey::datasets`].
-fn found(place: &Location, ds: &Dataset) -> (String, Location, Vec<String>) {
+/// The survey of dataset `ds`, once its rules ran: `fenced` as they found
+/// it, its leftovers and odd entries those the report gained past `before`
+/// (its lengths of `removed_claims` and `odd` before the rules).
+fn found(
+    place: &Location,
+    ds: &Dataset,
+    fenced: Vec<String>,
+    before: (usize, usize),
+    report: &GcReport,
+) -> DatasetSurvey {
     let versions = ds
         .children
         .iter()
         .filter(|(_, role)| matches!(role, Role::Version { manifest: true, .. }))
         .map(|(name, _)| name.clone())
         .collect();
-    (ds.name.clone(), if ds.rel.is_empty() { place.clone() } else { place.join(&ds.rel) }, versions)
+    DatasetSurvey {
+        name: ds.name.clone(),
+        location: if ds.rel.is_empty() { place.clone() } else { place.join(&ds.rel) },
+        versions,
+        fenced,
+        stale: report.removed_claims.len().saturating_sub(before.0) as u64,
+        odd: report.odd.get(before.1..).unwrap_or_default().to_vec(),
+    }
 }
 
 fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcReport) {

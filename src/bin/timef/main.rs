@@ -204,37 +204,33 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             // claim only by age (docs/format.md §1, "Clearing a dead writer's claim")
             let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
             let survey = timef::storage::survey(&root, age_s)?;
-            for (name, at, names) in &survey.datasets {
-                let versions: Vec<&String> = names.iter().filter(|v| Version::open_at(at.join(v)).is_ok()).collect();
-                // a place given with a trailing slash names its entries alike
-                let within = format!("{}/", at.to_string().trim_end_matches('/'));
-                let odd: Vec<&(String, String)> =
-                    survey.report.odd.iter().filter(|(p, _)| p.starts_with(&within)).collect();
-                let stale = survey.report.per_dataset.get(name);
-                let fenced = survey.fenced.get(&at.to_string()).map_or(&[][..], Vec::as_slice);
-                if versions.is_empty() && odd.is_empty() && stale.is_none() && fenced.is_empty() {
+            for ds in &survey.datasets {
+                let versions: Vec<&String> =
+                    ds.versions.iter().filter(|v| Version::open_at(ds.location.join(v)).is_ok()).collect();
+                if versions.is_empty() && ds.odd.is_empty() && ds.stale == 0 && ds.fenced.is_empty() {
                     continue;
                 }
-                outln!("{name}");
+                outln!("{}", ds.name);
                 for version in versions {
                     outln!("  {version}");
                 }
-                match stale {
-                    Some(n) if age_s == 0 => {
+                match ds.stale {
+                    0 => {}
+                    n if age_s == 0 => {
                         outln!("  ({n} stale staging director(ies) of dead writers: `timef gc` removes them)")
                     }
-                    Some(n) => outln!(
-                        "  ({n} claim(s) or parts' prefixes idle for {age_s} s or more, their writers probably dead: `timef gc` clears them)"
+                    n => outln!(
+                        "  ({n} leftover(s) of dead writers (claims, parts' prefixes, gc's fences) idle for {age_s} s \
+                         or more: `timef gc` clears them)"
                     ),
-                    None => {}
                 }
-                for version in fenced {
+                for version in &ds.fenced {
                     outln!(
                         "  ({version}: fenced by gc after it cleared a dead writer's claim; a write of it is \
                          refused until a later `timef gc ROOT --older-than-s N` run finds the fence N seconds old)"
                     );
                 }
-                for (path, why) in odd {
+                for (path, why) in &ds.odd {
                     outln!("  (odd: {path} {why})");
                 }
             }
