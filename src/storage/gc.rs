@@ -95,7 +95,8 @@ pub struct DatasetSurvey {
     /// How many of `report.removed_claims` are its own: leftovers of dead
     /// writers [`gc`] with the age given would clear now.
     pub stale: u64,
-    /// Its entries of `report.odd`.
+    /// Its entries of `report.odd`: those under its folder and not under a
+    /// dataset inside it.
     pub odd: Vec<(String, String)>,
 }
 
@@ -593,7 +594,25 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             }
         }
     }
+    to_innermost_dataset(&mut survey.datasets);
     Ok(survey)
+}
+
+/// Moves each odd entry to the innermost dataset whose folder holds it: a
+/// dataset's look at its children also reads the own folder of a child that
+/// is a dataset itself (review 52).
+fn to_innermost_dataset(datasets: &mut [DatasetSurvey]) {
+    let folders: Vec<String> =
+        datasets.iter().map(|d| format!("{}/", d.location.to_string().trim_end_matches('/'))).collect();
+    let innermost =
+        |path: &str| (0..folders.len()).filter(|&j| path.starts_with(&folders[j])).max_by_key(|&j| folders[j].len());
+    for i in 0..datasets.len() {
+        let odd = std::mem::take(&mut datasets[i].odd);
+        for (path, why) in odd {
+            let to = innermost(&path).unwrap_or(i);
+            datasets[to].odd.push((path, why));
+        }
+    }
 }
 
 /// `file://`: every file below `dir`, keyed by its names joined with `/`,
