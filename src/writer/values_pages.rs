@@ -174,11 +174,12 @@ fn encode_page(s: &mut Scratch, rows: &[&[f32]]) -> Result<StoredPage, Problem> 
         (Encoding::RLE, Encoding::RLE),
     )
     .map_err(|e| e.to_string())?;
-    let start = (HEADER_ROOM_BYTES.checked_sub(header.len()))
+    let start = HEADER_ROOM_BYTES
+        .checked_sub(header.len())
         .ok_or_else(|| format!("a page header of {} bytes, past the room of {HEADER_ROOM_BYTES}", header.len()))?;
     stored[start..HEADER_ROOM_BYTES].copy_from_slice(&header);
-    // shrinking in place gives back the bound's unused tail (realloc to a
-    // smaller size does not move the bytes)
+    // shrinking gives back the bound's unused tail (glibc's realloc to a
+    // smaller size shrinks in place: the bytes are not moved)
     stored.shrink_to_fit();
     Ok(StoredPage {
         bytes: Bytes::from(stored).slice(start..),
