@@ -110,14 +110,14 @@ impl SchemaBlock {
         units: Option<&str>,
         sampling_rate_hz: f64,
     ) {
-        if !self.time_series.contains_key(spec_type) {
-            self.time_series.insert(spec_type.to_string(), BTreeMap::new());
-        }
-        let Some(channels) = self.time_series.get_mut(spec_type) else { return };
-        if !channels.contains_key(channel) {
-            channels.insert(channel.to_string(), ChannelSchema::default());
-        }
-        let Some(ch) = channels.get_mut(channel) else { return };
+        let channels = match self.time_series.get_mut(spec_type) {
+            Some(channels) => channels,
+            None => self.time_series.entry(spec_type.to_string()).or_default(),
+        };
+        let ch = match channels.get_mut(channel) {
+            Some(ch) => ch,
+            None => channels.entry(channel.to_string()).or_default(),
+        };
         if !ch.sampling_rates_hz.contains(&sampling_rate_hz) {
             ch.sampling_rates_hz.push(sampling_rate_hz);
             ch.sampling_rates_hz.sort_by(f64::total_cmp);

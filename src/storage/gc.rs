@@ -663,8 +663,7 @@ fn file_tree(
     Ok(files)
 }
 
-/// A dataset's entry of [`Survey::datasets`].
-/// The survey of dataset `ds`, once its rules ran: `fenced` as they found
+/// The entry of [`Survey::datasets`] of dataset `ds`, once its rules ran: `fenced` as they found
 /// it, its leftovers and odd entries those the report gained past `before`
 /// (its lengths of `removed_claims` and `odd` before the rules).
 fn found(
