@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::io;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -123,4 +123,152 @@ where
     F::Output: Send + 'static,
 {
     Ok(runtime()?.spawn(fut))
+}
+
+/// `f` of each of `items`, in item order, computed on the current rayon pool
+/// by this thread and any idle one that steals an item. This thread takes up
+/// no other pool work meanwhile: it runs the items queued on its own deque
+/// ([`rayon::yield_local`]; they are pushed last, so it pops them first)
+/// until every item has started, then blocks until those running elsewhere
+/// are done. A `par_iter`'s join instead runs any queued job while it waits:
+/// a write's last row groups, each encoding its pages in parallel, would then
+/// nest inside one another, each done only after the later ones it took up,
+/// and the shard could append none of them before the last was encoded
+/// (`src/writer/mod.rs`, step 3). A panic of `f` is raised here once every
+/// item is done.
+pub(crate) fn map_on_pool<I, R, F>(items: Vec<I>, f: F) -> Vec<R>
+where
+    I: Send,
+    R: Send,
+    F: Fn(I) -> R + Sync,
+{
+    use std::sync::{Condvar, Mutex, PoisonError};
+    /// Counts an item done when dropped, also when `f` panicked.
+    struct Done<'a>(&'a (Mutex<usize>, Condvar));
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            let (left, all_done) = self.0;
+            let mut left = left.lock().unwrap_or_else(PoisonError::into_inner);
+            *left -= 1;
+            if *left == 0 {
+                all_done.notify_all();
+            }
+        }
+    }
+    let n = items.len();
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let started = AtomicUsize::new(0);
+    let waiting = (Mutex::new(n), Condvar::new());
+    let run = |k: usize, item: I| {
+        started.fetch_add(1, Ordering::AcqRel);
+        let _done = Done(&waiting);
+        let r = f(item);
+        *slots[k].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    };
+    rayon::scope(|s| {
+        let mut items = items.into_iter().enumerate();
+        let first = items.next();
+        // queued on this thread's deque: an idle thread steals the oldest
+        // (the next in order), this one pops the newest
+        for (k, item) in items {
+            let run = &run;
+            s.spawn(move |_| run(k, item));
+        }
+        if let Some((k, item)) = first {
+            run(k, item);
+        }
+        while started.load(Ordering::Acquire) < n {
+            if rayon::yield_local() != Some(rayon::Yield::Executed) {
+                break;
+            }
+        }
+        let (left, all_done) = &waiting;
+        let mut left = left.lock().unwrap_or_else(PoisonError::into_inner);
+        while *left > 0 {
+            left = all_done.wait(left).unwrap_or_else(PoisonError::into_inner);
+        }
+    });
+    slots.into_iter().filter_map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{mpsc, Mutex};
+    use std::time::Duration;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a test pool")
+    }
+
+    #[test]
+    fn items_come_back_in_item_order_on_any_number_of_threads() {
+        for threads in [1, 2, 4] {
+            let squares = pool(threads).install(|| map_on_pool((0..100u64).collect(), |k| k * k));
+            assert_eq!(squares, (0..100u64).map(|k| k * k).collect::<Vec<_>>(), "{threads} threads");
+        }
+        assert_eq!(pool(2).install(|| map_on_pool(Vec::<u8>::new(), |k| k)), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn a_panic_of_one_item_is_raised_after_every_item_ran() {
+        let ran = AtomicUsize::new(0);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool(2).install(|| {
+                map_on_pool((0..16u32).collect(), |k| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    assert_ne!(k, 3, "item 3 fails");
+                    k
+                })
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(ran.load(Ordering::SeqCst), 16);
+    }
+
+    thread_local! {
+        static MAPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// The thread in `map_on_pool` waits for an item another thread runs
+    /// while a job of someone else's is queued where it could steal it (the
+    /// other thread's deque): it must not run that job, which a `par_iter`'s
+    /// join does (the job then reports it ran inside the map).
+    #[test]
+    fn a_thread_waiting_for_its_items_takes_up_no_other_work() {
+        let pool = pool(2);
+        let (item_1_started, wait_for_item_1) = mpsc::channel::<()>();
+        let (other_ran, wait_for_other) = mpsc::channel::<bool>();
+        let other_ran = Mutex::new(other_ran);
+        let (wait_for_item_1, wait_for_other) = (Mutex::new(wait_for_item_1), Mutex::new(wait_for_other));
+        let nested = AtomicBool::new(false);
+        pool.install(|| {
+            MAPPING.with(|m| m.set(true));
+            map_on_pool(vec![0, 1], |k| {
+                if k == 0 {
+                    // item 0 runs here: it ends once the other thread has item 1
+                    wait_for_item_1
+                        .lock()
+                        .expect("lock")
+                        .recv_timeout(Duration::from_secs(10))
+                        .expect("item 1 started");
+                    return;
+                }
+                let _ = item_1_started.send(());
+                // another job, queued on this (the stealing) thread's deque
+                let other_ran = other_ran.lock().expect("lock").clone();
+                rayon::spawn(move || {
+                    let _ = other_ran.send(MAPPING.with(|m| m.get()));
+                });
+                // give the waiting thread time to take it up, if it would
+                match wait_for_other.lock().expect("lock").recv_timeout(Duration::from_millis(300)) {
+                    Ok(inside_map) => nested.store(inside_map, Ordering::SeqCst),
+                    Err(_) => {}
+                }
+            });
+            MAPPING.with(|m| m.set(false));
+        });
+        assert!(!nested.load(Ordering::SeqCst), "the other job ran on the thread waiting in map_on_pool");
+    }
 }

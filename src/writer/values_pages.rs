@@ -77,9 +77,11 @@ thread_local! {
 ///
 /// With `parallel`, pages are encoded in parallel on the current rayon pool
 /// (the writer's compute pool), so the last row group of a write does not
-/// leave a core idle while one thread encodes it; otherwise on this thread
-/// (while row groups keep every thread busy, stealing a row group's pages
-/// would only delay the row group the shard appends next). A page's bytes
+/// leave a core idle while one thread encodes it; this thread takes up no
+/// other row group while it waits for its pages ([`crate::runtime::map_on_pool`]).
+/// Otherwise on this thread (while row groups keep every thread busy,
+/// stealing a row group's pages would only delay the row group the shard
+/// appends next). A page's bytes
 /// depend only on its rows and the level (a zstd context's output never
 /// depends on what it compressed before): the same on any thread.
 pub(crate) fn encode<T: Send>(
@@ -89,7 +91,6 @@ pub(crate) fn encode<T: Send>(
     parallel: bool,
     before_page: &(dyn Fn(std::ops::Range<usize>) -> T + Sync),
 ) -> Result<(Vec<StoredPage>, Vec<T>), Problem> {
-    use rayon::prelude::*;
     let mut spans = Vec::with_capacity(pages.len());
     let mut start = 0;
     for &n in pages {
@@ -105,7 +106,7 @@ pub(crate) fn encode<T: Send>(
     };
     let encoded = match parallel {
         // every page's result, so a failure is the first page's in page order, as on one thread
-        true => spans.into_par_iter().map(one).collect::<Vec<_>>().into_iter().collect::<Result<Vec<_>, Problem>>()?,
+        true => crate::runtime::map_on_pool(spans, one).into_iter().collect::<Result<Vec<_>, Problem>>()?,
         false => spans.into_iter().map(one).collect::<Result<Vec<_>, Problem>>()?,
     };
     Ok(encoded.into_iter().unzip())
