@@ -17,8 +17,9 @@
 //!    Once nothing more is pushed, the row groups whose pages are not
 //!    encoded yet spread their pages over the pool, so the write's end does
 //!    not wait on one thread while the others idle; a thread waiting for a
-//!    row group's pages takes up no later row group meanwhile, so row groups
-//!    finish in order and each is appended while the next ones encode.
+//!    row group's pages takes up no later row group meanwhile (but for the
+//!    windows `runtime::map_on_pool` names), so row groups finish in
+//!    order and each is appended while the next ones encode.
 //!    At most a few row groups are in flight: memory is bounded by the row-group
 //!    target, not by the dataset.
 //! 4. Write the index, samples, annotations and task files, then the manifest.

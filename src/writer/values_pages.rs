@@ -78,10 +78,10 @@ thread_local! {
 /// With `parallel`, pages are encoded in parallel on the current rayon pool
 /// (the writer's compute pool), so the last row group of a write does not
 /// leave a core idle while one thread encodes it; this thread takes up no
-/// other row group while it waits for its pages ([`crate::runtime::map_on_pool`]).
-/// Otherwise on this thread (while row groups keep every thread busy,
-/// stealing a row group's pages would only delay the row group the shard
-/// appends next). A page's bytes
+/// later row group while it waits for its pages ([`crate::runtime::map_on_pool`]
+/// says how, and the two short windows it leaves). Otherwise on this thread
+/// (while row groups keep every thread busy, stealing a row group's pages
+/// would only delay the row group the shard appends next). A page's bytes
 /// depend only on its rows and the level (a zstd context's output never
 /// depends on what it compressed before): the same on any thread.
 pub(crate) fn encode<T: Send>(
