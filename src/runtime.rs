@@ -197,6 +197,7 @@ where
             left = all_done.wait(left).unwrap_or_else(PoisonError::into_inner);
         }
     });
+    // every slot is filled here: had an item panicked, the scope raised it above
     slots.into_iter().filter_map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
 }
 
@@ -271,9 +272,8 @@ mod tests {
                     let _ = other_ran.send(MAPPING.with(|m| m.get()));
                 });
                 // give the waiting thread time to take it up, if it would
-                match wait_for_other.lock().expect("lock").recv_timeout(Duration::from_millis(300)) {
-                    Ok(inside_map) => nested.store(inside_map, Ordering::SeqCst),
-                    Err(_) => {}
+                if let Ok(inside_map) = wait_for_other.lock().expect("lock").recv_timeout(Duration::from_millis(300)) {
+                    nested.store(inside_map, Ordering::SeqCst);
                 }
             });
             MAPPING.with(|m| m.set(false));
