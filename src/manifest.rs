@@ -631,7 +631,9 @@ impl Manifest {
     /// bytes).
     ///
     /// # Errors
-    /// [`ParseProblem`] naming the field (a JSON path) or line and column.
+    /// [`ParseProblem`] naming the field (a JSON path) or line and column;
+    /// [`ParseProblem::other_format`] tells JSON of another format or format
+    /// version (not a TimeF 1 manifest) from a damaged TimeF manifest.
     pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, ParseProblem> {
         let at = |e: &serde_json::Error| {
             let offset = offset_of(bytes, e.line(), e.column());
@@ -643,18 +645,26 @@ impl Manifest {
                 format!("{field} ({line})")
             }
         };
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| ParseProblem { location: at(&e), reason: format!("not JSON: {e}") })?;
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ParseProblem {
+            location: at(&e),
+            reason: format!("not JSON: {e}"),
+            other_format: false,
+        })?;
         if value.get("format").and_then(|v| v.as_str()) != Some(FORMAT)
             || value.get("format_version").and_then(|v| v.as_u64()) != Some(u64::from(FORMAT_VERSION))
         {
             return Err(ParseProblem {
                 location: "format".into(),
                 reason: format!("format {} version {} is not timef 1", value["format"], value["format_version"]),
+                other_format: true,
             });
         }
         // from the bytes, not the value, so a type error carries its position
-        serde_json::from_slice(bytes).map_err(|e| ParseProblem { location: at(&e), reason: e.to_string() })
+        serde_json::from_slice(bytes).map_err(|e| ParseProblem {
+            location: at(&e),
+            reason: e.to_string(),
+            other_format: false,
+        })
     }
 }
 
@@ -666,6 +676,10 @@ pub struct ParseProblem {
     pub location: String,
     /// What is wrong.
     pub reason: String,
+    /// The bytes are JSON naming another `format` or `format_version` (not a
+    /// TimeF 1 manifest); otherwise a TimeF manifest is damaged (not JSON, or
+    /// a field missing or of the wrong type).
+    pub other_format: bool,
 }
 
 /// Byte offset of 1-based `line` and `column` (0 column: the line's start).

@@ -124,8 +124,10 @@ impl Version {
     /// # Errors
     /// [`Error::Missing`] when nothing is at `dir` (no directory; no bucket; no
     /// object under the prefix); [`Error::NotAVersion`] without `manifest.json`,
-    /// or with a manifest of another `format` / `format_version` or one that
-    /// does not parse; [`Error::InvalidUrl`], [`Error::UnknownStorageOption`].
+    /// or with a manifest of another `format` / `format_version`;
+    /// [`Error::Corrupt`] with a TimeF manifest that does not parse (not JSON,
+    /// a field missing or of the wrong type) or names a file outside the
+    /// version; [`Error::InvalidUrl`], [`Error::UnknownStorageOption`].
     pub fn open(dir: impl AsRef<Path>) -> Result<Version> {
         Version::open_at(Location::from_path(dir.as_ref())?)
     }
@@ -162,9 +164,17 @@ impl Version {
         // opened once: every file of the version is read through this handle
         let loc = open_version(&loc)?;
         let bytes = manifest_bytes(&loc)?;
-        let manifest = Manifest::parse(&bytes).map_err(|p| Error::NotAVersion {
-            path: loc.to_path_buf(),
-            reason: format!("manifest.json {}: {}", p.location, p.reason),
+        // another format's manifest.json is not a version; a TimeF one that
+        // does not parse is a damaged version (a manifest is written whole, last)
+        let manifest = Manifest::parse(&bytes).map_err(|p| match p.other_format {
+            true => Error::NotAVersion {
+                path: loc.to_path_buf(),
+                reason: format!("manifest.json {}: {}", p.location, p.reason),
+            },
+            false => Error::Corrupt {
+                path: loc.to_path_buf().join(MANIFEST),
+                reason: format!("{}: {}", p.location, p.reason),
+            },
         })?;
         let manifest_sha256 = hex::encode(Sha256::digest(&bytes));
         let listed = manifest.files.iter().map(|f| f.path.clone()).collect();

@@ -1436,3 +1436,42 @@ fn file_url_folders_named_with_hash_or_percent_are_the_folders_the_url_names() {
         assert!(timef::verify::verify_at(&Location::local(dir.join("ecg/v1"))).unwrap().is_ok(), "{folder}");
     }
 }
+
+/// A committed version whose `manifest.json` was damaged (cut short) is a
+/// corrupt version to a reader, not "not a version"; `gc` keeps every file of
+/// it and reports it odd without advising its removal. A manifest of another
+/// format stays "not a version".
+#[test]
+fn local_a_damaged_manifest_is_a_corrupt_version_that_gc_keeps_whole() {
+    let b = Backend::new(Kind::Local, "damaged manifest").unwrap();
+    for v in ["v1", "v2"] {
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", v, 2)).unwrap().commit().unwrap();
+    }
+    let manifest = b.root.join("ecg/v1/manifest.json").to_path_buf();
+    let bytes = std::fs::read(&manifest).unwrap();
+    let cut = bytes.iter().position(|&c| c == b'\n').unwrap() + 1;
+    std::fs::write(&manifest, &bytes[..cut]).unwrap();
+    let before = b.files();
+    match timef::reader::Version::open(b.root.join("ecg/v1").to_path_buf()) {
+        Err(timef::Error::Corrupt { path, reason }) => {
+            assert_eq!(
+                (path, reason.as_str()),
+                (manifest.clone(), "line 2 column 0: not JSON: EOF while parsing an object at line 2 column 0")
+            )
+        }
+        other => panic!("{:?}", other.map(|v| v.dir().to_path_buf())),
+    }
+    let report = gc(&b.root, 0).unwrap();
+    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
+               `timef verify` tells): not cleared; kept";
+    assert_eq!(report.odd, [(b.shown("ecg/v1"), why.to_string())]);
+    assert!(report.removed_files.is_empty() && report.removed_claims.is_empty(), "{report:?}");
+    assert_eq!(b.files(), before);
+    std::fs::write(&manifest, br#"{"format": "other", "format_version": 1}"#).unwrap();
+    match timef::reader::Version::open(b.root.join("ecg/v1").to_path_buf()) {
+        Err(timef::Error::NotAVersion { reason, .. }) => {
+            assert_eq!(reason, r#"manifest.json format: format "other" version 1 is not timef 1"#)
+        }
+        other => panic!("{:?}", other.map(|v| v.dir().to_path_buf())),
+    }
+}

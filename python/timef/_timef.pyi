@@ -467,8 +467,9 @@ def open(version_dir: StrPath, *, storage_options: dict[str, str] | None = None)
     """Opens a committed version (a local directory or an object-store URL, as
     :class:`TimeFWriter`'s ``root``). Raises ``FileNotFoundError`` when nothing is
     there (no directory, bucket, container, or no object under the prefix),
-    ``NotAVersionError`` for a place without ``manifest.json``,
-    ``TimeFValidationError`` for an unknown storage option, ``OSError``.
+    ``NotAVersionError`` for a place without ``manifest.json`` (or with another
+    format's), ``CorruptVersionError`` for a TimeF ``manifest.json`` that does
+    not parse, ``TimeFValidationError`` for an unknown storage option, ``OSError``.
     Safe in ``fork``- and ``spawn``-started children (each process uses its own
     object-store runtime and connections)."""
 

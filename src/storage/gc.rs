@@ -332,6 +332,8 @@ struct Dataset {
 /// Why a child without a marker is reported.
 const UNMARKED_VERSION: &str =
     "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as a writer's; kept (remove it by hand if nobody needs it)";
+const OTHER_MANIFEST: &str =
+    "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: `timef verify` tells): not cleared; kept";
 const UNMARKED_CLAIM: &str =
     "is named like a claim but does not hold a writer id: not timef's claim; kept (remove it by hand if nobody needs it)";
 const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
@@ -448,6 +450,9 @@ fn scan_dataset(
             // written through a file:// URL: its claim is read only there
             ds.odd.push((child.clone(), CLAIM_READ_LOCALLY));
             ds.url_claim = true;
+        } else if inner.files.contains_key(MANIFEST) {
+            // never "remove it by hand": it may be a committed version whose manifest was damaged
+            ds.odd.push((child.clone(), OTHER_MANIFEST));
         } else if !inner.files.is_empty() || !inner.dirs.is_empty() {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
