@@ -1,10 +1,35 @@
 //! The summary `timef info` prints: counts, channels with rates and statistics,
-//! tasks, files and sizes, from the manifest (no data file is read).
+//! tasks, files and sizes, from the manifest; [`check_files`] lists the
+//! version once to find a listed file missing or of another size (no data file
+//! is read: `timef verify` checks the bytes).
+
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::reader::Version;
+
+/// Checks that every file `manifest.json` lists is in the version with the
+/// size in bytes it lists, by one listing of the version (a directory walk, or
+/// one LIST of the prefix on an object store; no file is opened).
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the first listed file, in the manifest's order,
+/// that is missing or whose size differs; I/O and store errors of the listing.
+pub fn check_files(v: &Version) -> Result<()> {
+    let (found, _) = v.location().list_files()?;
+    let sizes: BTreeMap<&str, u64> = found.iter().map(|(rel, bytes)| (rel.as_str(), *bytes)).collect();
+    for f in &v.manifest().files {
+        let reason = match sizes.get(f.path.as_str()) {
+            None => "listed in manifest.json but missing".to_string(),
+            Some(&bytes) if bytes != f.bytes => format!("{bytes} bytes, manifest.json says {}", f.bytes),
+            Some(_) => continue,
+        };
+        return Err(Error::Corrupt { path: v.dir().join(&f.path), reason });
+    }
+    Ok(())
+}
 
 /// The summary as JSON: dataset, counts, id encodings, channels, tasks, files and
 /// total bytes, statistics.
@@ -50,7 +75,8 @@ pub fn render(v: &Version) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(s, "{} / {}  ({})", m.dataset.name, m.dataset.version, v.dir().display());
     if let Some(d) = &m.dataset.description {
-        let _ = writeln!(s, "description: {}", d.lines().next().unwrap_or(""));
+        // every line, the later ones indented under the first
+        let _ = writeln!(s, "description: {}", d.lines().collect::<Vec<_>>().join("\n  "));
     }
     let _ = writeln!(
         s,

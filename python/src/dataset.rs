@@ -28,13 +28,13 @@ pub struct PyDataset {
 
 /// A loader calling the Python callable `f` with the GIL held; its exception
 /// travels through the core unchanged, and what it returns that is not values
-/// (`None`, a 2-d array) is a `ValueError` naming series `id`.
+/// (`None`, a 2-d array) is a `TimeFValidationError` naming series `id`.
 fn py_loader(id: String, f: Py<PyAny>) -> timef::Loader {
     Box::new(move || -> Result<SeriesValues, LoaderError> {
         Python::attach(|py| {
             let out = f.bind(py).call0()?;
             if out.is_none() {
-                return Err(PyValueError::new_err(format!("the loader of series {id} returned None, not its values")));
+                return Err(to_py(timef::Error::validation(&id, "values", "the loader returned None, not its values")));
             }
             series_values(py, &id, &out)
         })
@@ -42,11 +42,13 @@ fn py_loader(id: String, f: Py<PyAny>) -> timef::Loader {
     })
 }
 
-/// [`to_values`] of series `id`'s values, its `ValueError` naming the series.
+/// [`to_values`] of series `id`'s values; a `ValueError` (not one-dimensional,
+/// not numbers) becomes a `TimeFValidationError` with `id` the series and
+/// `field` `"values"`.
 fn series_values(py: Python<'_>, id: &str, obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     to_values(obj).map_err(|e| {
         if e.is_instance_of::<PyValueError>(py) {
-            PyValueError::new_err(format!("series {id}: {}", e.value(py)))
+            to_py(timef::Error::validation(id, "values", e.value(py).to_string()))
         } else {
             e
         }

@@ -93,10 +93,20 @@ fn with_attrs<'py>(py: Python<'py>, err: PyErr, attrs: &[(&str, Bound<'py, PyAny
 /// (a distributed write that is over), so Python raises `FileNotFoundError`.
 const ENOENT: i32 = 2;
 
-/// An `OSError` (the subclass Python picks for `errno`) with `filename` set.
-fn os_error(path: &std::path::Path, source: &std::io::Error, message: &str) -> PyErr {
-    let errno = source.raw_os_error().or((source.kind() == std::io::ErrorKind::NotFound).then_some(ENOENT));
-    PyOSError::new_err(os_args(errno.unwrap_or(0), message, path))
+/// POSIX `EIO`: the errno of an I/O failure that carries none of its own (a
+/// short read, an object store's or a codec's failure), so that every
+/// `OSError` names its file in `filename` and prints it once.
+const EIO: i32 = 5;
+
+/// An I/O error on `path` as Python raises its own: the subclass the errno
+/// picks (`ENOENT` for a `NotFound` without one, else `EIO`), printed
+/// `[Errno 21] Is a directory: 'path'` with the OS's or the error's own text.
+fn io_error(path: &std::path::Path, source: &std::io::Error) -> PyErr {
+    let fallback = if source.kind() == std::io::ErrorKind::NotFound { ENOENT } else { EIO };
+    let text = source.to_string();
+    // without Rust's " (os error N)", which `[Errno N]` already says
+    let strerror = text.rsplit_once(" (os error ").map_or(text.as_str(), |(t, _)| t);
+    PyOSError::new_err((source.raw_os_error().unwrap_or(fallback), strerror.to_string(), path.display().to_string()))
 }
 
 /// `(errno, strerror, filename)` of an `OSError`: Python prints
@@ -182,8 +192,10 @@ pub fn to_py(e: Error) -> PyErr {
                     ],
                 )
             }
-            Error::Io { path, source } => os_error(&path, &source, &message),
-            Error::Parquet { path, .. } | Error::Arrow { path, .. } => PyOSError::new_err(os_args(0, &message, &path)),
+            Error::Io { path, source } => io_error(&path, &source),
+            Error::Parquet { path, .. } | Error::Arrow { path, .. } => {
+                PyOSError::new_err(os_args(EIO, &message, &path))
+            }
             // a URL the user typed: a ValueError naming it (never a credential)
             Error::InvalidUrl { url, reason } => with_attrs(
                 py,
@@ -202,9 +214,13 @@ pub fn to_py(e: Error) -> PyErr {
                 ],
             ),
             // an object that is not there: FileNotFoundError, as for a local file (review 24)
-            Error::ObjectStore { url, .. } if e_not_found => PyFileNotFoundError::new_err((ENOENT, message, url)),
+            Error::ObjectStore { url, .. } if e_not_found => {
+                PyFileNotFoundError::new_err(os_args(ENOENT, &message, std::path::Path::new(&url)))
+            }
             // the store failed (denied, network, timeout) or cannot take a write safely: an OSError naming the URL
-            Error::ObjectStore { url, .. } | Error::UnsafeStore { url, .. } => PyOSError::new_err((0, message, url)),
+            Error::ObjectStore { url, .. } | Error::UnsafeStore { url, .. } => {
+                PyOSError::new_err(os_args(EIO, &message, std::path::Path::new(&url)))
+            }
             Error::Part { write_id, part, shard, problem } => {
                 let int = |v: Option<u32>| match v {
                     Some(v) => v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py)),

@@ -39,12 +39,14 @@ pub(crate) fn core_root(
     let text = path.to_string_lossy();
     let options: StorageOptions = storage_options.unwrap_or_default().into_iter().collect();
     let loc = Location::parse(&text, &options).map_err(to_py)?;
-    if loc.as_local().is_some() {
-        if let Some(option) = options.keys().next() {
-            return Err(PyValueError::new_err(format!(
-                "storage_options[{option:?}]: storage options apply to object-store URLs, not the local path {text:?}"
-            )));
-        }
+    // file:// and memory:// have no settings: a key given for them is a mistake to name, not to drop
+    let lower = text.to_ascii_lowercase();
+    let without_settings = loc.as_local().is_some() || lower.starts_with("file://") || lower.starts_with("memory://");
+    if let (true, Some(option)) = (without_settings, options.keys().next()) {
+        return Err(PyValueError::new_err(format!(
+            "storage_options[{option:?}]: storage options apply to cloud object-store URLs (s3://, gs://, az://), \
+             not {text:?}"
+        )));
     }
     Ok(loc)
 }

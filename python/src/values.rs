@@ -33,7 +33,7 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let arr = np.call_method1("require", (obj, np.getattr("float32")?, "CA"))?;
     let ndim: usize = arr.getattr("ndim")?.extract()?;
     if ndim != 1 {
-        return Err(PyValueError::new_err(format!("values must be one-dimensional, got {ndim} dimensions")));
+        return Err(PyValueError::new_err(format!("must be one-dimensional, got {ndim} dimensions")));
     }
     let arr = arr.cast_into::<PyArray1<f32>>().map_err(PyErr::from)?;
     let len = arr.len();

@@ -256,9 +256,12 @@ def test_a_failed_multipart_upload_reports_its_own_error(tmp_path: Path) -> None
     text = str(e.value)
     assert "InvalidPart: injected part failure" in text, text
     assert "NoSuchUpload" not in text and "<?xml" not in text, text
-    assert re.fullmatch(rf"\[Errno 0\] object store s3://{bucket}/root/big/v1/time_series/shard-00000\.parquet: "
+    shard = f"s3://{bucket}/root/big/v1/time_series/shard-00000.parquet"
+    # errno EIO (the store gave none), the URL printed once, as Python prints an OSError's filename
+    assert re.fullmatch(r"\[Errno 5\] object store: "
                         r".* - Server returned non-2xx status code: 400 Bad Request: InvalidPart: injected part "
-                        r"failure: '.*'", text), text
+                        rf"failure: '{re.escape(shard)}'", text), text
+    assert (e.value.errno, e.value.filename) == (5, shard)
     assert s3_keys(endpoint, bucket, "root/") == []
 
 
@@ -277,6 +280,12 @@ def test_an_unknown_storage_option_is_named_with_close_matches(cli: Path) -> Non
     assert str(e.value) == ("unknown storage option `aws_secret_acess_key` for s3://bucket/root/ds/v1 "
                             "(did you mean `aws_secret_access_key`?)")
     assert (e.value.id, e.value.field) == ("aws_secret_acess_key", "storage_options")
+    # file:// takes no key (review 62: it dropped them), as a local path does
+    for url in ["file:///nonexistent/ds/v1", "/nonexistent/ds/v1"]:
+        with pytest.raises(ValueError) as v:
+            timef.open(url, storage_options={"region": "x", "aws_region": "y"})
+        assert str(v.value) == ("storage_options[\"aws_region\"]: storage options apply to cloud object-store URLs "
+                                f"(s3://, gs://, az://), not {url!r}".replace("'", '"'))
 
 
 def test_an_endpoint_that_is_not_an_http_url_is_a_validation_error_not_a_panic(cli: Path) -> None:
@@ -368,3 +377,5 @@ def test_an_object_gone_mid_read_is_file_not_found_as_a_local_file_is(tmp_path: 
         for _ in plan.windows(batch_size=8):
             pass
     assert (e.value.errno, e.value.filename) == (2, f"s3://{bucket}/{key}")
+    # the URL printed once, as Python prints an OSError's filename
+    assert str(e.value).count(f"s3://{bucket}/{key}") == 1, str(e.value)

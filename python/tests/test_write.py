@@ -223,21 +223,24 @@ def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path:
 
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
     for returned, reason in [
-        (None, "the loader of series zz returned None, not its values"),
-        (np.zeros((2, 2), dtype=np.float32), "series zz: values must be one-dimensional, got 2 dimensions"),
+        (None, "the loader returned None, not its values"),
+        (np.zeros((2, 2), dtype=np.float32), "must be one-dimensional, got 2 dimensions"),
+        (["a"], "could not convert string to float: 'a'"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
         ds.add_sample(sample_id="rec-zz", source_id="ptb", series=["zz"])
-        with pytest.raises(ValueError) as info:
+        with pytest.raises(timef.TimeFValidationError) as info:
             with timef.TimeFWriter(tmp_path, ds) as w:
                 w.write()
-        assert str(info.value) == reason
+        assert (str(info.value), info.value.id, info.value.field, info.value.reason) == (
+            f"invalid values of zz: {reason}", "zz", "values", reason)
         assert listing(tmp_path) == []
     ds, _ = build()
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(timef.TimeFValidationError) as info:
         ds.add_series(time_series_id="yy", spec_type="zz", channel="z", sampling_rate_hz=1.0, values=[[1.0]])
-    assert str(info.value) == "series yy: values must be one-dimensional, got 2 dimensions"
+    assert (str(info.value), info.value.id, info.value.field) == (
+        "invalid values of yy: must be one-dimensional, got 2 dimensions", "yy", "values")
 
 
 def test_help_shows_the_writers_real_defaults() -> None:
@@ -318,6 +321,21 @@ def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:
         with pytest.raises(timef.TimeFValidationError) as e:
             timef.TimeFWriter(tmp_path, timef.TimeFDataset("d", "v2"), **{option: value})
         assert (e.value.id, e.value.field) == (None, option)
+
+
+def test_a_missing_input_file_is_file_not_found_and_a_directory_an_os_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.ts"
+    for read in [lambda p: timef.read_ucr([p], dataset_name="d", dataset_version="v1"),
+                 lambda p: timef.read_tsf(p, dataset_name="d", dataset_version="v1"),
+                 lambda p: timef.read_arrow(str(p), dataset_name="d", dataset_version="v1")]:
+        with pytest.raises(FileNotFoundError) as e:
+            read(missing)
+        assert (e.value.errno, e.value.filename) == (2, str(missing))
+        assert str(e.value) == f"[Errno 2] not found: no such input file: '{missing}'"
+        with pytest.raises(IsADirectoryError) as d:
+            read(tmp_path)
+        assert (d.value.errno, d.value.filename) == (21, str(tmp_path))
+    assert listing(tmp_path) == []
 
 
 def test_storage_options_need_an_object_store_url(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ Exceptions: ``FileExistsError`` (the version exists), ``FileNotFoundError``
 (nothing at a path or URL: directory, bucket, container, prefix), ``TimeFValidationError``,
 ``TimeFEditError``, ``TimeFInputError``, ``NotAVersionError``,
 ``CorruptVersionError`` (all ``ValueError``), ``OSError`` with ``filename`` for
-I/O. An exception raised by a loader or ``progress_cb`` aborts the write (nothing
+I/O (``errno`` the system's, else ``EIO`` for a store's or a codec's failure). An exception raised by a loader or ``progress_cb`` aborts the write (nothing
 is left) and reaches the caller unchanged.
 
 Distributed writes (Dask, Spark, a job queue; ``timef.ray.write`` for Ray) run

@@ -158,7 +158,9 @@ class TimeFDataset:
         is finite and > 0; ``t_start_s``/``t_end_s`` in seconds; with ``t_end_s``,
         ``len(values) == round((t_end_s - t_start_s) * sampling_rate_hz)``. The same
         id with equal metadata is kept once (first values/loader win). Values must be
-        non-empty and finite (checked while writing)."""
+        one-dimensional numbers (else ``TimeFValidationError`` with ``id`` the series
+        and ``field`` ``"values"``, raised here for ``values``, by the write for what
+        ``loader`` returns), non-empty and finite (checked while writing)."""
     def add_sample(
         self,
         *,
@@ -240,7 +242,8 @@ class TimeFWriter:
     come from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``), overridden
     by ``storage_options`` (``object_store`` keys such as ``aws_region``); on a
     store the commit is a claim plus a conditional create of ``manifest.json``
-    (``docs/format.md``). ``storage_options`` on a local path raises ``ValueError``.
+    (``docs/format.md``). ``storage_options`` on a local path, ``file://`` or ``memory://``
+    (which have no settings) raises ``ValueError``.
     """
 
     def __init__(
@@ -541,7 +544,10 @@ def read_ucr(
 ) -> TimeFDataset:
     """UCR/UEA ``.ts`` files as a dataset whose loaders read lazily. ``on_missing``
     ``"drop_case"`` leaves out cases with missing values; ``encoding`` is the
-    files' text encoding."""
+    files' text encoding.
+    Raises ``FileNotFoundError`` for a file that does not exist, ``OSError`` for
+    one that cannot be read, ``TimeFInputError`` (``path``, ``line``) for a
+    malformed one."""
 
 def read_tsf(
     path: StrPath,
@@ -555,7 +561,10 @@ def read_tsf(
 ) -> TimeFDataset:
     """A Monash ``.tsf`` file as a dataset (with a forecasting task when the file
     has a horizon). ``on_missing`` ``"drop_case"`` leaves out series with missing
-    values (``?``, ``NaN``)."""
+    values (``?``, ``NaN``).
+    Raises ``FileNotFoundError`` for a file that does not exist, ``OSError`` for
+    one that cannot be read, ``TimeFInputError`` (``path``, ``line``) for a
+    malformed one."""
 
 def read_arrow(
     source: Any,
@@ -570,7 +579,10 @@ def read_arrow(
     """GluonTS-style data (path, or an object with ``__arrow_c_stream__``) as a
     dataset. Every common typing of ``item_id``, ``start``, ``target`` and ``freq``
     is accepted (``docs/format.md``, "Connector inputs"); ``on_missing``
-    ``"drop_case"`` leaves out rows whose target holds NaN or null."""
+    ``"drop_case"`` leaves out rows whose target holds NaN or null.
+    Raises ``FileNotFoundError`` for a file that does not exist, ``OSError`` for
+    one that cannot be read, ``TimeFInputError`` (``path``, ``line``) for a
+    malformed one."""
 
 class PartTask:
     """One part of a distributed write as a worker needs it: its whole shards,

@@ -139,7 +139,8 @@ struct Row {
 /// channel for every refused value (missing under [`OnMissing::Error`], not
 /// convertible to float32, infinite, empty, null), a refused column typing, a
 /// duplicate `item_id`, a `freq` that disagrees with `sampling_rate_hz`, an empty
-/// table, or an unreadable file; [`Error::Validation`] for bad names or rates.
+/// table; [`Error::Missing`] for a file that does not exist, [`Error::Io`] for
+/// one that cannot be read; [`Error::Validation`] for bad names or rates.
 pub fn read_arrow(path: impl AsRef<Path>, opts: &ArrowOptions) -> Result<TimeFDataset> {
     read_arrow_with_report(path, opts).map(|(d, _)| d)
 }

@@ -20,10 +20,17 @@ pub const DEFAULT_SAMPLING_RATE_HZ: f64 = 1.0;
 /// (`docs/format.md`, "Connector ids"): UUIDv5 of the URL namespace and `https://timef.dev/ids/v1`.
 pub const ID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0xbdf6_e50b_617c_5b86_9d6a_1774_ddd3_2bb9);
 
-/// The error for an input file that cannot be opened or read: the user named
-/// it, so it is bad input ([`crate::Error::InvalidInput`]), not a machine fault.
+/// The error for an input file that cannot be opened or read:
+/// [`crate::Error::Missing`] when it does not exist (Python's
+/// `FileNotFoundError`), else [`crate::Error::Io`] naming it (permission,
+/// a directory, a failing disk). A file that reads but is malformed is
+/// [`crate::Error::InvalidInput`].
 pub(crate) fn unreadable(path: &std::path::Path, e: std::io::Error) -> crate::Error {
-    crate::Error::input(path, None, format!("cannot read the input file: {e}"))
+    if e.kind() == std::io::ErrorKind::NotFound {
+        crate::Error::Missing { path: path.to_path_buf(), what: "no such input file".into() }
+    } else {
+        crate::Error::io(path, e)
+    }
 }
 
 /// Seconds since 1970-01-01T00:00:00 UTC of a proleptic Gregorian date and a

@@ -233,7 +233,8 @@ fn frequency_period_s(freq: &str) -> Option<f64> {
 /// Reads a `.tsf` file into a [`TimeFDataset`] (mapping in the module docs).
 ///
 /// Every malformed-file case is an [`Error::InvalidInput`] with `path` and the
-/// 1-based line; an unreadable file is an [`Error::Io`]; an invalid dataset name
+/// 1-based line; a file that does not exist is [`Error::Missing`], one that
+/// cannot be read [`Error::Io`]; an invalid dataset name
 /// or version is an [`Error::Validation`].
 pub fn read_tsf(path: impl AsRef<Path>, opts: &TsfOptions) -> Result<TimeFDataset> {
     read_tsf_with_report(path, opts).map(|(ds, _)| ds)

@@ -130,7 +130,8 @@ impl UcrOptions {
 /// and leading comment lines.
 ///
 /// Errors: [`Error::InvalidInput`] (path and 1-based line) for every malformed file,
-/// [`Error::Io`] when a file cannot be read, [`Error::InvalidOption`] for bad options,
+/// [`Error::Missing`] for a file that does not exist, [`Error::Io`] when one cannot
+/// be read, [`Error::InvalidOption`] for bad options,
 /// [`Error::Validation`] when the name, version or a split is not a valid path component.
 pub fn read_ucr(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Result<TimeFDataset> {
     read_ucr_with_report(paths, opts).map(|(ds, _)| ds)

@@ -16,11 +16,13 @@ use timef::connectors::{arrow::ArrowOptions, tsf::TsfOptions, ucr::UcrOptions, I
                   verify); 3 I/O, object-store or internal failure; 130 interrupted."
 )]
 pub(super) struct Cli {
-    /// No progress bar.
+    /// No progress bar, and no note of what an edit copied (warnings and dropped cases stay).
     #[arg(long, global = true)]
     pub(super) quiet: bool,
     /// An object-store option overriding the environment (repeatable), e.g.
-    /// `aws_endpoint=http://127.0.0.1:9000`, `aws_allow_http=true`, `max_retries=2`.
+    /// `aws_endpoint=http://127.0.0.1:9000`, `aws_allow_http=true`, `max_retries=2`. It applies
+    /// to every cloud URL of the command (s3://, gs://, az://; a key none of them takes is an
+    /// error); local paths and file:// have no settings and do not use it.
     #[arg(long = "storage-option", value_name = "KEY=VALUE", global = true)]
     pub(super) storage_option: Vec<String>,
     #[command(subcommand)]
@@ -32,7 +34,9 @@ pub(super) enum Command {
     /// Turn files of a public format into a committed version.
     #[command(subcommand)]
     Ingest(Ingest),
-    /// Summary of a version: counts, channels, rates, tasks, files, sizes, statistics.
+    /// Summary of a version: counts, channels, rates, tasks, files, sizes, statistics. The index
+    /// is read and every listed file checked present with its size (one listing; `verify` checks
+    /// the bytes): a damaged version exits 2.
     Info {
         /// The version directory or URL (ROOT/NAME/VERSION).
         version_dir: PathBuf,

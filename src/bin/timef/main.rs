@@ -153,8 +153,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Info { version_dir, json, samples } => {
             let v = Version::open_at(loc(&version_dir)?)?;
-            // the index is read and checked: a version that breaks its rules is refused, not summarised
+            // the index is read and checked, and every listed file is there with its size:
+            // a version that breaks its rules is refused, not summarised
             v.index()?;
+            timef::info::check_files(&v)?;
             if json {
                 let mut doc = timef::info::summary(&v)?;
                 if samples {
@@ -170,7 +172,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Edit(a) => {
             keep_freed_memory();
-            edit(a, &opts)
+            edit(a, &opts, cli.quiet)
         }
         Command::Dedup { base_dir, new_dir, json } => {
             let r = timef::dedup::measure_at(&loc(&base_dir)?, &loc(&new_dir)?)?;
@@ -400,7 +402,7 @@ fn empty_file(option: &'static str, file: &std::path::Path, rows: usize) -> Resu
     }
 }
 
-fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
+fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Error> {
     use timef::edit::{Cascade, Edit, InputFile};
     let mut e = Edit {
         remove_sample_ids: a.remove_sample.into_iter().collect(),
@@ -543,12 +545,14 @@ fn edit(a: EditArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
         let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
         print(&plan)?;
         // on stderr, as the connectors' notes: stdout stays the plan and the version
-        eprintln!(
-            "timef: copied {} of {} values pages, {} bytes read from the base's shards",
-            c.pages_copied,
-            c.pages_copied + c.pages_encoded,
-            c.bytes_read
-        );
+        if !quiet {
+            eprintln!(
+                "timef: copied {} of {} values pages, {} bytes read from the base's shards",
+                c.pages_copied,
+                c.pages_copied + c.pages_encoded,
+                c.bytes_read
+            );
+        }
         outln!("{}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
