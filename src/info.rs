@@ -18,13 +18,25 @@ use crate::reader::Version;
 /// [`Error::Corrupt`] naming the first listed file, in the manifest's order,
 /// that is missing or whose size differs; I/O and store errors of the listing.
 pub fn check_files(v: &Version) -> Result<()> {
-    let (found, _) = v.location().list_files()?;
+    let (found, unlisted) = v.location().list_files()?;
     let sizes: BTreeMap<&str, u64> = found.iter().map(|(rel, bytes)| (rel.as_str(), *bytes)).collect();
+    let local = v.location().as_local();
     for f in &v.manifest().files {
         let reason = match sizes.get(f.path.as_str()) {
-            None => "listed in manifest.json but missing".to_string(),
-            Some(&bytes) if bytes != f.bytes => format!("{bytes} bytes, manifest.json says {}", f.bytes),
-            Some(_) => continue,
+            Some(&bytes) if bytes == f.bytes => continue,
+            // a link is listed with its own size: name it for what it is
+            Some(_) if local.is_some_and(|d| d.join(&f.path).is_symlink()) => {
+                crate::storage::local::SYMLINK.to_string()
+            }
+            Some(&bytes) => format!("{bytes} bytes, manifest.json says {}", f.bytes),
+            None => {
+                // not seen because a folder on its way could not be listed: that is I/O, not damage
+                let within = |dir: &str| dir == "." || f.path.starts_with(&format!("{dir}/"));
+                if let Some((dir, why)) = unlisted.iter().find(|(dir, _)| within(dir)) {
+                    return Err(Error::io(v.dir().join(dir), std::io::Error::other(format!("cannot list: {why}"))));
+                }
+                "listed in manifest.json but missing".to_string()
+            }
         };
         return Err(Error::Corrupt { path: v.dir().join(&f.path), reason });
     }

@@ -157,8 +157,25 @@ fn info_prints_the_whole_description_and_refuses_a_missing_or_resized_file() {
     f.set_len(bytes).unwrap();
     assert_eq!(cli(&["info", d]).0, 0);
     let samples = dir.join("samples.parquet");
+    let samples_bytes = std::fs::read(&samples).unwrap();
     std::fs::remove_file(&samples).unwrap();
     let want = format!("timef: error: corrupt version: {}: listed in manifest.json but missing\n", samples.display());
+    assert_eq!(cli(&["info", d]), (2, String::new(), want));
+    // a link in a listed file's place is named as one (review 72: "21 bytes, manifest.json says ...")
+    std::os::unix::fs::symlink(root.path().join("BasicMotions/v2/samples.parquet"), &samples).unwrap();
+    let want = format!(
+        "timef: error: corrupt version: {}: a symbolic link (a version's files are never followed: docs/format.md \
+         \"Paths inside a version\")\n",
+        samples.display()
+    );
+    assert_eq!(cli(&["info", d]), (2, String::new(), want));
+    // the files are checked before the index is read: a missing index is missing, not an I/O error
+    std::fs::remove_file(&samples).unwrap();
+    std::fs::write(&samples, samples_bytes).unwrap();
+    assert_eq!(cli(&["info", d]).0, 0);
+    let index = dir.join("time_series_index.parquet");
+    std::fs::remove_file(&index).unwrap();
+    let want = format!("timef: error: corrupt version: {}: listed in manifest.json but missing\n", index.display());
     assert_eq!(cli(&["info", d]), (2, String::new(), want));
 }
 

@@ -1475,3 +1475,40 @@ fn local_a_damaged_manifest_is_a_corrupt_version_that_gc_keeps_whole() {
         other => panic!("{:?}", other.map(|v| v.dir().to_path_buf())),
     }
 }
+
+/// Review 72: a dataset whose only version has a damaged manifest was passed
+/// over by `ls` and `gc` (no line at all), and a TimeF manifest that parses
+/// as JSON but lacks fields was dropped from `ls` silently. Both are now
+/// reported as odd, and nothing is removed.
+#[test]
+fn local_a_dataset_whose_only_version_is_damaged_is_reported_not_hidden() {
+    let b = Backend::new(Kind::Local, "damaged only").unwrap();
+    for (name, v) in [("ecg", "v1"), ("eeg", "v1"), ("eeg", "v2")] {
+        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset(name, v, 2)).unwrap().commit().unwrap();
+    }
+    let manifest = b.root.join("ecg/v1/manifest.json").to_path_buf();
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.iter().position(|&c| c == b'\n').unwrap() + 1]).unwrap();
+    let fields = b.root.join("eeg/v2/manifest.json").to_path_buf();
+    std::fs::write(&fields, br#"{"format": "timef", "format_version": 1}"#).unwrap();
+    let before = b.files();
+    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
+               `timef verify` tells): not cleared; kept";
+    for (place, shown) in [("", "ecg/v1"), ("ecg", "ecg/v1")] {
+        let at = if place.is_empty() { b.root.clone() } else { b.root.join(place) };
+        let report = gc(&at, 0).unwrap();
+        assert_eq!(report.odd, [(b.shown(shown), why.to_string())], "{place:?}");
+        assert!(report.removed_files.is_empty() && report.removed_claims.is_empty(), "{report:?}");
+    }
+    assert_eq!(b.files(), before);
+    let root = b.root.to_path_buf();
+    let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
+    let eeg_v2 = "(odd: v2 holds a TimeF manifest.json but does not open: corrupt version: {}: line 1 column 40: \
+                  missing field `dataset` at line 1 column 40; `timef verify` tells)";
+    let eeg_v2 = eeg_v2.replace("{}", &fields.display().to_string());
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, format!("ecg\n  (odd: {} {why})\neeg\n  v1\n  {eeg_v2}\n", b.shown("ecg/v1")).as_str(), "")
+    );
+    assert_eq!(b.files(), before);
+}

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use timef::dataset::{LoaderError, SeriesValues};
 use timef::{Annotation, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType};
@@ -42,12 +42,15 @@ fn py_loader(id: String, f: Py<PyAny>) -> timef::Loader {
     })
 }
 
-/// [`to_values`] of series `id`'s values; a `ValueError` (not one-dimensional,
-/// not numbers) becomes a `TimeFValidationError` with `id` the series and
-/// `field` `"values"`.
+/// [`to_values`] of series `id`'s values; its `ValueError`, `TypeError` or
+/// `OverflowError` (not one-dimensional, complex, not numbers, too large)
+/// becomes a `TimeFValidationError` with `id` the series and `field` `"values"`.
 fn series_values(py: Python<'_>, id: &str, obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     to_values(obj).map_err(|e| {
-        if e.is_instance_of::<PyValueError>(py) {
+        if e.is_instance_of::<PyValueError>(py)
+            || e.is_instance_of::<PyTypeError>(py)
+            || e.is_instance_of::<PyOverflowError>(py)
+        {
             to_py(timef::Error::validation(id, "values", e.value(py).to_string()))
         } else {
             e

@@ -106,7 +106,8 @@ fn io_error(path: &std::path::Path, source: &std::io::Error) -> PyErr {
     let text = source.to_string();
     // without Rust's " (os error N)", which `[Errno N]` already says
     let strerror = text.rsplit_once(" (os error ").map_or(text.as_str(), |(t, _)| t);
-    PyOSError::new_err((source.raw_os_error().unwrap_or(fallback), strerror.to_string(), path.display().to_string()))
+    // a store's failure inside a read carries the URL in its text: printed once, as `filename`
+    PyOSError::new_err(os_args(source.raw_os_error().unwrap_or(fallback), strerror, path))
 }
 
 /// `(errno, strerror, filename)` of an `OSError`: Python prints

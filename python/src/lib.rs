@@ -39,16 +39,22 @@ pub(crate) fn core_root(
     let text = path.to_string_lossy();
     let options: StorageOptions = storage_options.unwrap_or_default().into_iter().collect();
     let loc = Location::parse(&text, &options).map_err(to_py)?;
-    // file:// and memory:// have no settings: a key given for them is a mistake to name, not to drop
-    let lower = text.to_ascii_lowercase();
-    let without_settings = loc.as_local().is_some() || lower.starts_with("file://") || lower.starts_with("memory://");
-    if let (true, Some(option)) = (without_settings, options.keys().next()) {
+    // a key given for a place without settings is a mistake to name, not to drop
+    if let (false, Some(option)) = (has_settings(&text), options.keys().next()) {
         return Err(PyValueError::new_err(format!(
             "storage_options[{option:?}]: storage options apply to cloud object-store URLs (s3://, gs://, az://), \
              not {text:?}"
         )));
     }
     Ok(loc)
+}
+
+/// Whether the root or version `text` names a cloud object store, the only
+/// places `storage_options` configure: not a local path, `file://` or
+/// `memory://`, which have no settings.
+pub(crate) fn has_settings(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    timef::storage::is_url(text) && !lower.starts_with("file://") && !lower.starts_with("memory://")
 }
 
 /// A JSON document as Python objects (`json.loads`).

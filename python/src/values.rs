@@ -26,9 +26,15 @@ struct NumpyOwner {
 /// (float64 is rounded to float32). The array must not be changed until the
 /// write that uses it ends.
 ///
-/// Errors: `ValueError` unless the values are one-dimensional.
+/// Errors: `ValueError` unless the values are one-dimensional real numbers (a
+/// complex array is refused: numpy would drop its imaginary part); numpy's
+/// `TypeError` or `OverflowError` for what is not numbers or does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
+    let complex = obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<String>());
+    if complex.is_ok_and(|kind| kind == "c") {
+        return Err(PyValueError::new_err("complex values are not taken (their imaginary part would be lost)"));
+    }
     let np = py.import("numpy")?;
     let arr = np.call_method1("require", (obj, np.getattr("float32")?, "CA"))?;
     let ndim: usize = arr.getattr("ndim")?.extract()?;

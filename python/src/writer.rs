@@ -381,17 +381,18 @@ pub fn edit_version<'py>(
     dry_run: bool,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<Py<PyAny>> {
-    // the options configure whichever side is on an object store (both when both are)
+    // the options configure whichever side is on a cloud store (both when both are)
     let options_for = |root: &Bound<'_, PyAny>| -> PyResult<Option<HashMap<String, String>>> {
         let text: std::path::PathBuf = root.extract()?;
-        Ok(if timef::storage::is_url(&text.to_string_lossy()) { storage_options.clone() } else { None })
+        Ok(if crate::has_settings(&text.to_string_lossy()) { storage_options.clone() } else { None })
     };
     if storage_options.as_ref().is_some_and(|o| !o.is_empty())
         && options_for(base_dir)?.is_none()
         && options_for(out_root)?.is_none()
     {
         return Err(PyValueError::new_err(
-            "storage_options apply to object-store URLs, but base_dir and out_root are both local paths",
+            "storage_options apply to cloud object-store URLs (s3://, gs://, az://), but neither base_dir nor \
+             out_root is one",
         ));
     }
     let base = core_root(base_dir, options_for(base_dir)?)?;

@@ -315,10 +315,33 @@ def test_a_failed_read_of_an_edits_base_is_an_os_error_exit_3(cli: Path, tmp_pat
                    "--remove-sample", "item-3-0001")
         assert done.returncode == 3, done.stderr
         assert done.stderr.startswith("timef: error: ") and "injected read failure" in done.stderr, done.stderr
-        with pytest.raises(OSError, match="injected read failure"):
+        with pytest.raises(OSError, match="injected read failure") as e:
             timef.edit_version(base, tmp_path / "out", dataset_version="v2", remove_sample_ids=["item-3-0001"],
                                storage_options=options)
+    # EIO (the store gave no errno), the shard's URL printed once, as Python prints an OSError's filename
+    assert e.value.errno == 5 and e.value.filename.startswith(f"{base}/time_series/shard-"), e.value
+    assert str(e.value).count(e.value.filename) == 1, str(e.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_edit_between_file_urls_and_s3_takes_the_options_for_the_s3_side(tmp_path: Path) -> None:
+    """Review 72: storage_options went to the file:// side too, which refused them."""
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    data = write_ipc(gluonts_rows(6, seed=3), tmp_path / "rows.arrow")
+    local = timef.ingest_arrow(data, tmp_path / "r", dataset_name="ds", dataset_version="v1", sampling_rate_hz=1.0)
+    options = s3_options(endpoint)
+    on_s3 = timef.edit_version(f"file://{local}", f"s3://{bucket}/edited", dataset_version="v2",
+                               remove_sample_ids=["item-3-0001"], storage_options=options)
+    assert on_s3 == f"s3://{bucket}/edited/ds/v2"
+    back = timef.edit_version(on_s3, f"file://{tmp_path / 'back'}", dataset_version="v3",
+                              remove_sample_ids=["item-3-0002"], storage_options=options)
+    assert back == f"file://{tmp_path / 'back'}/ds/v3"
+    assert timef.open(back).samples().column("sample_id").to_pylist() == [
+        "item-3-0000", "item-3-0003", "item-3-0004", "item-3-0005"]
+    with pytest.raises(ValueError, match="neither base_dir nor out_root is one"):
+        timef.edit_version(local, f"file://{tmp_path / 'x'}", dataset_version="v4",
+                           remove_sample_ids=["item-3-0003"], storage_options=options)
 
 
 def test_a_damaged_base_shard_is_a_corrupt_version_in_an_edit(tmp_path: Path) -> None:

@@ -226,6 +226,9 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (None, "the loader returned None, not its values"),
         (np.zeros((2, 2), dtype=np.float32), "must be one-dimensional, got 2 dimensions"),
         (["a"], "could not convert string to float: 'a'"),
+        (np.array([1 + 2j, 3 + 0j]), "complex values are not taken (their imaginary part would be lost)"),
+        ([1 + 2j], "float() argument must be a string or a real number, not 'complex'"),
+        ([10**400], "int too large to convert to float"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)

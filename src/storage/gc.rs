@@ -469,6 +469,12 @@ impl Dataset {
     fn is_marked(&self) -> bool {
         !self.children.is_empty() || self.url_claim
     }
+    /// A child holds a `manifest.json` that does not read as TimeF's: perhaps
+    /// a version whose manifest was damaged. Such a place is reported as a
+    /// dataset with its odd children; it gives gc nothing to act on (no role).
+    fn holds_other_manifest(&self) -> bool {
+        self.odd.iter().any(|(_, why)| *why == OTHER_MANIFEST)
+    }
 }
 
 /// The datasets of the place (docs/format.md §1 "Clearing a dead writer's
@@ -480,6 +486,10 @@ impl Dataset {
 ///   version or a writer's staging (its own staging-named folders are a user's);
 /// - else (its only marks are writers' staging: every write of it died) a
 ///   dataset, whose children's staging-named folders are a user's.
+///
+/// A place without marks of which a child holds a `manifest.json` that does
+/// not read as TimeF's (a damaged version, perhaps) is listed too, as a
+/// dataset with only odd children: it is reported and nothing in it is acted on.
 ///
 /// # Errors
 /// [`Error::Validation`] (field `root`) when the place is a version (holds
@@ -527,8 +537,16 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
         // a child with versions is a dataset, not an odd one
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
-    } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
-        children.retain(Dataset::is_marked);
+    } else if children.iter().any(Dataset::has_version) {
+        children.retain(|c| c.is_marked() || c.holds_other_manifest());
+    } else if !itself.is_marked() {
+        // a dataset whose only versions are damaged is reported, not passed over
+        if itself.holds_other_manifest() {
+            children.retain(Dataset::is_marked);
+            out.push(itself);
+        } else {
+            children.retain(|c| c.is_marked() || c.holds_other_manifest());
+        }
     } else {
         children.clear();
         out.push(itself);

@@ -155,8 +155,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let v = Version::open_at(loc(&version_dir)?)?;
             // the index is read and checked, and every listed file is there with its size:
             // a version that breaks its rules is refused, not summarised
-            v.index()?;
             timef::info::check_files(&v)?;
+            v.index()?;
             if json {
                 let mut doc = timef::info::summary(&v)?;
                 if samples {
@@ -207,14 +207,30 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let age_s = if root.as_local().is_some() { 0 } else { LS_CLAIM_IDLE_S };
             let survey = timef::storage::survey(&root, age_s)?;
             for ds in &survey.datasets {
-                let versions: Vec<&String> =
-                    ds.versions.iter().filter(|v| Version::open_at(ds.location.join(v)).is_ok()).collect();
-                if versions.is_empty() && ds.odd.is_empty() && ds.stale == 0 && ds.fenced.is_empty() {
+                // a TimeF manifest that does not open (damaged, a later format_version) is named, not hidden
+                let (mut versions, mut unopened) = (Vec::new(), Vec::new());
+                for v in &ds.versions {
+                    match Version::open_at(ds.location.join(v)) {
+                        Ok(_) => versions.push(v),
+                        Err(e) => unopened.push((v, e)),
+                    }
+                }
+                if versions.is_empty()
+                    && unopened.is_empty()
+                    && ds.odd.is_empty()
+                    && ds.stale == 0
+                    && ds.fenced.is_empty()
+                {
                     continue;
                 }
                 outln!("{}", ds.name);
                 for version in versions {
                     outln!("  {version}");
+                }
+                for (version, e) in unopened {
+                    outln!(
+                        "  (odd: {version} holds a TimeF manifest.json but does not open: {e}; `timef verify` tells)"
+                    );
                 }
                 match ds.stale {
                     0 => {}
