@@ -161,9 +161,10 @@ fn symlinked_index_and_samples_are_never_followed() {
         format!("timef: error: corrupt version: {}: {link}\n", c.dir.join("time_series_index.parquet").display());
     let samples = format!("timef: error: corrupt version: {}: {link}\n", c.dir.join("samples.parquet").display());
     assert_eq!(cli(&["cat", c.dir(), "s000/I"]), (2, String::new(), index.clone()));
-    // info checks the index first (docs/format.md "Limits a reader checks"); the samples file is refused by its reader
+    // info checks every listed file, in the manifest's order (samples.parquet is listed
+    // before the index), before it reads the index; a reader refuses the samples file too
     let (code, _, err) = cli(&["info", c.dir(), "--samples"]);
-    assert_eq!((code, err), (2, index.clone()));
+    assert_eq!((code, err), (2, samples.clone()));
     let refused = Version::open(&c.dir).unwrap().samples().unwrap_err();
     assert_eq!(format!("timef: error: {refused}\n"), samples);
     let out = c.out_root();
