@@ -1512,3 +1512,38 @@ fn local_a_dataset_whose_only_version_is_damaged_is_reported_not_hidden() {
     );
     assert_eq!(b.files(), before);
 }
+
+/// Review 73: the rule above must not make a root a dataset because another
+/// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
+/// live or dead writer's) stay datasets, never "remove it by hand" entries of
+/// the root, and none is listed twice.
+#[test]
+fn local_another_tools_manifest_in_a_root_leaves_its_datasets_as_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
+               `timef verify` tells): not cleared; kept";
+    // a root with another tool's folder and a dataset whose only version is damaged
+    let root = tmp.path().join("i");
+    std::fs::create_dir_all(root.join("tool")).unwrap();
+    std::fs::write(root.join("tool/manifest.json"), br#"{"tool": 1}"#).unwrap();
+    TimeFWriter::at(Location::local(&root), small_options())
+        .write(ecg_dataset("ds", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    std::fs::write(root.join("ds/v1/manifest.json"), b"{\"broken").unwrap();
+    let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
+    let want = format!("ds\n  (odd: {} {why})\n", root.join("ds/v1").display());
+    assert_eq!((code, out, err), (0, want, String::new()));
+    // a root holding a manifest.json-bearing child and a dead writer's staging in a dataset
+    let root = tmp.path().join("h");
+    for dir in ["v1", &format!("x/.tmp-a-{}", "0".repeat(32)), "y"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("v1/manifest.json"), b"{}").unwrap();
+    std::fs::write(root.join(format!("x/.tmp-a-{}/f", "0".repeat(32))), b"f").unwrap();
+    std::fs::write(root.join("y/f"), b"f").unwrap();
+    let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
+    let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
+    assert_eq!((code, out, err), (0, format!("x\n{stale}"), String::new()));
+}

@@ -487,9 +487,10 @@ impl Dataset {
 /// - else (its only marks are writers' staging: every write of it died) a
 ///   dataset, whose children's staging-named folders are a user's.
 ///
-/// A place without marks of which a child holds a `manifest.json` that does
-/// not read as TimeF's (a damaged version, perhaps) is listed too, as a
-/// dataset with only odd children: it is reported and nothing in it is acted on.
+/// A place without marks whose children have no marks either, and of which
+/// a child holds a `manifest.json` that does not read as TimeF's (a damaged
+/// version, perhaps), is listed too, as a dataset with only odd children; so
+/// is a root's child like it. It is reported and nothing in it is acted on.
 ///
 /// # Errors
 /// [`Error::Validation`] (field `root`) when the place is a version (holds
@@ -540,12 +541,11 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
     } else if children.iter().any(Dataset::has_version) {
         children.retain(|c| c.is_marked() || c.holds_other_manifest());
     } else if !itself.is_marked() {
-        // a dataset whose only versions are damaged is reported, not passed over
-        if itself.holds_other_manifest() {
-            children.retain(Dataset::is_marked);
+        children.retain(|c| c.is_marked() || c.holds_other_manifest());
+        // a dataset whose only versions are damaged is reported, not passed over; a place
+        // with a marked child or one like that is a root, and another tool's folder in it is not a version
+        if children.is_empty() && itself.holds_other_manifest() {
             out.push(itself);
-        } else {
-            children.retain(|c| c.is_marked() || c.holds_other_manifest());
         }
     } else {
         children.clear();
