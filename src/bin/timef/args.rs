@@ -73,9 +73,9 @@ pub(super) enum Command {
     /// Share of a new version's shard bytes in pages byte-identical to the
     /// base's (a shard file equal to a base shard counts whole, footer included).
     Dedup {
-        /// The base version directory.
+        /// The base version directory or URL.
         base_dir: PathBuf,
-        /// The new (edited) version directory.
+        /// The new (edited) version directory or URL.
         new_dir: PathBuf,
         /// Print the report as JSON.
         #[arg(long)]
@@ -83,7 +83,7 @@ pub(super) enum Command {
     },
     /// Print one series' values (reads only the rows it needs).
     Cat {
-        /// The version directory.
+        /// The version directory or URL.
         version_dir: PathBuf,
         /// The series id.
         series_id: String,
@@ -102,7 +102,7 @@ pub(super) enum Command {
     /// Checks the listing, sizes and sha256, every page and its CRC, decoding,
     /// index pointers, statistics, references, sort orders and counts.
     Verify {
-        /// The version directory.
+        /// The version directory or URL.
         version_dir: PathBuf,
         /// Print the report as JSON.
         #[arg(long)]
@@ -112,7 +112,7 @@ pub(super) enum Command {
 
 #[derive(Args)]
 pub(super) struct EditArgs {
-    /// The base version directory.
+    /// The base version directory or URL.
     pub(super) base_dir: PathBuf,
     /// Root under which the new version is written (ROOT/NAME/NEW).
     #[arg(long)]
