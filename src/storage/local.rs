@@ -740,7 +740,10 @@ mod tests {
         let target = root.path().join("ds/v1");
         let mut staging = Staging::create(&target).unwrap();
         let (_file, _) = staging.create_file("manifest.json").unwrap();
-        staging.syncs().start(PathBuf::from("time_series/shard-00000.parquet"), unsyncable()).unwrap();
+        staging
+            .syncs()
+            .start(PathBuf::from("time_series/shard-00000.parquet"), unsyncable(), Default::default())
+            .unwrap();
         let err = staging.publish().unwrap_err();
         assert_eq!(err.to_string(), "I/O on time_series/shard-00000.parquet: Invalid argument (os error 22)");
         assert!(!target.exists());

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::file_hash::FileHash;
+use super::file_syncs::SyncBehind;
 use super::location::Inner;
 use super::{
     check_interrupted, file_syncs, interrupted, local, object, Location, Source, StorageOptions, MANIFEST, PARTS_MARKER,
@@ -98,7 +99,14 @@ impl Staging {
                 (Sink::Object(Box::new(upload)), display)
             }
         };
-        Ok(StagedFile { sink, display, rel: rel.to_string(), hash: FileHash::new(), bytes: 0 })
+        Ok(StagedFile {
+            sink,
+            display,
+            rel: rel.to_string(),
+            hash: FileHash::new(),
+            bytes: 0,
+            behind: SyncBehind::default(),
+        })
     }
 
     /// Places `from`, a finished file of another version (versions are
@@ -365,7 +373,14 @@ impl FileSink for PartStaging {
                 (Sink::Part(Box::new(upload), o.clone()), display)
             }
         };
-        Ok(StagedFile { sink, display, rel: rel.to_string(), hash: FileHash::new(), bytes: 0 })
+        Ok(StagedFile {
+            sink,
+            display,
+            rel: rel.to_string(),
+            hash: FileHash::new(),
+            bytes: 0,
+            behind: SyncBehind::default(),
+        })
     }
     /// A part's files are its own (a distributed write has no base).
     fn copy_file(&mut self, _rel: &str, _from: &Location) -> Result<Option<u64>> {
@@ -389,6 +404,8 @@ pub struct StagedFile {
     rel: String,
     hash: FileHash,
     bytes: u64,
+    /// A local file's data synced while it is written.
+    behind: SyncBehind,
 }
 
 enum Sink {
@@ -429,14 +446,17 @@ impl StagedFile {
     /// [`Staging::publish`] waits for; object store: the last PUT or the
     /// multipart completion) and returns its size and sha256.
     pub fn finish(self) -> Result<WrittenFile> {
-        let StagedFile { sink, display, rel, hash, bytes } = self;
+        let StagedFile { sink, display, rel, hash, bytes, behind } = self;
         let sha256 = hash.finish().map_err(|e| Error::io(&display, e))?;
         match sink {
             Sink::Local(mut file, syncs) => {
                 file.flush().map_err(|e| Error::io(&display, e))?;
-                syncs.start(display.clone(), file)?;
+                syncs.start(display.clone(), file, behind)?;
             }
-            Sink::LocalRename(mut part) => part.finish()?,
+            Sink::LocalRename(mut part) => {
+                behind.finish().map_err(|e| Error::io(&display, e))?;
+                part.finish()?
+            }
             Sink::Object(upload) => {
                 upload.finish()?;
             }
@@ -476,35 +496,13 @@ impl StagedFile {
             Sink::LocalRename(p) => p.file.write(buf)?,
             Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
         };
-        let before = self.bytes;
         self.bytes += n as u64;
-        if self.bytes / WRITEBACK_BLOCK_BYTES > before / WRITEBACK_BLOCK_BYTES {
-            self.start_writeback(self.bytes / WRITEBACK_BLOCK_BYTES * WRITEBACK_BLOCK_BYTES);
+        match &self.sink {
+            Sink::Local(f, _) => self.behind.written(f, self.bytes)?,
+            Sink::LocalRename(p) => self.behind.written(&p.file, self.bytes)?,
+            Sink::Object(_) | Sink::Part(..) => {}
         }
         Ok(n)
-    }
-}
-
-/// Bytes of a local file whose write-back [`StagedFile`] starts at once
-/// (8 MiB): the disk writes while the rest is encoded, and the fsync of
-/// the file, started by [`StagedFile::finish`], waits for the last block
-/// only, not for the file.
-const WRITEBACK_BLOCK_BYTES: u64 = 8 << 20;
-
-impl StagedFile {
-    /// Starts the write-back of the block before `end` (a multiple of
-    /// [`WRITEBACK_BLOCK_BYTES`]) of a local file: `POSIX_FADV_DONTNEED`
-    /// starts write-back of dirty pages without waiting (Linux) and drops the
-    /// clean ones, which the write does not read again. Only a hint: a
-    /// failure changes nothing (the file is still fsynced before the publish).
-    fn start_writeback(&self, end: u64) {
-        let file = match &self.sink {
-            Sink::Local(f, _) => f,
-            Sink::LocalRename(p) => &p.file,
-            Sink::Object(_) | Sink::Part(..) => return,
-        };
-        let start = end.saturating_sub(WRITEBACK_BLOCK_BYTES);
-        let _ = rustix::fs::fadvise(file, start, std::num::NonZeroU64::new(end - start), rustix::fs::Advice::DontNeed);
     }
 }
 
@@ -520,5 +518,31 @@ impl Write for StagedFile {
             Sink::LocalRename(p) => p.file.flush(),
             Sink::Object(_) | Sink::Part(..) => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::file_syncs::SYNC_BEHIND_BYTES;
+
+    #[test]
+    fn a_local_file_starts_the_sync_of_its_data_once_a_block_is_written() {
+        let root = tempfile::tempdir().unwrap();
+        let mut staging = Staging::create(&Location::local(root.path().join("ds/v1"))).unwrap();
+        let mut file = staging.create_file("time_series/shard-00000.parquet").unwrap();
+        let block = vec![7u8; 1 << 20];
+        for _ in 0..SYNC_BEHIND_BYTES / (1 << 20) - 1 {
+            file.write_all(&block).unwrap();
+        }
+        assert_eq!(file.behind.started_to, 0);
+        file.write_all(&block).unwrap();
+        assert_eq!(file.behind.started_to, SYNC_BEHIND_BYTES);
+        let written = file.finish().unwrap();
+        assert_eq!(written.bytes, SYNC_BEHIND_BYTES);
+        staging.publish().unwrap();
+        let on_disk = std::fs::read(root.path().join("ds/v1/time_series/shard-00000.parquet")).unwrap();
+        assert_eq!(on_disk.len() as u64, SYNC_BEHIND_BYTES);
+        assert!(on_disk.iter().all(|&b| b == 7));
     }
 }
