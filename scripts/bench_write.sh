@@ -11,9 +11,10 @@
 # (equal shape: the cost of a smaller write alone) and small 32 MiB's against
 # mixed 32 MiB's, and the median of the alternating pairs' ratios (the
 # target's figure least moved by a drifting machine). Last, the ratio of the
-# two ceilings (the share the codec alone reaches) and small 32 MiB/mixed 256
-# MiB from the codec rounds' own writer runs, which ran in the same minutes
-# as their ceilings.
+# two ceilings (the share the codec alone reaches), the same on each version's
+# own values pages (what the codec alone reaches on the pages the format
+# cuts), and small 32 MiB/mixed 256 MiB from the codec rounds' own writer
+# runs, which ran in the same minutes as their ceilings.
 #   scripts/bench_write.sh [RUNS=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +58,7 @@ for case in "256 mixed" "32 small"; do
 done
 python3 - "$log" <<'PY'
 import re, sys
-rate, ceiling, codec_writer, kind, case = {}, {}, {}, None, None
+rate, ceiling, pages_ceiling, codec_writer, kind, case = {}, {}, {}, {}, None, None
 for line in open(sys.argv[1]):
     if m := re.match(r"== (write|codec limit) (\w+) (\d+) MiB", line):
         kind, case = m.group(1), (m.group(2), m.group(3))
@@ -65,6 +66,8 @@ for line in open(sys.argv[1]):
         rate[case] = float(m.group(1))
     elif (m := re.match(r"codec ceiling .* best\s+([\d.]+) MiB/s", line)) and kind == "codec limit":
         ceiling[case] = float(m.group(1))
+    elif (m := re.match(r"format pages' ceiling .* best\s+([\d.]+) MiB/s", line)) and kind == "codec limit":
+        pages_ceiling[case] = float(m.group(1))
     elif (m := re.match(r"writer \(.*\): best\s+[\d.]+ s\s+([\d.]+) MiB/s", line)) and kind == "codec limit":
         codec_writer[case] = float(m.group(1))
 small32, mixed256 = ("small", "32"), ("mixed", "256")
@@ -88,5 +91,7 @@ if ratios:
     print(f"== small 32 MiB/mixed 256 MiB in {len(ratios)} alternating pairs: median {median:.2f}, "
           f"range {ratios[0]:.2f}-{ratios[-1]:.2f} (target >= 0.80)")
 share("codec ceilings, small 32 MiB/mixed 256 MiB", small32, mixed256, ceiling, "the codec alone")
+share("format pages' ceilings, small 32 MiB/mixed 256 MiB", small32, mixed256, pages_ceiling,
+      "the codec alone on each version's own pages")
 share("small 32 MiB/mixed 256 MiB in the codec rounds", small32, mixed256, codec_writer, "best writer runs there")
 PY
