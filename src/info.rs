@@ -18,7 +18,7 @@ use crate::reader::Version;
 /// [`Error::Corrupt`] naming the first listed file, in the manifest's order,
 /// that is missing or whose size differs; I/O and store errors of the listing.
 pub fn check_files(v: &Version) -> Result<()> {
-    let (found, unlisted) = v.location().list_files()?;
+    let (found, unreadable_dirs) = v.location().list_files()?;
     let sizes: BTreeMap<&str, u64> = found.iter().map(|(rel, bytes)| (rel.as_str(), *bytes)).collect();
     let local = v.location().as_local();
     for f in &v.manifest().files {
@@ -32,7 +32,7 @@ pub fn check_files(v: &Version) -> Result<()> {
             None => {
                 // not seen because a folder on its way could not be listed: that is I/O, not damage
                 let within = |dir: &str| dir == "." || f.path.starts_with(&format!("{dir}/"));
-                if let Some((dir, why)) = unlisted.iter().find(|(dir, _)| within(dir)) {
+                if let Some((dir, why)) = unreadable_dirs.iter().find(|(dir, _)| within(dir)) {
                     return Err(Error::io(v.dir().join(dir), std::io::Error::other(format!("cannot list: {why}"))));
                 }
                 "listed in manifest.json but missing".to_string()

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use timef::connectors::arrow::{self as connector, ArrowOptions};
 use timef::connectors::{IdMode, OnMissing};
 use timef::distributed::{DistributedWrite, PartRecord, PartTask};
-use timef::storage::StorageOptions;
+use timef::storage::{StagingRef, StorageOptions};
 
 use crate::errors::to_py;
 use crate::writer::writer_options;
@@ -501,6 +501,11 @@ pub fn write_part(
     let input = all_batches(sources)?;
     let options: StorageOptions = storage_options.unwrap_or_default().into_iter().collect();
     let (task, opts) = (&task.task, &task.connector);
+    let place = match &task.staging {
+        StagingRef::Local { dir } => dir.to_string_lossy().into_owned(),
+        StagingRef::Object { url } => url.clone(),
+    };
+    crate::refuse_options_without_settings(&place, &options)?;
     let record = py
         .detach(|| -> timef::Result<PartRecord> {
             let label = PathBuf::from(format!("<part {}>", task.part));

@@ -39,14 +39,21 @@ pub(crate) fn core_root(
     let text = path.to_string_lossy();
     let options: StorageOptions = storage_options.unwrap_or_default().into_iter().collect();
     let loc = Location::parse(&text, &options).map_err(to_py)?;
-    // a key given for a place without settings is a mistake to name, not to drop
-    if let (false, Some(option)) = (has_settings(&text), options.keys().next()) {
-        return Err(PyValueError::new_err(format!(
+    refuse_options_without_settings(&text, &options)?;
+    Ok(loc)
+}
+
+/// Raises `ValueError` naming the first of `options` when the place `text`
+/// has no settings ([`has_settings`]): a key given for a local path,
+/// `file://` or `memory://` is a mistake to name, not to drop.
+pub(crate) fn refuse_options_without_settings(text: &str, options: &StorageOptions) -> PyResult<()> {
+    match (has_settings(text), options.keys().next()) {
+        (false, Some(option)) => Err(PyValueError::new_err(format!(
             "storage_options[{option:?}]: storage options apply to cloud object-store URLs (s3://, gs://, az://), \
              not {text:?}"
-        )));
+        ))),
+        _ => Ok(()),
     }
-    Ok(loc)
 }
 
 /// Whether the root or version `text` names a cloud object store, the only

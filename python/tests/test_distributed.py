@@ -114,6 +114,22 @@ def test_a_part_written_twice_gives_the_same_record(tmp_path: Path) -> None:
     assert tree_sha256(timef.commit(w, again)) == expected
 
 
+def test_a_part_of_a_local_write_refuses_storage_options_before_writing(tmp_path: Path) -> None:
+    table = gluonts_rows(20, seed=3)
+    w = plan(tmp_path / "dist", [table], parts=2)
+    pieces = rows_by_part([table], w.router)
+    task = w.tasks()[0]
+    before = listing(tmp_path / "dist")
+    with pytest.raises(ValueError) as e:
+        timef.write_part(task, pieces[task.part], storage_options={"region": "x", "aws_region": "y"})
+    staging = tmp_path / "dist" / "d" / f".tmp-v1-{task.write_id}"
+    assert str(e.value) == ('storage_options["aws_region"]: storage options apply to cloud object-store URLs '
+                            f'(s3://, gs://, az://), not "{staging}"')
+    assert listing(tmp_path / "dist") == before
+    # without them the write goes on to the single machine's bytes
+    assert tree_sha256(timef.commit(w, write_parts(w, [table]))) == single_machine(tmp_path, table)
+
+
 def tampered(record: timef.PartRecord, edit) -> timef.PartRecord:
     doc = json.loads(record.json)
     edit(doc)

@@ -704,4 +704,7 @@ def write_part(
     ``wrong_staging`` for a task whose staging is not its write's),
     ``FileNotFoundError`` (the write is over: committed, aborted, its
     coordinator dead; checked before each shard on an object store),
-    ``TimeFInputError``, ``TimeFValidationError``, ``OSError``."""
+    ``TimeFInputError``, ``TimeFValidationError``, ``OSError``; ``ValueError``
+    for ``storage_options`` when the staging is local, ``file://`` or
+    ``memory://`` (they configure cloud object stores only), before anything
+    is written."""

@@ -327,6 +327,9 @@ struct Dataset {
     /// Local: a child holds a claim of a write through a `file://` URL
     /// (reported, and the place reported on as a dataset).
     url_claim: bool,
+    /// A child holds a `manifest.json` that does not read as TimeF's
+    /// (reported as [`OTHER_MANIFEST`]).
+    other_manifest: bool,
 }
 
 /// Why a child without a marker is reported.
@@ -453,6 +456,7 @@ fn scan_dataset(
         } else if inner.files.contains_key(MANIFEST) {
             // never "remove it by hand": it may be a committed version whose manifest was damaged
             ds.odd.push((child.clone(), OTHER_MANIFEST));
+            ds.other_manifest = true;
         } else if !inner.files.is_empty() || !inner.dirs.is_empty() {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
@@ -473,7 +477,7 @@ impl Dataset {
     /// a version whose manifest was damaged. Such a place is reported as a
     /// dataset with its odd children; it gives gc nothing to act on (no role).
     fn holds_other_manifest(&self) -> bool {
-        self.odd.iter().any(|(_, why)| *why == OTHER_MANIFEST)
+        self.other_manifest
     }
 }
 
@@ -538,9 +542,7 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
         // a child with versions is a dataset, not an odd one
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
-    } else if children.iter().any(Dataset::has_version) {
-        children.retain(|c| c.is_marked() || c.holds_other_manifest());
-    } else if !itself.is_marked() {
+    } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
         children.retain(|c| c.is_marked() || c.holds_other_manifest());
         // a dataset whose only versions are damaged is reported, not passed over; a place
         // with a marked child or one like that is a root, and another tool's folder in it is not a version
