@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -36,31 +36,42 @@ impl FileSyncs {
     /// # Errors
     /// The fsync of this or an earlier file failing, naming that file.
     pub(crate) fn start(&self, path: PathBuf, file: File, behind: SyncBehind) -> Result<()> {
+        self.start_on(path, file, behind, |fsync| std::thread::Builder::new().name("timef-fsync".into()).spawn(fsync))
+    }
+
+    /// [`FileSyncs::start`], its thread made by `spawn`.
+    fn start_on(
+        &self,
+        path: PathBuf,
+        file: File,
+        behind: SyncBehind,
+        spawn: impl FnOnce(Fsync) -> io::Result<JoinHandle<io::Result<()>>>,
+    ) -> Result<()> {
         let mut pending = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         while pending.len() >= MAX_PENDING_SYNCS {
             if let Some((p, h)) = pending.pop_front() {
                 join_sync(&p, h)?;
             }
         }
+        // the sync behind stays reachable from here: a spawn that fails drops
+        // its closure, and an error the sync behind took from the shared open
+        // file description would never reach this file's own fsync (Linux)
+        let behind = Arc::new(Mutex::new(Some(behind)));
+        let finish_behind = |behind: &Mutex<Option<SyncBehind>>| {
+            behind.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take().map_or(Ok(()), SyncBehind::finish)
+        };
         // the thread fsyncs a duplicate of the descriptor; without one, or
         // without a thread, this thread fsyncs
-        let mut behind = Some(behind);
         let spawned = file.try_clone().ok().and_then(|dup| {
-            let behind = behind.take();
-            std::thread::Builder::new()
-                .name("timef-fsync".into())
-                .spawn(move || behind.map_or(Ok(()), SyncBehind::finish).and_then(|()| dup.sync_all()))
-                .ok()
+            let behind = Arc::clone(&behind);
+            spawn(Box::new(move || finish_behind(&behind).and_then(|()| dup.sync_all()))).ok()
         });
         match spawned {
             Some(handle) => {
                 pending.push_back((path, handle));
                 Ok(())
             }
-            None => behind
-                .map_or(Ok(()), SyncBehind::finish)
-                .and_then(|()| file.sync_all())
-                .map_err(|e| Error::io(&path, e)),
+            None => finish_behind(&behind).and_then(|()| file.sync_all()).map_err(|e| Error::io(&path, e)),
         }
     }
 
@@ -80,6 +91,9 @@ impl FileSyncs {
         first
     }
 }
+
+/// A file's fsync, run on a thread of its own.
+type Fsync = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
 fn join_sync(path: &Path, handle: JoinHandle<io::Result<()>>) -> Result<()> {
     join(handle).map_err(|e| Error::io(path, e))
@@ -229,5 +243,18 @@ pub(crate) mod tests {
         syncs.start(PathBuf::from("bad/shard-00002.parquet"), good, behind).unwrap();
         let err = syncs.wait_all().unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/shard-00002.parquet: Invalid argument (os error 22)");
+    }
+
+    #[test]
+    fn a_failed_sync_behind_is_reported_when_the_closing_fsync_gets_no_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut behind = SyncBehind::default();
+        behind.written(&unsyncable(), SYNC_BEHIND_BYTES).unwrap();
+        let syncs = FileSyncs::default();
+        let good = File::create(dir.path().join("b")).unwrap();
+        let no_thread = |_: Fsync| Err(io::Error::from(io::ErrorKind::WouldBlock));
+        let err = syncs.start_on(PathBuf::from("bad/shard-00003.parquet"), good, behind, no_thread).unwrap_err();
+        assert_eq!(err.to_string(), "I/O on bad/shard-00003.parquet: Invalid argument (os error 22)");
+        assert!(syncs.0.lock().unwrap().is_empty());
     }
 }
