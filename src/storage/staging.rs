@@ -99,14 +99,7 @@ impl Staging {
                 (Sink::Object(Box::new(upload)), display)
             }
         };
-        Ok(StagedFile {
-            sink,
-            display,
-            rel: rel.to_string(),
-            hash: FileHash::new(),
-            bytes: 0,
-            behind: SyncBehind::default(),
-        })
+        Ok(StagedFile::new(sink, display, rel))
     }
 
     /// Places `from`, a finished file of another version (versions are
@@ -373,14 +366,7 @@ impl FileSink for PartStaging {
                 (Sink::Part(Box::new(upload), o.clone()), display)
             }
         };
-        Ok(StagedFile {
-            sink,
-            display,
-            rel: rel.to_string(),
-            hash: FileHash::new(),
-            bytes: 0,
-            behind: SyncBehind::default(),
-        })
+        Ok(StagedFile::new(sink, display, rel))
     }
     /// A part's files are its own (a distributed write has no base).
     fn copy_file(&mut self, _rel: &str, _from: &Location) -> Result<Option<u64>> {
@@ -437,6 +423,18 @@ pub struct WrittenFile {
 }
 
 impl StagedFile {
+    /// A file `rel` of a version starting to stream into `sink` (named `display`).
+    fn new(sink: Sink, display: PathBuf, rel: &str) -> StagedFile {
+        StagedFile {
+            sink,
+            display,
+            rel: rel.to_string(),
+            hash: FileHash::new(),
+            bytes: 0,
+            behind: SyncBehind::default(),
+        }
+    }
+
     /// The file's path or URL, as messages name it.
     pub fn path(&self) -> &Path {
         &self.display
