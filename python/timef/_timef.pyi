@@ -581,8 +581,8 @@ def read_arrow(
     is accepted (``docs/format.md``, "Connector inputs"); ``on_missing``
     ``"drop_case"`` leaves out rows whose target holds NaN or null.
     Raises ``FileNotFoundError`` for a file that does not exist, ``OSError`` for
-    one that cannot be read, ``TimeFInputError`` (``path``, ``line``) for a
-    malformed one."""
+    one that cannot be read, ``TimeFInputError`` (``path``; the row and item in
+    its message) for a malformed one."""
 
 class PartTask:
     """One part of a distributed write as a worker needs it: its whole shards,

@@ -106,9 +106,10 @@ fn join(handle: JoinHandle<io::Result<()>>) -> io::Result<()> {
 /// Bytes of a local file written between two syncs of its data behind the
 /// writer (4 MiB): the fsync that closes a file then waits for its last
 /// block or two, not for the whole file. A virtual disk flushes its cache at
-/// each sync, ~2 ms a MiB on the 2-core VMs measured: for a 15 MiB shard
-/// the closing fsync took 36 ms syncing nothing before, 7 ms with a sync
-/// every 4 MiB (scripts/bench_write.sh's small 32 MiB write).
+/// each sync, ~2 ms a MiB on the 2-core VMs measured: for the 15 MiB shard of
+/// a small 32 MiB write the closing fsync took 35-36 ms syncing nothing
+/// before, 14-16 ms with a sync every 4 MiB (and the write ~9% less time,
+/// scripts/bench_ab.sh).
 pub(crate) const SYNC_BEHIND_BYTES: u64 = 4 << 20;
 
 /// The data of a local file synced behind its writer, a block at a time:

@@ -328,7 +328,9 @@ struct Dataset {
     /// (reported, and the place reported on as a dataset).
     url_claim: bool,
     /// A child holds a `manifest.json` that does not read as TimeF's
-    /// (reported as [`OTHER_MANIFEST`]).
+    /// (reported as [`OTHER_MANIFEST`]): perhaps a version whose manifest was
+    /// damaged. Such a place is reported as a dataset with its odd children;
+    /// it gives gc nothing to act on (no role).
     other_manifest: bool,
 }
 
@@ -473,12 +475,6 @@ impl Dataset {
     fn is_marked(&self) -> bool {
         !self.children.is_empty() || self.url_claim
     }
-    /// A child holds a `manifest.json` that does not read as TimeF's: perhaps
-    /// a version whose manifest was damaged. Such a place is reported as a
-    /// dataset with its odd children; it gives gc nothing to act on (no role).
-    fn holds_other_manifest(&self) -> bool {
-        self.other_manifest
-    }
 }
 
 /// The datasets of the place (docs/format.md §1 "Clearing a dead writer's
@@ -543,10 +539,10 @@ fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result<Vec<Datase
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
     } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
-        children.retain(|c| c.is_marked() || c.holds_other_manifest());
+        children.retain(|c| c.is_marked() || c.other_manifest);
         // a dataset whose only versions are damaged is reported, not passed over; a place
         // with a marked child or one like that is a root, and another tool's folder in it is not a version
-        if children.is_empty() && itself.holds_other_manifest() {
+        if children.is_empty() && itself.other_manifest {
             out.push(itself);
         }
     } else {

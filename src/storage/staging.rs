@@ -91,7 +91,7 @@ impl Staging {
         let (sink, display) = match &mut self.0 {
             StagingInner::Local(s) => {
                 let (file, path) = s.create_file(rel)?;
-                (Sink::Local(file, s.syncs()), path)
+                (Sink::Local(file, s.syncs(), SyncBehind::default()), path)
             }
             StagingInner::Object(s) => {
                 let upload = s.create_file(rel)?;
@@ -356,7 +356,7 @@ impl FileSink for PartStaging {
             PartInner::Local(dir) => {
                 let part = local::PartFile::create(dir, rel)?;
                 let display = part.dest.clone();
-                (Sink::LocalRename(part), display)
+                (Sink::LocalRename(part, SyncBehind::default()), display)
             }
             PartInner::Object(o) => {
                 // a write that is over takes no new file (its claim is gone or another's)
@@ -390,16 +390,15 @@ pub struct StagedFile {
     rel: String,
     hash: FileHash,
     bytes: u64,
-    /// A local file's data synced while it is written.
-    behind: SyncBehind,
 }
 
 enum Sink {
-    /// A file in a local staging directory; its fsync, started when it is
-    /// finished, is waited for by the publish.
-    Local(File, Arc<file_syncs::FileSyncs>),
-    /// A part's file: written under a temporary name, renamed into place when finished.
-    LocalRename(local::PartFile),
+    /// A file in a local staging directory, its data synced while it is
+    /// written; its fsync, started when it is finished, is waited for by the publish.
+    Local(File, Arc<file_syncs::FileSyncs>, SyncBehind),
+    /// A part's file: written under a temporary name (its data synced while
+    /// it is written), renamed into place when finished.
+    LocalRename(local::PartFile, SyncBehind),
     Object(Box<object::Upload>),
     /// A part's file on an object store: its claim checked again once uploaded.
     Part(Box<object::Upload>, object::PartPrefix),
@@ -425,14 +424,7 @@ pub struct WrittenFile {
 impl StagedFile {
     /// A file `rel` of a version starting to stream into `sink` (named `display`).
     fn new(sink: Sink, display: PathBuf, rel: &str) -> StagedFile {
-        StagedFile {
-            sink,
-            display,
-            rel: rel.to_string(),
-            hash: FileHash::new(),
-            bytes: 0,
-            behind: SyncBehind::default(),
-        }
+        StagedFile { sink, display, rel: rel.to_string(), hash: FileHash::new(), bytes: 0 }
     }
 
     /// The file's path or URL, as messages name it.
@@ -444,14 +436,14 @@ impl StagedFile {
     /// [`Staging::publish`] waits for; object store: the last PUT or the
     /// multipart completion) and returns its size and sha256.
     pub fn finish(self) -> Result<WrittenFile> {
-        let StagedFile { sink, display, rel, hash, bytes, behind } = self;
+        let StagedFile { sink, display, rel, hash, bytes } = self;
         let sha256 = hash.finish().map_err(|e| Error::io(&display, e))?;
         match sink {
-            Sink::Local(mut file, syncs) => {
+            Sink::Local(mut file, syncs, behind) => {
                 file.flush().map_err(|e| Error::io(&display, e))?;
                 syncs.start(display.clone(), file, behind)?;
             }
-            Sink::LocalRename(mut part) => {
+            Sink::LocalRename(mut part, behind) => {
                 behind.finish().map_err(|e| Error::io(&display, e))?;
                 part.finish()?
             }
@@ -490,16 +482,19 @@ impl StagedFile {
             return Err(io::Error::other("interrupted (Ctrl-C)"));
         }
         let n = match &mut self.sink {
-            Sink::Local(f, _) => f.write(buf)?,
-            Sink::LocalRename(p) => p.file.write(buf)?,
+            Sink::Local(f, _, behind) => {
+                let n = f.write(buf)?;
+                behind.written(f, self.bytes + n as u64)?;
+                n
+            }
+            Sink::LocalRename(p, behind) => {
+                let n = p.file.write(buf)?;
+                behind.written(&p.file, self.bytes + n as u64)?;
+                n
+            }
             Sink::Object(u) | Sink::Part(u, _) => u.write(buf)?,
         };
         self.bytes += n as u64;
-        match &self.sink {
-            Sink::Local(f, _) => self.behind.written(f, self.bytes)?,
-            Sink::LocalRename(p) => self.behind.written(&p.file, self.bytes)?,
-            Sink::Object(_) | Sink::Part(..) => {}
-        }
         Ok(n)
     }
 }
@@ -512,8 +507,8 @@ impl Write for StagedFile {
     }
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.sink {
-            Sink::Local(f, _) => f.flush(),
-            Sink::LocalRename(p) => p.file.flush(),
+            Sink::Local(f, ..) => f.flush(),
+            Sink::LocalRename(p, _) => p.file.flush(),
             Sink::Object(_) | Sink::Part(..) => Ok(()),
         }
     }
@@ -533,9 +528,13 @@ mod tests {
         for _ in 0..SYNC_BEHIND_BYTES / (1 << 20) - 1 {
             file.write_all(&block).unwrap();
         }
-        assert_eq!(file.behind.started_to, 0);
+        let started_to = |f: &StagedFile| match &f.sink {
+            Sink::Local(_, _, behind) => behind.started_to,
+            _ => unreachable!("a local staging's file"),
+        };
+        assert_eq!(started_to(&file), 0);
         file.write_all(&block).unwrap();
-        assert_eq!(file.behind.started_to, SYNC_BEHIND_BYTES);
+        assert_eq!(started_to(&file), SYNC_BEHIND_BYTES);
         let written = file.finish().unwrap();
         assert_eq!(written.bytes, SYNC_BEHIND_BYTES);
         staging.publish().unwrap();
