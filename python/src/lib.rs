@@ -44,24 +44,16 @@ pub(crate) fn core_root(
 }
 
 /// Raises `ValueError` naming the first of `options` when the place `text`
-/// has no settings ([`has_settings`]): a key given for a local path,
+/// has no settings ([`timef::storage::takes_storage_options`]): a key given for a local path,
 /// `file://` or `memory://` is a mistake to name, not to drop.
 pub(crate) fn refuse_options_without_settings(text: &str, options: &StorageOptions) -> PyResult<()> {
-    match (has_settings(text), options.keys().next()) {
+    match (timef::storage::takes_storage_options(text), options.keys().next()) {
         (false, Some(option)) => Err(PyValueError::new_err(format!(
             "storage_options[{option:?}]: storage options apply to cloud object-store URLs (s3://, gs://, az://), \
              not {text:?}"
         ))),
         _ => Ok(()),
     }
-}
-
-/// Whether the root or version `text` names a cloud object store, the only
-/// places `storage_options` configure: not a local path, `file://` or
-/// `memory://`, which have no settings.
-pub(crate) fn has_settings(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    timef::storage::is_url(text) && !lower.starts_with("file://") && !lower.starts_with("memory://")
 }
 
 /// A JSON document as Python objects (`json.loads`).

@@ -384,7 +384,7 @@ pub fn edit_version<'py>(
     // the options configure whichever side is on a cloud store (both when both are)
     let options_for = |root: &Bound<'_, PyAny>| -> PyResult<Option<HashMap<String, String>>> {
         let text: std::path::PathBuf = root.extract()?;
-        Ok(if crate::has_settings(&text.to_string_lossy()) { storage_options.clone() } else { None })
+        Ok(if timef::storage::takes_storage_options(&text.to_string_lossy()) { storage_options.clone() } else { None })
     };
     if storage_options.as_ref().is_some_and(|o| !o.is_empty())
         && options_for(base_dir)?.is_none()

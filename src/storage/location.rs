@@ -74,6 +74,17 @@ pub fn is_url(text: &str) -> bool {
     })
 }
 
+/// True when `text` names a cloud object store (`s3://`, `gs://`, `az://`,
+/// ...), the only places storage options configure; false for a local path,
+/// `file://` and `memory://`, whose stores have no settings (the schemes
+/// the object-store backend builds without options).
+pub fn takes_storage_options(text: &str) -> bool {
+    is_url(text)
+        && text
+            .split_once("://")
+            .is_some_and(|(scheme, _)| !scheme.eq_ignore_ascii_case("file") && !scheme.eq_ignore_ascii_case("memory"))
+}
+
 impl Location {
     /// A local path.
     pub fn local(path: impl Into<PathBuf>) -> Location {
@@ -412,4 +423,19 @@ pub(crate) enum Small {
     Missing,
     /// Not a regular file, or larger than allowed (the reason).
     Refused(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_cloud_urls_take_storage_options() {
+        for cloud in ["s3://b/root", "S3://b/root", "gs://b", "az://c/p", "abfs://c@a.dfs.core.windows.net/p"] {
+            assert!(takes_storage_options(cloud), "{cloud}");
+        }
+        for none in ["/data/root", "relative/s3:/x", "file:///data/root", "FILE:///x", "memory:///t", "Memory://h/p"] {
+            assert!(!takes_storage_options(none), "{none}");
+        }
+    }
 }

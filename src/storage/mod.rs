@@ -33,7 +33,7 @@ pub mod store_options;
 pub mod version_path;
 
 pub use gc::{gc, gc_dry_run, stale_per_dataset, survey, DatasetSurvey, GcReport, Survey};
-pub use location::{is_url, Location};
+pub use location::{is_url, takes_storage_options, Location};
 pub(crate) use location::{missing_dir, Prefetched, Small};
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub use object::install_tls_provider;
