@@ -16,27 +16,50 @@ use crate::error::{Error, Result};
 /// The fsyncs of a staging's finished files, each on a thread of its own while
 /// the write goes on: write-back of a file's last blocks overlaps the encoding
 /// of the next file instead of stopping it (a 1% edit of a 1 GiB version spent
-/// 0.6 s of 1.6 s waiting in fsync). At most [`MAX_PENDING_SYNCS`] run at
-/// once; [`super::local::Staging::publish`] waits for all of them before the
-/// rename, so what a commit publishes is as durable as when each file was
-/// fsynced when closed (docs/format.md §1 "Commit protocol", step 2).
+/// 0.6 s of 1.6 s waiting in fsync). What may run at once is bounded by the
+/// bytes they write back ([`MAX_PENDING_SYNC_BYTES`]) and their number
+/// ([`MAX_PENDING_SYNCS`]); [`super::local::Staging::publish`] waits for all
+/// of them before the rename, so what a commit publishes is as durable as when
+/// each file was fsynced when closed (docs/format.md §1 "Commit protocol",
+/// step 2).
 #[derive(Debug, Default)]
-pub(crate) struct FileSyncs(Mutex<VecDeque<(PathBuf, JoinHandle<io::Result<()>>)>>);
+pub(crate) struct FileSyncs(Mutex<VecDeque<PendingSync>>);
 
-/// Files whose fsync may run at once behind the writer (2): a third waits for
-/// the oldest, so a writer never runs far ahead of the disk.
-const MAX_PENDING_SYNCS: usize = 2;
+/// A finished file's fsync running on its thread.
+#[derive(Debug)]
+struct PendingSync {
+    path: PathBuf,
+    handle: JoinHandle<io::Result<()>>,
+    /// Bytes of the file no sync behind had started on when it closed.
+    unsynced: u64,
+}
+
+/// Bytes the running fsyncs may still write back (16 MiB, four blocks of
+/// [`SYNC_BEHIND_BYTES`]): a file that would pass it waits for the oldest
+/// fsync first, so a writer never runs far ahead of the disk. A shard closes
+/// with at most a block or two unsynced, so two or three shards' fsyncs run
+/// at once, as the small tables' after them do without waiting (a file count
+/// of 2 made the samples table of a small 32 MiB write wait 5-12 ms for the
+/// shard's fsync, scripts/bench_ab.sh).
+const MAX_PENDING_SYNC_BYTES: u64 = 16 << 20;
+
+/// Finished files whose fsync may run at once (8), each on a thread of its own.
+const MAX_PENDING_SYNCS: usize = 8;
 
 impl FileSyncs {
-    /// Starts the fsync of `file` (at `path`, for errors), after waiting for
-    /// the oldest when [`MAX_PENDING_SYNCS`] are running; `behind`, the
+    /// Starts the fsync of `file` (at `path`, for errors; `bytes` long),
+    /// after waiting for the oldest running ones while, with this file's
+    /// bytes no sync behind started on, they would pass
+    /// [`MAX_PENDING_SYNC_BYTES`], or [`MAX_PENDING_SYNCS`] run. `behind`, the
     /// file's data sync still running, is waited for first and its failure
     /// reported as the fsync's. Without a thread (the spawn failed), fsyncs here.
     ///
     /// # Errors
     /// The fsync of this or an earlier file failing, naming that file.
-    pub(crate) fn start(&self, path: PathBuf, file: File, behind: SyncBehind) -> Result<()> {
-        self.start_on(path, file, behind, |fsync| std::thread::Builder::new().name("timef-fsync".into()).spawn(fsync))
+    pub(crate) fn start(&self, path: PathBuf, file: File, bytes: u64, behind: SyncBehind) -> Result<()> {
+        self.start_on(path, file, bytes, behind, |fsync| {
+            std::thread::Builder::new().name("timef-fsync".into()).spawn(fsync)
+        })
     }
 
     /// [`FileSyncs::start`], its thread made by `spawn`.
@@ -44,13 +67,18 @@ impl FileSyncs {
         &self,
         path: PathBuf,
         file: File,
+        bytes: u64,
         behind: SyncBehind,
         spawn: impl FnOnce(Fsync) -> io::Result<JoinHandle<io::Result<()>>>,
     ) -> Result<()> {
+        let unsynced = bytes.saturating_sub(behind.started_to);
         let mut pending = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while pending.len() >= MAX_PENDING_SYNCS {
-            if let Some((p, h)) = pending.pop_front() {
-                join_sync(&p, h)?;
+        while pending.len() >= MAX_PENDING_SYNCS
+            || (!pending.is_empty()
+                && pending.iter().map(|p| p.unsynced).sum::<u64>() + unsynced > MAX_PENDING_SYNC_BYTES)
+        {
+            if let Some(PendingSync { path, handle, .. }) = pending.pop_front() {
+                join_sync(&path, handle)?;
             }
         }
         // the sync behind stays reachable from here: a spawn that fails drops
@@ -68,7 +96,7 @@ impl FileSyncs {
         });
         match spawned {
             Some(handle) => {
-                pending.push_back((path, handle));
+                pending.push_back(PendingSync { path, handle, unsynced });
                 Ok(())
             }
             None => finish_behind(&behind).and_then(|()| file.sync_all()).map_err(|e| Error::io(&path, e)),
@@ -82,8 +110,8 @@ impl FileSyncs {
     pub(crate) fn wait_all(&self) -> Result<()> {
         let pending: Vec<_> = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..).collect();
         let mut first = Ok(());
-        for (p, h) in pending {
-            let r = join_sync(&p, h);
+        for PendingSync { path, handle, .. } in pending {
+            let r = join_sync(&path, handle);
             if first.is_ok() {
                 first = r;
             }
@@ -185,8 +213,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let syncs = FileSyncs::default();
         let good = File::create(dir.path().join("a")).unwrap();
-        syncs.start(dir.path().join("a"), good, SyncBehind::default()).unwrap();
-        syncs.start(PathBuf::from("bad/shard-00001.parquet"), unsyncable(), SyncBehind::default()).unwrap();
+        syncs.start(dir.path().join("a"), good, 0, SyncBehind::default()).unwrap();
+        syncs.start(PathBuf::from("bad/shard-00001.parquet"), unsyncable(), 0, SyncBehind::default()).unwrap();
         let err = syncs.wait_all().unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/shard-00001.parquet: Invalid argument (os error 22)");
         assert!(syncs.0.lock().unwrap().is_empty());
@@ -195,22 +223,39 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn at_most_two_fsyncs_run_behind_the_writer_and_a_third_reports_an_earlier_failure() {
+    fn fsyncs_run_behind_the_writer_within_their_bytes_and_count_and_a_file_past_them_reports_an_earlier_failure() {
         let dir = tempfile::tempdir().unwrap();
         let syncs = FileSyncs::default();
-        syncs.start(PathBuf::from("bad/one"), unsyncable(), SyncBehind::default()).unwrap();
-        syncs.start(dir.path().join("b"), File::create(dir.path().join("b")).unwrap(), SyncBehind::default()).unwrap();
-        assert_eq!(syncs.0.lock().unwrap().len(), 2);
-        // the third waits for the oldest, whose failure it reports
-        let err = syncs
-            .start(dir.path().join("c"), File::create(dir.path().join("c")).unwrap(), SyncBehind::default())
-            .unwrap_err();
+        let file = |n: &str| (dir.path().join(n), File::create(dir.path().join(n)).unwrap());
+        let running = |syncs: &FileSyncs| {
+            let pending = syncs.0.lock().unwrap();
+            pending.iter().map(|p| p.path.file_name().unwrap().to_str().unwrap().to_string()).collect::<Vec<_>>()
+        };
+        let half = MAX_PENDING_SYNC_BYTES / 2;
+        syncs.start(PathBuf::from("bad/one"), unsyncable(), half, SyncBehind::default()).unwrap();
+        let (b, fb) = file("b");
+        syncs.start(b, fb, half, SyncBehind::default()).unwrap();
+        // a file all synced behind adds nothing to what the running fsyncs write back
+        let (c, fc) = file("c");
+        let synced = SyncBehind { running: None, started_to: 4 * MAX_PENDING_SYNC_BYTES };
+        syncs.start(c, fc, 4 * MAX_PENDING_SYNC_BYTES, synced).unwrap();
+        assert_eq!(running(&syncs), ["one", "b", "c"]);
+        // one byte more waits for the oldest, whose failure it reports
+        let (d, fd) = file("d");
+        let err = syncs.start(d, fd, 1, SyncBehind::default()).unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/one: Invalid argument (os error 22)");
-        for n in ["d", "e", "f"] {
-            syncs.start(dir.path().join(n), File::create(dir.path().join(n)).unwrap(), SyncBehind::default()).unwrap();
-            assert!(syncs.0.lock().unwrap().len() <= MAX_PENDING_SYNCS);
+        assert_eq!(running(&syncs), ["b", "c"]);
+        // small files run at once up to the count
+        for n in ["e", "f", "g", "h", "i", "j"] {
+            let (p, f) = file(n);
+            syncs.start(p, f, 100, SyncBehind::default()).unwrap();
         }
+        assert_eq!(running(&syncs), ["b", "c", "e", "f", "g", "h", "i", "j"]);
+        let (k, fk) = file("k");
+        syncs.start(k, fk, 100, SyncBehind::default()).unwrap();
+        assert_eq!(running(&syncs), ["c", "e", "f", "g", "h", "i", "j", "k"]);
         syncs.wait_all().unwrap();
+        assert!(running(&syncs).is_empty());
     }
 
     #[test]
@@ -241,7 +286,7 @@ pub(crate) mod tests {
         behind.written(&bad, SYNC_BEHIND_BYTES).unwrap();
         let syncs = FileSyncs::default();
         let good = File::create(dir.path().join("b")).unwrap();
-        syncs.start(PathBuf::from("bad/shard-00002.parquet"), good, behind).unwrap();
+        syncs.start(PathBuf::from("bad/shard-00002.parquet"), good, SYNC_BEHIND_BYTES, behind).unwrap();
         let err = syncs.wait_all().unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/shard-00002.parquet: Invalid argument (os error 22)");
     }
@@ -254,7 +299,9 @@ pub(crate) mod tests {
         let syncs = FileSyncs::default();
         let good = File::create(dir.path().join("b")).unwrap();
         let no_thread = |_: Fsync| Err(io::Error::from(io::ErrorKind::WouldBlock));
-        let err = syncs.start_on(PathBuf::from("bad/shard-00003.parquet"), good, behind, no_thread).unwrap_err();
+        let err = syncs
+            .start_on(PathBuf::from("bad/shard-00003.parquet"), good, SYNC_BEHIND_BYTES, behind, no_thread)
+            .unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/shard-00003.parquet: Invalid argument (os error 22)");
         assert!(syncs.0.lock().unwrap().is_empty());
     }

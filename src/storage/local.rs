@@ -742,7 +742,7 @@ mod tests {
         let (_file, _) = staging.create_file("manifest.json").unwrap();
         staging
             .syncs()
-            .start(PathBuf::from("time_series/shard-00000.parquet"), unsyncable(), Default::default())
+            .start(PathBuf::from("time_series/shard-00000.parquet"), unsyncable(), 0, Default::default())
             .unwrap();
         let err = staging.publish().unwrap_err();
         assert_eq!(err.to_string(), "I/O on time_series/shard-00000.parquet: Invalid argument (os error 22)");

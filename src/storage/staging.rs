@@ -441,7 +441,7 @@ impl StagedFile {
         match sink {
             Sink::Local(mut file, syncs, behind) => {
                 file.flush().map_err(|e| Error::io(&display, e))?;
-                syncs.start(display.clone(), file, behind)?;
+                syncs.start(display.clone(), file, bytes, behind)?;
             }
             Sink::LocalRename(mut part, behind) => {
                 behind.finish().map_err(|e| Error::io(&display, e))?;
