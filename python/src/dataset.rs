@@ -43,7 +43,7 @@ fn py_loader(id: String, f: Py<PyAny>) -> timef::Loader {
 }
 
 /// [`to_values`] of series `id`'s values; its `ValueError`, `TypeError` or
-/// `OverflowError` (not one-dimensional, complex, not numbers, too large)
+/// `OverflowError` (not one-dimensional, a refused dtype, not numbers, too large)
 /// becomes a `TimeFValidationError` with `id` the series and `field` `"values"`.
 fn series_values(py: Python<'_>, id: &str, obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     to_values(obj).map_err(|e| {

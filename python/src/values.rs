@@ -26,17 +26,31 @@ struct NumpyOwner {
 /// (float64 is rounded to float32). The array must not be changed until the
 /// write that uses it ends.
 ///
-/// Errors: `ValueError` unless the values are one-dimensional real numbers (a
-/// complex array is refused: numpy would drop its imaginary part); numpy's
-/// `TypeError` or `OverflowError` for what is not numbers or does not fit.
+/// Errors: `ValueError` unless the values are one-dimensional numbers
+/// (integers, floats or booleans, or objects numpy converts to float). Values
+/// numpy would convert but not as numbers are refused by their dtype: complex
+/// (the imaginary part would be lost), `datetime64`/`timedelta64` (the unit
+/// would be lost), text (`str`/`bytes`, parsed as numbers) and structured
+/// values. numpy's `TypeError` or `OverflowError` for what is not numbers or
+/// does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
-    let complex = obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<String>());
-    if complex.is_ok_and(|kind| kind == "c") {
-        return Err(PyValueError::new_err("complex values are not taken (their imaginary part would be lost)"));
-    }
     let np = py.import("numpy")?;
-    let arr = np.call_method1("require", (obj, np.getattr("float32")?, "CA"))?;
+    let arr = np.call_method1("asanyarray", (obj,))?;
+    let dtype = arr.getattr("dtype")?;
+    let refused = match dtype.getattr("kind")?.extract::<String>()?.as_str() {
+        "c" => Some("complex values are not taken (their imaginary part would be lost)".to_string()),
+        "M" | "m" => {
+            Some(format!("{} values are not taken (their unit would be lost): convert them to numbers", dtype.str()?))
+        }
+        "U" | "S" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
+        "V" => Some(format!("structured values ({}) are not taken: numbers only", dtype.str()?)),
+        _ => None,
+    };
+    if let Some(reason) = refused {
+        return Err(PyValueError::new_err(reason));
+    }
+    let arr = np.call_method1("require", (arr, np.getattr("float32")?, "CA"))?;
     let ndim: usize = arr.getattr("ndim")?.extract()?;
     if ndim != 1 {
         return Err(PyValueError::new_err(format!("must be one-dimensional, got {ndim} dimensions")));

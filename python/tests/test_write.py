@@ -225,9 +225,17 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
     for returned, reason in [
         (None, "the loader returned None, not its values"),
         (np.zeros((2, 2), dtype=np.float32), "must be one-dimensional, got 2 dimensions"),
-        (["a"], "could not convert string to float: 'a'"),
+        (["a"], "text values (<U1) are not taken: numbers only"),
+        (np.array(["1.5", "2"]), "text values (<U3) are not taken: numbers only"),
+        ([b"1.5"], "text values (|S3) are not taken: numbers only"),
         (np.array([1 + 2j, 3 + 0j]), "complex values are not taken (their imaginary part would be lost)"),
-        ([1 + 2j], "float() argument must be a string or a real number, not 'complex'"),
+        ([1 + 2j], "complex values are not taken (their imaginary part would be lost)"),
+        (np.array(["2020-01-01"], dtype="datetime64[s]"),
+         "datetime64[s] values are not taken (their unit would be lost): convert them to numbers"),
+        (np.array([1, 2], dtype="timedelta64[ms]"),
+         "timedelta64[ms] values are not taken (their unit would be lost): convert them to numbers"),
+        (np.zeros(2, dtype=[("a", "<f4")]), "structured values ([('a', '<f4')]) are not taken: numbers only"),
+        (np.array([object()]), "float() argument must be a string or a real number, not 'object'"),
         ([10**400], "int too large to convert to float"),
     ]:
         ds, _ = build()
@@ -244,6 +252,30 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         ds.add_series(time_series_id="yy", spec_type="zz", channel="z", sampling_rate_hz=1.0, values=[[1.0]])
     assert (str(info.value), info.value.id, info.value.field) == (
         "invalid values of yy: must be one-dimensional, got 2 dimensions", "yy", "values")
+
+
+def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    given = {
+        "bool": (np.array([True, False, True]), [1.0, 0.0, 1.0]),
+        "int8": (np.array([-128, 0, 127], dtype=np.int8), [-128.0, 0.0, 127.0]),
+        "uint64": (np.array([0, 1 << 24, 7], dtype=np.uint64), [0.0, 16777216.0, 7.0]),
+        "float16": (np.array([0.5, -2.0, 65504.0], dtype=np.float16), [0.5, -2.0, 65504.0]),
+        "list": ([0.1, 2, -3.5], [np.float32(0.1), 2.0, -3.5]),
+        "object": (np.array([1.5, 2, np.float32(-0.25)], dtype=object), [1.5, 2.0, -0.25]),
+        "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
+    }
+    ds = timef.TimeFDataset("kinds", "v1")
+    ds.add_source(source_id="s", name="S")
+    for sid, (values, _) in given.items():
+        ds.add_series(time_series_id=sid, spec_type="x", channel="0", sampling_rate_hz=1.0, values=values)
+    ds.add_sample(sample_id="all", source_id="s", series=list(given))
+    v = timef.open(write(tmp_path, ds))
+    for sid, (_, expected) in given.items():
+        got = v.read_series(sid)
+        assert got.dtype == np.float32
+        assert got.tolist() == np.array(expected, dtype=np.float32).tolist(), sid
 
 
 def test_help_shows_the_writers_real_defaults() -> None:

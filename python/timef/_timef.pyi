@@ -12,7 +12,10 @@ import pyarrow as pa
 StrPath = Union[str, os.PathLike[str]]
 SeriesValues = Any  # anything numpy.require(x, float32, "CA") accepts, 1-D
 """Values of one series: a 1-D numpy array (float32 is viewed without a copy,
-other dtypes are converted), a sequence of numbers, or a pyarrow/polars array."""
+other dtypes are converted), a sequence of numbers, or a pyarrow/polars array.
+Integers, floats and booleans are taken; complex, ``datetime64``/``timedelta64``,
+text and structured values are refused by their dtype (numpy would convert them
+losing their imaginary part or unit, or parse text)."""
 
 __version__: str
 FORMAT_VERSION: int
@@ -158,7 +161,7 @@ class TimeFDataset:
         is finite and > 0; ``t_start_s``/``t_end_s`` in seconds; with ``t_end_s``,
         ``len(values) == round((t_end_s - t_start_s) * sampling_rate_hz)``. The same
         id with equal metadata is kept once (first values/loader win). Values must be
-        one-dimensional numbers (else ``TimeFValidationError`` with ``id`` the series
+        one-dimensional numbers (``SeriesValues``; else ``TimeFValidationError`` with ``id`` the series
         and ``field`` ``"values"``, raised here for ``values``, by the write for what
         ``loader`` returns), non-empty and finite (checked while writing)."""
     def add_sample(
