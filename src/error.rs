@@ -350,6 +350,24 @@ impl Error {
         Error::Io { path: path.into(), source }
     }
 
+    /// An [`Error::Io`] on `path` from the `tempfile` crate creating a
+    /// temporary file or directory in it (or beside it). Its error reads
+    /// `<OS error> at path "<temporary name>"` (tempfile's private
+    /// `PathError`): the OS error is kept, the random name the user never
+    /// sees is left out.
+    pub(crate) fn io_temp(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let text = source.to_string();
+        let os = text
+            .split_once(" (os error ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .and_then(|(n, _)| n.parse::<i32>().ok());
+        let source = match (source.raw_os_error(), os) {
+            (None, Some(errno)) => std::io::Error::from_raw_os_error(errno),
+            _ => source,
+        };
+        Error::io(path, source)
+    }
+
     /// Builds an [`Error::Parquet`].
     pub fn parquet(path: impl Into<PathBuf>, source: parquet::errors::ParquetError) -> Self {
         Error::Parquet { path: path.into(), source }
@@ -435,5 +453,24 @@ mod tests {
                      request is not authorized.\nRequestId:1\nTime:2026</Message></Error>";
         assert_eq!(condense_xml(azure), "403 Forbidden: AuthorizationFailure: This request is not authorized.");
         assert_eq!(condense_xml("no body here"), "no body here");
+    }
+
+    #[test]
+    fn a_temporary_name_is_left_out_of_the_error_its_creation_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let file = tempfile::Builder::new().prefix(".x-").tempfile_in(&missing).unwrap_err();
+        assert!(file.to_string().contains(".x-"), "{file}");
+        assert_eq!(
+            Error::io_temp(missing.join("out.arrow"), file).to_string(),
+            format!("I/O on {}: No such file or directory (os error 2)", missing.join("out.arrow").display())
+        );
+        let folder = tempfile::Builder::new().prefix(".x-").tempdir_in(&missing).unwrap_err();
+        let err = Error::io_temp(&missing, folder);
+        assert_eq!(err.to_string(), format!("I/O on {}: No such file or directory (os error 2)", missing.display()));
+        assert!(matches!(err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
+        // an error without an OS error is kept as it is
+        let other = std::io::Error::other("too many temporary files exist");
+        assert_eq!(Error::io_temp("d", other).to_string(), "I/O on d: too many temporary files exist");
     }
 }

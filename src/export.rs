@@ -67,7 +67,7 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
     // stops it at the next batch or before the rename and the temporary file is
     // removed instead of the process exiting at once
     let _live = crate::storage::LiveGuard::new();
-    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io(out, e))?;
+    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io_temp(out, e))?;
     let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone().map_err(|e| Error::io(out, e))?);
     let (series, chunks, values) = (scan.series_meta().len() as u64, scan.chunks(), scan.values());
     let arrow_err = |e: arrow_schema::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };

@@ -137,7 +137,7 @@ impl Staging {
             {
                 Ok(d) => d,
                 Err(e) if retry(&e, &mut attempt) => continue,
-                Err(e) => return Err(Error::io(parent, e)),
+                Err(e) => return Err(Error::io_temp(parent, e)),
             };
             super::pause_point("staging-made");
             let owner = match File::open(new.path()) {
@@ -206,7 +206,7 @@ impl Staging {
                 .prefix(&format!(".tmp-{version}-"))
                 .rand_bytes(STAGING_RANDOM_CHARS)
                 .tempdir_in(parent)
-                .map_err(|e| Error::io(parent, e))?;
+                .map_err(|e| Error::io_temp(parent, e))?;
             let moved = bin.path().join(super::PART_SCRATCH);
             fs::rename(&scratch, &moved).map_err(|e| Error::io(&scratch, e))?;
             // best effort from here: what is left is a dead `.tmp-*` directory for gc
