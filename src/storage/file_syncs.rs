@@ -30,17 +30,18 @@ pub(crate) struct FileSyncs(Mutex<VecDeque<PendingSync>>);
 struct PendingSync {
     path: PathBuf,
     handle: JoinHandle<io::Result<()>>,
-    /// Bytes of the file no sync behind had started on when it closed.
+    /// Bytes of the file no finished sync behind had written back when it closed.
     unsynced: u64,
 }
 
 /// Bytes the running fsyncs may still write back (16 MiB, four blocks of
-/// [`SYNC_BEHIND_BYTES`]): a file that would pass it waits for the oldest
-/// fsync first, so a writer never runs far ahead of the disk. A shard closes
-/// with at most a block or two unsynced, so two or three shards' fsyncs run
-/// at once, as the small tables' after them do without waiting (a file count
-/// of 2 made the samples table of a small 32 MiB write wait 5-12 ms for the
-/// shard's fsync, scripts/bench_ab.sh).
+/// [`SYNC_BEHIND_BYTES`]; each file counts what no finished sync behind wrote
+/// back when it closed): a file that would pass it waits for the oldest fsyncs
+/// first, so a writer never runs more than that ahead of the disk. A shard
+/// closes with a block or two not written back (its last sync behind may still
+/// run), so a few shards' fsyncs run at once, and the small tables' after them
+/// do without waiting (a file count of 2 made the samples table of a small
+/// 32 MiB write wait 5-12 ms for the shard's fsync).
 const MAX_PENDING_SYNC_BYTES: u64 = 16 << 20;
 
 /// Finished files whose fsync may run at once (8), each on a thread of its own.
@@ -71,7 +72,7 @@ impl FileSyncs {
         behind: SyncBehind,
         spawn: impl FnOnce(Fsync) -> io::Result<JoinHandle<io::Result<()>>>,
     ) -> Result<()> {
-        let unsynced = bytes.saturating_sub(behind.started_to);
+        let unsynced = bytes.saturating_sub(behind.synced_to());
         let mut pending = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         while pending.len() >= MAX_PENDING_SYNCS
             || (!pending.is_empty()
@@ -152,6 +153,8 @@ pub(crate) struct SyncBehind {
     running: Option<JoinHandle<io::Result<()>>>,
     /// Bytes whose sync was started.
     pub(super) started_to: u64,
+    /// Bytes whose sync finished before the running one started.
+    synced_to: u64,
 }
 
 impl SyncBehind {
@@ -168,6 +171,7 @@ impl SyncBehind {
         }
         if let Some(handle) = self.running.take() {
             join(handle)?;
+            self.synced_to = self.started_to;
         }
         let from = self.started_to;
         let Ok(dup) = file.try_clone() else { return Ok(()) };
@@ -187,6 +191,16 @@ impl SyncBehind {
             self.started_to = written;
         }
         Ok(())
+    }
+
+    /// Bytes written back by a sync that finished: those of the sync started
+    /// last unless it still runs (a finished one that failed fails the file's
+    /// closing fsync).
+    fn synced_to(&self) -> u64 {
+        match &self.running {
+            Some(running) if !running.is_finished() => self.synced_to,
+            _ => self.started_to,
+        }
     }
 
     /// Waits for the sync still running.
@@ -229,31 +243,57 @@ pub(crate) mod tests {
         let file = |n: &str| (dir.path().join(n), File::create(dir.path().join(n)).unwrap());
         let running = |syncs: &FileSyncs| {
             let pending = syncs.0.lock().unwrap();
-            pending.iter().map(|p| p.path.file_name().unwrap().to_str().unwrap().to_string()).collect::<Vec<_>>()
+            pending
+                .iter()
+                .map(|p| (p.path.file_name().unwrap().to_str().unwrap().to_string(), p.unsynced))
+                .collect::<Vec<_>>()
         };
-        let half = MAX_PENDING_SYNC_BYTES / 2;
-        syncs.start(PathBuf::from("bad/one"), unsyncable(), half, SyncBehind::default()).unwrap();
+        let named = |names: &[(&str, u64)]| names.iter().map(|&(n, b)| (n.to_string(), b)).collect::<Vec<_>>();
+        let (max, quarter) = (MAX_PENDING_SYNC_BYTES, MAX_PENDING_SYNC_BYTES / 4);
+        syncs.start(PathBuf::from("bad/one"), unsyncable(), 2 * quarter, SyncBehind::default()).unwrap();
         let (b, fb) = file("b");
-        syncs.start(b, fb, half, SyncBehind::default()).unwrap();
-        // a file all synced behind adds nothing to what the running fsyncs write back
+        syncs.start(b, fb, 2 * quarter, SyncBehind::default()).unwrap();
+        // a file whose sync behind finished on all of it adds nothing
         let (c, fc) = file("c");
-        let synced = SyncBehind { running: None, started_to: 4 * MAX_PENDING_SYNC_BYTES };
-        syncs.start(c, fc, 4 * MAX_PENDING_SYNC_BYTES, synced).unwrap();
-        assert_eq!(running(&syncs), ["one", "b", "c"]);
+        let synced = SyncBehind { running: None, started_to: 4 * max, synced_to: 0 };
+        syncs.start(c, fc, 4 * max, synced).unwrap();
+        assert_eq!(running(&syncs), named(&[("one", 2 * quarter), ("b", 2 * quarter), ("c", 0)]));
         // one byte more waits for the oldest, whose failure it reports
         let (d, fd) = file("d");
         let err = syncs.start(d, fd, 1, SyncBehind::default()).unwrap_err();
         assert_eq!(err.to_string(), "I/O on bad/one: Invalid argument (os error 22)");
-        assert_eq!(running(&syncs), ["b", "c"]);
+        assert_eq!(running(&syncs), named(&[("b", 2 * quarter), ("c", 0)]));
+        syncs.wait_all().unwrap();
+        // a file past the bound waits for as many of the oldest as it takes
+        for n in ["e", "f", "g"] {
+            let (p, f) = file(n);
+            syncs.start(p, f, quarter, SyncBehind::default()).unwrap();
+        }
+        let (h, fh) = file("h");
+        syncs.start(h, fh, 3 * quarter, SyncBehind::default()).unwrap();
+        assert_eq!(running(&syncs), named(&[("g", quarter), ("h", 3 * quarter)]));
+        // a file past it alone waits for every running one, then runs
+        let (i, fi) = file("i");
+        syncs.start(i, fi, 2 * max, SyncBehind::default()).unwrap();
+        assert_eq!(running(&syncs), named(&[("i", 2 * max)]));
+        syncs.wait_all().unwrap();
+        // the bytes of a sync behind still running count: only a finished one wrote them back
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let still = std::thread::spawn(move || blocked.recv().map_err(io::Error::other));
+        let (j, fj) = file("j");
+        let behind = SyncBehind { running: Some(still), started_to: max, synced_to: quarter };
+        syncs.start(j, fj, max + 1, behind).unwrap();
+        assert_eq!(running(&syncs), named(&[("j", max + 1 - quarter)]));
+        release.send(()).unwrap();
+        syncs.wait_all().unwrap();
         // small files run at once up to the count
-        for n in ["e", "f", "g", "h", "i", "j"] {
+        let names = ["k", "l", "m", "n", "o", "p", "q", "r", "s"];
+        for n in names {
             let (p, f) = file(n);
             syncs.start(p, f, 100, SyncBehind::default()).unwrap();
         }
-        assert_eq!(running(&syncs), ["b", "c", "e", "f", "g", "h", "i", "j"]);
-        let (k, fk) = file("k");
-        syncs.start(k, fk, 100, SyncBehind::default()).unwrap();
-        assert_eq!(running(&syncs), ["c", "e", "f", "g", "h", "i", "j", "k"]);
+        let last: Vec<_> = names[1..].iter().map(|&n| (n, 100)).collect();
+        assert_eq!(running(&syncs), named(&last));
         syncs.wait_all().unwrap();
         assert!(running(&syncs).is_empty());
     }
@@ -266,10 +306,17 @@ pub(crate) mod tests {
         behind.written(&file, SYNC_BEHIND_BYTES - 1).unwrap();
         assert!(behind.running.is_none());
         behind.written(&file, SYNC_BEHIND_BYTES).unwrap();
-        assert_eq!(behind.started_to, SYNC_BEHIND_BYTES);
+        assert_eq!((behind.started_to, behind.synced_to), (SYNC_BEHIND_BYTES, 0));
         // less than a block more since the last start: nothing new
         behind.written(&file, 2 * SYNC_BEHIND_BYTES - 1).unwrap();
         assert_eq!(behind.started_to, SYNC_BEHIND_BYTES);
+        while !behind.running.as_ref().unwrap().is_finished() {
+            std::thread::yield_now();
+        }
+        assert_eq!(behind.synced_to(), SYNC_BEHIND_BYTES);
+        // the next start takes the finished sync's bytes as written back
+        behind.written(&file, 2 * SYNC_BEHIND_BYTES).unwrap();
+        assert_eq!((behind.started_to, behind.synced_to), (2 * SYNC_BEHIND_BYTES, SYNC_BEHIND_BYTES));
         behind.finish().unwrap();
 
         // a sync behind that fails is reported by the next block's start
