@@ -10,6 +10,7 @@ use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 use timef::dataset::SeriesValues;
 
 /// Keeps a numpy array alive while the core holds a view of its memory. The
@@ -28,11 +29,11 @@ struct NumpyOwner {
 ///
 /// Errors: `ValueError` unless the values are one-dimensional numbers
 /// (integers, floats or booleans, or objects numpy converts to float). Values
-/// numpy would convert but not as numbers are refused by their dtype: complex
-/// (the imaginary part would be lost), `datetime64`/`timedelta64` (the unit
-/// would be lost), text (`str`/`bytes`, parsed as numbers) and structured
-/// values. numpy's `TypeError` or `OverflowError` for what is not numbers or
-/// does not fit.
+/// numpy would convert but not as numbers are refused: complex (the imaginary
+/// part would be lost), `datetime64`/`timedelta64` (the unit would be lost),
+/// and text, which numpy would parse: `str`/`bytes` dtypes, and `str` or
+/// `bytes` objects (what pandas and pyarrow strings become). numpy's
+/// `TypeError` or `OverflowError` for what is not numbers or does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
     let np = py.import("numpy")?;
@@ -43,8 +44,11 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
         "M" | "m" => {
             Some(format!("{} values are not taken (their unit would be lost): convert them to numbers", dtype.str()?))
         }
-        "U" | "S" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
-        "V" => Some(format!("structured values ({}) are not taken: numbers only", dtype.str()?)),
+        "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
+        "O" => match text_object(&arr)? {
+            Some(k) => Some(format!("text values (object; value {k} is text) are not taken: numbers only")),
+            None => None,
+        },
         _ => None,
     };
     if let Some(reason) = refused {
@@ -68,6 +72,18 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
         }
         _ => Ok(arr.readonly().as_slice().map(|s| s.to_vec()).unwrap_or_default().into()),
     }
+}
+
+/// The position of the first `str` or `bytes` element of `arr`, an object
+/// array (a multi-dimensional one's rows are arrays, refused later).
+fn text_object(arr: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    for (k, x) in arr.try_iter()?.enumerate() {
+        let x = x?;
+        if x.is_instance_of::<PyString>() || x.is_instance_of::<PyBytes>() {
+            return Ok(Some(k));
+        }
+    }
+    Ok(None)
 }
 
 /// `values` as a 1-D float32 numpy array: the core's allocation is handed to

@@ -222,6 +222,8 @@ def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path:
 
 
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
+    import pyarrow as pa
+
     for returned, reason in [
         (None, "the loader returned None, not its values"),
         (np.zeros((2, 2), dtype=np.float32), "must be one-dimensional, got 2 dimensions"),
@@ -234,7 +236,11 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "datetime64[s] values are not taken (their unit would be lost): convert them to numbers"),
         (np.array([1, 2], dtype="timedelta64[ms]"),
          "timedelta64[ms] values are not taken (their unit would be lost): convert them to numbers"),
-        (np.zeros(2, dtype=[("a", "<f4")]), "structured values ([('a', '<f4')]) are not taken: numbers only"),
+        (np.array([1.0, "1.5"], dtype=object), "text values (object; value 1 is text) are not taken: numbers only"),
+        (np.array([b"2"], dtype=object), "text values (object; value 0 is text) are not taken: numbers only"),
+        (pa.array(["1.5", "2"]), "text values (object; value 0 is text) are not taken: numbers only"),
+        (pa.array([b"1"], pa.binary()), "text values (object; value 0 is text) are not taken: numbers only"),
+        (np.array(["1.5"], dtype=np.dtypes.StringDType()), "text values (StringDType()) are not taken: numbers only"),
         (np.array([object()]), "float() argument must be a string or a real number, not 'object'"),
         ([10**400], "int too large to convert to float"),
     ]:
@@ -264,6 +270,7 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "float16": (np.array([0.5, -2.0, 65504.0], dtype=np.float16), [0.5, -2.0, 65504.0]),
         "list": ([0.1, 2, -3.5], [np.float32(0.1), 2.0, -3.5]),
         "object": (np.array([1.5, 2, np.float32(-0.25)], dtype=object), [1.5, 2.0, -0.25]),
+        "one field": (np.array([(1.5,), (-2.0,)], dtype=[("a", "<f4")]), [1.5, -2.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }
     ds = timef.TimeFDataset("kinds", "v1")

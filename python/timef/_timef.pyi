@@ -10,12 +10,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 StrPath = Union[str, os.PathLike[str]]
-SeriesValues = Any  # anything numpy.require(x, float32, "CA") accepts, 1-D
+SeriesValues = Any  # 1-D numbers numpy.require(x, float32, "CA") converts
 """Values of one series: a 1-D numpy array (float32 is viewed without a copy,
 other dtypes are converted), a sequence of numbers, or a pyarrow/polars array.
-Integers, floats and booleans are taken; complex, ``datetime64``/``timedelta64``,
-text and structured values are refused by their dtype (numpy would convert them
-losing their imaginary part or unit, or parse text)."""
+Integers, floats and booleans are taken; complex and ``datetime64``/``timedelta64``
+values, and text (``str``/``bytes`` dtypes, or ``str``/``bytes`` objects, as pandas and
+pyarrow strings become) are refused: numpy would convert them, losing the imaginary
+part or the unit, or parsing the text."""
 
 __version__: str
 FORMAT_VERSION: int
