@@ -358,9 +358,10 @@ impl Error {
     pub(crate) fn io_temp(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         let text = source.to_string();
         let os = text
-            .split_once(" (os error ")
-            .and_then(|(_, rest)| rest.split_once(')'))
-            .and_then(|(n, _)| n.parse::<i32>().ok());
+            .split_once(" at path ")
+            .and_then(|(os, _)| os.strip_suffix(')')?.rsplit_once(" (os error "))
+            .and_then(|(_, n)| n.parse::<i32>().ok())
+            .filter(|&n| n > 0);
         let source = match (source.raw_os_error(), os) {
             (None, Some(errno)) => std::io::Error::from_raw_os_error(errno),
             _ => source,
@@ -469,8 +470,10 @@ mod tests {
         let err = Error::io_temp(&missing, folder);
         assert_eq!(err.to_string(), format!("I/O on {}: No such file or directory (os error 2)", missing.display()));
         assert!(matches!(err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
-        // an error without an OS error is kept as it is
-        let other = std::io::Error::other("too many temporary files exist");
-        assert_eq!(Error::io_temp("d", other).to_string(), "I/O on d: too many temporary files exist");
+        // an error without an OS error is kept as it is, whatever its path says
+        let other = std::io::Error::other("too many temporary files exist at path \"/x (os error 13)\"");
+        let kept = Error::io_temp("d", other);
+        assert_eq!(kept.to_string(), "I/O on d: too many temporary files exist at path \"/x (os error 13)\"");
+        assert!(matches!(kept, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Other));
     }
 }

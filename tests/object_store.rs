@@ -1066,3 +1066,21 @@ fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
         }
     }
 }
+
+/// verify copies a store's version into a temporary folder: one it cannot make
+/// is named by the temporary directory, with the OS error, not tempfile's
+/// random name (review 82).
+#[test]
+fn verify_of_a_store_version_without_a_temporary_directory_names_tmpdir() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/golden/1.0.0");
+    let url = format!("file://{}", golden.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_timef"))
+        .args(["verify", &url])
+        .env("TMPDIR", "/nonexistent-timef-tmp")
+        .output()
+        .expect("run timef");
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+        (Some(2), "timef: error: I/O on /nonexistent-timef-tmp: No such file or directory (os error 2)\n".to_string())
+    );
+}

@@ -131,7 +131,10 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
     };
-    let tmp = tempfile::Builder::new().prefix("timef-verify-").tempdir().map_err(|e| Error::io("<TMPDIR>", e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("timef-verify-")
+        .tempdir()
+        .map_err(|e| Error::io_temp(std::env::temp_dir(), e))?;
     // named like the original, so the name checks see the version's own names
     let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
     let (objects, _) = loc.list_files()?;
