@@ -50,7 +50,7 @@ const MAX_PENDING_SYNCS: usize = 8;
 impl FileSyncs {
     /// Starts the fsync of `file` (at `path`, for errors; `bytes` long),
     /// after waiting for the oldest running ones while, with this file's
-    /// bytes no sync behind started on, they would pass
+    /// bytes no finished sync behind wrote back, they would pass
     /// [`MAX_PENDING_SYNC_BYTES`], or [`MAX_PENDING_SYNCS`] run. `behind`, the
     /// file's data sync still running, is waited for first and its failure
     /// reported as the fsync's. Without a thread (the spawn failed), fsyncs here.
@@ -170,7 +170,9 @@ impl SyncBehind {
             return Ok(());
         }
         if let Some(handle) = self.running.take() {
-            join(handle)?;
+            // never `Interrupted`: `write_all` retries that, and would write
+            // the bytes just written (not counted yet) a second time
+            join(handle).map_err(|e| if e.kind() == io::ErrorKind::Interrupted { io::Error::other(e) } else { e })?;
             self.synced_to = self.started_to;
         }
         let from = self.started_to;
@@ -328,6 +330,14 @@ pub(crate) mod tests {
         }
         let err = behind.written(&bad, 2 * SYNC_BEHIND_BYTES).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        // ... never as `Interrupted`, which a `write_all` would retry
+        let interrupted = std::thread::spawn(|| Err(io::Error::from(io::ErrorKind::Interrupted)));
+        let mut behind = SyncBehind { running: Some(interrupted), started_to: SYNC_BEHIND_BYTES, synced_to: 0 };
+        while !behind.running.as_ref().unwrap().is_finished() {
+            std::thread::yield_now();
+        }
+        let err = behind.written(&file, 2 * SYNC_BEHIND_BYTES).unwrap_err();
+        assert_eq!((err.kind(), behind.synced_to), (io::ErrorKind::Other, 0));
         // ... or by the closing fsync, naming the file, even when the file's own fsync would succeed
         let mut behind = SyncBehind::default();
         behind.written(&bad, SYNC_BEHIND_BYTES).unwrap();
