@@ -10,7 +10,7 @@ use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 use timef::dataset::SeriesValues;
 
 /// Keeps a numpy array alive while the core holds a view of its memory. The
@@ -31,27 +31,15 @@ struct NumpyOwner {
 /// (integers, floats or booleans, or objects numpy converts to float). Values
 /// numpy would convert but not as numbers are refused: complex (the imaginary
 /// part would be lost), `datetime64`/`timedelta64` (the unit would be lost),
-/// and text, which numpy would parse: `str`/`bytes` dtypes, and `str` or
-/// `bytes` objects (what pandas and pyarrow strings become). numpy's
+/// and text, which numpy would parse: `str`/`bytes` dtypes, and `str`,
+/// `bytes`, `bytearray` or `memoryview` objects (what pandas and pyarrow
+/// strings become), in a single-field structured array's field too. numpy's
 /// `TypeError` or `OverflowError` for what is not numbers or does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
     let np = py.import("numpy")?;
     let arr = np.call_method1("asanyarray", (obj,))?;
-    let dtype = arr.getattr("dtype")?;
-    let refused = match dtype.getattr("kind")?.extract::<String>()?.as_str() {
-        "c" => Some("complex values are not taken (their imaginary part would be lost)".to_string()),
-        "M" | "m" => {
-            Some(format!("{} values are not taken (their unit would be lost): convert them to numbers", dtype.str()?))
-        }
-        "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
-        "O" => match text_object(&arr)? {
-            Some(k) => Some(format!("text values (object; value {k} is text) are not taken: numbers only")),
-            None => None,
-        },
-        _ => None,
-    };
-    if let Some(reason) = refused {
+    if let Some(reason) = refused(&arr)? {
         return Err(PyValueError::new_err(reason));
     }
     let arr = np.call_method1("require", (arr, np.getattr("float32")?, "CA"))?;
@@ -74,12 +62,44 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     }
 }
 
-/// The position of the first `str` or `bytes` element of `arr`, an object
-/// array (a multi-dimensional one's rows are arrays, refused later).
+/// Why the values of `arr` (a numpy array) are refused though numpy would
+/// convert them ([`to_values`]); `None` when they are numbers, or when numpy
+/// refuses them itself. A single-field structured array is judged by its
+/// field's values, which numpy converts.
+fn refused(arr: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let dtype = arr.getattr("dtype")?;
+    Ok(match dtype.getattr("kind")?.extract::<String>()?.as_str() {
+        "c" => Some("complex values are not taken (their imaginary part would be lost)".to_string()),
+        "M" | "m" => {
+            Some(format!("{} values are not taken (their unit would be lost): convert them to numbers", dtype.str()?))
+        }
+        "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
+        "O" => {
+            text_object(arr)?.map(|k| format!("text values (object; value {k} is text) are not taken: numbers only"))
+        }
+        "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()? {
+            Some(names) if names.len() == 1 => return refused(&arr.get_item(&names[0])?),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The position of the first text element (`str`, `bytes`, `bytearray`,
+/// `memoryview`: numpy parses each as a number) of `arr`, an object array; a
+/// 0-d one's value, or a multi-dimensional one's rows, are refused later by
+/// their dimensions.
 fn text_object(arr: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    if arr.getattr("ndim")?.extract::<usize>()? != 1 {
+        return Ok(None);
+    }
     for (k, x) in arr.try_iter()?.enumerate() {
         let x = x?;
-        if x.is_instance_of::<PyString>() || x.is_instance_of::<PyBytes>() {
+        if x.is_instance_of::<PyString>()
+            || x.is_instance_of::<PyBytes>()
+            || x.is_instance_of::<PyByteArray>()
+            || x.is_instance_of::<PyMemoryView>()
+        {
             return Ok(Some(k));
         }
     }

@@ -241,6 +241,12 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (pa.array(["1.5", "2"]), "text values (object; value 0 is text) are not taken: numbers only"),
         (pa.array([b"1"], pa.binary()), "text values (object; value 0 is text) are not taken: numbers only"),
         (np.array(["1.5"], dtype=np.dtypes.StringDType()), "text values (StringDType()) are not taken: numbers only"),
+        (np.array([bytearray(b"1.5"), 2.0], dtype=object),
+         "text values (object; value 0 is text) are not taken: numbers only"),
+        (np.array([("1.5",)], dtype=[("a", "<U3")]), "text values (<U3) are not taken: numbers only"),
+        (np.array([((1 + 2j,),)], dtype=[("a", [("b", "<c8")])]),
+         "complex values are not taken (their imaginary part would be lost)"),
+        (np.array(1.5, dtype=object), "must be one-dimensional, got 0 dimensions"),
         (np.array([object()]), "float() argument must be a string or a real number, not 'object'"),
         ([10**400], "int too large to convert to float"),
     ]:
