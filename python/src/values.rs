@@ -10,7 +10,6 @@ use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 use timef::dataset::SeriesValues;
 
 /// Keeps a numpy array alive while the core holds a view of its memory. The
@@ -31,9 +30,9 @@ struct NumpyOwner {
 /// (integers, floats or booleans, or objects numpy converts to float). Values
 /// numpy would convert but not as numbers are refused: complex (the imaginary
 /// part would be lost), `datetime64`/`timedelta64` (the unit would be lost),
-/// and text, which numpy would parse: `str`/`bytes` dtypes, and `str`,
-/// `bytes`, `bytearray` or `memoryview` objects (what pandas and pyarrow
-/// strings become), in a single-field structured array's field too. numpy's
+/// text, which numpy would parse (`str`/`bytes` dtypes), and an object array
+/// holding anything but real numbers and `None` (pandas and pyarrow strings
+/// become `str` objects), in a single-field structured array's field too. numpy's
 /// `TypeError` or `OverflowError` for what is not numbers or does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
@@ -62,45 +61,69 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     }
 }
 
+/// Fields of single-field structured arrays looked through, at most (32):
+/// numpy converts such an array by its field's values.
+const MAX_FIELD_DEPTH: usize = 32;
+
 /// Why the values of `arr` (a numpy array) are refused though numpy would
 /// convert them ([`to_values`]); `None` when they are numbers, or when numpy
 /// refuses them itself. A single-field structured array is judged by its
-/// field's values, which numpy converts.
+/// field's values, unless the field holds several values a row (numpy would
+/// keep the first).
 fn refused(arr: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-    let dtype = arr.getattr("dtype")?;
-    Ok(match dtype.getattr("kind")?.extract::<String>()?.as_str() {
-        "c" => Some("complex values are not taken (their imaginary part would be lost)".to_string()),
-        "M" | "m" => {
-            Some(format!("{} values are not taken (their unit would be lost): convert them to numbers", dtype.str()?))
-        }
-        "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
-        "O" => {
-            text_object(arr)?.map(|k| format!("text values (object; value {k} is text) are not taken: numbers only"))
-        }
-        "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()? {
-            Some(names) if names.len() == 1 => return refused(&arr.get_item(&names[0])?),
+    let mut arr = arr.clone();
+    for _ in 0..=MAX_FIELD_DEPTH {
+        let dtype = arr.getattr("dtype")?;
+        let reason = match dtype.getattr("kind")?.extract::<String>()?.as_str() {
+            "c" => Some("complex values are not taken (their imaginary part would be lost)".to_string()),
+            "M" | "m" => Some(format!(
+                "{} values are not taken (their unit would be lost): convert them to numbers",
+                dtype.str()?
+            )),
+            "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
+            "O" => not_a_number(&arr)?.map(|(k, name)| format!("value {k} is not a number ({name})")),
+            "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()?.as_deref() {
+                Some([name]) => {
+                    let field = arr.get_item(name)?;
+                    let ndim = |a: &Bound<'_, PyAny>| a.getattr("ndim").and_then(|n| n.extract::<usize>());
+                    if ndim(&field)? != ndim(&arr)? {
+                        Some(format!("structured values ({}) of several values a row are not taken", dtype.str()?))
+                    } else {
+                        arr = field;
+                        continue;
+                    }
+                }
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
-    })
+        };
+        return Ok(reason);
+    }
+    Ok(Some(format!("structured values nested more than {MAX_FIELD_DEPTH} fields deep are not taken")))
 }
 
-/// The position of the first text element (`str`, `bytes`, `bytearray`,
-/// `memoryview`: numpy parses each as a number) of `arr`, an object array; a
-/// 0-d one's value, or a multi-dimensional one's rows, are refused later by
-/// their dimensions.
-fn text_object(arr: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+/// The position and type name of the first element of `arr`, an object
+/// array, that is not a number. Numbers here are real numbers
+/// (`numbers.Real`, but not numpy's `timedelta64`, which registers as one),
+/// `decimal.Decimal`, numpy bools, and `None` (missing: NaN, refused later as
+/// not finite); numpy would also convert text (parsing it), complex numbers,
+/// dates and 0-d arrays. A 0-d array's value, or a multi-dimensional one's
+/// rows, are refused later by their dimensions.
+fn not_a_number(arr: &Bound<'_, PyAny>) -> PyResult<Option<(usize, String)>> {
     if arr.getattr("ndim")?.extract::<usize>()? != 1 {
         return Ok(None);
     }
+    let py = arr.py();
+    let np = py.import("numpy")?;
+    let numbers = pyo3::types::PyTuple::new(
+        py,
+        [py.import("numbers")?.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?],
+    )?;
+    let timedelta = np.getattr("timedelta64")?;
     for (k, x) in arr.try_iter()?.enumerate() {
         let x = x?;
-        if x.is_instance_of::<PyString>()
-            || x.is_instance_of::<PyBytes>()
-            || x.is_instance_of::<PyByteArray>()
-            || x.is_instance_of::<PyMemoryView>()
-        {
-            return Ok(Some(k));
+        if !x.is_none() && (!x.is_instance(numbers.as_any())? || x.is_instance(&timedelta)?) {
+            return Ok(Some((k, x.get_type().name()?.to_string())));
         }
     }
     Ok(None)

@@ -236,18 +236,24 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "datetime64[s] values are not taken (their unit would be lost): convert them to numbers"),
         (np.array([1, 2], dtype="timedelta64[ms]"),
          "timedelta64[ms] values are not taken (their unit would be lost): convert them to numbers"),
-        (np.array([1.0, "1.5"], dtype=object), "text values (object; value 1 is text) are not taken: numbers only"),
-        (np.array([b"2"], dtype=object), "text values (object; value 0 is text) are not taken: numbers only"),
-        (pa.array(["1.5", "2"]), "text values (object; value 0 is text) are not taken: numbers only"),
-        (pa.array([b"1"], pa.binary()), "text values (object; value 0 is text) are not taken: numbers only"),
+        (np.array([1.0, "1.5"], dtype=object), "value 1 is not a number (str)"),
+        (np.array([b"2"], dtype=object), "value 0 is not a number (bytes)"),
+        (pa.array(["1.5", "2"]), "value 0 is not a number (str)"),
+        (pa.array([b"1"], pa.binary()), "value 0 is not a number (bytes)"),
         (np.array(["1.5"], dtype=np.dtypes.StringDType()), "text values (StringDType()) are not taken: numbers only"),
         (np.array([bytearray(b"1.5"), 2.0], dtype=object),
-         "text values (object; value 0 is text) are not taken: numbers only"),
+         "value 0 is not a number (bytearray)"),
+        (np.array([2.0, np.complex128(1 + 2j)], dtype=object), "value 1 is not a number (complex128)"),
+        ([np.timedelta64(5, "ms"), 2.0], "value 0 is not a number (timedelta64)"),
+        (np.array([np.datetime64("2020-01-01"), 2.0], dtype=object), "value 0 is not a number (datetime64)"),
+        (np.array([np.array("1.5"), 2.0], dtype=object), "value 0 is not a number (ndarray)"),
+        (np.array([([1.5, 9.0],)], dtype=[("a", "<f4", (2,))]),
+         "structured values ([('a', '<f4', (2,))]) of several values a row are not taken"),
         (np.array([("1.5",)], dtype=[("a", "<U3")]), "text values (<U3) are not taken: numbers only"),
         (np.array([((1 + 2j,),)], dtype=[("a", [("b", "<c8")])]),
          "complex values are not taken (their imaginary part would be lost)"),
         (np.array(1.5, dtype=object), "must be one-dimensional, got 0 dimensions"),
-        (np.array([object()]), "float() argument must be a string or a real number, not 'object'"),
+        (np.array([object()]), "value 0 is not a number (object)"),
         ([10**400], "int too large to convert to float"),
     ]:
         ds, _ = build()
@@ -267,6 +273,9 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
 
 
 def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> None:
+    from decimal import Decimal
+    from fractions import Fraction
+
     import pyarrow as pa
 
     given = {
@@ -275,7 +284,8 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "uint64": (np.array([0, 1 << 24, 7], dtype=np.uint64), [0.0, 16777216.0, 7.0]),
         "float16": (np.array([0.5, -2.0, 65504.0], dtype=np.float16), [0.5, -2.0, 65504.0]),
         "list": ([0.1, 2, -3.5], [np.float32(0.1), 2.0, -3.5]),
-        "object": (np.array([1.5, 2, np.float32(-0.25)], dtype=object), [1.5, 2.0, -0.25]),
+        "object": (np.array([1.5, 2, np.float32(-0.25), np.bool_(True), Decimal("0.5"), Fraction(3, 4)],
+                            dtype=object), [1.5, 2.0, -0.25, 1.0, 0.5, 0.75]),
         "one field": (np.array([(1.5,), (-2.0,)], dtype=[("a", "<f4")]), [1.5, -2.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }

@@ -13,10 +13,11 @@ StrPath = Union[str, os.PathLike[str]]
 SeriesValues = Any  # 1-D numbers numpy.require(x, float32, "CA") converts
 """Values of one series: a 1-D numpy array (float32 is viewed without a copy,
 other dtypes are converted), a sequence of numbers, or a pyarrow/polars array.
-Integers, floats and booleans are taken; complex and ``datetime64``/``timedelta64``
-values, and text (``str``/``bytes`` dtypes, or ``str``/``bytes`` objects, as pandas and
-pyarrow strings become) are refused: numpy would convert them, losing the imaginary
-part or the unit, or parsing the text."""
+Integers, floats and booleans are taken, and object arrays of real numbers
+(``Decimal`` too; ``None`` is missing). Complex and ``datetime64``/``timedelta64``
+values, text (``str``/``bytes`` dtypes) and objects that are not real numbers (the
+``str`` of pandas and pyarrow strings, complex, dates, arrays) are refused: numpy would
+convert them, losing the imaginary part or the unit, or parsing the text."""
 
 __version__: str
 FORMAT_VERSION: int
