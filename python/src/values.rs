@@ -27,7 +27,7 @@ struct NumpyOwner {
 /// write that uses it ends.
 ///
 /// Errors: `ValueError` unless the values are one-dimensional numbers
-/// (integers, floats or booleans, or objects numpy converts to float). Values
+/// (integers, floats or booleans, or an object array of real numbers). Values
 /// numpy would convert but not as numbers are refused: complex (the imaginary
 /// part would be lost), `datetime64`/`timedelta64` (the unit would be lost),
 /// text, which numpy would parse (`str`/`bytes` dtypes), and an object array

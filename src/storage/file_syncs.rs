@@ -42,7 +42,7 @@ struct PendingSync {
 /// run), so a few shards' fsyncs run at once, and the small tables' after them
 /// do without waiting (a file count of 2 made the samples table of a small
 /// 32 MiB write wait 5-12 ms for the shard's fsync).
-const MAX_PENDING_SYNC_BYTES: u64 = 16 << 20;
+const MAX_PENDING_SYNC_BYTES: u64 = 4 * SYNC_BEHIND_BYTES;
 
 /// Finished files whose fsync may run at once (8), each on a thread of its own.
 const MAX_PENDING_SYNCS: usize = 8;
@@ -154,7 +154,7 @@ pub(crate) struct SyncBehind {
     /// Bytes whose sync was started.
     pub(super) started_to: u64,
     /// Bytes whose sync finished before the running one started.
-    synced_to: u64,
+    finished_to: u64,
 }
 
 impl SyncBehind {
@@ -173,7 +173,7 @@ impl SyncBehind {
             // never `Interrupted`: `write_all` retries that, and would write
             // the bytes just written (not counted yet) a second time
             join(handle).map_err(|e| if e.kind() == io::ErrorKind::Interrupted { io::Error::other(e) } else { e })?;
-            self.synced_to = self.started_to;
+            self.finished_to = self.started_to;
         }
         let from = self.started_to;
         let Ok(dup) = file.try_clone() else { return Ok(()) };
@@ -200,7 +200,7 @@ impl SyncBehind {
     /// closing fsync).
     fn synced_to(&self) -> u64 {
         match &self.running {
-            Some(running) if !running.is_finished() => self.synced_to,
+            Some(running) if !running.is_finished() => self.finished_to,
             _ => self.started_to,
         }
     }
@@ -257,7 +257,7 @@ pub(crate) mod tests {
         syncs.start(b, fb, 2 * quarter, SyncBehind::default()).unwrap();
         // a file whose sync behind finished on all of it adds nothing
         let (c, fc) = file("c");
-        let synced = SyncBehind { running: None, started_to: 4 * max, synced_to: 0 };
+        let synced = SyncBehind { running: None, started_to: 4 * max, finished_to: 0 };
         syncs.start(c, fc, 4 * max, synced).unwrap();
         assert_eq!(running(&syncs), named(&[("one", 2 * quarter), ("b", 2 * quarter), ("c", 0)]));
         // one byte more waits for the oldest, whose failure it reports
@@ -283,7 +283,7 @@ pub(crate) mod tests {
         let (release, blocked) = std::sync::mpsc::channel::<()>();
         let still = std::thread::spawn(move || blocked.recv().map_err(io::Error::other));
         let (j, fj) = file("j");
-        let behind = SyncBehind { running: Some(still), started_to: max, synced_to: quarter };
+        let behind = SyncBehind { running: Some(still), started_to: max, finished_to: quarter };
         syncs.start(j, fj, max + 1, behind).unwrap();
         assert_eq!(running(&syncs), named(&[("j", max + 1 - quarter)]));
         release.send(()).unwrap();
@@ -308,7 +308,7 @@ pub(crate) mod tests {
         behind.written(&file, SYNC_BEHIND_BYTES - 1).unwrap();
         assert!(behind.running.is_none());
         behind.written(&file, SYNC_BEHIND_BYTES).unwrap();
-        assert_eq!((behind.started_to, behind.synced_to), (SYNC_BEHIND_BYTES, 0));
+        assert_eq!((behind.started_to, behind.finished_to), (SYNC_BEHIND_BYTES, 0));
         // less than a block more since the last start: nothing new
         behind.written(&file, 2 * SYNC_BEHIND_BYTES - 1).unwrap();
         assert_eq!(behind.started_to, SYNC_BEHIND_BYTES);
@@ -318,7 +318,7 @@ pub(crate) mod tests {
         assert_eq!(behind.synced_to(), SYNC_BEHIND_BYTES);
         // the next start takes the finished sync's bytes as written back
         behind.written(&file, 2 * SYNC_BEHIND_BYTES).unwrap();
-        assert_eq!((behind.started_to, behind.synced_to), (2 * SYNC_BEHIND_BYTES, SYNC_BEHIND_BYTES));
+        assert_eq!((behind.started_to, behind.finished_to), (2 * SYNC_BEHIND_BYTES, SYNC_BEHIND_BYTES));
         behind.finish().unwrap();
 
         // a sync behind that fails is reported by the next block's start
@@ -332,12 +332,12 @@ pub(crate) mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         // ... never as `Interrupted`, which a `write_all` would retry
         let interrupted = std::thread::spawn(|| Err(io::Error::from(io::ErrorKind::Interrupted)));
-        let mut behind = SyncBehind { running: Some(interrupted), started_to: SYNC_BEHIND_BYTES, synced_to: 0 };
+        let mut behind = SyncBehind { running: Some(interrupted), started_to: SYNC_BEHIND_BYTES, finished_to: 0 };
         while !behind.running.as_ref().unwrap().is_finished() {
             std::thread::yield_now();
         }
         let err = behind.written(&file, 2 * SYNC_BEHIND_BYTES).unwrap_err();
-        assert_eq!((err.kind(), behind.synced_to), (io::ErrorKind::Other, 0));
+        assert_eq!((err.kind(), behind.finished_to), (io::ErrorKind::Other, 0));
         // ... or by the closing fsync, naming the file, even when the file's own fsync would succeed
         let mut behind = SyncBehind::default();
         behind.written(&bad, SYNC_BEHIND_BYTES).unwrap();
