@@ -222,6 +222,8 @@ def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path:
 
 
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
+    from decimal import Decimal
+
     import pyarrow as pa
 
     for returned, reason in [
@@ -255,6 +257,22 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (np.array(1.5, dtype=object), "must be one-dimensional, got 0 dimensions"),
         (np.array([object()]), "value 0 is not a number (object)"),
         ([10**400], "int too large to convert to float"),
+        (np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False]), "value 1 is masked (missing)"),
+        (np.ma.array([[1.0]], mask=[[True]]), "must be one-dimensional, got 2 dimensions"),
+        (np.array([1 << 24, (1 << 24) + 1], dtype=np.int64),
+         "value 1 = 16777217 is not exactly representable as float32"),
+        (np.array([(1 << 64) - 1], dtype=np.uint64),
+         "value 0 = 18446744073709551615 is not exactly representable as float32"),
+        (np.array([(1 << 31) - 1], dtype=">i4"), "value 0 = 2147483647 is not exactly representable as float32"),
+        ([1, (1 << 24) + 1], "value 1 = 16777217 is not exactly representable as float32"),
+        (np.array([1.5, (1 << 24) + 1], dtype=object), "value 1 = 16777217 is not exactly representable as float32"),
+        (np.array([1.5, np.uint64((1 << 64) - 1)], dtype=object),
+         "value 1 = 18446744073709551615 is not exactly representable as float32"),
+        (np.array([1.5, 10**39], dtype=object), f"value 1 = {10**39} is outside the float32 range"),
+        (np.array([1.0, -1e39]), "value 1 = -1e39 is outside the float32 range"),
+        (np.array([1.5, Decimal("1e39")], dtype=object), "value 1 = 1e39 is outside the float32 range"),
+        (np.array([((1 << 24) + 1,)], dtype=[("a", "<i8")]),
+         "value 0 = 16777217 is not exactly representable as float32"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
@@ -287,6 +305,10 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "object": (np.array([1.5, 2, np.float32(-0.25), np.bool_(True), Decimal("0.5"), Fraction(3, 4)],
                             dtype=object), [1.5, 2.0, -0.25, 1.0, 0.5, 0.75]),
         "one field": (np.array([(1.5,), (-2.0,)], dtype=[("a", "<f4")]), [1.5, -2.0]),
+        "int64": (np.array([-(1 << 24), 1 << 40, 7], dtype=">i8"), [-16777216.0, 2.0**40, 7.0]),
+        "masked, none masked": (np.ma.array([0.5, 2.0], mask=[False, False]), [0.5, 2.0]),
+        "big int objects": (np.array([1 << 100, -3], dtype=object), [2.0**100, -3.0]),
+        "float64 near the range": (np.array([3.0e38, -1e-50]), [3.0e38, -0.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }
     ds = timef.TimeFDataset("kinds", "v1")

@@ -17,7 +17,11 @@ Integers, floats and booleans are taken, and object arrays of real numbers
 (``Decimal`` too; ``None`` is missing). Complex and ``datetime64``/``timedelta64``
 values, text (``str``/``bytes`` dtypes) and objects that are not real numbers (the
 ``str`` of pandas and pyarrow strings, complex, dates, arrays) are refused: numpy would
-convert them, losing the imaginary part or the unit, or parsing the text."""
+convert them, losing the imaginary part or the unit, or parsing the text. The
+values are those the Arrow connector takes: floats are rounded to the nearest
+float32, a finite value beyond its range is refused, integers must be exact in
+float32 (int64 above 2**24 often is not), and a ``numpy.ma`` masked array's
+masked value is missing (refused)."""
 
 __version__: str
 FORMAT_VERSION: int
