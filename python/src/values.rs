@@ -48,12 +48,14 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let arr = unmasked(&np, np.call_method1("asanyarray", (obj,))?)?;
     let source = numbers_of(&arr)?.map_err(PyValueError::new_err)?;
     let float32 = np.getattr("float32")?;
-    let arr = if source.getattr("dtype")?.eq(&float32)? {
+    let arr = if source.array.getattr("dtype")?.eq(&float32)? {
         np.call_method1("require", (&arr, float32, "CA"))?
     } else {
         // an overflow is reported below by its value, not warned of by numpy
-        // (a RuntimeWarning, or an exception under `-W error`)
-        let errstate = np.call_method("errstate", (), Some(&[("over", "ignore")].into_py_dict(py)?))?;
+        // (a RuntimeWarning, or an exception under `-W error`); an underflow
+        // rounds to zero, as the Arrow connector rounds it
+        let ignore = [("over", "ignore"), ("under", "ignore")].into_py_dict(py)?;
+        let errstate = np.call_method("errstate", (), Some(&ignore))?;
         errstate.call_method0("__enter__")?;
         let converted = np.call_method1("require", (&arr, float32, "CA"));
         errstate.call_method1("__exit__", (py.None(), py.None(), py.None()))?;
@@ -64,7 +66,7 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
         return Err(PyValueError::new_err(format!("must be one-dimensional, got {ndim} dimensions")));
     }
     let arr = arr.cast_into::<PyArray1<f32>>().map_err(PyErr::from)?;
-    if let Some(reason) = not_exact(&np, &source, arr.readonly().as_slice()?)? {
+    if let Some(reason) = inexact(&np, &source, arr.readonly().as_slice()?)? {
         return Err(PyValueError::new_err(reason));
     }
     let len = arr.len();
@@ -90,7 +92,15 @@ fn unmasked<'py>(np: &Bound<'py, PyModule>, arr: Bound<'py, PyAny>) -> PyResult<
     if !arr.is_instance(&ma.getattr("MaskedArray")?)? {
         return Ok(arr);
     }
-    let mask = ma.call_method1("getmaskarray", (&arr,))?;
+    if ma.call_method1("getmask", (&arr,))?.is(&ma.getattr("nomask")?) {
+        return ma.call_method1("getdata", (&arr,));
+    }
+    // a structured array's row is masked when its fields are (numpy converts
+    // only a single-field one, [`numbers_of`])
+    let mask = match arr.getattr("dtype")?.getattr("names")?.is_none() {
+        true => ma.call_method1("getmaskarray", (&arr,))?,
+        false => arr.getattr("recordmask")?,
+    };
     // (an array of other dimensions is refused by them)
     if mask.getattr("ndim")?.extract::<usize>()? == 1 && mask.call_method0("any")?.is_truthy()? {
         let k: usize = mask.call_method0("argmax")?.extract()?;
@@ -103,12 +113,25 @@ fn unmasked<'py>(np: &Bound<'py, PyModule>, arr: Bound<'py, PyAny>) -> PyResult<
 /// numpy converts such an array by its field's values.
 const MAX_FIELD_DEPTH: usize = 32;
 
-/// The array whose values numpy converts for `arr` (a numpy array): `arr`,
-/// or the field a single-field structured array is converted by; or why its
-/// values are refused though numpy would convert them ([`to_values`]). An
-/// array numpy refuses itself is returned as it is. A field that holds
-/// several values a row is refused (numpy would keep the first).
-fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Bound<'py, PyAny>, String>> {
+/// The values numpy converts for an array ([`numbers_of`]).
+struct Numbers<'py> {
+    /// The array, or the field a single-field structured array is converted by.
+    array: Bound<'py, PyAny>,
+    /// An object array's integers, by position, to compare with their float32.
+    ints: Vec<(usize, Int<'py>)>,
+}
+
+/// An integer of an object array: within `i64`, or a Python `int`.
+enum Int<'py> {
+    Small(i64),
+    Big(Bound<'py, PyAny>),
+}
+
+/// The values numpy converts for `arr` (a numpy array), or why they are
+/// refused though numpy would convert them ([`to_values`]). An array numpy
+/// refuses itself is returned as it is. A field that holds several values a
+/// row is refused (numpy would keep the first).
+fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, String>> {
     let mut arr = arr.clone();
     for _ in 0..=MAX_FIELD_DEPTH {
         let dtype = arr.getattr("dtype")?;
@@ -119,7 +142,10 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Bound<'py, PyAny>
                 dtype.str()?
             )),
             "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
-            "O" => not_a_number(&arr)?.map(|(k, name)| format!("value {k} is not a number ({name})")),
+            "O" => match object_numbers(&arr)? {
+                Ok(ints) => return Ok(Ok(Numbers { array: arr, ints })),
+                Err((k, name)) => Some(format!("value {k} is not a number ({name})")),
+            },
             "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()?.as_deref() {
                 Some([name]) => {
                     let field = arr.get_item(name)?;
@@ -135,7 +161,7 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Bound<'py, PyAny>
             },
             _ => None,
         };
-        return Ok(reason.map_or(Ok(arr), Err));
+        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new() }), Err));
     }
     Ok(Err(format!("structured values nested more than {MAX_FIELD_DEPTH} fields deep are not taken")))
 }
@@ -150,62 +176,84 @@ const TWO_TO_63: f32 = 9_223_372_036_854_775_808.0;
 /// of 1 or 2 bytes, booleans and float32 or narrower are always exact and
 /// not looked at; a NaN or infinity of the source is refused later as not
 /// finite. Integer arrays are compared whole (a copy as 64-bit integers);
-/// float arrays only where a value became infinite; object arrays element by
-/// element, an integer compared exactly by Python (`int == float`).
-fn not_exact(np: &Bound<'_, PyModule>, source: &Bound<'_, PyAny>, values: &[f32]) -> PyResult<Option<String>> {
-    let not_exact =
-        |k: usize, x: &dyn std::fmt::Display| format!("value {k} = {x} is not exactly representable as float32");
-    let outside = |k: usize, x: &dyn std::fmt::Display| format!("value {k} = {x} is outside the float32 range");
-    let dtype = source.getattr("dtype")?;
+/// float arrays only where a value became infinite; an object array's
+/// integers one by one (a Python `int` beyond `i64` by Python, which
+/// compares an `int` and a `float` exactly).
+fn inexact(np: &Bound<'_, PyModule>, source: &Numbers<'_>, values: &[f32]) -> PyResult<Option<String>> {
+    let dtype = source.array.getattr("dtype")?;
     let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
     let as_contiguous = |to: &str| -> PyResult<Bound<'_, PyAny>> {
-        np.call_method("ascontiguousarray", (source,), Some(&[("dtype", np.getattr(to)?)].into_py_dict(source.py())?))
+        let to = [("dtype", np.getattr(to)?)].into_py_dict(np.py())?;
+        np.call_method("ascontiguousarray", (&source.array,), Some(&to))
     };
+    // (`as` saturates: 2^63 and 2^64, the float32 of the largest integers,
+    // are out of range, not equal; a comparison with NaN fails)
+    let exact_i64 = |x: i64, y: f32| (-TWO_TO_63..TWO_TO_63).contains(&y) && y as i64 == x;
     match dtype.getattr("kind")?.extract::<String>()?.as_str() {
-        // (`as` saturates: 2^63 and 2^64, the float32 of the largest
-        // integers, are out of range, not equal; a comparison with NaN fails)
-        "i" if itemsize >= 4 => first_inexact(&as_contiguous("int64")?, values, |x: i64, y| {
-            (-TWO_TO_63..TWO_TO_63).contains(&y) && y as i64 == x
-        }),
+        "i" if itemsize >= 4 => first_inexact(&as_contiguous("int64")?, values, exact_i64),
         "u" if itemsize >= 4 => first_inexact(&as_contiguous("uint64")?, values, |x: u64, y| {
             (0.0..2.0 * TWO_TO_63).contains(&y) && y as u64 == x
         }),
-        "f" if itemsize > 4 => match values.iter().position(|y| y.is_infinite()) {
-            Some(k) => {
-                let x: f64 = source.get_item(k)?.extract()?;
-                Ok(x.is_finite().then(|| outside(k, &format!("{x:?}"))))
-            }
-            None => Ok(None),
-        },
+        "f" if itemsize > 4 => first_outside(&source.array, values, &[]),
         "O" => {
-            let py = source.py();
-            let int_like = pyo3::types::PyTuple::new(
-                py,
-                [py.get_type::<pyo3::types::PyInt>().into_any(), np.getattr("integer")?],
-            )?;
-            for (k, (x, &y)) in source.try_iter()?.zip(values).enumerate() {
-                let x = x?;
-                if x.is_instance(int_like.as_any())? {
-                    // Python compares an int and a float exactly
-                    let x = x.call_method0("__index__")?;
-                    if !x.eq(f64::from(y))? {
-                        let x = x.str()?;
-                        return Ok(Some(if y.is_infinite() { outside(k, &x) } else { not_exact(k, &x) }));
-                    }
-                } else if y.is_infinite() && !x.is_none() {
-                    let x: f64 = x.extract()?;
-                    if x.is_finite() {
-                        return Ok(Some(outside(k, &format!("{x:?}"))));
-                    }
+            let mut int_refused = None;
+            for (k, x) in &source.ints {
+                let y = values.get(*k).copied().unwrap_or(f32::NAN);
+                let exact = match x {
+                    Int::Small(x) => exact_i64(*x, y),
+                    Int::Big(x) => x.eq(f64::from(y))?,
+                };
+                if !exact {
+                    let x = match x {
+                        Int::Small(x) => x.to_string(),
+                        Int::Big(x) => x.str()?.to_string(),
+                    };
+                    int_refused = Some((*k, if y.is_infinite() { outside(&x) } else { not_exact(&x) }));
+                    break;
                 }
             }
-            Ok(None)
+            let ints: Vec<usize> = source.ints.iter().map(|(k, _)| *k).collect();
+            let bound = int_refused.as_ref().map_or(values.len(), |(k, _)| *k);
+            Ok(match first_outside(&source.array, values.get(..bound).unwrap_or(values), &ints)? {
+                Some(reason) => Some(reason),
+                None => int_refused.map(|(k, reason)| format!("value {k} = {reason}")),
+            })
         }
         _ => Ok(None),
     }
 }
 
-/// [`not_exact`]'s reason for the first of `ints` (a contiguous 1-D numpy
+/// "`x` is not exactly representable as float32", said of an integer.
+fn not_exact(x: &str) -> String {
+    format!("{x} is not exactly representable as float32")
+}
+
+/// "`x` is outside the float32 range", said of a value.
+fn outside(x: &str) -> String {
+    format!("{x} is outside the float32 range")
+}
+
+/// [`inexact`]'s reason for the first finite value of `source` (not at a
+/// position of `skip`, sorted) whose float32 in `values` is infinite. A value
+/// is finite when it equals itself and neither infinity, compared by Python
+/// (a `longdouble` or `Decimal` beyond the float64 range is finite too).
+fn first_outside(source: &Bound<'_, PyAny>, values: &[f32], skip: &[usize]) -> PyResult<Option<String>> {
+    for k in (0..values.len()).filter(|&k| values[k].is_infinite() && skip.binary_search(&k).is_err()) {
+        let x = source.get_item(k)?;
+        if x.is_none() || !x.eq(&x)? || x.eq(f64::INFINITY)? || x.eq(f64::NEG_INFINITY)? {
+            continue;
+        }
+        // as the Arrow connector writes a float64 (`1e39`), else as Python does
+        let x = match x.extract::<f64>() {
+            Ok(f) if f.is_finite() => format!("{f:?}"),
+            _ => x.str()?.to_string(),
+        };
+        return Ok(Some(format!("value {k} = {}", outside(&x))));
+    }
+    Ok(None)
+}
+
+/// [`inexact`]'s reason for the first of `ints` (a contiguous 1-D numpy
 /// array of `T`) that its float32 in `values` does not hold exactly
 /// (`exact(x, y)`: float32 `y` is integer `x`).
 fn first_inexact<T: numpy::Element + Copy + std::fmt::Display>(
@@ -216,19 +264,21 @@ fn first_inexact<T: numpy::Element + Copy + std::fmt::Display>(
     let ints = ints.cast::<PyArray1<T>>().map_err(PyErr::from)?.readonly();
     let ints = ints.as_slice()?;
     let k = ints.iter().zip(values).position(|(&x, &y)| !exact(x, y));
-    Ok(k.map(|k| format!("value {k} = {} is not exactly representable as float32", ints[k])))
+    Ok(k.map(|k| format!("value {k} = {}", not_exact(&ints[k].to_string()))))
 }
 
-/// The position and type name of the first element of `arr`, an object
-/// array, that is not a number. Numbers here are real numbers
-/// (`numbers.Real`, but not numpy's `timedelta64`, which registers as one),
-/// `decimal.Decimal`, numpy bools, and `None` (missing: NaN, refused later as
-/// not finite); numpy would also convert text (parsing it), complex numbers,
-/// dates and 0-d arrays. A 0-d array's value, or a multi-dimensional one's
-/// rows, are refused later by their dimensions.
-fn not_a_number(arr: &Bound<'_, PyAny>) -> PyResult<Option<(usize, String)>> {
+/// The integers of `arr`, an object array, by position, or the position and
+/// type name of its first element that is not a number. Numbers here are
+/// real numbers (`numbers.Real`, but not numpy's `timedelta64`, which
+/// registers as one), `decimal.Decimal`, numpy bools, and `None` (missing:
+/// NaN, refused later as not finite); numpy would also convert text (parsing
+/// it), complex numbers, dates and 0-d arrays. A 0-d array's value, or a
+/// multi-dimensional one's rows, are refused later by their dimensions.
+#[allow(clippy::type_complexity)]
+fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Vec<(usize, Int<'py>)>, (usize, String)>> {
+    let mut ints = Vec::new();
     if arr.getattr("ndim")?.extract::<usize>()? != 1 {
-        return Ok(None);
+        return Ok(Ok(ints));
     }
     let py = arr.py();
     let np = py.import("numpy")?;
@@ -236,14 +286,27 @@ fn not_a_number(arr: &Bound<'_, PyAny>) -> PyResult<Option<(usize, String)>> {
         py,
         [py.import("numbers")?.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?],
     )?;
+    let int_like =
+        pyo3::types::PyTuple::new(py, [py.get_type::<pyo3::types::PyInt>().into_any(), np.getattr("integer")?])?;
     let timedelta = np.getattr("timedelta64")?;
     for (k, x) in arr.try_iter()?.enumerate() {
         let x = x?;
-        if !x.is_none() && (!x.is_instance(numbers.as_any())? || x.is_instance(&timedelta)?) {
-            return Ok(Some((k, x.get_type().name()?.to_string())));
+        // (a Python float, the common case, is a number: no class walk)
+        if x.is_none() || x.is_exact_instance_of::<pyo3::types::PyFloat>() {
+            continue;
+        }
+        // (numpy's timedelta64 registers as an integer and a real number)
+        let int = x.is_exact_instance_of::<pyo3::types::PyInt>();
+        if !int && (x.is_instance(&timedelta)? || !x.is_instance(numbers.as_any())?) {
+            return Ok(Err((k, x.get_type().name()?.to_string())));
+        }
+        if int || x.is_instance(int_like.as_any())? {
+            let int =
+                x.extract::<i64>().map_or_else(|_| x.call_method0("__index__").map(Int::Big), |v| Ok(Int::Small(v)));
+            ints.push((k, int?));
         }
     }
-    Ok(None)
+    Ok(Ok(ints))
 }
 
 /// `values` as a 1-D float32 numpy array: the core's allocation is handed to

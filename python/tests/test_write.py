@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -273,6 +274,12 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (np.array([1.5, Decimal("1e39")], dtype=object), "value 1 = 1e39 is outside the float32 range"),
         (np.array([((1 << 24) + 1,)], dtype=[("a", "<i8")]),
          "value 0 = 16777217 is not exactly representable as float32"),
+        (np.ma.array(np.array([(1.5,), (2.0,)], dtype=[("a", "<f8")]), mask=[(False,), (True,)]),
+         "value 1 is masked (missing)"),
+        (np.array([Decimal("1e400"), 1], dtype=object), "value 0 = 1E+400 is outside the float32 range"),
+        (np.array([1.0, 1e39, (1 << 24) + 1], dtype=object), "value 1 = 1e39 is outside the float32 range"),
+        (np.array([1.0, (1 << 24) + 1, 1e39], dtype=object),
+         "value 1 = 16777217 is not exactly representable as float32"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
@@ -307,14 +314,20 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "one field": (np.array([(1.5,), (-2.0,)], dtype=[("a", "<f4")]), [1.5, -2.0]),
         "int64": (np.array([-(1 << 24), 1 << 40, 7], dtype=">i8"), [-16777216.0, 2.0**40, 7.0]),
         "masked, none masked": (np.ma.array([0.5, 2.0], mask=[False, False]), [0.5, 2.0]),
+        "masked one field": (np.ma.array(np.array([(1.5,), (2.0,)], dtype=[("a", "<f8")]), mask=[(False,), (False,)]),
+                             [1.5, 2.0]),
         "big int objects": (np.array([1 << 100, -3], dtype=object), [2.0**100, -3.0]),
         "float64 near the range": (np.array([3.0e38, -1e-50]), [3.0e38, -0.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }
     ds = timef.TimeFDataset("kinds", "v1")
     ds.add_source(source_id="s", name="S")
-    for sid, (values, _) in given.items():
-        ds.add_series(time_series_id=sid, spec_type="x", channel="0", sampling_rate_hz=1.0, values=values)
+    # numpy's overflow and underflow are its to ignore in a conversion (an
+    # underflow rounds to zero, as the Arrow connector rounds it)
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for sid, (values, _) in given.items():
+            ds.add_series(time_series_id=sid, spec_type="x", channel="0", sampling_rate_hz=1.0, values=values)
     ds.add_sample(sample_id="all", source_id="s", series=list(given))
     v = timef.open(write(tmp_path, ds))
     for sid, (_, expected) in given.items():
