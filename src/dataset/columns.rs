@@ -118,9 +118,19 @@ pub(crate) struct Interner {
     codes: HashMap<Box<str>, u32, RandomState>,
 }
 
+/// Distinct strings an [`Interner`] finds by comparing them in turn, not by
+/// their hash (8): a corpus's few spec types, channels, sources and views,
+/// met once a series or sample, cost a comparison or two instead of a hash.
+const INTERN_SCAN_MAX: usize = 8;
+
 impl Interner {
     pub(crate) fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&c) = self.codes.get(s) {
+        let found = if self.values.len() <= INTERN_SCAN_MAX {
+            self.values.iter().position(|v| **v == *s).map(|c| c as u32)
+        } else {
+            self.codes.get(s).copied()
+        };
+        if let Some(c) = found {
             return c;
         }
         let c = self.values.len() as u32;
@@ -514,6 +524,22 @@ impl SampleColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Codes are the first-seen order whether a string is found by comparing
+    /// (the first [`INTERN_SCAN_MAX`] + 1) or by its hash (the rest).
+    #[test]
+    fn an_interner_gives_first_seen_codes_by_scan_and_by_hash_alike() {
+        let mut i = Interner::default();
+        let names: Vec<String> = (0..20).map(|k| format!("s{}", 19 - k)).collect();
+        for round in 0..2 {
+            for (k, n) in names.iter().enumerate() {
+                assert_eq!(i.intern(n), k as u32, "round {round}, {n}");
+            }
+        }
+        assert_eq!((0..20).map(|c| i.get(c)).collect::<Vec<_>>(), names);
+        assert_eq!(i.intern(""), 20);
+        assert_eq!(i.ranks()[..3], [12, 11, 10]);
+    }
 
     #[test]
     fn a_column_holds_one_value_until_a_row_differs() {
