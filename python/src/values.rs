@@ -102,7 +102,7 @@ fn unmasked<'py>(np: &Bound<'py, PyModule>, arr: Bound<'py, PyAny>) -> PyResult<
         false => arr.getattr("recordmask")?,
     };
     // (an array of other dimensions is refused by them)
-    if mask.getattr("ndim")?.extract::<usize>()? == 1 && mask.call_method0("any")?.is_truthy()? {
+    if arr.getattr("ndim")?.extract::<usize>()? == 1 && mask.call_method0("any")?.is_truthy()? {
         let k: usize = mask.call_method0("argmax")?.extract()?;
         return Err(PyValueError::new_err(format!("value {k} is masked (missing)")));
     }
@@ -119,6 +119,9 @@ struct Numbers<'py> {
     array: Bound<'py, PyAny>,
     /// An object array's integers, by position, to compare with their float32.
     ints: Vec<(usize, Int<'py>)>,
+    /// An object array holds `None` (missing, reported first as the Arrow
+    /// connector reports a null first).
+    missing: bool,
 }
 
 /// An integer of an object array: within `i64`, or a Python `int`.
@@ -143,7 +146,7 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, Str
             )),
             "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
             "O" => match object_numbers(&arr)? {
-                Ok(ints) => return Ok(Ok(Numbers { array: arr, ints })),
+                Ok((ints, missing)) => return Ok(Ok(Numbers { array: arr, ints, missing })),
                 Err((k, name)) => Some(format!("value {k} is not a number ({name})")),
             },
             "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()?.as_deref() {
@@ -161,7 +164,7 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, Str
             },
             _ => None,
         };
-        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new() }), Err));
+        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new(), missing: false }), Err));
     }
     Ok(Err(format!("structured values nested more than {MAX_FIELD_DEPTH} fields deep are not taken")))
 }
@@ -190,11 +193,18 @@ fn inexact(np: &Bound<'_, PyModule>, source: &Numbers<'_>, values: &[f32]) -> Py
     // are out of range, not equal; a comparison with NaN fails)
     let exact_i64 = |x: i64, y: f32| (-TWO_TO_63..TWO_TO_63).contains(&y) && y as i64 == x;
     match dtype.getattr("kind")?.extract::<String>()?.as_str() {
-        "i" if itemsize >= 4 => first_inexact(&as_contiguous("int64")?, values, exact_i64),
-        "u" if itemsize >= 4 => first_inexact(&as_contiguous("uint64")?, values, |x: u64, y| {
-            (0.0..2.0 * TWO_TO_63).contains(&y) && y as u64 == x
-        }),
+        "i" if itemsize >= 4 => {
+            first_inexact(&as_contiguous("int64")?, values, |x: i64| x.unsigned_abs() <= 1 << 24, exact_i64)
+        }
+        "u" if itemsize >= 4 => first_inexact(
+            &as_contiguous("uint64")?,
+            values,
+            |x: u64| x <= 1 << 24,
+            |x: u64, y| (0.0..2.0 * TWO_TO_63).contains(&y) && y as u64 == x,
+        ),
         "f" if itemsize > 4 => first_outside(&source.array, values, &[]),
+        // a missing value is reported first (as NaN, when it is refused as not finite)
+        "O" if source.missing => Ok(None),
         "O" => {
             let mut int_refused = None;
             for (k, x) in &source.ints {
@@ -238,6 +248,10 @@ fn outside(x: &str) -> String {
 /// is finite when it equals itself and neither infinity, compared by Python
 /// (a `longdouble` or `Decimal` beyond the float64 range is finite too).
 fn first_outside(source: &Bound<'_, PyAny>, values: &[f32], skip: &[usize]) -> PyResult<Option<String>> {
+    // (a fold, not a search that stops, is vectorized)
+    if !values.iter().fold(false, |any, y| any | y.is_infinite()) {
+        return Ok(None);
+    }
     for k in (0..values.len()).filter(|&k| values[k].is_infinite() && skip.binary_search(&k).is_err()) {
         let x = source.get_item(k)?;
         if x.is_none() || !x.eq(&x)? || x.eq(f64::INFINITY)? || x.eq(f64::NEG_INFINITY)? {
@@ -255,58 +269,79 @@ fn first_outside(source: &Bound<'_, PyAny>, values: &[f32], skip: &[usize]) -> P
 
 /// [`inexact`]'s reason for the first of `ints` (a contiguous 1-D numpy
 /// array of `T`) that its float32 in `values` does not hold exactly
-/// (`exact(x, y)`: float32 `y` is integer `x`).
+/// (`exact(x, y)`: float32 `y` is integer `x`; `small(x)`: `x` is within
+/// ±2^24, where every integer is exact in float32).
 fn first_inexact<T: numpy::Element + Copy + std::fmt::Display>(
     ints: &Bound<'_, PyAny>,
     values: &[f32],
+    small: impl Fn(T) -> bool,
     exact: impl Fn(T, f32) -> bool,
 ) -> PyResult<Option<String>> {
     let ints = ints.cast::<PyArray1<T>>().map_err(PyErr::from)?.readonly();
     let ints = ints.as_slice()?;
-    let k = ints.iter().zip(values).position(|(&x, &y)| !exact(x, y));
+    // blocks of small integers passed whole (a fold is vectorized; the float
+    // to integer casts of `exact` are not), the others checked, a failing
+    // one searched
+    const BLOCK: usize = 4096;
+    let k = ints.chunks(BLOCK).zip(values.chunks(BLOCK)).enumerate().find_map(|(b, (xs, ys))| {
+        let all = xs.iter().fold(true, |all, &x| all & small(x))
+            || xs.iter().zip(ys).fold(true, |all, (&x, &y)| all & exact(x, y));
+        (!all).then(|| xs.iter().zip(ys).position(|(&x, &y)| !exact(x, y)).map(|k| b * BLOCK + k)).flatten()
+    });
     Ok(k.map(|k| format!("value {k} = {}", not_exact(&ints[k].to_string()))))
 }
 
-/// The integers of `arr`, an object array, by position, or the position and
-/// type name of its first element that is not a number. Numbers here are
-/// real numbers (`numbers.Real`, but not numpy's `timedelta64`, which
-/// registers as one), `decimal.Decimal`, numpy bools, and `None` (missing:
-/// NaN, refused later as not finite); numpy would also convert text (parsing
-/// it), complex numbers, dates and 0-d arrays. A 0-d array's value, or a
-/// multi-dimensional one's rows, are refused later by their dimensions.
+/// The integers of `arr`, an object array, by position, and whether it
+/// holds `None`; or the position and type name of its first element that is
+/// not a number. Numbers here are real numbers (`numbers.Real`, but not
+/// numpy's `timedelta64`, which registers as one), `decimal.Decimal`, numpy
+/// bools, and `None` (missing: NaN, refused later as not finite); numpy would
+/// also convert text (parsing it), complex numbers, dates and 0-d arrays.
+/// Integers are `int`, numpy's, and any `numbers.Integral` (sympy's, gmpy2's).
+/// A 0-d array's value, or a multi-dimensional one's rows, are refused later
+/// by their dimensions.
 #[allow(clippy::type_complexity)]
-fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Vec<(usize, Int<'py>)>, (usize, String)>> {
-    let mut ints = Vec::new();
+fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<(Vec<(usize, Int<'py>)>, bool), (usize, String)>> {
+    let (mut ints, mut missing) = (Vec::new(), false);
     if arr.getattr("ndim")?.extract::<usize>()? != 1 {
-        return Ok(Ok(ints));
+        return Ok(Ok((ints, missing)));
     }
     let py = arr.py();
-    let np = py.import("numpy")?;
-    let numbers = pyo3::types::PyTuple::new(
+    let (np, numbers) = (py.import("numpy")?, py.import("numbers")?);
+    let real = pyo3::types::PyTuple::new(
         py,
-        [py.import("numbers")?.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?],
+        [numbers.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?],
     )?;
-    let int_like =
-        pyo3::types::PyTuple::new(py, [py.get_type::<pyo3::types::PyInt>().into_any(), np.getattr("integer")?])?;
-    let timedelta = np.getattr("timedelta64")?;
+    let (integral, np_integer, timedelta) =
+        (numbers.getattr("Integral")?, np.getattr("integer")?, np.getattr("timedelta64")?);
     for (k, x) in arr.try_iter()?.enumerate() {
         let x = x?;
-        // (a Python float, the common case, is a number: no class walk)
-        if x.is_none() || x.is_exact_instance_of::<pyo3::types::PyFloat>() {
-            continue;
-        }
-        // (numpy's timedelta64 registers as an integer and a real number)
-        let int = x.is_exact_instance_of::<pyo3::types::PyInt>();
-        if !int && (x.is_instance(&timedelta)? || !x.is_instance(numbers.as_any())?) {
+        // the common kinds first, with no walk of abstract classes: a float
+        // (numpy's float64 is one), an int, a numpy integer
+        let int = if x.is_none() {
+            missing = true;
+            false
+        } else if x.is_instance_of::<pyo3::types::PyFloat>() {
+            false
+        } else if x.is_instance_of::<pyo3::types::PyInt>() {
+            true
+        } else if x.is_instance(&timedelta)? {
+            // (numpy's timedelta64 registers as an integer and a real number)
             return Ok(Err((k, x.get_type().name()?.to_string())));
-        }
-        if int || x.is_instance(int_like.as_any())? {
-            let int =
-                x.extract::<i64>().map_or_else(|_| x.call_method0("__index__").map(Int::Big), |v| Ok(Int::Small(v)));
-            ints.push((k, int?));
+        } else if x.is_instance(&np_integer)? {
+            true
+        } else if x.is_instance(real.as_any())? {
+            x.is_instance(&integral)?
+        } else {
+            return Ok(Err((k, x.get_type().name()?.to_string())));
+        };
+        if int {
+            // (`int(x)`: an int subclass's own value, an Integral's `__int__`)
+            let big = || py.get_type::<pyo3::types::PyInt>().call1((&x,)).map(Int::Big);
+            ints.push((k, x.extract::<i64>().map_or_else(|_| big(), |v| Ok(Int::Small(v)))?));
         }
     }
-    Ok(Ok(ints))
+    Ok(Ok((ints, missing)))
 }
 
 /// `values` as a 1-D float32 numpy array: the core's allocation is handed to

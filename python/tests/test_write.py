@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import signal
 import threading
 import uuid
@@ -222,6 +223,25 @@ def test_existing_version_raises_file_exists_and_leaves_root_untouched(tmp_path:
     assert tree_bytes(tmp_path) == before
 
 
+class Integral:
+    """An integer type of another library (sympy's, gmpy2's): a registered ``numbers.Integral``."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+numbers.Integral.register(Integral)
+
+
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
     from decimal import Decimal
 
@@ -280,6 +300,13 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (np.array([1.0, 1e39, (1 << 24) + 1], dtype=object), "value 1 = 1e39 is outside the float32 range"),
         (np.array([1.0, (1 << 24) + 1, 1e39], dtype=object),
          "value 1 = 16777217 is not exactly representable as float32"),
+        (np.array([1.5, Integral((1 << 24) + 1)], dtype=object),
+         "value 1 = 16777217 is not exactly representable as float32"),
+        (np.array([None, (1 << 24) + 1], dtype=object), "value 0 is NaN, not finite"),
+        # past the first blocks of 4096 integers checked together
+        (np.where(np.arange(10_000) == 9000, (1 << 24) + 1, np.arange(10_000) << 20),
+         "value 9000 = 16777217 is not exactly representable as float32"),
+        (np.ma.array(np.array((1.5,), [("a", "<f8")]), mask=(True,)), "must be one-dimensional, got 0 dimensions"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
@@ -316,7 +343,7 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "masked, none masked": (np.ma.array([0.5, 2.0], mask=[False, False]), [0.5, 2.0]),
         "masked one field": (np.ma.array(np.array([(1.5,), (2.0,)], dtype=[("a", "<f8")]), mask=[(False,), (False,)]),
                              [1.5, 2.0]),
-        "big int objects": (np.array([1 << 100, -3], dtype=object), [2.0**100, -3.0]),
+        "big int objects": (np.array([1 << 100, -3, Integral(1 << 40)], dtype=object), [2.0**100, -3.0, 2.0**40]),
         "float64 near the range": (np.array([3.0e38, -1e-50]), [3.0e38, -0.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }
