@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyException, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::IntoPyDict;
 use timef::dataset::SeriesValues;
@@ -35,7 +35,8 @@ struct NumpyOwner {
 /// ("value k = 16777217 is not exactly representable as float32"), a finite
 /// value beyond the float32 range ("value k = 1e39 is outside the float32
 /// range"), a masked value of a `numpy.ma` masked array ("value k is masked
-/// (missing)"; an unmasked one is taken by its data). Values numpy would
+/// (missing)"; an unmasked one is taken by its data), a `None` of an object
+/// array ("value k is None (missing)", before any other). Values numpy would
 /// convert but not as numbers are refused: complex (the imaginary part would
 /// be lost), `datetime64`/`timedelta64` (the unit would be lost), text, which
 /// numpy would parse (`str`/`bytes` dtypes), and an object array holding
@@ -119,9 +120,9 @@ struct Numbers<'py> {
     array: Bound<'py, PyAny>,
     /// An object array's integers, by position, to compare with their float32.
     ints: Vec<(usize, Int<'py>)>,
-    /// An object array holds `None` (missing, reported first as the Arrow
-    /// connector reports a null first).
-    missing: bool,
+    /// An object array's first `None` (missing: reported before any other
+    /// value, as the Arrow connector reports a null first).
+    missing: Option<usize>,
 }
 
 /// An integer of an object array: within `i64`, or a Python `int`.
@@ -164,7 +165,7 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, Str
             },
             _ => None,
         };
-        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new(), missing: false }), Err));
+        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new(), missing: None }), Err));
     }
     Ok(Err(format!("structured values nested more than {MAX_FIELD_DEPTH} fields deep are not taken")))
 }
@@ -203,8 +204,7 @@ fn inexact(np: &Bound<'_, PyModule>, source: &Numbers<'_>, values: &[f32]) -> Py
             |x: u64, y| (0.0..2.0 * TWO_TO_63).contains(&y) && y as u64 == x,
         ),
         "f" if itemsize > 4 => first_outside(&source.array, values, &[]),
-        // a missing value is reported first (as NaN, when it is refused as not finite)
-        "O" if source.missing => Ok(None),
+        "O" if source.missing.is_some() => Ok(source.missing.map(|k| format!("value {k} is None (missing)"))),
         "O" => {
             let mut int_refused = None;
             for (k, x) in &source.ints {
@@ -291,18 +291,21 @@ fn first_inexact<T: numpy::Element + Copy + std::fmt::Display>(
     Ok(k.map(|k| format!("value {k} = {}", not_exact(&ints[k].to_string()))))
 }
 
-/// The integers of `arr`, an object array, by position, and whether it
-/// holds `None`; or the position and type name of its first element that is
-/// not a number. Numbers here are real numbers (`numbers.Real`, but not
-/// numpy's `timedelta64`, which registers as one), `decimal.Decimal`, numpy
-/// bools, and `None` (missing: NaN, refused later as not finite); numpy would
-/// also convert text (parsing it), complex numbers, dates and 0-d arrays.
-/// Integers are `int`, numpy's, and any `numbers.Integral` (sympy's, gmpy2's).
+/// The integers of `arr`, an object array, by position, and its first
+/// `None` (missing); or the position and type name of its first element
+/// that is not a number. Numbers here are real numbers (`numbers.Real`, but
+/// not numpy's `timedelta64`, which registers as one), `decimal.Decimal`,
+/// numpy bools, and `None`; numpy would also convert text (parsing it),
+/// complex numbers, dates and 0-d arrays. Integers are `int`, numpy's, and
+/// any `numbers.Integral` (sympy's, gmpy2's), taken by `__index__` within
+/// `i64` and by `int()` beyond; one whose `int()` fails is not a number.
 /// A 0-d array's value, or a multi-dimensional one's rows, are refused later
 /// by their dimensions.
 #[allow(clippy::type_complexity)]
-fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<(Vec<(usize, Int<'py>)>, bool), (usize, String)>> {
-    let (mut ints, mut missing) = (Vec::new(), false);
+fn object_numbers<'py>(
+    arr: &Bound<'py, PyAny>,
+) -> PyResult<Result<(Vec<(usize, Int<'py>)>, Option<usize>), (usize, String)>> {
+    let (mut ints, mut missing) = (Vec::new(), None);
     if arr.getattr("ndim")?.extract::<usize>()? != 1 {
         return Ok(Ok((ints, missing)));
     }
@@ -319,7 +322,7 @@ fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<(Vec<(usize, 
         // the common kinds first, with no walk of abstract classes: a float
         // (numpy's float64 is one), an int, a numpy integer
         let int = if x.is_none() {
-            missing = true;
+            missing = missing.or(Some(k));
             false
         } else if x.is_instance_of::<pyo3::types::PyFloat>() {
             false
@@ -336,9 +339,22 @@ fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<(Vec<(usize, 
             return Ok(Err((k, x.get_type().name()?.to_string())));
         };
         if int {
-            // (`int(x)`: an int subclass's own value, an Integral's `__int__`)
-            let big = || py.get_type::<pyo3::types::PyInt>().call1((&x,)).map(Int::Big);
-            ints.push((k, x.extract::<i64>().map_or_else(|_| big(), |v| Ok(Int::Small(v)))?));
+            // beyond i64, or an Integral with no `__index__`: `int(x)` (an
+            // int subclass's own value, an Integral's `__int__`); an
+            // exception of the element's own is a refusal, an interrupt is not
+            let int = x.extract::<i64>().map(Int::Small).or_else(|e| {
+                match e.is_instance_of::<PyOverflowError>(py) || e.is_instance_of::<PyTypeError>(py) {
+                    true => py.get_type::<pyo3::types::PyInt>().call1((&x,)).map(Int::Big),
+                    false => Err(e),
+                }
+            });
+            match int {
+                Ok(int) => ints.push((k, int)),
+                Err(e) if e.is_instance_of::<PyException>(py) => {
+                    return Ok(Err((k, x.get_type().name()?.to_string())));
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok(Ok((ints, missing)))

@@ -302,7 +302,10 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "value 1 = 16777217 is not exactly representable as float32"),
         (np.array([1.5, Integral((1 << 24) + 1)], dtype=object),
          "value 1 = 16777217 is not exactly representable as float32"),
-        (np.array([None, (1 << 24) + 1], dtype=object), "value 0 is NaN, not finite"),
+        (np.array([None, (1 << 24) + 1], dtype=object), "value 0 is None (missing)"),
+        (np.array([1e39, None], dtype=object), "value 1 is None (missing)"),
+        ([2.0, float("nan"), None], "value 2 is None (missing)"),
+        (np.array([1.5, Integral(None)], dtype=object), "value 1 is not a number (Integral)"),
         # past the first blocks of 4096 integers checked together
         (np.where(np.arange(10_000) == 9000, (1 << 24) + 1, np.arange(10_000) << 20),
          "value 9000 = 16777217 is not exactly representable as float32"),
