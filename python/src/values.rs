@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyException, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::IntoPyDict;
 use timef::dataset::SeriesValues;
@@ -35,8 +35,10 @@ struct NumpyOwner {
 /// ("value k = 16777217 is not exactly representable as float32"), a finite
 /// value beyond the float32 range ("value k = 1e39 is outside the float32
 /// range"), a masked value of a `numpy.ma` masked array ("value k is masked
-/// (missing)"; an unmasked one is taken by its data), a `None` of an object
-/// array ("value k is None (missing)", before any other). Values numpy would
+/// (missing)"; an unmasked one is taken by its data, and its mask is looked
+/// at first), a `None` of an object array ("value k is None (missing)", the
+/// first `None` before any other value refused, as the Arrow connector
+/// refuses a null first). Values numpy would
 /// convert but not as numbers are refused: complex (the imaginary part would
 /// be lost), `datetime64`/`timedelta64` (the unit would be lost), text, which
 /// numpy would parse (`str`/`bytes` dtypes), and an object array holding
@@ -120,9 +122,6 @@ struct Numbers<'py> {
     array: Bound<'py, PyAny>,
     /// An object array's integers, by position, to compare with their float32.
     ints: Vec<(usize, Int<'py>)>,
-    /// An object array's first `None` (missing: reported before any other
-    /// value, as the Arrow connector reports a null first).
-    missing: Option<usize>,
 }
 
 /// An integer of an object array: within `i64`, or a Python `int`.
@@ -147,8 +146,8 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, Str
             )),
             "U" | "S" | "T" => Some(format!("text values ({}) are not taken: numbers only", dtype.str()?)),
             "O" => match object_numbers(&arr)? {
-                Ok((ints, missing)) => return Ok(Ok(Numbers { array: arr, ints, missing })),
-                Err((k, name)) => Some(format!("value {k} is not a number ({name})")),
+                Ok(ints) => return Ok(Ok(Numbers { array: arr, ints })),
+                Err(reason) => Some(reason),
             },
             "V" => match dtype.getattr("names")?.extract::<Option<Vec<String>>>()?.as_deref() {
                 Some([name]) => {
@@ -165,7 +164,7 @@ fn numbers_of<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Numbers<'py>, Str
             },
             _ => None,
         };
-        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new(), missing: None }), Err));
+        return Ok(reason.map_or(Ok(Numbers { array: arr, ints: Vec::new() }), Err));
     }
     Ok(Err(format!("structured values nested more than {MAX_FIELD_DEPTH} fields deep are not taken")))
 }
@@ -204,7 +203,6 @@ fn inexact(np: &Bound<'_, PyModule>, source: &Numbers<'_>, values: &[f32]) -> Py
             |x: u64, y| (0.0..2.0 * TWO_TO_63).contains(&y) && y as u64 == x,
         ),
         "f" if itemsize > 4 => first_outside(&source.array, values, &[]),
-        "O" if source.missing.is_some() => Ok(source.missing.map(|k| format!("value {k} is None (missing)"))),
         "O" => {
             let mut int_refused = None;
             for (k, x) in &source.ints {
@@ -254,7 +252,7 @@ fn first_outside(source: &Bound<'_, PyAny>, values: &[f32], skip: &[usize]) -> P
     }
     for k in (0..values.len()).filter(|&k| values[k].is_infinite() && skip.binary_search(&k).is_err()) {
         let x = source.get_item(k)?;
-        if x.is_none() || !x.eq(&x)? || x.eq(f64::INFINITY)? || x.eq(f64::NEG_INFINITY)? {
+        if !x.eq(&x)? || x.eq(f64::INFINITY)? || x.eq(f64::NEG_INFINITY)? {
             continue;
         }
         // as the Arrow connector writes a float64 (`1e39`), else as Python does
@@ -291,23 +289,22 @@ fn first_inexact<T: numpy::Element + Copy + std::fmt::Display>(
     Ok(k.map(|k| format!("value {k} = {}", not_exact(&ints[k].to_string()))))
 }
 
-/// The integers of `arr`, an object array, by position, and its first
-/// `None` (missing); or the position and type name of its first element
-/// that is not a number. Numbers here are real numbers (`numbers.Real`, but
-/// not numpy's `timedelta64`, which registers as one), `decimal.Decimal`,
-/// numpy bools, and `None`; numpy would also convert text (parsing it),
-/// complex numbers, dates and 0-d arrays. Integers are `int`, numpy's, and
-/// any `numbers.Integral` (sympy's, gmpy2's), taken by `__index__` within
-/// `i64` and by `int()` beyond; one whose `int()` fails is not a number.
-/// A 0-d array's value, or a multi-dimensional one's rows, are refused later
-/// by their dimensions.
-#[allow(clippy::type_complexity)]
-fn object_numbers<'py>(
-    arr: &Bound<'py, PyAny>,
-) -> PyResult<Result<(Vec<(usize, Int<'py>)>, Option<usize>), (usize, String)>> {
-    let (mut ints, mut missing) = (Vec::new(), None);
+/// The integers of `arr`, an object array, by position; or why its values
+/// are refused: its first `None` ("value k is None (missing)", before any
+/// other refusal, as the Arrow connector refuses a null first), else its
+/// first element that is not a number ("value k is not a number (type)").
+/// Numbers here are real numbers (`numbers.Real`, but not numpy's
+/// `timedelta64`, which registers as one), `decimal.Decimal` and numpy
+/// bools; numpy would also convert text (parsing it), complex numbers, dates
+/// and 0-d arrays, and `None` as NaN. Integers are `int`, numpy's, and any
+/// `numbers.Integral` (sympy's, gmpy2's), taken by `__index__` within `i64`,
+/// else by `int()`; one that neither gives is not a number. A 0-d array's
+/// value, or a multi-dimensional one's rows, are refused later by their
+/// dimensions.
+fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Vec<(usize, Int<'py>)>, String>> {
+    let mut ints = Vec::new();
     if arr.getattr("ndim")?.extract::<usize>()? != 1 {
-        return Ok(Ok((ints, missing)));
+        return Ok(Ok(ints));
     }
     let py = arr.py();
     let (np, numbers) = (py.import("numpy")?, py.import("numbers")?);
@@ -317,47 +314,73 @@ fn object_numbers<'py>(
     )?;
     let (integral, np_integer, timedelta) =
         (numbers.getattr("Integral")?, np.getattr("integer")?, np.getattr("timedelta64")?);
+    let mut not_a_number = None;
     for (k, x) in arr.try_iter()?.enumerate() {
         let x = x?;
+        if x.is_none() {
+            return Ok(Err(format!("value {k} is None (missing)")));
+        }
+        if not_a_number.is_some() {
+            // (only a `None` is looked for past the first refused value)
+            continue;
+        }
         // the common kinds first, with no walk of abstract classes: a float
-        // (numpy's float64 is one), an int, a numpy integer
-        let int = if x.is_none() {
-            missing = missing.or(Some(k));
-            false
-        } else if x.is_instance_of::<pyo3::types::PyFloat>() {
-            false
+        // (numpy's float64 is one), an int, a numpy integer; numpy's
+        // timedelta64 registers as an integer and a real number
+        let int = if x.is_instance_of::<pyo3::types::PyFloat>() {
+            Some(false)
         } else if x.is_instance_of::<pyo3::types::PyInt>() {
-            true
+            Some(true)
         } else if x.is_instance(&timedelta)? {
-            // (numpy's timedelta64 registers as an integer and a real number)
-            return Ok(Err((k, x.get_type().name()?.to_string())));
+            None
         } else if x.is_instance(&np_integer)? {
-            true
+            Some(true)
         } else if x.is_instance(real.as_any())? {
-            x.is_instance(&integral)?
+            Some(x.is_instance(&integral)?)
         } else {
-            return Ok(Err((k, x.get_type().name()?.to_string())));
+            None
         };
-        if int {
-            // beyond i64, or an Integral with no `__index__`: `int(x)` (an
-            // int subclass's own value, an Integral's `__int__`); an
-            // exception of the element's own is a refusal, an interrupt is not
-            let int = x.extract::<i64>().map(Int::Small).or_else(|e| {
-                match e.is_instance_of::<PyOverflowError>(py) || e.is_instance_of::<PyTypeError>(py) {
-                    true => py.get_type::<pyo3::types::PyInt>().call1((&x,)).map(Int::Big),
-                    false => Err(e),
-                }
-            });
-            match int {
-                Ok(int) => ints.push((k, int)),
-                Err(e) if e.is_instance_of::<PyException>(py) => {
-                    return Ok(Err((k, x.get_type().name()?.to_string())));
-                }
-                Err(e) => return Err(e),
+        match int {
+            None => not_a_number = Some((k, x)),
+            Some(false) => {}
+            Some(true) => match integer(&x)? {
+                Some(int) => ints.push((k, int)),
+                None => not_a_number = Some((k, x)),
+            },
+        }
+    }
+    match not_a_number {
+        Some((k, x)) => Ok(Err(format!("value {k} is not a number ({})", x.get_type().name()?))),
+        None => Ok(Ok(ints)),
+    }
+}
+
+/// The value of `x`, an integer element of an object array: by `__index__`
+/// within `i64`, else by `int()` (beyond `i64`; an int subclass's own value;
+/// an Integral's `__int__`); `None` when neither gives one. An exception of
+/// the element's own is a refusal; an interrupt, `MemoryError` or
+/// `RecursionError` propagates.
+fn integer<'py>(x: &Bound<'py, PyAny>) -> PyResult<Option<Int<'py>>> {
+    let py = x.py();
+    let own = |e: PyErr| -> PyResult<Option<Int<'py>>> {
+        match !e.is_instance_of::<PyException>(py)
+            || e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py)
+            || e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py)
+        {
+            true => Err(e),
+            false => Ok(None),
+        }
+    };
+    match x.extract::<i64>() {
+        Ok(v) => Ok(Some(Int::Small(v))),
+        Err(e) => {
+            own(e)?;
+            match py.get_type::<pyo3::types::PyInt>().call1((x,)) {
+                Ok(big) => Ok(Some(Int::Big(big))),
+                Err(e) => own(e),
             }
         }
     }
-    Ok(Ok((ints, missing)))
 }
 
 /// `values` as a 1-D float32 numpy array: the core's allocation is handed to

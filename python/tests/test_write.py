@@ -242,6 +242,13 @@ class Integral:
 numbers.Integral.register(Integral)
 
 
+class IndexRaises(Integral):
+    """An Integral whose ``__index__`` fails: it is taken by ``int()``."""
+
+    def __index__(self) -> int:
+        raise ValueError("no __index__")
+
+
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
     from decimal import Decimal
 
@@ -306,6 +313,8 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (np.array([1e39, None], dtype=object), "value 1 is None (missing)"),
         ([2.0, float("nan"), None], "value 2 is None (missing)"),
         (np.array([1.5, Integral(None)], dtype=object), "value 1 is not a number (Integral)"),
+        (np.array(["a", 2**24 + 1, None], dtype=object), "value 2 is None (missing)"),
+        ([None, 10**400], "value 0 is None (missing)"),
         # past the first blocks of 4096 integers checked together
         (np.where(np.arange(10_000) == 9000, (1 << 24) + 1, np.arange(10_000) << 20),
          "value 9000 = 16777217 is not exactly representable as float32"),
@@ -346,7 +355,8 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "masked, none masked": (np.ma.array([0.5, 2.0], mask=[False, False]), [0.5, 2.0]),
         "masked one field": (np.ma.array(np.array([(1.5,), (2.0,)], dtype=[("a", "<f8")]), mask=[(False,), (False,)]),
                              [1.5, 2.0]),
-        "big int objects": (np.array([1 << 100, -3, Integral(1 << 40)], dtype=object), [2.0**100, -3.0, 2.0**40]),
+        "big int objects": (np.array([1 << 100, -3, Integral(1 << 40), IndexRaises(5)], dtype=object),
+                            [2.0**100, -3.0, 2.0**40, 5.0]),
         "float64 near the range": (np.array([3.0e38, -1e-50]), [3.0e38, -0.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
     }
