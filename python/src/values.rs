@@ -30,21 +30,26 @@ struct NumpyOwner {
 /// not be changed until the write that uses it ends.
 ///
 /// Errors: `ValueError` unless the values are one-dimensional numbers
-/// (integers, floats or booleans, or an object array of real numbers), with
-/// the first value refused: an integer not exactly representable as float32
-/// ("value k = 16777217 is not exactly representable as float32"), a finite
-/// value beyond the float32 range ("value k = 1e39 is outside the float32
-/// range"), a masked value of a `numpy.ma` masked array ("value k is masked
-/// (missing)"; an unmasked one is taken by its data, and its mask is looked
-/// at first), a `None` of an object array ("value k is None (missing)", the
-/// first `None` before any other value refused, as the Arrow connector
-/// refuses a null first). Values numpy would
-/// convert but not as numbers are refused: complex (the imaginary part would
-/// be lost), `datetime64`/`timedelta64` (the unit would be lost), text, which
-/// numpy would parse (`str`/`bytes` dtypes), and an object array holding
-/// anything but real numbers and `None` (pandas and pyarrow strings become
-/// `str` objects), in a single-field structured array's field too. numpy's
-/// `TypeError` or `OverflowError` for what is not numbers or does not fit.
+/// (integers, floats or booleans, or an object array of real numbers),
+/// naming the first value refused:
+/// - an integer float32 does not hold exactly ("value k = 16777217 is not
+///   exactly representable as float32");
+/// - a finite value beyond the float32 range ("value k = 1e39 is outside the
+///   float32 range");
+/// - a masked value of a `numpy.ma` masked array ("value k is masked
+///   (missing)"; the mask is looked at first, and an array with none masked
+///   is taken by its data);
+/// - a `None` of an object array ("value k is None (missing)"; the first
+///   `None` comes before any other refusal, as the Arrow connector refuses a
+///   null first).
+///
+/// Values numpy would convert but not as numbers are refused: complex (the
+/// imaginary part would be lost), `datetime64`/`timedelta64` (the unit would
+/// be lost), text, which numpy would parse (`str`/`bytes` dtypes), and an
+/// object array holding anything but real numbers (pandas and pyarrow
+/// strings become `str` objects), in a single-field structured array's field
+/// too. numpy's `TypeError` or `OverflowError` for what is not numbers or
+/// does not fit.
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
     let np = py.import("numpy")?;
