@@ -1,0 +1,229 @@
+//! What `gc` lists: a [`Tree`] of the place given, read on demand (docs/format.md
+//! §1 "Clearing a dead writer's claim"): every object of an object store
+//! listed once ([`Listed`]), its levels listed with a delimiter ([`Delimited`]),
+//! or a local directory read level by level ([`LocalTree`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::GcReport;
+use crate::error::{Error, Result};
+use crate::storage::local;
+use crate::storage::object::ObjectLocation;
+
+/// Why a file `file_tree` finds is reported and not followed.
+const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
+const NOT_UTF8: &str =
+    "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
+
+/// What is directly under one place: its sub-directories (common prefixes)
+/// and its files (objects) with their modification times.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Level {
+    pub(super) dirs: BTreeSet<String>,
+    pub(super) files: BTreeMap<String, SystemTime>,
+}
+
+/// The tree under the place given, read on demand; paths are relative to it
+/// and `/`-separated (`""` is the place itself).
+pub(super) trait Tree {
+    /// What is directly under `rel`; empty when it does not exist.
+    fn level(&self, rel: &str) -> Result<Level>;
+    /// Every file under `rel` with its time, relative to the place, sorted.
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>>;
+}
+
+/// A key or name an object store lists (each segment percent-encoded the way
+/// `object_store` spells `#`, `%` and the like) as the text it stands for,
+/// which [`ObjectLocation::join`] encodes again: once, not twice.
+pub(super) fn decoded(key: &str) -> String {
+    key.split('/')
+        .map(|part| percent_encoding::percent_decode_str(part).decode_utf8_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `name` under `rel` (`""`: the place itself), `/`-separated.
+pub(super) fn join(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// Every object under an object-store place, listed once.
+pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>);
+
+impl Listed {
+    fn under<'a>(&'a self, rel: &str) -> impl Iterator<Item = (&'a str, &'a String, &'a SystemTime)> + 'a {
+        let prefix = if rel.is_empty() { String::new() } else { format!("{rel}/") };
+        let n = prefix.len();
+        self.0
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+            .map(move |(k, t)| (&k[n..], k, t))
+    }
+}
+
+impl Tree for Listed {
+    fn level(&self, rel: &str) -> Result<Level> {
+        let mut level = Level::default();
+        for (tail, _, t) in self.under(rel) {
+            match tail.split_once('/') {
+                Some((dir, _)) => drop(level.dirs.insert(dir.to_string())),
+                None => drop(level.files.insert(tail.to_string(), *t)),
+            }
+        }
+        Ok(level)
+    }
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        Ok(self.under(rel).map(|(_, k, t)| (k.clone(), *t)).collect())
+    }
+}
+
+/// An object-store place listed level by level with a delimiter.
+pub(super) struct Delimited(pub(super) ObjectLocation);
+
+impl Tree for Delimited {
+    fn level(&self, rel: &str) -> Result<Level> {
+        let (dirs, files) = self.0.join(rel).list_level()?;
+        Ok(Level {
+            dirs: dirs.iter().map(|d| decoded(d)).collect(),
+            files: files.into_iter().map(|(f, t)| (decoded(&f), t)).collect(),
+        })
+    }
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        Ok(self.0.join(rel).list_times()?.into_iter().map(|(k, t)| (join(rel, &decoded(&k)), t)).collect())
+    }
+}
+
+/// A tree whose levels are read once: classifying a root reads each
+/// child's level to tell whether the root itself is a dataset, then again as a dataset.
+pub(super) struct Memo<'a> {
+    pub(super) tree: &'a dyn Tree,
+    pub(super) levels: std::cell::RefCell<BTreeMap<String, Level>>,
+}
+
+impl Tree for Memo<'_> {
+    fn level(&self, rel: &str) -> Result<Level> {
+        if let Some(level) = self.levels.borrow().get(rel) {
+            return Ok(level.clone());
+        }
+        let level = self.tree.level(rel)?;
+        self.levels.borrow_mut().insert(rel.to_string(), level.clone());
+        Ok(level)
+    }
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        self.tree.files_under(rel)
+    }
+}
+
+/// A local directory read level by level; a symbolic link is a file, never followed.
+pub(super) struct LocalTree(pub(super) PathBuf);
+
+impl Tree for LocalTree {
+    fn level(&self, rel: &str) -> Result<Level> {
+        let dir = self.0.join(rel);
+        let mut level = Level::default();
+        let entries = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            // gone since its parent was read (a writer committed, aborted), or a file
+            Err(e) if !rel.is_empty() && matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                return Ok(level)
+            }
+            // the place itself: one rule for what does not exist (docs/format.md "Exit codes")
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(crate::storage::missing_dir(&self.0)),
+            Err(e) => return Err(Error::io(&dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = fs::symlink_metadata(entry.path()) else { continue };
+            if meta.is_dir() {
+                level.dirs.insert(name);
+            } else {
+                level.files.insert(name, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+            }
+        }
+        Ok(level)
+    }
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        let (files, _) = local::walk(&self.0.join(rel));
+        Ok(files.into_iter().map(|(f, _)| (join(rel, &f), SystemTime::UNIX_EPOCH)).collect())
+    }
+}
+
+/// `file://`: every file below `dir`, keyed by its names joined with `/`,
+/// with its modification time. Read from the directory itself, not through
+/// object_store's listing: a name is never decoded into a path (a file named
+/// `a%2F..%2Fb` is that one file, not `../b`), and what that listing hides is
+/// found too (a killed upload's `<name>#<n>`, which readers of the version's
+/// directory would read). A symbolic link is not followed, nor is a name that
+/// is not UTF-8: each is reported as odd once, in name order (gc never
+/// deletes through a link, out of the root). A directory gone meanwhile
+/// (committed, aborted) is skipped.
+///
+/// # Errors
+/// I/O errors reading it.
+pub(super) fn file_tree(
+    dir: &Path,
+    shown: impl Fn(&str) -> String,
+    report: &mut GcReport,
+) -> Result<BTreeMap<String, SystemTime>> {
+    let mut files = BTreeMap::new();
+    let mut odd: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut todo = vec![String::new()];
+    while let Some(rel) = todo.pop() {
+        let entries = match fs::read_dir(dir.join(&rel)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(dir.join(&rel), e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir.join(&rel), e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                odd.insert(join(&rel, &entry.file_name().to_string_lossy()), NOT_UTF8);
+                continue;
+            };
+            let at = join(&rel, &name);
+            let Ok(meta) = fs::symlink_metadata(dir.join(&at)) else { continue };
+            if meta.file_type().is_symlink() {
+                odd.insert(at, THROUGH_LINK);
+            } else if meta.is_dir() {
+                todo.push(at);
+            } else {
+                // no time read: taken as new, so never old enough to go
+                files.insert(at, meta.modified().unwrap_or_else(|_| SystemTime::now()));
+            }
+        }
+    }
+    report.odd.extend(odd.into_iter().map(|(rel, why)| (shown(&rel), why.to_string())));
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_answers_levels_and_files_under_a_prefix_at_exact_levels() {
+        let t = SystemTime::UNIX_EPOCH;
+        let listed = Listed(
+            ["a/1/manifest.json", "a/1/time_series/s.parquet", "a/10/x", "a/notes.txt", "ab/y"]
+                .into_iter()
+                .map(|k| (k.to_string(), t))
+                .collect(),
+        );
+        let top = listed.level("").unwrap();
+        assert_eq!(top.dirs.into_iter().collect::<Vec<_>>(), ["a", "ab"]);
+        let a = listed.level("a").unwrap();
+        assert_eq!(a.dirs.into_iter().collect::<Vec<_>>(), ["1", "10"]);
+        assert_eq!(a.files.into_keys().collect::<Vec<_>>(), ["notes.txt"]);
+        let under: Vec<String> = listed.files_under("a/1").unwrap().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(under, ["a/1/manifest.json", "a/1/time_series/s.parquet"]);
+    }
+}
