@@ -36,12 +36,12 @@ pub(super) struct Dataset {
     pub(super) odd: Vec<(String, &'static str)>,
     /// Local: a child holds a claim of a write through a `file://` URL
     /// (reported, and the place reported on as a dataset).
-    pub(super) url_claim: bool,
+    url_claim: bool,
     /// A child holds a `manifest.json` that does not read as TimeF's
     /// (reported as [`OTHER_MANIFEST`]): perhaps a version whose manifest was
     /// damaged. Such a place is reported as a dataset with its odd children;
     /// it gives gc nothing to act on (no role).
-    pub(super) other_manifest: bool,
+    other_manifest: bool,
 }
 
 /// Why a child without a marker is reported.

@@ -6,7 +6,7 @@
 //!    listing of every object (object-store `gc`), listings with a delimiter
 //!    (object-store `ls`, whose requests must not grow with the shards), or
 //!    directory reads (local).
-//! 2. **Classify** by markers at exact levels ([`classify`]; a marker is
+//! 2. **Classify** by markers at exact levels ([`classify()`]; a marker is
 //!    read, a file named like one is not enough: [`Location::marker_field`]): the place
 //!    is refused when it is a version; a dataset when one of its children is
 //!    a version (a TimeF manifest or a claim), with its children that have
@@ -117,7 +117,7 @@ pub struct DatasetSurvey {
 /// there a live writer's claim differs from a dead one's only by age.
 ///
 /// # Errors
-/// [`Error::Validation`] (field `root`) when `place` is a version or a
+/// [`Error::Validation`](crate::Error::Validation) (field `root`) when `place` is a version or a
 /// writer's staging; I/O and store errors.
 pub fn gc(place: &Location, older_than_s: u64) -> Result<GcReport> {
     Ok(collect(place, older_than_s, SystemTime::now(), Mode::Remove)?.report)

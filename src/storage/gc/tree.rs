@@ -1,7 +1,9 @@
-//! What `gc` lists: a [`Tree`] of the place given, read on demand (docs/format.md
-//! §1 "Clearing a dead writer's claim"): every object of an object store
-//! listed once ([`Listed`]), its levels listed with a delimiter ([`Delimited`]),
-//! or a local directory read level by level ([`LocalTree`]).
+//! What `gc` and `ls` list: a [`Tree`] of the place given, read on demand
+//! (docs/format.md §1 "Clearing a dead writer's claim"): every object of an
+//! object store listed once (`gc`: [`Listed`], from [`file_tree`] for a
+//! `file://` directory), its levels listed with a delimiter (`ls`:
+//! [`Delimited`]), or a local directory read level by level ([`LocalTree`]);
+//! [`Memo`] reads each level once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
