@@ -41,7 +41,12 @@ struct NumpyOwner {
 ///   is taken by its data);
 /// - a `None` of an object array ("value k is None (missing)"; the first
 ///   `None` comes before any other refusal, as the Arrow connector refuses a
-///   null first).
+///   null first);
+/// - a null of a pyarrow array or chunked array, a polars series, or a pandas
+///   nullable array (missing value `pandas.NA`: `Int64`, `Float64`,
+///   `boolean`, `int64[pyarrow]`, ...) or series of one ("value k is null
+///   (missing)"; looked at first, before numpy would turn it into NaN or a
+///   value; a NaN is not a null there).
 ///
 /// Values numpy would convert but not as numbers are refused: complex (the
 /// imaginary part would be lost), `datetime64`/`timedelta64` (the unit would
@@ -53,6 +58,9 @@ struct NumpyOwner {
 pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
     let py = obj.py();
     let np = py.import("numpy")?;
+    if let Some(k) = first_null(&np, obj)? {
+        return Err(PyValueError::new_err(format!("value {k} is null (missing)")));
+    }
     let arr = unmasked(&np, np.call_method1("asanyarray", (obj,))?)?;
     let source = numbers_of(&arr)?.map_err(PyValueError::new_err)?;
     let float32 = np.getattr("float32")?;
@@ -89,6 +97,47 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
         }
         _ => Ok(arr.readonly().as_slice().map(|s| s.to_vec()).unwrap_or_default().into()),
     }
+}
+
+/// The position of the first null of `obj` when it is Arrow-backed data
+/// whose nulls numpy would turn into NaN (pyarrow, polars) or into values
+/// (pandas' nullable integers and booleans): a pyarrow `Array` or
+/// `ChunkedArray` or a polars `Series` (`null_count`), a pandas array whose
+/// missing value is `pandas.NA`, or a pandas `Series` or `Index` of one. Other
+/// objects (numpy-backed pandas data among them, whose NaN is a value here)
+/// have none.
+fn first_null(np: &Bound<'_, PyModule>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let module: String = obj.get_type().getattr("__module__")?.extract().unwrap_or_default();
+    let library = module.split('.').next().unwrap_or_default();
+    let mask = match library {
+        "pyarrow" | "polars" => {
+            let Ok(count) = obj.getattr("null_count") else { return Ok(None) };
+            // an attribute in pyarrow, a method in polars
+            let count = if count.is_callable() { count.call0()? } else { count };
+            if count.extract::<u64>().unwrap_or(0) == 0 {
+                return Ok(None);
+            }
+            obj.call_method0("is_null")?
+        }
+        "pandas" => {
+            let array = match obj.hasattr("array")? {
+                true => obj.getattr("array")?,
+                false => obj.clone(),
+            };
+            let na = obj.py().import("pandas")?.getattr("NA")?;
+            let nullable = array.getattr("dtype").and_then(|d| d.getattr("na_value")).is_ok_and(|v| v.is(&na));
+            if !nullable {
+                return Ok(None);
+            }
+            array.call_method0("isna")?
+        }
+        _ => return Ok(None),
+    };
+    let mask = np.call_method1("asarray", (mask,))?;
+    if mask.getattr("ndim")?.extract::<usize>()? != 1 || !mask.call_method0("any")?.is_truthy()? {
+        return Ok(None);
+    }
+    Ok(Some(mask.call_method0("argmax")?.extract()?))
 }
 
 /// `arr`'s data when it is a `numpy.ma` masked array with no value masked

@@ -252,6 +252,8 @@ class IndexRaises(Integral):
 def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: Path) -> None:
     from decimal import Decimal
 
+    import pandas as pd
+    import polars as pl
     import pyarrow as pa
 
     for returned, reason in [
@@ -319,6 +321,17 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (np.where(np.arange(10_000) == 9000, (1 << 24) + 1, np.arange(10_000) << 20),
          "value 9000 = 16777217 is not exactly representable as float32"),
         (np.ma.array(np.array((1.5,), [("a", "<f8")]), mask=(True,)), "must be one-dimensional, got 0 dimensions"),
+        # a null of Arrow-backed data, before numpy makes it NaN (or a value), and before an inexact integer
+        (pa.array([(1 << 24) + 1, None, 3]), "value 1 is null (missing)"),
+        (pa.chunked_array([[1.5], [2.0, None]]), "value 2 is null (missing)"),
+        (pl.Series([1.0, None]), "value 1 is null (missing)"),
+        (pd.Series([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
+        (pd.array([True, None], dtype="boolean"), "value 1 is null (missing)"),
+        (pd.Series([2.5, None], dtype="float64[pyarrow]"), "value 1 is null (missing)"),
+        (pd.Index([7, None], dtype="Int64"), "value 1 is null (missing)"),
+        # a NaN is not a null: refused as not finite, when written
+        (pa.array([1.0, float("nan")]), "value 1 is NaN, not finite"),
+        (pd.Series([1.0, None]), "value 1 is NaN, not finite"),
     ]:
         ds, _ = build()
         ds.add_series(time_series_id="zz", spec_type="zz", channel="z", sampling_rate_hz=1.0, loader=lambda: returned)
@@ -334,12 +347,21 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         ds.add_series(time_series_id="yy", spec_type="zz", channel="z", sampling_rate_hz=1.0, values=[[1.0]])
     assert (str(info.value), info.value.id, info.value.field) == (
         "invalid values of yy: must be one-dimensional, got 2 dimensions", "yy", "values")
+    # a null is refused where the values are given, not at the write
+    with pytest.raises(timef.TimeFValidationError) as info:
+        ds.add_series(time_series_id="xx", spec_type="zz", channel="z", sampling_rate_hz=1.0,
+                      values=pd.Series([1.5, None], dtype="Float64"))
+    assert (str(info.value), info.value.id, info.value.field) == (
+        "invalid values of xx: value 1 is null (missing)", "xx", "values")
+    assert "xx" not in ds.time_series_ids
 
 
 def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> None:
     from decimal import Decimal
     from fractions import Fraction
 
+    import pandas as pd
+    import polars as pl
     import pyarrow as pa
 
     given = {
@@ -359,6 +381,10 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
                             [2.0**100, -3.0, 2.0**40, 5.0]),
         "float64 near the range": (np.array([3.0e38, -1e-50]), [3.0e38, -0.0]),
         "pyarrow": (pa.array([1.0, 2.5, -1.0], pa.float32()), [1.0, 2.5, -1.0]),
+        "pyarrow int64 without nulls": (pa.chunked_array([[1 << 24], [-3]]), [16777216.0, -3.0]),
+        "polars": (pl.Series([0.5, -2.0]), [0.5, -2.0]),
+        "pandas Int64 without NA": (pd.Series([1 << 24, 5], dtype="Int64"), [16777216.0, 5.0]),
+        "pandas boolean": (pd.array([True, False], dtype="boolean"), [1.0, 0.0]),
     }
     ds = timef.TimeFDataset("kinds", "v1")
     ds.add_source(source_id="s", name="S")

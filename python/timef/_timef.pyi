@@ -21,7 +21,9 @@ convert them, losing the imaginary part or the unit, or parsing the text. The
 values are those the Arrow connector takes: floats are rounded to the nearest
 float32, a finite value beyond its range is refused, integers must be exact in
 float32 (int64 above 2**24 often is not), and a ``numpy.ma`` masked array's
-masked value is missing (refused)."""
+masked value and a null of a pyarrow array, a polars series or a pandas nullable
+array or series (``Int64``, ``Float64``, ``boolean``, ``int64[pyarrow]``, ...) are
+missing (refused; numpy would make a null NaN or a value)."""
 
 __version__: str
 FORMAT_VERSION: int
