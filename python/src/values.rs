@@ -44,9 +44,9 @@ struct NumpyOwner {
 ///   null first);
 /// - a null of a pyarrow array or chunked array, a polars series, or a pandas
 ///   nullable array (missing value `pandas.NA`: `Int64`, `Float64`,
-///   `boolean`, `int64[pyarrow]`, ...) or series of one ("value k is null
-///   (missing)"; looked at first, before numpy would turn it into NaN or a
-///   value; a NaN is not a null there).
+///   `boolean`, `int64[pyarrow]`, ...), series or index of one, subclasses
+///   too ("value k is null (missing)"; looked at first, before numpy would
+///   turn it into NaN or an object; a NaN is not a null there).
 ///
 /// Values numpy would convert but not as numbers are refused: complex (the
 /// imaginary part would be lost), `datetime64`/`timedelta64` (the unit would
@@ -100,44 +100,84 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
 }
 
 /// The position of the first null of `obj` when it is Arrow-backed data
-/// whose nulls numpy would turn into NaN (pyarrow, polars) or into values
-/// (pandas' nullable integers and booleans): a pyarrow `Array` or
-/// `ChunkedArray` or a polars `Series` (`null_count`), a pandas array whose
-/// missing value is `pandas.NA`, or a pandas `Series` or `Index` of one. Other
+/// whose nulls numpy would turn into NaN (pyarrow, polars, pandas' nullable
+/// numbers) or into objects it cannot take (pandas' nullable booleans): a
+/// pyarrow `Array` or `ChunkedArray` (`null_count`, but for dictionary and
+/// run-end-encoded arrays, whose count leaves out their values' nulls), a
+/// polars `Series`, a pandas extension array whose missing value is
+/// `pandas.NA`, or a pandas `Series` or `Index` of one; subclasses too. Other
 /// objects (numpy-backed pandas data among them, whose NaN is a value here)
-/// have none.
+/// have none. A library not imported has made none of them.
 fn first_null(np: &Bound<'_, PyModule>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
-    let module: String = obj.get_type().getattr("__module__")?.extract().unwrap_or_default();
-    let library = module.split('.').next().unwrap_or_default();
-    let mask = match library {
-        "pyarrow" | "polars" => {
-            let Ok(count) = obj.getattr("null_count") else { return Ok(None) };
-            // an attribute in pyarrow, a method in polars
-            let count = if count.is_callable() { count.call0()? } else { count };
-            if count.extract::<u64>().unwrap_or(0) == 0 {
-                return Ok(None);
+    let modules = obj.py().import("sys")?.getattr("modules")?;
+    let loaded = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        let module = modules.call_method1("get", (name,))?;
+        Ok((!module.is_none()).then_some(module))
+    };
+    let is = |module: &Bound<'_, PyAny>, classes: &[&str]| -> PyResult<bool> {
+        for class in classes {
+            if obj.is_instance(&module.getattr(*class)?)? {
+                return Ok(true);
             }
-            obj.call_method0("is_null")?
         }
-        "pandas" => {
-            let array = match obj.hasattr("array")? {
-                true => obj.getattr("array")?,
-                false => obj.clone(),
-            };
-            let na = obj.py().import("pandas")?.getattr("NA")?;
-            let nullable = array.getattr("dtype").and_then(|d| d.getattr("na_value")).is_ok_and(|v| v.is(&na));
-            if !nullable {
-                return Ok(None);
-            }
-            array.call_method0("isna")?
+        Ok(false)
+    };
+    let pyarrow = match loaded("pyarrow")? {
+        Some(pa) if is(&pa, &["Array", "ChunkedArray"])? => Some(pa),
+        _ => None,
+    };
+    let polars = match loaded("polars")? {
+        Some(pl) => is(&pl, &["Series"])?,
+        None => false,
+    };
+    let mask = if let Some(pa) = pyarrow {
+        if counts_its_nulls(&pa, obj.getattr("type")?)? && obj.getattr("null_count")?.extract::<u64>()? == 0 {
+            return Ok(None);
         }
-        _ => return Ok(None),
+        obj.call_method0("is_null")?
+    } else if polars {
+        if obj.call_method0("null_count")?.extract::<u64>()? == 0 {
+            return Ok(None);
+        }
+        obj.call_method0("is_null")?
+    } else if let Some(pd) = loaded("pandas")? {
+        let extension = pd.getattr("api")?.getattr("extensions")?.getattr("ExtensionArray")?;
+        let array = if obj.is_instance(&extension)? {
+            obj.clone()
+        } else if is(&pd, &["Series", "Index"])? && !is(&pd, &["MultiIndex"])? {
+            obj.getattr("array")?
+        } else {
+            return Ok(None);
+        };
+        if !array.getattr("dtype")?.getattr("na_value")?.is(&pd.getattr("NA")?) {
+            return Ok(None);
+        }
+        array.call_method0("isna")?
+    } else {
+        return Ok(None);
     };
     let mask = np.call_method1("asarray", (mask,))?;
     if mask.getattr("ndim")?.extract::<usize>()? != 1 || !mask.call_method0("any")?.is_truthy()? {
         return Ok(None);
     }
     Ok(Some(mask.call_method0("argmax")?.extract()?))
+}
+
+/// False for a pyarrow type whose arrays' `null_count` leaves out nulls
+/// `is_null` finds: a dictionary (nulls in its dictionary) or run-end-encoded
+/// one (nulls in its values), or an extension type stored as one.
+fn counts_its_nulls(pa: &Bound<'_, PyAny>, mut ty: Bound<'_, PyAny>) -> PyResult<bool> {
+    let types = pa.getattr("types")?;
+    let extension = pa.getattr("ExtensionType")?;
+    while ty.is_instance(&extension)? {
+        ty = ty.getattr("storage_type")?;
+    }
+    for kind in ["is_dictionary", "is_run_end_encoded"] {
+        if types.call_method1(kind, (&ty,))?.is_truthy()? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// `arr`'s data when it is a `numpy.ma` masked array with no value masked

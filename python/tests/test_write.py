@@ -329,6 +329,16 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (pd.array([True, None], dtype="boolean"), "value 1 is null (missing)"),
         (pd.Series([2.5, None], dtype="float64[pyarrow]"), "value 1 is null (missing)"),
         (pd.Index([7, None], dtype="Int64"), "value 1 is null (missing)"),
+        # nulls null_count leaves out: in a dictionary, in run-end-encoded values
+        (pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), pa.array([1.0, None])),
+         "value 1 is null (missing)"),
+        (pa.chunked_array([pa.RunEndEncodedArray.from_arrays(pa.array([2, 4], pa.int32()), pa.array([1.0, None]))]),
+         "value 2 is null (missing)"),
+        # subclasses, made outside the libraries
+        (type("MySeries", (pd.Series,), {})([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
+        (type("MyPolars", (pl.Series,), {})([1.0, None]), "value 1 is null (missing)"),
+        (pd.MultiIndex.from_tuples([(1, 2)]), "value 0 is not a number (tuple)"),
+        (pd.DataFrame({"array": pd.array([1.0, None], dtype="Float64")}), "must be one-dimensional, got 2 dimensions"),
         # a NaN is not a null: refused as not finite, when written
         (pa.array([1.0, float("nan")]), "value 1 is NaN, not finite"),
         (pd.Series([1.0, None]), "value 1 is NaN, not finite"),

@@ -23,7 +23,7 @@ float32, a finite value beyond its range is refused, integers must be exact in
 float32 (int64 above 2**24 often is not), and a ``numpy.ma`` masked array's
 masked value and a null of a pyarrow array, a polars series or a pandas nullable
 array or series (``Int64``, ``Float64``, ``boolean``, ``int64[pyarrow]``, ...) are
-missing (refused; numpy would make a null NaN or a value)."""
+missing (refused; numpy would make a null NaN, or an object it cannot take)."""
 
 __version__: str
 FORMAT_VERSION: int
