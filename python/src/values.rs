@@ -102,82 +102,107 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
 /// The position of the first null of `obj` when it is Arrow-backed data
 /// whose nulls numpy would turn into NaN (pyarrow, polars, pandas' nullable
 /// numbers) or into objects it cannot take (pandas' nullable booleans): a
-/// pyarrow `Array` or `ChunkedArray` (`null_count`, but for dictionary and
-/// run-end-encoded arrays, whose count leaves out their values' nulls), a
-/// polars `Series`, a pandas extension array whose missing value is
-/// `pandas.NA`, or a pandas `Series` or `Index` of one; subclasses too. Other
-/// objects (numpy-backed pandas data among them, whose NaN is a value here)
-/// have none. A library not imported has made none of them.
+/// pyarrow `Array` or `ChunkedArray` ([`arrow_first_null`]), a polars
+/// `Series`, a pandas extension array whose missing value is `pandas.NA`
+/// (one backed by pyarrow is looked at as pyarrow data), or a pandas `Series`
+/// or `Index` of one; subclasses too. Other objects (numpy-backed pandas data
+/// among them, whose NaN is a value here) have none. A library not imported
+/// has made none of them.
 fn first_null(np: &Bound<'_, PyModule>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     let modules = obj.py().import("sys")?.getattr("modules")?;
     let loaded = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         let module = modules.call_method1("get", (name,))?;
         Ok((!module.is_none()).then_some(module))
     };
-    let is = |module: &Bound<'_, PyAny>, classes: &[&str]| -> PyResult<bool> {
+    let is = |x: &Bound<'_, PyAny>, module: &Bound<'_, PyAny>, classes: &[&str]| -> PyResult<bool> {
         for class in classes {
-            if obj.is_instance(&module.getattr(*class)?)? {
+            if x.is_instance(&module.getattr(*class)?)? {
                 return Ok(true);
             }
         }
         Ok(false)
     };
-    let pyarrow = match loaded("pyarrow")? {
-        Some(pa) if is(&pa, &["Array", "ChunkedArray"])? => Some(pa),
-        _ => None,
-    };
-    let polars = match loaded("polars")? {
-        Some(pl) => is(&pl, &["Series"])?,
-        None => false,
-    };
-    let mask = if let Some(pa) = pyarrow {
-        if counts_its_nulls(&pa, obj.getattr("type")?)? && obj.getattr("null_count")?.extract::<u64>()? == 0 {
-            return Ok(None);
+    let pyarrow = loaded("pyarrow")?;
+    if let Some(pa) = &pyarrow {
+        if is(obj, pa, &["Array", "ChunkedArray"])? {
+            return arrow_first_null(np, pa, obj);
         }
-        obj.call_method0("is_null")?
-    } else if polars {
-        if obj.call_method0("null_count")?.extract::<u64>()? == 0 {
-            return Ok(None);
+    }
+    if let Some(pl) = loaded("polars")? {
+        if is(obj, &pl, &["Series"])? {
+            if obj.call_method0("null_count")?.extract::<u64>()? == 0 {
+                return Ok(None);
+            }
+            return first_true(np, obj.call_method0("is_null")?);
         }
-        obj.call_method0("is_null")?
-    } else if let Some(pd) = loaded("pandas")? {
-        let extension = pd.getattr("api")?.getattr("extensions")?.getattr("ExtensionArray")?;
-        let array = if obj.is_instance(&extension)? {
-            obj.clone()
-        } else if is(&pd, &["Series", "Index"])? && !is(&pd, &["MultiIndex"])? {
-            obj.getattr("array")?
-        } else {
-            return Ok(None);
-        };
-        if !array.getattr("dtype")?.getattr("na_value")?.is(&pd.getattr("NA")?) {
-            return Ok(None);
-        }
-        array.call_method0("isna")?
+    }
+    let Some(pd) = loaded("pandas")? else { return Ok(None) };
+    let array = if is(obj, &pd.getattr("api")?.getattr("extensions")?, &["ExtensionArray"])? {
+        obj.clone()
+    } else if is(obj, &pd, &["Series", "Index"])? && !is(obj, &pd, &["MultiIndex"])? {
+        obj.getattr("array")?
     } else {
         return Ok(None);
     };
+    // numpy-backed data (datetime64, ...) has a numpy dtype, without `na_value`
+    let dtype = array.getattr("dtype")?;
+    if !dtype.hasattr("na_value")? || !dtype.getattr("na_value")?.is(&pd.getattr("NA")?) {
+        return Ok(None);
+    }
+    // its `isna` misses a null in a dictionary's values, as pyarrow's `is_null` on an extension array does
+    if let Some(pa) = &pyarrow {
+        if is(&array, &pd.getattr("arrays")?, &["ArrowExtensionArray"])? {
+            return arrow_first_null(np, pa, &array.call_method0("__arrow_array__")?);
+        }
+    }
+    first_true(np, array.call_method0("isna")?)
+}
+
+/// The position of the first null of a pyarrow `Array` or `ChunkedArray`,
+/// chunk by chunk: an extension array by its storage (its own `is_null` sees
+/// no null in a dictionary's values), a dictionary or run-end-encoded array by
+/// `is_null` (its `null_count` leaves out its values' nulls), any other by
+/// `null_count` first. An array whose `is_null` pyarrow does not implement
+/// (run-end-encoded dictionaries, ...) is left to numpy, as before.
+fn arrow_first_null(np: &Bound<'_, PyModule>, pa: &Bound<'_, PyAny>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let chunks: Vec<Bound<'_, PyAny>> = match obj.is_instance(&pa.getattr("ChunkedArray")?)? {
+        true => obj.getattr("chunks")?.extract()?,
+        false => vec![obj.clone()],
+    };
+    let (extension, types) = (pa.getattr("ExtensionArray")?, pa.getattr("types")?);
+    let not_implemented = pa.getattr("lib")?.getattr("ArrowNotImplementedError")?;
+    let mut offset = 0;
+    for mut chunk in chunks {
+        while chunk.is_instance(&extension)? {
+            chunk = chunk.getattr("storage")?;
+        }
+        let len: usize = chunk.len()?;
+        let ty = chunk.getattr("type")?;
+        let counted = !types.call_method1("is_dictionary", (&ty,))?.is_truthy()?
+            && !types.call_method1("is_run_end_encoded", (&ty,))?.is_truthy()?;
+        if !counted || chunk.getattr("null_count")?.extract::<u64>()? > 0 {
+            let mask = match chunk.call_method0("is_null") {
+                Ok(mask) => mask,
+                Err(e) if e.is_instance(obj.py(), &not_implemented) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            if let Some(k) = first_true(np, mask)? {
+                return Ok(Some(offset + k));
+            }
+        }
+        offset += len;
+    }
+    Ok(None)
+}
+
+/// The position of the first true value of a one-dimensional boolean `mask`
+/// (any array numpy converts), if any.
+fn first_true(np: &Bound<'_, PyModule>, mask: Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     let mask = np.call_method1("asarray", (mask,))?;
     if mask.getattr("ndim")?.extract::<usize>()? != 1 || !mask.call_method0("any")?.is_truthy()? {
         return Ok(None);
     }
     Ok(Some(mask.call_method0("argmax")?.extract()?))
-}
-
-/// False for a pyarrow type whose arrays' `null_count` leaves out nulls
-/// `is_null` finds: a dictionary (nulls in its dictionary) or run-end-encoded
-/// one (nulls in its values), or an extension type stored as one.
-fn counts_its_nulls(pa: &Bound<'_, PyAny>, mut ty: Bound<'_, PyAny>) -> PyResult<bool> {
-    let types = pa.getattr("types")?;
-    let extension = pa.getattr("ExtensionType")?;
-    while ty.is_instance(&extension)? {
-        ty = ty.getattr("storage_type")?;
-    }
-    for kind in ["is_dictionary", "is_run_end_encoded"] {
-        if types.call_method1(kind, (&ty,))?.is_truthy()? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// `arr`'s data when it is a `numpy.ma` masked array with no value masked

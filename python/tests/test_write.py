@@ -256,6 +256,18 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
     import polars as pl
     import pyarrow as pa
 
+    class Labelled(pa.ExtensionType):
+        def __init__(self, storage: pa.DataType) -> None:
+            super().__init__(storage, "test.labelled")
+
+        def __arrow_ext_serialize__(self) -> bytes:
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> Labelled:
+            return cls(storage_type)
+
+    dictionary = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), pa.array([1.0, None]))
     for returned, reason in [
         (None, "the loader returned None, not its values"),
         (np.zeros((2, 2), dtype=np.float32), "must be one-dimensional, got 2 dimensions"),
@@ -338,6 +350,15 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
         (type("MySeries", (pd.Series,), {})([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
         (type("MyPolars", (pl.Series,), {})([1.0, None]), "value 1 is null (missing)"),
         (pd.MultiIndex.from_tuples([(1, 2)]), "value 0 is not a number (tuple)"),
+        # a dictionary behind an extension type or a pandas Arrow-backed array
+        (pa.chunked_array([pa.ExtensionArray.from_storage(Labelled(dictionary.type), dictionary)]),
+         "value 1 is null (missing)"),
+        (pd.Series(pd.arrays.ArrowExtensionArray(dictionary)), "value 1 is null (missing)"),
+        # numpy-backed pandas data is numpy's to judge
+        (pd.Series(pd.date_range("2020-01-01", periods=2)),
+         "datetime64[us] values are not taken (their unit would be lost): convert them to numbers"),
+        (pd.to_timedelta(pd.Index([1, 2]), unit="s"),
+         "timedelta64[us] values are not taken (their unit would be lost): convert them to numbers"),
         (pd.DataFrame({"array": pd.array([1.0, None], dtype="Float64")}), "must be one-dimensional, got 2 dimensions"),
         # a NaN is not a null: refused as not finite, when written
         (pa.array([1.0, float("nan")]), "value 1 is NaN, not finite"),
