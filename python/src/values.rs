@@ -10,7 +10,7 @@ use arrow_buffer::Buffer;
 use numpy::{PyArray1, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::IntoPyDict;
+use pyo3::types::{IntoPyDict, PyList, PyTuple};
 use timef::dataset::SeriesValues;
 
 /// Keeps a numpy array alive while the core holds a view of its memory. The
@@ -109,6 +109,10 @@ pub fn to_values(obj: &Bound<'_, PyAny>) -> PyResult<SeriesValues> {
 /// among them, whose NaN is a value here) have none. A library not imported
 /// has made none of them.
 fn first_null(np: &Bound<'_, PyModule>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    // what numpy converts as it is, at no cost
+    if obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return Ok(None);
+    }
     let modules = obj.py().import("sys")?.getattr("modules")?;
     let loaded = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
         let module = modules.call_method1("get", (name,))?;
@@ -158,41 +162,86 @@ fn first_null(np: &Bound<'_, PyModule>, obj: &Bound<'_, PyAny>) -> PyResult<Opti
     first_true(np, array.call_method0("isna")?)
 }
 
-/// The position of the first null of a pyarrow `Array` or `ChunkedArray`,
-/// chunk by chunk: an extension array by its storage (its own `is_null` sees
-/// no null in a dictionary's values), a dictionary or run-end-encoded array by
-/// `is_null` (its `null_count` leaves out its values' nulls), any other by
-/// `null_count` first. An array whose `is_null` pyarrow does not implement
-/// (run-end-encoded dictionaries, ...) is left to numpy, as before.
-fn arrow_first_null(np: &Bound<'_, PyModule>, pa: &Bound<'_, PyAny>, obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+/// The position of the first null of a pyarrow `Array` or `ChunkedArray`.
+/// Its `null_count` tells when its type keeps every null in its validity
+/// bitmaps; an extension type's storage and a dictionary's or run-end
+/// encoding's values may hold more, which its `null_count` (and `is_null`
+/// before pyarrow 26) leaves out: such data is looked at chunk by chunk
+/// ([`chunk_first_null`]).
+fn arrow_first_null(
+    np: &Bound<'_, PyModule>,
+    pa: &Bound<'_, PyAny>,
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<Option<usize>> {
+    if counts_its_nulls(pa, obj.getattr("type")?)? {
+        if obj.getattr("null_count")?.extract::<u64>()? == 0 {
+            return Ok(None);
+        }
+        return first_true(np, obj.call_method0("is_null")?);
+    }
     let chunks: Vec<Bound<'_, PyAny>> = match obj.is_instance(&pa.getattr("ChunkedArray")?)? {
         true => obj.getattr("chunks")?.extract()?,
         false => vec![obj.clone()],
     };
-    let (extension, types) = (pa.getattr("ExtensionArray")?, pa.getattr("types")?);
-    let not_implemented = pa.getattr("lib")?.getattr("ArrowNotImplementedError")?;
     let mut offset = 0;
-    for mut chunk in chunks {
-        while chunk.is_instance(&extension)? {
-            chunk = chunk.getattr("storage")?;
-        }
+    for chunk in chunks {
         let len: usize = chunk.len()?;
-        let ty = chunk.getattr("type")?;
-        let counted = !types.call_method1("is_dictionary", (&ty,))?.is_truthy()?
-            && !types.call_method1("is_run_end_encoded", (&ty,))?.is_truthy()?;
-        if !counted || chunk.getattr("null_count")?.extract::<u64>()? > 0 {
-            let mask = match chunk.call_method0("is_null") {
-                Ok(mask) => mask,
-                Err(e) if e.is_instance(obj.py(), &not_implemented) => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            if let Some(k) = first_true(np, mask)? {
-                return Ok(Some(offset + k));
-            }
+        if let Some(k) = chunk_first_null(np, pa, chunk)? {
+            return Ok(Some(offset + k));
         }
         offset += len;
     }
     Ok(None)
+}
+
+/// True for a pyarrow type whose arrays' `null_count` counts every null:
+/// not an extension type, a dictionary or a run-end encoding.
+fn counts_its_nulls(pa: &Bound<'_, PyAny>, ty: Bound<'_, PyAny>) -> PyResult<bool> {
+    let types = pa.getattr("types")?;
+    Ok(!ty.is_instance(&pa.getattr("ExtensionType")?)?
+        && !types.call_method1("is_dictionary", (&ty,))?.is_truthy()?
+        && !types.call_method1("is_run_end_encoded", (&ty,))?.is_truthy()?)
+}
+
+/// The position of the first null of one pyarrow array: an extension array
+/// by its storage; a dictionary array decoded when its dictionary holds a
+/// null, and a run-end-encoded one when its values do (their nulls then count
+/// once the array is dense), else by `null_count`. An array pyarrow cannot
+/// decode (a run-end-encoded dictionary, ...) is left to numpy, as before.
+fn chunk_first_null<'py>(
+    np: &Bound<'py, PyModule>,
+    pa: &Bound<'py, PyAny>,
+    mut chunk: Bound<'py, PyAny>,
+) -> PyResult<Option<usize>> {
+    let (extension, types) = (pa.getattr("ExtensionArray")?, pa.getattr("types")?);
+    let not_implemented = pa.getattr("lib")?.getattr("ArrowNotImplementedError")?;
+    loop {
+        let ty = chunk.getattr("type")?;
+        let decoded = if chunk.is_instance(&extension)? {
+            Ok(chunk.getattr("storage")?)
+        } else if types.call_method1("is_dictionary", (&ty,))?.is_truthy()? {
+            if chunk.getattr("dictionary")?.getattr("null_count")?.extract::<u64>()? == 0 {
+                break;
+            }
+            chunk.call_method0("dictionary_decode")
+        } else if types.call_method1("is_run_end_encoded", (&ty,))?.is_truthy()? {
+            if chunk.getattr("values")?.getattr("null_count")?.extract::<u64>()? == 0 {
+                return Ok(None);
+            }
+            pa.getattr("compute")?.call_method1("run_end_decode", (&chunk,))
+        } else {
+            break;
+        };
+        chunk = match decoded {
+            Ok(dense) => dense,
+            Err(e) if e.is_instance(chunk.py(), &not_implemented) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+    }
+    if chunk.getattr("null_count")?.extract::<u64>()? == 0 {
+        return Ok(None);
+    }
+    first_true(np, chunk.call_method0("is_null")?)
 }
 
 /// The position of the first true value of a one-dimensional boolean `mask`

@@ -346,6 +346,10 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "value 1 is null (missing)"),
         (pa.chunked_array([pa.RunEndEncodedArray.from_arrays(pa.array([2, 4], pa.int32()), pa.array([1.0, None]))]),
          "value 2 is null (missing)"),
+        (pa.chunked_array([dictionary.slice(1, 0), dictionary.slice(2), dictionary.slice(0, 2)]),
+         "value 2 is null (missing)"),
+        (pa.DictionaryArray.from_arrays(pa.array([1, None], pa.int32()), pa.array([0.5, 2.0])),
+         "value 1 is null (missing)"),
         # subclasses, made outside the libraries
         (type("MySeries", (pd.Series,), {})([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
         (type("MyPolars", (pl.Series,), {})([1.0, None]), "value 1 is null (missing)"),
@@ -416,6 +420,11 @@ def test_values_of_every_number_kind_are_taken_as_float32(tmp_path: Path) -> Non
         "polars": (pl.Series([0.5, -2.0]), [0.5, -2.0]),
         "pandas Int64 without NA": (pd.Series([1 << 24, 5], dtype="Int64"), [16777216.0, 5.0]),
         "pandas boolean": (pd.array([True, False], dtype="boolean"), [1.0, 0.0]),
+        # a null in the dictionary that no value uses is not a null of the values
+        "pyarrow dictionary": (pa.DictionaryArray.from_arrays(pa.array([2, 0, 2], pa.int32()), pa.array([0.5, None, 2.0])),
+                               [2.0, 0.5, 2.0]),
+        "pyarrow run-end-encoded": (pa.RunEndEncodedArray.from_arrays(pa.array([2, 3], pa.int32()), pa.array([1.5, -1.0])),
+                                    [1.5, 1.5, -1.0]),
     }
     ds = timef.TimeFDataset("kinds", "v1")
     ds.add_source(source_id="s", name="S")
