@@ -204,10 +204,11 @@ fn counts_its_nulls(pa: &Bound<'_, PyAny>, ty: Bound<'_, PyAny>) -> PyResult<boo
 }
 
 /// The position of the first null of one pyarrow array: an extension array
-/// by its storage; a dictionary array decoded when its dictionary holds a
-/// null, and a run-end-encoded one when its values do (their nulls then count
-/// once the array is dense), else by `null_count`. An array pyarrow cannot
-/// decode (a run-end-encoded dictionary, ...) is left to numpy, as before.
+/// by its storage; a dictionary array decoded when its dictionary may hold a
+/// null, and a run-end-encoded one when its values may (their nulls then
+/// count once the array is dense), else by `null_count`. An array pyarrow
+/// cannot decode (a run-end-encoded dictionary, ...) is judged by `is_null`
+/// where pyarrow implements it, else left to numpy, as before.
 fn chunk_first_null<'py>(
     np: &Bound<'py, PyModule>,
     pa: &Bound<'py, PyAny>,
@@ -215,17 +216,21 @@ fn chunk_first_null<'py>(
 ) -> PyResult<Option<usize>> {
     let (extension, types) = (pa.getattr("ExtensionArray")?, pa.getattr("types")?);
     let not_implemented = pa.getattr("lib")?.getattr("ArrowNotImplementedError")?;
+    // values that may hold a null: any whose type does not count its own
+    let may_hold_a_null = |values: Bound<'py, PyAny>| -> PyResult<bool> {
+        Ok(!counts_its_nulls(pa, values.getattr("type")?)? || values.getattr("null_count")?.extract::<u64>()? > 0)
+    };
     loop {
         let ty = chunk.getattr("type")?;
         let decoded = if chunk.is_instance(&extension)? {
             Ok(chunk.getattr("storage")?)
         } else if types.call_method1("is_dictionary", (&ty,))?.is_truthy()? {
-            if chunk.getattr("dictionary")?.getattr("null_count")?.extract::<u64>()? == 0 {
+            if !may_hold_a_null(chunk.getattr("dictionary")?)? {
                 break;
             }
             chunk.call_method0("dictionary_decode")
         } else if types.call_method1("is_run_end_encoded", (&ty,))?.is_truthy()? {
-            if chunk.getattr("values")?.getattr("null_count")?.extract::<u64>()? == 0 {
+            if !may_hold_a_null(chunk.getattr("values")?)? {
                 return Ok(None);
             }
             pa.getattr("compute")?.call_method1("run_end_decode", (&chunk,))
@@ -234,7 +239,14 @@ fn chunk_first_null<'py>(
         };
         chunk = match decoded {
             Ok(dense) => dense,
-            Err(e) if e.is_instance(chunk.py(), &not_implemented) => return Ok(None),
+            // not decoded (a run-end-encoded dictionary): `is_null` may tell, from pyarrow 26
+            Err(e) if e.is_instance(chunk.py(), &not_implemented) => {
+                return match chunk.call_method0("is_null") {
+                    Ok(mask) => first_true(np, mask),
+                    Err(e) if e.is_instance(chunk.py(), &not_implemented) => Ok(None),
+                    Err(e) => Err(e),
+                };
+            }
             Err(e) => return Err(e),
         };
     }

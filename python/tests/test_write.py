@@ -350,6 +350,10 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "value 2 is null (missing)"),
         (pa.DictionaryArray.from_arrays(pa.array([1, None], pa.int32()), pa.array([0.5, 2.0])),
          "value 1 is null (missing)"),
+        (pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.DictionaryArray.from_arrays(
+            pa.array([1, 0], pa.int32()), pa.array([None, 2.0]))), "value 1 is null (missing)"),
+        (pa.RunEndEncodedArray.from_arrays(pa.array([1, 2], pa.int32()), pa.DictionaryArray.from_arrays(
+            pa.array([0, None], pa.int32()), pa.array([1.0, 2.0]))), "value 1 is null (missing)"),
         # subclasses, made outside the libraries
         (type("MySeries", (pd.Series,), {})([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
         (type("MyPolars", (pl.Series,), {})([1.0, None]), "value 1 is null (missing)"),
