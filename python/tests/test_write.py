@@ -352,12 +352,14 @@ def test_a_loader_returning_none_or_2d_values_is_named_by_its_series(tmp_path: P
          "value 1 is null (missing)"),
         (pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.DictionaryArray.from_arrays(
             pa.array([1, 0], pa.int32()), pa.array([None, 2.0]))), "value 1 is null (missing)"),
-        (pa.RunEndEncodedArray.from_arrays(pa.array([1, 2], pa.int32()), pa.DictionaryArray.from_arrays(
-            pa.array([0, None], pa.int32()), pa.array([1.0, 2.0]))), "value 1 is null (missing)"),
         # subclasses, made outside the libraries
         (type("MySeries", (pd.Series,), {})([1, None, 3], dtype="Int64"), "value 1 is null (missing)"),
         (type("MyPolars", (pl.Series,), {})([1.0, None]), "value 1 is null (missing)"),
         (pd.MultiIndex.from_tuples([(1, 2)]), "value 0 is not a number (tuple)"),
+        # pyarrow cannot decode a run-end-encoded dictionary; from 26 its is_null tells
+        *([(pa.RunEndEncodedArray.from_arrays(pa.array([1, 2], pa.int32()), pa.DictionaryArray.from_arrays(
+            pa.array([0, None], pa.int32()), pa.array([1.0, 2.0]))), "value 1 is null (missing)")]
+          if int(pa.__version__.split(".")[0]) >= 26 else []),
         # a dictionary behind an extension type or a pandas Arrow-backed array
         (pa.chunked_array([pa.ExtensionArray.from_storage(Labelled(dictionary.type), dictionary)]),
          "value 1 is null (missing)"),
