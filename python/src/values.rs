@@ -174,10 +174,7 @@ fn arrow_first_null(
     obj: &Bound<'_, PyAny>,
 ) -> PyResult<Option<usize>> {
     if counts_its_nulls(pa, obj.getattr("type")?)? {
-        if obj.getattr("null_count")?.extract::<u64>()? == 0 {
-            return Ok(None);
-        }
-        return first_true(np, obj.call_method0("is_null")?);
+        return counted_first_null(np, obj);
     }
     let chunks: Vec<Bound<'_, PyAny>> = match obj.is_instance(&pa.getattr("ChunkedArray")?)? {
         true => obj.getattr("chunks")?.extract()?,
@@ -250,10 +247,16 @@ fn chunk_first_null<'py>(
             Err(e) => return Err(e),
         };
     }
-    if chunk.getattr("null_count")?.extract::<u64>()? == 0 {
+    counted_first_null(np, &chunk)
+}
+
+/// The position of the first null of a pyarrow array or chunked array whose
+/// `null_count` counts its every null: none when that is 0, else by `is_null`.
+fn counted_first_null(np: &Bound<'_, PyModule>, arr: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    if arr.getattr("null_count")?.extract::<u64>()? == 0 {
         return Ok(None);
     }
-    first_true(np, chunk.call_method0("is_null")?)
+    first_true(np, arr.call_method0("is_null")?)
 }
 
 /// The position of the first true value of a one-dimensional boolean `mask`
@@ -284,10 +287,12 @@ fn unmasked<'py>(np: &Bound<'py, PyModule>, arr: Bound<'py, PyAny>) -> PyResult<
         true => ma.call_method1("getmaskarray", (&arr,))?,
         false => arr.getattr("recordmask")?,
     };
-    // (an array of other dimensions is refused by them)
-    if arr.getattr("ndim")?.extract::<usize>()? == 1 && mask.call_method0("any")?.is_truthy()? {
-        let k: usize = mask.call_method0("argmax")?.extract()?;
-        return Err(PyValueError::new_err(format!("value {k} is masked (missing)")));
+    // (an array of other dimensions is refused by them; a 0-d structured
+    // one's record mask is not 0-d)
+    if arr.getattr("ndim")?.extract::<usize>()? == 1 {
+        if let Some(k) = first_true(np, mask)? {
+            return Err(PyValueError::new_err(format!("value {k} is masked (missing)")));
+        }
     }
     ma.call_method1("getdata", (&arr,))
 }
@@ -488,10 +493,8 @@ fn object_numbers<'py>(arr: &Bound<'py, PyAny>) -> PyResult<Result<Vec<(usize, I
     }
     let py = arr.py();
     let (np, numbers) = (py.import("numpy")?, py.import("numbers")?);
-    let real = pyo3::types::PyTuple::new(
-        py,
-        [numbers.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?],
-    )?;
+    let real =
+        PyTuple::new(py, [numbers.getattr("Real")?, py.import("decimal")?.getattr("Decimal")?, np.getattr("bool_")?])?;
     let (integral, np_integer, timedelta) =
         (numbers.getattr("Integral")?, np.getattr("integer")?, np.getattr("timedelta64")?);
     let mut not_a_number = None;

@@ -104,7 +104,7 @@ impl crate::dataset::ValuesStore for MappedValues {
         if (before + mapped) / RELEASE_SWEEP_BYTES > before / RELEASE_SWEEP_BYTES {
             advise_dont_need(map, whole_pages_of(map, 0..map.len()));
         }
-        if map.len() >= RELEASE_FROM_MAPPING_BYTES && whole_pages(map, &values).len() >= RELEASE_ON_DROP_BYTES {
+        if releases_pages(map) && whole_pages(map, &values).len() >= RELEASE_ON_DROP_BYTES {
             return Ok(release_on_drop(values, map));
         }
         Ok(values)
@@ -138,11 +138,17 @@ fn whole_pages(map: &memmap2::Mmap, values: &[f32]) -> std::ops::Range<usize> {
     whole_pages_of(map, start..start + std::mem::size_of_val(values))
 }
 
+/// True when `map` is large enough for its pages to be released at all
+/// ([`RELEASE_FROM_MAPPING_BYTES`]).
+fn releases_pages(map: &memmap2::Mmap) -> bool {
+    map.len() >= RELEASE_FROM_MAPPING_BYTES
+}
+
 /// Tells the kernel the pages of `pages` (a page-aligned byte range of `map`)
 /// are not needed now; they fault back in from the file when read again. A
 /// mapping smaller than [`RELEASE_FROM_MAPPING_BYTES`] keeps its pages.
 pub(super) fn advise_dont_need(map: &memmap2::Mmap, pages: std::ops::Range<usize>) {
-    if !pages.is_empty() && map.len() >= RELEASE_FROM_MAPPING_BYTES {
+    if !pages.is_empty() && releases_pages(map) {
         // SAFETY: the mapping is read-only and file-backed; MADV_DONTNEED only
         // drops resident pages, which fault back in from the file when read again.
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, pages.start, pages.len()) };
