@@ -20,6 +20,9 @@ use crate::values::to_values;
 #[pyclass(name = "TimeFDataset", module = "timef._timef", frozen)]
 pub struct PyDataset {
     inner: Mutex<Option<timef::TimeFDataset>>,
+    /// What took the dataset out (`TimeFWriter.write`, `edit_version`), for
+    /// the error of a later use.
+    taken_by: std::sync::OnceLock<&'static str>,
     name: String,
     version: String,
     /// The version `Version.to_dataset` read this dataset from: its writer's base.
@@ -62,7 +65,7 @@ impl PyDataset {
     /// Wraps a dataset built by the core (a connector's).
     pub fn wrap(d: timef::TimeFDataset) -> Self {
         let (name, version) = (d.info.name.clone(), d.info.version.clone());
-        PyDataset { inner: Mutex::new(Some(d)), name, version, base: None }
+        PyDataset { inner: Mutex::new(Some(d)), taken_by: std::sync::OnceLock::new(), name, version, base: None }
     }
 
     /// Wraps `base.to_dataset(..)`: a writer of it copies `base`'s unchanged
@@ -76,12 +79,13 @@ impl PyDataset {
         self.base.clone()
     }
 
-    /// Locks the dataset; `ValueError` once a writer has taken it.
+    /// Locks the dataset; `ValueError` naming what took it once it was taken.
     fn lock(&self) -> PyResult<MutexGuard<'_, Option<timef::TimeFDataset>>> {
         let g = self.inner.lock().map_err(|_| PyValueError::new_err("dataset lock poisoned"))?;
         if g.is_none() {
+            let by = self.taken_by.get().copied().unwrap_or("a writer");
             return Err(PyValueError::new_err(format!(
-                "dataset {}/{} was already handed to a writer (its loaders run once)",
+                "dataset {}/{} was already handed to {by} (its loaders run once): build it again",
                 self.name, self.version
             )));
         }
@@ -96,9 +100,12 @@ impl PyDataset {
         }
     }
 
-    /// Takes the dataset out for a writer; later calls raise `ValueError`.
-    pub fn take(&self) -> PyResult<timef::TimeFDataset> {
-        self.lock()?.take().ok_or_else(|| PyValueError::new_err("dataset was already written"))
+    /// Takes the dataset out for `by` (a writer, an edit); later uses raise
+    /// `ValueError` naming `by`.
+    pub fn take(&self, by: &'static str) -> PyResult<timef::TimeFDataset> {
+        let d = self.lock()?.take().ok_or_else(|| PyValueError::new_err("dataset was already written"))?;
+        let _ = self.taken_by.set(by);
+        Ok(d)
     }
 
     /// `<name>/<version>`, the dataset's place under a root.
@@ -129,16 +136,22 @@ impl PyDataset {
         Ok(Self::wrap(d))
     }
 
+    /// The dataset's name: a path component (1-128 characters of `[A-Za-z0-9._-]`, not starting with `.`).
     #[getter]
     fn dataset_name(&self) -> String {
         self.name.clone()
     }
 
+    /// The version's name: a path component, as `dataset_name`.
     #[getter]
     fn dataset_version(&self) -> String {
         self.version.clone()
     }
 
+    /// Adds where samples come from (`name`, `url`, `license`, `citation`: free
+    /// text) and returns its id (`source_id`, a new UUIDv7 when `None`).
+    /// Raises `TimeFValidationError` naming the id and field: an empty id, or
+    /// the same id added before with other fields.
     #[pyo3(signature = (*, source_id=None, name=String::new(), url=None, license=None, citation=None),
            text_signature = "($self, /, *, source_id=None, name='', url=None, license=None, citation=None)")]
     fn add_source(
@@ -155,6 +168,21 @@ impl PyDataset {
         Ok(source_id)
     }
 
+    /// Adds one time series and returns its id (`time_series_id`, a new UUIDv7
+    /// when `None`): exactly one of `values` (a 1-D array or sequence of
+    /// numbers, float32 on disk; viewed without a copy when float32 and
+    /// contiguous: do not change it until the write ends) or `loader` (a
+    /// zero-argument callable returning such values, called once, lazily,
+    /// while writing, with the GIL held). `sampling_rate_hz` in Hz, finite and
+    /// > 0; `t_start_s` (default 0.0) and `t_end_s` in seconds on the series'
+    /// axis; with `t_end_s`, `len(values) == round((t_end_s - t_start_s) *
+    /// sampling_rate_hz)`. The same id with equal metadata is kept once (the
+    /// first values or loader win). Values must be non-empty and finite
+    /// (checked while writing). Raises `TimeFValidationError` with `id` the
+    /// series and `field` the field (`"values"` for values refused here:
+    /// not 1-D numbers, null, or not exactly float32), `TypeError` for a
+    /// `loader` that is not callable, `ValueError` unless exactly one of
+    /// `values` and `loader` is given.
     #[pyo3(signature = (*, time_series_id=None, spec_type, channel, sampling_rate_hz, values=None, loader=None,
                         units=None, t_start_s=0.0, t_end_s=None))]
     #[allow(clippy::too_many_arguments)]
@@ -193,6 +221,15 @@ impl PyDataset {
         Ok(time_series_id)
     }
 
+    /// Adds a sample over one or more series and returns its id (`sample_id`,
+    /// a new UUIDv7 when `None`): `series` holds ids (view `"main"`) or
+    /// `(time_series_id, view)` pairs; `t_start_s`/`t_end_s` are the sample's
+    /// bounds in seconds on the series' axis (`t_end_s >= t_start_s`);
+    /// `metadata` maps strings to strings. Raises `TimeFValidationError`
+    /// naming the sample and field (empty ids, no series, bounds not finite or
+    /// reversed, the same id added before with other content), `TypeError`
+    /// for a `series` entry that is neither form. References are checked when
+    /// the dataset is written.
     #[pyo3(signature = (*, sample_id=None, source_id, series, subject_id=None, t_start_s=None, t_end_s=None,
                         metadata=None))]
     #[allow(clippy::too_many_arguments)]
@@ -234,6 +271,14 @@ impl PyDataset {
         Ok(sample_id)
     }
 
+    /// Attaches an annotation (`annotation_type` and `key` non-empty; a value
+    /// `value_str` and/or `value_num`; `t_start_s`/`t_end_s` in seconds on the
+    /// series' axis; `channel` it concerns, if one) to the samples
+    /// `sample_ids` and returns its id (`annotation_id`, a new UUIDv7 when
+    /// `None`). The same id again attaches it to more samples; its fields must
+    /// then be equal. Raises `TimeFValidationError` naming the annotation and
+    /// field: empty id, type or key, a non-finite number, `t_end_s` before
+    /// `t_start_s`, no sample, or fields that differ from the same id's.
     #[pyo3(signature = (*, annotation_id=None, sample_ids, annotation_type, key, value_str=None, value_num=None,
                         t_start_s=None, t_end_s=None, channel=None))]
     #[allow(clippy::too_many_arguments)]
@@ -264,6 +309,15 @@ impl PyDataset {
         Ok(annotation_id)
     }
 
+    /// Adds a task under `task_name` (a path component: the tasks file's name)
+    /// and returns its id (`task_id`, a new UUIDv7 when `None`). `task_type`:
+    /// `classification`, `regression`, `forecasting` (needs `target_sample_id`
+    /// and `context_sample_ids`), `qa` or any other name; `split` names the
+    /// split (e.g. `train`); the other fields are stored as given (the tasks
+    /// files of docs/format.md §3). Raises `TimeFValidationError` naming the
+    /// task and field: an empty id, a bad `task_name`, no sample, a
+    /// forecasting task without its target or context samples, or the same id
+    /// added before with other content or under another task name.
     #[pyo3(signature = (task_name, *, task_id=None, task_type, sample_ids, split=None, target=None,
                         target_sample_id=None, context_sample_ids=None, from_task=None, horizon=None, prompt=None,
                         answer=None))]

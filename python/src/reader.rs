@@ -200,6 +200,14 @@ impl PyVersion {
         batch_size: usize,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyWindows> {
+        // named as given here (the plan's own check names `consumer`)
+        let bad = |option, reason| to_py(timef::Error::InvalidOption { option, reason });
+        if world_size == 0 {
+            return Err(bad("world_size", "must be at least 1".into()));
+        }
+        if rank >= world_size {
+            return Err(bad("rank", format!("{rank} is not below world_size {world_size}")));
+        }
         let plan = slf.call_method("window_plan", (context_length, prediction_length), options)?;
         let plan = plan.cast::<PyWindowPlan>()?;
         let share = timef::windows::Share { consumer: rank, consumers: world_size, consumed: Vec::new(), taken: 0 };

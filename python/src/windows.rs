@@ -33,11 +33,18 @@ impl PyWindowPlan {
         Ok(PyWindowPlan { inner: Arc::new(plan) })
     }
 
-    /// The iterator of `share`'s windows in `epoch`.
+    /// The iterator of `share`'s windows in `epoch`, in batches of at most
+    /// `batch_size` (at least 1, else `InvalidOption` `batch_size`).
     pub(crate) fn iter(&self, py: Python<'_>, epoch: u64, share: Share, batch_size: usize) -> PyResult<PyWindows> {
+        if batch_size == 0 {
+            return Err(to_py(timef::Error::InvalidOption {
+                option: "batch_size",
+                reason: "must be at least 1".into(),
+            }));
+        }
         let plan = Arc::clone(&self.inner);
         let windows = py.detach(|| plan.windows(epoch, &share)).map_err(to_py)?;
-        Ok(PyWindows { plan: Arc::clone(&self.inner), windows: Mutex::new(windows), batch_size: batch_size.max(1) })
+        Ok(PyWindows { plan: Arc::clone(&self.inner), windows: Mutex::new(windows), batch_size })
     }
 }
 

@@ -28,13 +28,22 @@ use timef::storage::Location;
 /// `values` set) or `"file_written"` (`path`, `bytes` set); the other fields are None.
 #[pyclass(name = "WriteProgressEvent", module = "timef._timef", frozen, get_all)]
 pub struct PyProgressEvent {
+    /// What happened: `"started"`, `"series_written"`, `"file_written"` (or
+    /// `"other"`, a kind this build does not name).
     kind: &'static str,
+    /// `started`: unique series to write.
     series: Option<u64>,
+    /// `started`: samples.
     samples: Option<u64>,
+    /// `series_written`: series done so far.
     done: Option<u64>,
+    /// `series_written`: series in all.
     total: Option<u64>,
+    /// `series_written`: values of this series.
     values: Option<u64>,
+    /// `file_written`: the file, relative to the version directory.
     path: Option<String>,
+    /// `file_written`: its size in bytes.
     bytes: Option<u64>,
 }
 
@@ -249,7 +258,7 @@ impl PyWriter {
         if self.staged()?.is_some() || self.committed() {
             return Err(PyValueError::new_err("write() was already called"));
         }
-        let dataset = self.dataset.get().take()?;
+        let dataset = self.dataset.get().take("TimeFWriter.write")?;
         let writer = &self.writer;
         let staged = py.detach(|| writer.write(dataset)).map_err(to_py)?;
         let json = serde_json::to_string(staged.manifest()).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -348,7 +357,12 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
 /// `remove_tasks` and `strip_samples_from_tasks` (`[task_name, task_id]`),
 /// `remove_annotations`, `remove_series`, `add_samples`, `add_series`,
 /// `add_annotations`, `add_tasks`, `add_sources` (ids), and `set` (the ids of
-/// `set_annotations`, `set_tasks` and `set_sources` as given).
+/// `set_annotations`, `set_tasks` and `set_sources` as given). The datasets
+/// in `add` are handed to the edit as to `TimeFWriter.write`, once the other
+/// arguments are read: the call spends them whatever its outcome, a dry run
+/// and a refused edit included (an added series that the base holds with the
+/// same id and metadata has its values loaded to compare them with the
+/// base's, and loaders run once), so a retry builds them again.
 #[pyfunction]
 #[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(),
                     remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),
@@ -397,25 +411,27 @@ pub fn edit_version<'py>(
     }
     let base = core_root(base_dir, options_for(base_dir)?)?;
     let out = core_root(out_root, options_for(out_root)?)?;
+    // the rows are read before the added datasets are taken, so a bad row leaves them usable
+    let set_annotations = timef::edit::annotation_rows(
+        "<set_annotations>",
+        json_values(py, "<set_annotations>", "annotation_id", &set_annotations)?,
+    )
+    .map_err(to_py)?;
+    let set_tasks =
+        timef::edit::task_rows("<set_tasks>", json_values(py, "<set_tasks>", "task_id", &set_tasks)?).map_err(to_py)?;
+    let set_sources =
+        timef::edit::source_rows("<set_sources>", json_values(py, "<set_sources>", "source_id", &set_sources)?)
+            .map_err(to_py)?;
     let edit = timef::edit::Edit {
         remove_sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
         remove_series_ids: remove_series_ids.into_iter().collect(),
         remove_channels: remove_channels.into_iter().collect(),
         remove_annotation_ids: remove_annotation_ids.into_iter().collect(),
         remove_task_ids: remove_task_ids.into_iter().collect(),
-        add: add.iter().map(|d| d.take()).collect::<PyResult<_>>()?,
-        set_annotations: timef::edit::annotation_rows(
-            "<set_annotations>",
-            json_values(py, "<set_annotations>", "annotation_id", &set_annotations)?,
-        )
-        .map_err(to_py)?,
-        set_tasks: timef::edit::task_rows("<set_tasks>", json_values(py, "<set_tasks>", "task_id", &set_tasks)?)
-            .map_err(to_py)?,
-        set_sources: timef::edit::source_rows(
-            "<set_sources>",
-            json_values(py, "<set_sources>", "source_id", &set_sources)?,
-        )
-        .map_err(to_py)?,
+        add: add.iter().map(|d| d.take("edit_version (add=)")).collect::<PyResult<_>>()?,
+        set_annotations,
+        set_tasks,
+        set_sources,
         description,
         license,
         citation,

@@ -46,8 +46,10 @@ def test_add_relabel_resplit_and_describe_from_keywords(tmp_path: Path) -> None:
     assert timef.open(new).manifest["derived_from"]["operation"] == {"cascade": False, "steps": [
         {"op": "add", "count": 175, "ids_sha256": ids_sha256(test_ids), "samples": 175, "time_series": 175,
          "annotations": 175, "tasks": 1, "sources": 0}]}
-    with pytest.raises(ValueError, match="already handed to a writer"):
+    with pytest.raises(ValueError) as e:
         added.sample_ids
+    assert str(e.value) == ("dataset ArrowHead/ignored was already handed to edit_version (add=) (its loaders run "
+                            "once): build it again")
 
     relabel = {"annotation_id": "ArrowHead-train-0/class", "sample_id": "ArrowHead-train-0",
                "annotation_type": "label", "key": "class", "value_str": "2"}
@@ -208,8 +210,9 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
         "set": {"set_annotations": ["bm-train-1/class"], "set_tasks": [], "set_sources": ["bm"]},
     }
     # the dataset handed to `add` was taken by the dry run as by a write
-    with pytest.raises(ValueError, match="already handed to a writer"):
+    with pytest.raises(ValueError) as e:
         added.sample_ids
+    assert str(e.value) == "dataset bm/x was already handed to edit_version (add=) (its loaders run once): build it again"
     # every check of the write: a target that exists, a refused edit
     with pytest.raises(FileExistsError):
         timef.edit_version(base, tmp_path, dataset_version="v1", dry_run=True, remove_sample_ids=["bm-train-0"])
@@ -222,6 +225,26 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
                              remove_channels=["5"])
     assert timef.open(new).manifest["derived_from"]["removed"] == {
         "annotations": 1, "samples": 1, "tasks": 0, "time_series": len(removed_series)}
+
+
+def test_a_malformed_set_row_is_refused_before_the_added_datasets_are_taken(tmp_path: Path) -> None:
+    """The rows are read first: a typo in one leaves the `add` datasets usable for the retry."""
+    base = timef.ingest_ucr([real("ucr/ArrowHead_TRAIN.ts")], tmp_path / "a", dataset_name="ArrowHead",
+                            dataset_version="v1")
+    added = timef.TimeFDataset("ArrowHead", "x")
+    added.add_source(source_id="more", name="more")
+    added.add_series(time_series_id="more/0", spec_type="unknown", channel="0", sampling_rate_hz=1.0,
+                     values=np.arange(10, dtype=np.float32))
+    added.add_sample(sample_id="more", source_id="more", series=["more/0"])
+    before = listing(tmp_path)
+    bad = {"annotation_id": "z", "sample_id": "more", "annotation_type": "label"}
+    with pytest.raises(timef.TimeFInputError) as e:
+        timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added], set_annotations=[bad])
+    assert str(e.value) == "<set_annotations>:1: missing field `key`"
+    assert listing(tmp_path) == before
+    assert added.sample_ids == ["more"]
+    new = timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added])
+    assert timef.open(new).manifest["counts"]["samples"] == 37
 
 
 def test_a_nan_or_infinity_in_set_rows_is_refused_naming_the_id_and_field(tmp_path: Path) -> None:

@@ -89,6 +89,19 @@ def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir:
     assert ranks[0] + ranks[1] + ranks[2] == shuffled
     with pytest.raises(ValueError, match="invalid option stride: must be at least 1"):
         v.windows(CONTEXT, stride=0)
+    # the share and batch options are refused naming the option as given
+    refused = [
+        (dict(rank=2, world_size=2), "rank", "2 is not below world_size 2"),
+        (dict(world_size=0), "world_size", "must be at least 1"),
+        (dict(batch_size=0), "batch_size", "must be at least 1"),
+    ]
+    for kwargs, field, reason in refused:
+        with pytest.raises(timef.TimeFValidationError) as e:
+            v.windows(CONTEXT, **kwargs)
+        assert (str(e.value), e.value.field, e.value.id) == (f"invalid option {field}: {reason}", field, None)
+    with pytest.raises(timef.TimeFValidationError) as e:
+        v.window_plan(CONTEXT).windows(batch_size=0)
+    assert (str(e.value), e.value.field) == ("invalid option batch_size: must be at least 1", "batch_size")
 
 
 def test_padding_masks_short_series(vdir: str) -> None:

@@ -394,7 +394,10 @@ class Version:
         ``window_plan(context_length, prediction_length, **options)`` (any
         keyword argument of :meth:`window_plan`) in ``epoch`` (a contiguous
         share of the epoch's one order), as dict batches of up to
-        ``batch_size`` windows (see :class:`Windows`)."""
+        ``batch_size`` windows (see :class:`Windows`). Raises
+        ``TimeFValidationError`` (``field`` the option) for ``world_size`` 0,
+        ``rank`` not below ``world_size``, ``batch_size`` 0, and as
+        :meth:`window_plan`."""
     def verify(self) -> dict[str, Any]:
         """End-to-end check; ``findings`` (list of dicts with file, location, check,
         message) is empty for a conforming version."""
@@ -430,8 +433,10 @@ class WindowPlan:
     ) -> Windows:
         """Consumer ``consumer`` of ``consumers``'s contiguous span of the
         epoch's windows not in ``consumed`` (global positions, half-open
-        ranges), less its first ``taken``. Raises ``ValueError`` for a consumer
-        outside ``consumers``."""
+        ranges), less its first ``taken``, as dict batches of up to
+        ``batch_size`` windows. Raises ``TimeFValidationError`` (a
+        ``ValueError``; ``field`` the option) for a consumer outside
+        ``consumers`` and for ``batch_size`` 0."""
     def order(
         self,
         *,
@@ -517,8 +522,12 @@ def edit_version(
     of a fresh write of the resulting dataset.
 
     Removes samples, series, channels (every series of that channel name),
-    annotations and tasks by id; adds the content of each ``add`` dataset (taken
-    by the call: an id the base holds must come with identical content); sets
+    annotations and tasks by id; adds the content of each ``add`` dataset (an
+    id the base holds must come with identical content; the dataset is taken
+    by the call once the other arguments are read, as by ``TimeFWriter.write``,
+    and spent whatever the outcome, a dry run and a refused edit included:
+    an added series the base holds has its values loaded to compare them, and
+    loaders run once; a retry builds it again); sets
     annotations (dicts of one annotation row per sample: ``annotation_id``,
     ``sample_id``, ``annotation_type``, ``key``, optional ``value_str``,
     ``value_num``, ``t_start_s``, ``t_end_s``, ``channel``), tasks (``task_name``,
