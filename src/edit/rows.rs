@@ -93,6 +93,9 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
     match ext.as_str() {
         "jsonl" | "ndjson" | "json" => {
             let text = std::fs::read_to_string(path).map_err(io)?;
+            // a byte order mark (Windows editors write one) is not part of the first row,
+            // as the csv reader below and the connectors take it
+            let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
             let mut rows = Vec::new();
             for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 match serde_json::from_str::<Value>(line) {
@@ -458,6 +461,21 @@ mod tests {
         assert_eq!(annotations.len(), 4);
         assert_eq!(annotations[0].0.value_str.as_deref(), Some("normal, sinus"));
         assert_eq!((annotations[1].0.value_num, annotations[1].0.t_start_s), (Some(72.5), Some(10.0)));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_row_of_json_lines_or_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let want = vec![(1, json!({"annotation_id": "a1", "sample_id": "s1", "annotation_type": "l", "key": "k"}))];
+        for (name, body) in [
+            ("a.jsonl", "\u{feff}{\"annotation_id\": \"a1\", \"sample_id\": \"s1\", \"annotation_type\": \"l\", \"key\": \"k\"}\r\n"),
+            ("a.csv", "\u{feff}annotation_id,sample_id,annotation_type,key\r\na1,s1,l,k\r\n"),
+        ] {
+            let rows = json_rows(&write(dir.path(), name, body)).unwrap();
+            let line = if name.ends_with("csv") { 2 } else { 1 };
+            let got: Vec<_> = rows.into_iter().map(|(l, m)| (l + 1 - line, Value::Object(m))).collect();
+            assert_eq!(got, want, "{name}");
+        }
     }
 
     #[test]

@@ -123,7 +123,8 @@ pub(super) struct EditArgs {
     /// A sample id to remove (repeatable).
     #[arg(long = "remove-sample", value_name = "ID")]
     pub(super) remove_sample: Vec<String>,
-    /// A file with one sample id to remove per line (blank lines and #-comments ignored).
+    /// A UTF-8 file with one sample id to remove per line (a leading byte order mark, blank lines
+    /// and #-comments ignored).
     #[arg(long, value_name = "FILE")]
     pub(super) remove_samples_from: Option<PathBuf>,
     /// A series id to remove from its samples (repeatable).

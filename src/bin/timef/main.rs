@@ -437,6 +437,8 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             option: "--remove-samples-from",
             reason: format!("{}: {e}", file.display()),
         })?;
+        // a byte order mark (Windows editors write one) is not part of the first id
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let ids: Vec<String> =
             text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect();
         empty_file("--remove-samples-from", file, ids.len())?;
