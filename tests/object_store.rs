@@ -1067,6 +1067,91 @@ fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
     }
 }
 
+/// A break-it review (95) found secrets in error texts: an endpoint's user
+/// info, repeated by every request error of the client, and an option value
+/// the client's builder could not parse, quoted in its error. An endpoint with
+/// user info, a query or a fragment is refused before any request (as a store
+/// URL with them is), and a value the builder refuses is named by its key;
+/// neither value appears, whether given as an option or in the environment.
+#[cfg(feature = "s3")]
+#[test]
+fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() {
+    const SECRET: &str = "Sup3rS3cr3t";
+    let url = "s3://bucket/root";
+    let userinfo = "the endpoint (option aws_endpoint, or its environment variable) holds user info, a query or a \
+                    fragment, which the store's error texts would show: give credentials through the environment or \
+                    storage options";
+    let parse = |what: &str| format!("Generic Config error: failed to parse <the value of {what}>");
+    // (option, environment variable, value, the refusal's reason for the option, for the variable)
+    let cases = [
+        (
+            "aws_endpoint",
+            "AWS_ENDPOINT_URL",
+            format!("http://u:{SECRET}@127.0.0.1:9"),
+            userinfo.into(),
+            userinfo.into(),
+        ),
+        ("aws_endpoint", "AWS_ENDPOINT_URL", format!("http://{SECRET}@127.0.0.1:9"), userinfo.into(), userinfo.into()),
+        (
+            "aws_endpoint",
+            "AWS_ENDPOINT",
+            format!("http://127.0.0.1:9/?token={SECRET}"),
+            userinfo.into(),
+            userinfo.into(),
+        ),
+        // the environment's timeout is the option's default's to override: a variable read is taken instead
+        (
+            "timeout",
+            "AWS_SKIP_SIGNATURE",
+            SECRET.into(),
+            parse("timeout") + " as Duration",
+            parse("AWS_SKIP_SIGNATURE") + " as boolean",
+        ),
+        (
+            "aws_allow_http",
+            "AWS_ALLOW_HTTP",
+            SECRET.into(),
+            parse("aws_allow_http") + " as boolean",
+            parse("AWS_ALLOW_HTTP") + " as boolean",
+        ),
+        (
+            "aws_server_side_encryption",
+            "AWS_SERVER_SIDE_ENCRYPTION",
+            SECRET.into(),
+            "Generic S3 error: Invalid encryption type: <the value of aws_server_side_encryption>. Valid values are \
+             \"AES256\", \"sse:kms\", \"sse:kms:dsse\" and \"sse-c\"."
+                .into(),
+            "Generic S3 error: Invalid encryption type: <the value of AWS_SERVER_SIDE_ENCRYPTION>. Valid values are \
+             \"AES256\", \"sse:kms\", \"sse:kms:dsse\" and \"sse-c\"."
+                .into(),
+        ),
+    ];
+    for (option, variable, value, by_option, by_variable) in &cases {
+        let opts: StorageOptions = [(option.to_string(), value.clone())].into_iter().collect();
+        match Location::parse(url, &opts) {
+            Err(Error::InvalidUrl { url: shown, reason }) => {
+                assert_eq!((shown.as_str(), reason.as_str()), (url, by_option.as_str()), "{option}")
+            }
+            other => panic!("{option}: {other:?}"),
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_timef"))
+            .args(["ls", url])
+            .env_remove("AWS_ENDPOINT_URL")
+            .env_remove("AWS_ENDPOINT")
+            .env_remove("AWS_ALLOW_HTTP")
+            .env(variable, value)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{variable}: {stderr}");
+        assert_eq!(stderr, format!("timef: error: invalid URL {url}: {by_variable}\n"), "{variable}");
+        assert!(!stderr.contains(SECRET));
+    }
+}
+
 /// verify copies a store's version into a temporary folder: one it cannot make
 /// is named by the temporary directory, with the OS error, not tempfile's
 /// random name (review 82).

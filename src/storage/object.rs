@@ -160,6 +160,7 @@ macro_rules! cloud_store {
     ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr, [$($endpoint:expr),*]) => {{
         install_tls_provider();
         let mut b = <$builder>::from_env().with_url($url.as_str());
+        let given: Vec<(String, String)> = $options.iter().cloned().collect();
         for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
             let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
             b = b.with_config(key, v);
@@ -169,8 +170,8 @@ macro_rules! cloud_store {
             check_endpoint($url.as_str(), $endpoint.as_ref(), &endpoint)?;
         })*
         let b = b.with_retry(store_options::retry_config(&$retry));
-        let store =
-            Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), e.to_string()))?) as Arc<dyn ObjectStore>;
+        let store = Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), without_values(e.to_string(), &given)))?)
+            as Arc<dyn ObjectStore>;
         let rebuild: Rebuild = Box::new(move || Ok(Arc::new(b.clone().build()?) as Arc<dyn ObjectStore>));
         (store, Some(rebuild))
     }};
@@ -178,21 +179,56 @@ macro_rules! cloud_store {
 
 /// Refuses an endpoint (option `key`, or its environment variable) that is
 /// not an `http`/`https` URL with a host, or holds white space or a control
-/// character: the cloud clients panic building a request to one. The value is not shown (it may carry user info).
+/// character: the cloud clients panic building a request to one. Refuses one
+/// with user info, a query or a fragment too: the clients' error texts repeat
+/// each request's URL, and a credential there would be shown. The value is
+/// not shown.
 #[cfg(any(feature = "s3", feature = "azure"))]
 fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
     // the URL parser trims and drops what the client refuses (a CR from a CRLF .env file)
     let clean = !endpoint.chars().any(|c| c.is_whitespace() || c.is_control());
     let parsed = url::Url::parse(endpoint);
-    let ok = clean
-        && parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
-    match ok {
-        true => Ok(()),
-        false => Err(invalid(
-            &redact(url),
-            format!("the endpoint (option {key}, or its environment variable) is not an http:// or https:// URL with a host"),
-        )),
+    let refused = |why: &str| {
+        Err(invalid(&redact(url), format!("the endpoint (option {key}, or its environment variable) {why}")))
+    };
+    match parsed {
+        Ok(u) if clean && matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()) => {
+            if !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some() {
+                return refused(
+                    "holds user info, a query or a fragment, which the store's error texts would show: give \
+                     credentials through the environment or storage options",
+                );
+            }
+            Ok(())
+        }
+        _ => refused("is not an http:// or https:// URL with a host"),
     }
+}
+
+/// `text`, an error of a store's builder, without the option values given
+/// (`given`) nor those of the cloud environment variables (`AWS_*`,
+/// `GOOGLE_*`, `AZURE_*`, which the builders read): each is named by its key
+/// instead. The builders quote a value they cannot parse, and a value may be
+/// a secret.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn without_values(mut text: String, given: &[(String, String)]) -> String {
+    let from_env = std::env::vars_os().filter_map(|(k, v)| {
+        let (k, v) = (k.into_string().ok()?, v.into_string().ok()?);
+        ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| k.starts_with(p)).then_some((k, v))
+    });
+    let mut values: Vec<(String, String)> =
+        given.iter().cloned().chain(from_env).filter(|(_, v)| !v.is_empty()).collect();
+    // the longest first, so a value inside another goes with it
+    values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.cmp(b)));
+    for (key, value) in &values {
+        let named = format!("<the value of {key}>");
+        text = text.replace(&format!("\"{value}\""), &named);
+        // a short value (`true`, `3`) could be part of the text's own words
+        if value.chars().count() >= 6 {
+            text = text.replace(value.as_str(), &named);
+        }
+    }
+    text
 }
 
 /// `file://`: the first entry (in name order, depth first) below the
