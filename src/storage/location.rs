@@ -253,12 +253,18 @@ impl Location {
     }
 
     /// Every file under this location, relative and `/`-separated, sorted, with
-    /// its size in bytes; plus the sub-directories that could not be listed
-    /// (local only). Symbolic links are not followed.
+    /// its size in bytes; plus the sub-directories (levels of an object store)
+    /// that could not be listed, with why. Symbolic links are not followed.
     pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String)>)> {
         match &self.0 {
             Inner::Local(p, _) => Ok(local::walk(p)),
-            Inner::Object(o) => Ok((o.list_files()?, Vec::new())),
+            Inner::Object(o) => {
+                let (files, unlistable) = o.list_files()?;
+                Ok((
+                    files,
+                    unlistable.into_iter().map(|level| (level, super::object::UNLISTABLE.to_string())).collect(),
+                ))
+            }
         }
     }
 

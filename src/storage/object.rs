@@ -148,6 +148,16 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     Arc::clone(stores.entry(name.to_string()).or_insert_with(|| Arc::new(object_store::memory::InMemory::new()) as _))
 }
 
+/// Why a level of a listing is reported and not looked into ([`ObjectLocation::list_all`]).
+pub(crate) const UNLISTABLE: &str = "holds a key the object-store client cannot name (an empty or a `.` or `..` \
+     segment, as in `a//b`), so what is under it cannot be listed; kept (rename or remove that key by hand)";
+
+/// The error of a listing that needs every object under `level`, which
+/// cannot be listed ([`UNLISTABLE`]).
+pub(crate) fn cannot_list(level: &ObjectLocation) -> Error {
+    Error::io(level.to_string(), std::io::Error::other(format!("cannot list: {UNLISTABLE}")))
+}
+
 fn invalid(url: &str, reason: impl Into<String>) -> Error {
     Error::InvalidUrl { url: url.to_string(), reason: reason.into() }
 }
@@ -543,26 +553,54 @@ impl ObjectLocation {
         self.backend.read_ahead.stats()
     }
 
-    /// Every object under this prefix as (relative path, size), sorted.
-    pub(crate) fn list_files(&self) -> Result<Vec<(String, u64)>> {
-        let metas = self.list_all()?;
-        let mut out: Vec<(String, u64)> = metas
-            .into_iter()
-            .filter_map(|m| {
-                let rel: Vec<String> = m.location.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
-                Some((rel.join("/"), m.size))
-            })
-            .collect();
+    /// Every object under this prefix as (relative path, size), sorted, and
+    /// the levels that could not be listed ([`ObjectLocation::list_all`]).
+    pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<String>)> {
+        let (metas, unlistable) = self.list_all()?;
+        let mut out: Vec<(String, u64)> =
+            metas.into_iter().filter_map(|m| Some((self.relative(&m.location)?, m.size))).collect();
         out.sort();
-        Ok(out)
+        Ok((out, unlistable))
     }
 
-    fn list_all(&self) -> Result<Vec<object_store::ObjectMeta>> {
+    /// `path` relative to this prefix, `/`-separated; `None` when not under it.
+    fn relative(&self, path: &ObjPath) -> Option<String> {
+        let rel: Vec<String> = path.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
+        Some(rel.join("/"))
+    }
+
+    /// Every object under this prefix. A key under it that the client cannot
+    /// name (an empty or a `.`/`..` segment, as in `logs//run.txt`: S3 takes
+    /// such keys, `object_store` refuses the page of a listing that holds one)
+    /// makes the listing go level by level instead, and each level below this
+    /// prefix that holds such a key is returned apart (relative to it, sorted):
+    /// nothing under it is known. When this prefix's own level holds one, the
+    /// client's error is returned.
+    fn list_all(&self) -> Result<(Vec<object_store::ObjectMeta>, Vec<String>)> {
         let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
-        block_on(self.store().list(prefix).collect::<Vec<_>>())?
-            .into_iter()
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))
+        let all = block_on(self.store().list(prefix).collect::<Vec<_>>())?;
+        match all.into_iter().collect::<std::result::Result<Vec<_>, _>>() {
+            Ok(all) => return Ok((all, Vec::new())),
+            Err(object_store::Error::InvalidPath { .. }) => {}
+            Err(e) => return Err(self.err(e)),
+        }
+        let (mut objects, mut unlistable) = (Vec::new(), Vec::new());
+        let mut levels = vec![self.path.clone()];
+        while let Some(level) = levels.pop() {
+            let at = (!level.as_ref().is_empty()).then_some(&level);
+            match block_on(self.store().list_with_delimiter(at))? {
+                Ok(listed) => {
+                    objects.extend(listed.objects);
+                    levels.extend(listed.common_prefixes);
+                }
+                Err(object_store::Error::InvalidPath { .. }) if level != self.path => {
+                    unlistable.extend(self.relative(&level));
+                }
+                Err(e) => return Err(self.err(e)),
+            }
+        }
+        unlistable.sort();
+        Ok((objects, unlistable))
     }
 
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
@@ -595,32 +633,34 @@ impl ObjectLocation {
         }
     }
 
-    /// Every object under this prefix as (relative path, modification time), sorted.
-    pub(super) fn list_times(&self) -> Result<Vec<(String, SystemTime)>> {
-        let mut out: Vec<(String, SystemTime)> = self
-            .list_all()?
-            .into_iter()
-            .filter_map(|m| {
-                let rel: Vec<String> = m.location.prefix_match(&self.path)?.map(|p| p.as_ref().to_string()).collect();
-                Some((rel.join("/"), m.last_modified.into()))
-            })
-            .collect();
+    /// Every object under this prefix as (relative path, modification time),
+    /// sorted, and the levels that could not be listed ([`ObjectLocation::list_all`]).
+    pub(super) fn list_times(&self) -> Result<(Vec<(String, SystemTime)>, Vec<String>)> {
+        let (metas, unlistable) = self.list_all()?;
+        let mut out: Vec<(String, SystemTime)> =
+            metas.into_iter().filter_map(|m| Some((self.relative(&m.location)?, m.last_modified.into()))).collect();
         out.sort();
-        Ok(out)
+        Ok((out, unlistable))
     }
 
     /// What is directly under this prefix, listed with a delimiter: the names
-    /// of its common prefixes, and its objects' names with their times.
-    pub(super) fn list_level(&self) -> Result<(Vec<String>, Vec<(String, SystemTime)>)> {
+    /// of its common prefixes, and its objects' names with their times;
+    /// `None` when the level holds a key the client cannot name
+    /// ([`ObjectLocation::list_all`]).
+    pub(super) fn list_level(&self) -> Result<Option<(Vec<String>, Vec<(String, SystemTime)>)>> {
         let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
-        let listed = block_on(self.store().list_with_delimiter(prefix))?.map_err(|e| self.err(e))?;
+        let listed = match block_on(self.store().list_with_delimiter(prefix))? {
+            Ok(listed) => listed,
+            Err(object_store::Error::InvalidPath { .. }) => return Ok(None),
+            Err(e) => return Err(self.err(e)),
+        };
         let dirs = listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
         let files = listed
             .objects
             .iter()
             .filter_map(|m| Some((m.location.filename()?.to_string(), m.last_modified.into())))
             .collect();
-        Ok((dirs, files))
+        Ok(Some((dirs, files)))
     }
 }
 

@@ -183,7 +183,11 @@ impl Staging {
         match &mut self.0 {
             StagingInner::Local(s) => s.seal_parts(),
             StagingInner::Object(s) => {
-                let listed = s.parts_location().list_files()?;
+                let (listed, unlistable) = s.parts_location().list_files()?;
+                // a part could hide there: the parts are not all known
+                if let Some(level) = unlistable.first() {
+                    return Err(super::object::cannot_list(&s.parts_location().join(level)));
+                }
                 Ok(listed.into_iter().map(|(f, _)| f).filter(|f| f != PARTS_MARKER).collect())
             }
         }

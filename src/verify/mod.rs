@@ -137,12 +137,13 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         .map_err(|e| Error::io_temp(std::env::temp_dir(), e))?;
     // named like the original, so the name checks see the version's own names
     let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
-    let (objects, _) = loc.list_files()?;
+    let (objects, unlistable) = loc.list_files()?;
     // a claim beside a committed version is the commit's last step not yet
     // done (docs/format.md, "Storage backends and the commit"), not a stray file
     // objects a local copy cannot hold (a key that is also a "directory" of
     // other keys, a segment too long): findings, not a failed verify
-    let mut uncopied: Vec<(String, String)> = Vec::new();
+    let mut uncopied: Vec<(String, String)> =
+        unlistable.into_iter().map(|(level, why)| (level, format!("{why}: not checked"))).collect();
     // the files the manifest names first: an object in their way is the finding
     let (mut objects, others): (Vec<_>, Vec<_>) = objects
         .into_iter()

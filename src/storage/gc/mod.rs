@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::location::Inner;
-use super::{pause_point, Location};
+use super::{object, pause_point, Location};
 use crate::error::Result;
 use classify::{classify, Dataset, Role};
 use rules::{local_rules, object_rules, Run};
@@ -178,26 +178,67 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
         Inner::Object(o) => {
             let (listed, delimited);
             let tree: &dyn Tree = if mode == Mode::Survey {
-                delimited = Delimited(o.clone());
+                delimited = Delimited(o.clone(), Default::default());
                 &delimited
             } else {
-                let all = match o.file_path() {
-                    Some(dir) => file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?,
-                    None => o.list_times()?.into_iter().map(|(k, t)| (decoded(&k), t)).collect(),
+                let (all, unlistable) = match o.file_path() {
+                    Some(dir) => (file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?, Vec::new()),
+                    None => {
+                        let (all, unlistable) = o.list_times()?;
+                        let all = all.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
+                        (all, unlistable.iter().map(|u| decoded(u)).collect())
+                    }
                 };
-                listed = Listed(all);
+                listed = Listed(all, unlistable);
                 pause_point("gc-objects-listed");
                 &listed
             };
             for ds in classify(place, tree, false)? {
                 let before = (survey.report.removed_claims.len(), survey.report.odd.len());
-                let fenced = object_rules(run, o, tree, &ds, &mut survey.report)?;
+                // a level of the dataset that cannot be listed may hide anything
+                // (a claim's objects, a writer's parts): nothing of it is acted on
+                let fenced = match unlistable_in(&ds.rel, &tree.unlistable()) {
+                    true => {
+                        survey.report.odd.extend(ds.odd.iter().map(|(c, why)| (shown(o, &ds.rel, c), why.to_string())));
+                        Vec::new()
+                    }
+                    false => object_rules(run, o, tree, &ds, &mut survey.report)?,
+                };
+                // (`ls`' listing finds a level it cannot list as the rules read it)
+                for level in tree.unlistable().iter().filter(|u| within(u, &ds.rel)) {
+                    if !survey.report.odd.iter().any(|(p, _)| *p == o.join(level).to_string()) {
+                        survey.report.odd.push((o.join(level).to_string(), object::UNLISTABLE.to_string()));
+                    }
+                }
                 survey.datasets.push(found(place, &ds, fenced, before, &survey.report));
+            }
+            // the levels outside every dataset, reported for the place
+            for level in tree.unlistable() {
+                let path = o.join(&level).to_string();
+                if !survey.report.odd.iter().any(|(p, _)| *p == path) {
+                    survey.report.odd.push((path, object::UNLISTABLE.to_string()));
+                }
             }
         }
     }
     to_innermost_dataset(&mut survey.datasets);
     Ok(survey)
+}
+
+/// True when `level` (relative to the place) is `rel` or under it (`""`: the place).
+fn within(level: &str, rel: &str) -> bool {
+    rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
+}
+
+/// True when a level that could not be listed is the dataset at `rel`,
+/// under it or above it: what the dataset holds is not all known.
+fn unlistable_in(rel: &str, unlistable: &[String]) -> bool {
+    unlistable.iter().any(|u| within(u, rel) || within(rel, u))
+}
+
+/// The path or URL `gc` reports for child `child` of the dataset at `rel`.
+fn shown(o: &super::object::ObjectLocation, rel: &str, child: &str) -> String {
+    o.join(&tree::join(rel, child)).to_string()
 }
 
 /// Moves each odd entry to the innermost dataset whose folder holds it: a

@@ -158,7 +158,11 @@ pub(super) fn object_rules(
                 Ok(object::file_left_besides(&dir.join(prefix), kept).map(|rel| join(prefix, &rel)))
             }
             None => {
-                let keys = place.join(prefix).list_times().map_err(|e| e.to_string())?;
+                let (keys, unlistable) = place.join(prefix).list_times().map_err(|e| e.to_string())?;
+                // what cannot be listed may hold anything: something is left
+                if let Some(level) = unlistable.first() {
+                    return Ok(Some(join(prefix, &decoded(level))));
+                }
                 for key in keys.into_iter().map(|(k, _)| join(prefix, &decoded(&k))) {
                     let fenced =
                         || object::fence_writer(&place.join(&key)).map(|w| w.is_some()).map_err(|e| e.to_string());

@@ -5,6 +5,7 @@
 //! [`Delimited`]), or a local directory read level by level ([`LocalTree`]);
 //! [`Memo`] reads each level once.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
@@ -36,6 +37,12 @@ pub(super) trait Tree {
     fn level(&self, rel: &str) -> Result<Level>;
     /// Every file under `rel` with its time, relative to the place, sorted.
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>>;
+    /// The levels read so far that could not be listed, relative to the
+    /// place (an object store's key its client cannot name:
+    /// [`crate::storage::object::UNLISTABLE`]); what is under them is unknown.
+    fn unlistable(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A key or name an object store lists (each segment percent-encoded the way
@@ -57,8 +64,9 @@ pub(super) fn join(rel: &str, name: &str) -> String {
     }
 }
 
-/// Every object under an object-store place, listed once.
-pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>);
+/// Every object under an object-store place, listed once, and the levels
+/// that could not be listed.
+pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>, pub(super) Vec<String>);
 
 impl Listed {
     fn under<'a>(&'a self, rel: &str) -> impl Iterator<Item = (&'a str, &'a String, &'a SystemTime)> + 'a {
@@ -85,21 +93,33 @@ impl Tree for Listed {
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         Ok(self.under(rel).map(|(_, k, t)| (k.clone(), *t)).collect())
     }
+    fn unlistable(&self) -> Vec<String> {
+        self.1.clone()
+    }
 }
 
-/// An object-store place listed level by level with a delimiter.
-pub(super) struct Delimited(pub(super) ObjectLocation);
+/// An object-store place listed level by level with a delimiter; a level
+/// that cannot be listed reads as empty and is recorded.
+pub(super) struct Delimited(pub(super) ObjectLocation, pub(super) RefCell<BTreeSet<String>>);
 
 impl Tree for Delimited {
     fn level(&self, rel: &str) -> Result<Level> {
-        let (dirs, files) = self.0.join(rel).list_level()?;
+        let Some((dirs, files)) = self.0.join(rel).list_level()? else {
+            self.1.borrow_mut().insert(rel.to_string());
+            return Ok(Level::default());
+        };
         Ok(Level {
             dirs: dirs.iter().map(|d| decoded(d)).collect(),
             files: files.into_iter().map(|(f, t)| (decoded(&f), t)).collect(),
         })
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        Ok(self.0.join(rel).list_times()?.into_iter().map(|(k, t)| (join(rel, &decoded(&k)), t)).collect())
+        let (keys, unlistable) = self.0.join(rel).list_times()?;
+        self.1.borrow_mut().extend(unlistable.iter().map(|u| join(rel, &decoded(u))));
+        Ok(keys.into_iter().map(|(k, t)| (join(rel, &decoded(&k)), t)).collect())
+    }
+    fn unlistable(&self) -> Vec<String> {
+        self.1.borrow().iter().cloned().collect()
     }
 }
 
@@ -121,6 +141,9 @@ impl Tree for Memo<'_> {
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         self.tree.files_under(rel)
+    }
+    fn unlistable(&self) -> Vec<String> {
+        self.tree.unlistable()
     }
 }
 
@@ -219,6 +242,7 @@ mod tests {
                 .into_iter()
                 .map(|k| (k.to_string(), t))
                 .collect(),
+            Vec::new(),
         );
         let top = listed.level("").unwrap();
         assert_eq!(top.dirs.into_iter().collect::<Vec<_>>(), ["a", "ab"]);

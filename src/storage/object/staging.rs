@@ -21,13 +21,21 @@ use crate::runtime::block_on;
 impl ObjectLocation {
     /// Deletes every object under this parts' prefix, its marker
     /// [`PARTS_MARKER`] last: until the marker goes, `gc` finds what is left.
+    /// A level that cannot be listed ([`ObjectLocation::list_all`]) keeps the
+    /// marker, and is the error.
     fn delete_parts(&self) -> Result<()> {
-        let mut all = self.list_all()?;
+        let (mut all, unlistable) = self.list_all()?;
         all.sort_by_key(|m| (m.location.filename() == Some(PARTS_MARKER), m.location.clone()));
         for m in all {
+            if !unlistable.is_empty() && m.location.filename() == Some(PARTS_MARKER) {
+                break;
+            }
             self.at(m.location).delete()?;
         }
-        Ok(())
+        match unlistable.first() {
+            Some(level) => Err(super::cannot_list(&self.join(level))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -402,7 +410,8 @@ impl Staging {
         // objects under the prefix that are not ours (left by a writer whose
         // claim was cleared, or put there by hand) would be read by every glob
         // over the version: refuse, like the local backend's non-empty directory
-        let foreign = staging.target.list_all()?.into_iter().any(|m| m.location.filename() != Some(CLAIM));
+        let (objects, unlistable) = staging.target.list_all()?;
+        let foreign = !unlistable.is_empty() || objects.into_iter().any(|m| m.location.filename() != Some(CLAIM));
         // file://: that listing hides a killed upload's `<name>#<n>`, which
         // readers of the version's directory would read
         let hidden = staging.target.file_path().is_some_and(|dir| super::file_left_besides(&dir, &[CLAIM]).is_some());
