@@ -341,3 +341,30 @@ fn cat_into_a_closed_pipe_exits_0_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), ""));
 }
+
+/// A file the write cannot complete (here past the file-size limit; a full
+/// disk alike) is named by its path where it was being written, not by its
+/// path inside a version the message does not name (a break-it review, 95:
+/// "I/O on time_series/shard-00000.parquet"); nothing is left.
+#[test]
+fn a_write_that_fails_on_a_file_names_the_file_where_it_was_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    let input = real("ucr/BasicMotions_TRAIN.ts");
+    // 40 blocks: the small tables fit, the shard (~90 kB) does not
+    let script = format!(
+        "ulimit -f 40; trap '' XFSZ; exec {} ingest ucr --root {} --name bm --version v1 {}",
+        env!("CARGO_BIN_EXE_timef"),
+        root.display(),
+        input.display()
+    );
+    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let staging = format!("timef: error: I/O on {}/bm/.tmp-v1-", root.display());
+    let (head, tail) = stderr.split_at(staging.len().min(stderr.len()));
+    assert_eq!(head, staging, "{stderr}");
+    assert_eq!(tail.split_once('/').map(|(random, _)| random.len()), Some(32), "{stderr}");
+    assert!(tail.ends_with("/time_series/shard-00000.parquet: File too large (os error 27)\n"), "{stderr}");
+    assert_eq!(tree(&root), Vec::<String>::new());
+}

@@ -9,7 +9,7 @@
 //! memory is bounded by the row-group target, not by the dataset.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvError, TryRecvError};
 use std::sync::Arc;
@@ -652,6 +652,8 @@ fn build_row_group(
 pub(crate) struct ParquetFile {
     writer: SerializedFileWriter<FooterSink>,
     rel: String,
+    /// The file's path or URL where it is written, as errors name it.
+    shown: PathBuf,
     schema: Arc<FileSchema>,
     rows: u64,
 }
@@ -730,36 +732,38 @@ impl ParquetFile {
         schema: Arc<FileSchema>,
         props: &WriterPropertiesPtr,
     ) -> Result<Self> {
-        let file = FooterSink::new(staging.create_file(rel)?);
-        let writer = SerializedFileWriter::new(file, schema.descr.root_schema_ptr(), Arc::clone(props))
-            .map_err(|e| Error::parquet(rel, e))?;
-        Ok(ParquetFile { writer, rel: rel.to_string(), schema, rows: 0 })
+        let staged = staging.create_file(rel)?;
+        let shown = staged.path().to_path_buf();
+        let writer =
+            SerializedFileWriter::new(FooterSink::new(staged), schema.descr.root_schema_ptr(), Arc::clone(props))
+                .map_err(|e| Error::parquet(&shown, e))?;
+        Ok(ParquetFile { writer, rel: rel.to_string(), shown, schema, rows: 0 })
     }
 
     pub(crate) fn append_row_group(&mut self, chunks: Vec<EncodedChunk>) -> Result<()> {
-        let rel = self.rel.as_str();
-        let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(rel, e))?;
+        let shown = self.shown.as_path();
+        let mut rg = self.writer.next_row_group().map_err(|e| Error::parquet(shown, e))?;
         for c in chunks {
-            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(rel, e))?;
+            rg.append_column(&c.bytes, c.close).map_err(|e| Error::parquet(shown, e))?;
         }
-        let meta = rg.close().map_err(|e| Error::parquet(rel, e))?;
+        let meta = rg.close().map_err(|e| Error::parquet(shown, e))?;
         self.rows += meta.num_rows() as u64;
         // a row group's bytes reach storage when it is appended, as they did
         // before the sink gathered blocks (a writer killed mid-shard leaves them)
-        self.writer.inner_mut().pass_block().map_err(|e| Error::io(rel, e))
+        self.writer.inner_mut().pass_block().map_err(|e| Error::io(shown, e))
     }
 
     /// Writes the footer (float leaves in type-defined order, `docs/format.md`
     /// §3), completes the file, then reads the footer back from storage and
     /// checks the pins.
     pub(crate) fn finish(mut self, staging: &dyn FileSink) -> Result<manifest::FileEntry> {
-        let rel = self.rel.clone();
-        self.writer.flush().map_err(|e| Error::io(&rel, e))?;
+        let (rel, shown) = (self.rel.clone(), self.shown.clone());
+        self.writer.flush().map_err(|e| Error::io(&shown, e))?;
         self.writer.inner_mut().footer = Some(Vec::new());
         // into_inner writes the footer
-        let mut sink = self.writer.into_inner().map_err(|e| Error::parquet(&rel, e))?;
+        let mut sink = self.writer.into_inner().map_err(|e| Error::parquet(&shown, e))?;
         // flushed above; passed on here too so no byte before the footer can stay behind
-        sink.pass_block().map_err(|e| Error::io(&rel, e))?;
+        sink.pass_block().map_err(|e| Error::io(&shown, e))?;
         let (mut file, mut footer) = (sink.file, sink.footer.unwrap_or_default());
         let floats: Vec<bool> = self
             .schema
@@ -769,11 +773,11 @@ impl ParquetFile {
             .map(|c| matches!(c.physical_type(), parquet::basic::Type::FLOAT | parquet::basic::Type::DOUBLE))
             .collect();
         crate::float_order::type_defined_float_order(&mut footer, sink.passed, &floats)
-            .map_err(|e| Error::parquet(&rel, parquet::errors::ParquetError::General(e)))?;
-        std::io::Write::write_all(&mut file, &footer).map_err(|e| Error::io(&rel, e))?;
+            .map_err(|e| Error::parquet(&shown, parquet::errors::ParquetError::General(e)))?;
+        std::io::Write::write_all(&mut file, &footer).map_err(|e| Error::io(&shown, e))?;
         let written = file.finish()?;
         let stored = staging.open_staged(&rel)?;
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&stored).map_err(|e| Error::parquet(&rel, e))?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&stored).map_err(|e| Error::parquet(&shown, e))?;
         self_check(Path::new(&rel), &self.schema, &meta)?;
         Ok(manifest::FileEntry { path: written.path, bytes: written.bytes, rows: self.rows, sha256: written.sha256 })
     }
