@@ -150,7 +150,20 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
 
 /// Why a level of a listing is reported and not looked into ([`ObjectLocation::list_all`]).
 pub(crate) const UNLISTABLE: &str = "holds a key the object-store client cannot name (an empty or a `.` or `..` \
-     segment, as in `a//b`), so what is under it cannot be listed; kept (rename or remove that key by hand)";
+     segment, as in `a//b`, or a control character), so what is under it cannot be listed; kept (rename or remove that key by hand)";
+
+/// Objects listed, relative and `/`-separated, each with a figure (its size
+/// or its time), and the levels that could not be listed ([`UNLISTABLE`]).
+pub(crate) type Listing<T> = (Vec<(String, T)>, Vec<String>);
+
+/// One level listed with a delimiter: its common prefixes' names, and its
+/// objects' names with their times.
+pub(super) type LevelListing = (Vec<String>, Vec<(String, SystemTime)>);
+
+/// True when `path` is strictly below `level`.
+fn below(path: &ObjPath, level: &ObjPath) -> bool {
+    path.prefix_match(level).is_some_and(|mut rest| rest.next().is_some())
+}
 
 /// The error of a listing that needs every object under `level`, which
 /// cannot be listed ([`UNLISTABLE`]).
@@ -171,6 +184,10 @@ macro_rules! cloud_store {
         install_tls_provider();
         let mut b = <$builder>::from_env().with_url($url.as_str());
         let given: Vec<(String, String)> = $options.iter().cloned().collect();
+        // every value the builder takes, from the options or the environment
+        let from_env = std::env::vars().filter(|(k, _)| k.to_ascii_lowercase().parse::<$key>().is_ok());
+        let taken: Vec<(String, String)> = given.iter().cloned().chain(from_env).collect();
+        refuse_urls_with_secrets($url.as_str(), &taken)?;
         for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
             let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
             b = b.with_config(key, v);
@@ -189,29 +206,45 @@ macro_rules! cloud_store {
 
 /// Refuses an endpoint (option `key`, or its environment variable) that is
 /// not an `http`/`https` URL with a host, or holds white space or a control
-/// character: the cloud clients panic building a request to one. Refuses one
-/// with user info, a query or a fragment too: the clients' error texts repeat
-/// each request's URL, and a credential there would be shown. The value is
-/// not shown.
+/// character: the cloud clients panic building a request to one. The value is
+/// not shown (it may carry user info).
 #[cfg(any(feature = "s3", feature = "azure"))]
 fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
     // the URL parser trims and drops what the client refuses (a CR from a CRLF .env file)
     let clean = !endpoint.chars().any(|c| c.is_whitespace() || c.is_control());
     let parsed = url::Url::parse(endpoint);
-    let refused = |why: &str| {
-        Err(invalid(&redact(url), format!("the endpoint (option {key}, or its environment variable) {why}")))
+    let ok = clean
+        && parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+    match ok {
+        true => Ok(()),
+        false => Err(invalid(
+            &redact(url),
+            format!("the endpoint (option {key}, or its environment variable) is not an http:// or https:// URL with a host"),
+        )),
+    }
+}
+
+/// Refuses any value the store's client takes (an option's or a cloud
+/// environment variable's, `(key, value)` in `taken`) that is a URL with
+/// user info, a query or a fragment: an endpoint, a metadata or token
+/// service. The clients' error texts repeat each request's URL, so a
+/// credential there would be shown. Names the key, never the value.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()> {
+    let secret = |v: &str| {
+        url::Url::parse(v.trim()).is_ok_and(|u| {
+            !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some()
+        })
     };
-    match parsed {
-        Ok(u) if clean && matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()) => {
-            if !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some() {
-                return refused(
-                    "holds user info, a query or a fragment, which the store's error texts would show: give \
-                     credentials through the environment or storage options",
-                );
-            }
-            Ok(())
-        }
-        _ => refused("is not an http:// or https:// URL with a host"),
+    match taken.iter().find(|(_, v)| secret(v)) {
+        Some((key, _)) => Err(invalid(
+            &redact(url),
+            format!(
+                "{key} holds a URL with user info, a query or a fragment, which the store's error texts would \
+                 show: give credentials through the environment or storage options"
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -233,12 +266,28 @@ fn without_values(mut text: String, given: &[(String, String)]) -> String {
     for (key, value) in &values {
         let named = format!("<the value of {key}>");
         text = text.replace(&format!("\"{value}\""), &named);
-        // a short value (`true`, `3`) could be part of the text's own words
-        if value.chars().count() >= 6 {
-            text = text.replace(value.as_str(), &named);
-        }
+        text = replace_words(&text, value, &named);
     }
     text
+}
+
+/// `text` with each occurrence of `word` that no letter, digit, `_` or `-`
+/// touches replaced by `with` (a short value, `pw1`, could be part of the
+/// text's own words).
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn replace_words(text: &str, word: &str, with: &str) -> String {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
+        out.push_str(before);
+        let touched = part(out.chars().next_back()) || part(after.chars().next());
+        out.push_str(if touched { word } else { with });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `file://`: the first entry (in name order, depth first) below the
@@ -555,12 +604,22 @@ impl ObjectLocation {
 
     /// Every object under this prefix as (relative path, size), sorted, and
     /// the levels that could not be listed ([`ObjectLocation::list_all`]).
-    pub(crate) fn list_files(&self) -> Result<(Vec<(String, u64)>, Vec<String>)> {
-        let (metas, unlistable) = self.list_all()?;
+    pub(crate) fn list_files(&self) -> Result<Listing<u64>> {
+        let (metas, unlistable) = self.list_all_below()?;
         let mut out: Vec<(String, u64)> =
             metas.into_iter().filter_map(|m| Some((self.relative(&m.location)?, m.size))).collect();
         out.sort();
         Ok((out, unlistable))
+    }
+
+    /// [`ObjectLocation::list_all`], failing ([`cannot_list`]) when this
+    /// prefix's own level cannot be listed: then nothing under it is known.
+    fn list_all_below(&self) -> Result<(Vec<object_store::ObjectMeta>, Vec<String>)> {
+        let (metas, unlistable) = self.list_all()?;
+        match unlistable.iter().any(String::is_empty) {
+            true => Err(cannot_list(self)),
+            false => Ok((metas, unlistable)),
+        }
     }
 
     /// `path` relative to this prefix, `/`-separated; `None` when not under it.
@@ -574,8 +633,7 @@ impl ObjectLocation {
     /// such keys, `object_store` refuses the page of a listing that holds one)
     /// makes the listing go level by level instead, and each level below this
     /// prefix that holds such a key is returned apart (relative to it, sorted):
-    /// nothing under it is known. When this prefix's own level holds one, the
-    /// client's error is returned.
+    /// nothing under it is known (`""` when it is this prefix's own level).
     fn list_all(&self) -> Result<(Vec<object_store::ObjectMeta>, Vec<String>)> {
         let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
         let all = block_on(self.store().list(prefix).collect::<Vec<_>>())?;
@@ -589,13 +647,17 @@ impl ObjectLocation {
         while let Some(level) = levels.pop() {
             let at = (!level.as_ref().is_empty()).then_some(&level);
             match block_on(self.store().list_with_delimiter(at))? {
+                // a common prefix the client names as this level or above it
+                // (a key `/x` at a bucket's root is listed under `/`, which it
+                // reads as the root) cannot be looked into: the level is unknown
+                Ok(listed) if listed.common_prefixes.iter().any(|p| !below(p, &level)) => {
+                    unlistable.extend(self.relative(&level));
+                }
                 Ok(listed) => {
                     objects.extend(listed.objects);
                     levels.extend(listed.common_prefixes);
                 }
-                Err(object_store::Error::InvalidPath { .. }) if level != self.path => {
-                    unlistable.extend(self.relative(&level));
-                }
+                Err(object_store::Error::InvalidPath { .. }) => unlistable.extend(self.relative(&level)),
                 Err(e) => return Err(self.err(e)),
             }
         }
@@ -635,8 +697,8 @@ impl ObjectLocation {
 
     /// Every object under this prefix as (relative path, modification time),
     /// sorted, and the levels that could not be listed ([`ObjectLocation::list_all`]).
-    pub(super) fn list_times(&self) -> Result<(Vec<(String, SystemTime)>, Vec<String>)> {
-        let (metas, unlistable) = self.list_all()?;
+    pub(super) fn list_times(&self) -> Result<Listing<SystemTime>> {
+        let (metas, unlistable) = self.list_all_below()?;
         let mut out: Vec<(String, SystemTime)> =
             metas.into_iter().filter_map(|m| Some((self.relative(&m.location)?, m.last_modified.into()))).collect();
         out.sort();
@@ -647,9 +709,10 @@ impl ObjectLocation {
     /// of its common prefixes, and its objects' names with their times;
     /// `None` when the level holds a key the client cannot name
     /// ([`ObjectLocation::list_all`]).
-    pub(super) fn list_level(&self) -> Result<Option<(Vec<String>, Vec<(String, SystemTime)>)>> {
+    pub(super) fn list_level(&self) -> Result<Option<LevelListing>> {
         let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
         let listed = match block_on(self.store().list_with_delimiter(prefix))? {
+            Ok(listed) if listed.common_prefixes.iter().any(|p| !below(p, &self.path)) => return Ok(None),
             Ok(listed) => listed,
             Err(object_store::Error::InvalidPath { .. }) => return Ok(None),
             Err(e) => return Err(self.err(e)),

@@ -252,6 +252,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     outln!("  (odd: {path} {why})");
                 }
             }
+            // what is odd outside every dataset (a folder whose listing fails)
+            for (path, why) in survey.report.odd.iter().filter(|o| !survey.datasets.iter().any(|d| d.odd.contains(o))) {
+                outln!("(odd: {path} {why})");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Gc { root, older_than_s, dry_run } => {

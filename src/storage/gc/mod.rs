@@ -195,19 +195,14 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             };
             for ds in classify(place, tree, false)? {
                 let before = (survey.report.removed_claims.len(), survey.report.odd.len());
-                // a level of the dataset that cannot be listed may hide anything
-                // (a claim's objects, a writer's parts): nothing of it is acted on
-                let fenced = match unlistable_in(&ds.rel, &tree.unlistable()) {
-                    true => {
-                        survey.report.odd.extend(ds.odd.iter().map(|(c, why)| (shown(o, &ds.rel, c), why.to_string())));
-                        Vec::new()
-                    }
-                    false => object_rules(run, o, tree, &ds, &mut survey.report)?,
-                };
-                // (`ls`' listing finds a level it cannot list as the rules read it)
+                // a rule reading a prefix with a level it could not list acts on
+                // nothing there (`rules::whole`); such levels are reported as odd
+                let fenced = object_rules(run, o, tree, &ds, &mut survey.report)?;
+                let reported: Vec<String> = survey.report.odd.iter().map(|(p, _)| p.clone()).collect();
                 for level in tree.unlistable().iter().filter(|u| within(u, &ds.rel)) {
-                    if !survey.report.odd.iter().any(|(p, _)| *p == o.join(level).to_string()) {
-                        survey.report.odd.push((o.join(level).to_string(), object::UNLISTABLE.to_string()));
+                    let path = o.join(level).to_string();
+                    if !reported.contains(&path) {
+                        survey.report.odd.push((path, object::UNLISTABLE.to_string()));
                     }
                 }
                 survey.datasets.push(found(place, &ds, fenced, before, &survey.report));
@@ -228,17 +223,6 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
 /// True when `level` (relative to the place) is `rel` or under it (`""`: the place).
 fn within(level: &str, rel: &str) -> bool {
     rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
-}
-
-/// True when a level that could not be listed is the dataset at `rel`,
-/// under it or above it: what the dataset holds is not all known.
-fn unlistable_in(rel: &str, unlistable: &[String]) -> bool {
-    unlistable.iter().any(|u| within(u, rel) || within(rel, u))
-}
-
-/// The path or URL `gc` reports for child `child` of the dataset at `rel`.
-fn shown(o: &super::object::ObjectLocation, rel: &str, child: &str) -> String {
-    o.join(&tree::join(rel, child)).to_string()
 }
 
 /// Moves each odd entry to the innermost dataset whose folder holds it: a

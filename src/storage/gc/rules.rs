@@ -107,6 +107,18 @@ pub(super) fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset,
     Ok(())
 }
 
+/// Every file under `rel` ([`Tree::files_under`]); `None` when a level under
+/// it could not be listed ([`crate::storage::object::UNLISTABLE`]): what is
+/// there is not all known, so nothing under `rel` is acted on (the level is
+/// reported as odd). Every rule reads a prefix through it, so `gc`, which
+/// listed everything first, and `ls`, which lists a prefix as a rule reads
+/// it, judge alike.
+fn whole(tree: &dyn Tree, rel: &str) -> Result<Option<Vec<(String, SystemTime)>>> {
+    let files = tree.files_under(rel)?;
+    let prefix = format!("{rel}/");
+    Ok((!tree.unlistable().iter().any(|u| *u == rel || u.starts_with(&prefix))).then_some(files))
+}
+
 /// Object-store roles. A claim is live while it, an object under its
 /// version, or an object under its writer's parts' prefix is younger than
 /// `older_than_s`, or it is gc's own. A dead claim's version without a
@@ -125,8 +137,11 @@ pub(super) fn object_rules(
 ) -> Result<Vec<String>> {
     let shown = |rel: &str| place.join(rel).to_string();
     report_odd(shown, ds, report);
-    let newest =
-        |rel: &str| -> Result<Option<SystemTime>> { Ok(tree.files_under(rel)?.into_iter().map(|(_, t)| t).max()) };
+    // the newest object under `rel` (`Some(None)`: nothing there); `None` when a
+    // level under it could not be listed
+    let newest = |rel: &str| -> Result<Option<Option<SystemTime>>> {
+        Ok(whole(tree, rel)?.map(|files| files.into_iter().map(|(_, t)| t).max()))
+    };
     // every object, the marker (claim or parts' marker) last; a delete that
     // fails is reported and keeps the marker, so what is left is still found.
     // An object gone since the listing (another gc, a user) is not this run's
@@ -247,7 +262,8 @@ pub(super) fn object_rules(
             // a past run's fence alone: it goes once N old (a create of its dead
             // writer still in flight then has failed or never lands)
             if let Some((put, fence_id)) = fence {
-                if tree.files_under(&version)?.iter().any(|(f, _)| *f != fence_key) {
+                let Some(files) = whole(tree, &version)? else { continue };
+                if files.iter().any(|(f, _)| *f != fence_key) {
                     report.odd.push((shown(&version), BESIDE_FENCE.to_string()));
                     continue;
                 }
@@ -281,10 +297,20 @@ pub(super) fn object_rules(
         // listed only once the claim itself is old enough; gc's own claim
         // ages alike: the run that put it may still be deleting
         let mut under = None;
+        // a level under the version or its writer's parts that could not be
+        // listed may hide anything: the claim is judged alive, and kept
         let alive = !run.old(*created) || {
-            let files = under.insert(tree.files_under(&version)?);
             let parts = writer.as_ref().map(|w| join(&ds.rel, &format!(".tmp-{child}-{w}")));
-            let newest_part = parts.as_deref().map(newest).transpose()?.flatten();
+            let (newest_part, files) = match (parts.as_deref().map(newest).transpose()?, whole(tree, &version)?) {
+                // no writer id (no parts' prefix), or the newest part's time
+                (None, Some(files)) => (None, files),
+                (Some(Some(newest_part)), Some(files)) => (newest_part, files),
+                _ => {
+                    live.extend(writer.clone().map(|w| (child.clone(), w)));
+                    continue;
+                }
+            };
+            let files = under.insert(files);
             let last = files.iter().map(|(_, t)| *t).chain([*created]).chain(newest_part).max().unwrap_or(*created);
             !run.old(last)
         };
@@ -297,7 +323,13 @@ pub(super) fn object_rules(
         if !manifest {
             let under = match under {
                 Some(under) => under,
-                None => tree.files_under(&version)?,
+                None => match whole(tree, &version)? {
+                    Some(files) => files,
+                    None => {
+                        live.extend(writer.map(|w| (child.clone(), w)));
+                        continue;
+                    }
+                },
             };
             // a manifest.json neither TimeF's nor gc's fence is a user's: kept,
             // with everything beside it (only the claim goes), in a dry run too
@@ -353,7 +385,7 @@ pub(super) fn object_rules(
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
         let prefix = join(&ds.rel, child);
-        let mut files = tree.files_under(&prefix)?;
+        let Some(mut files) = whole(tree, &prefix)? else { continue };
         let last = files.iter().map(|(_, t)| *t).max();
         if live.contains(&(version.clone(), write_id.clone())) || last.is_some_and(|t| !run.old(t)) {
             report.kept_claims.push(shown(&prefix));

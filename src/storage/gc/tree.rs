@@ -104,7 +104,12 @@ pub(super) struct Delimited(pub(super) ObjectLocation, pub(super) RefCell<BTreeS
 
 impl Tree for Delimited {
     fn level(&self, rel: &str) -> Result<Level> {
-        let Some((dirs, files)) = self.0.join(rel).list_level()? else {
+        let at = self.0.join(rel);
+        let Some((dirs, files)) = at.list_level()? else {
+            // the place itself: nothing can be said of it
+            if rel.is_empty() {
+                return Err(crate::storage::object::cannot_list(&at));
+            }
             self.1.borrow_mut().insert(rel.to_string());
             return Ok(Level::default());
         };
