@@ -100,6 +100,11 @@ impl PyDataset {
         }
     }
 
+    /// `ValueError` naming what took the dataset, once one did.
+    pub fn check_untaken(&self) -> PyResult<()> {
+        self.lock().map(drop)
+    }
+
     /// Takes the dataset out for `by` (a writer, an edit); later uses raise
     /// `ValueError` naming `by`.
     pub fn take(&self, by: &'static str) -> PyResult<timef::TimeFDataset> {

@@ -186,7 +186,9 @@ impl PyVersion {
     /// The windows of `window_plan(context_length, prediction_length,
     /// **options)` (every keyword argument of `window_plan`) that rank `rank`
     /// of `world_size` takes in `epoch`, as dict batches of at most
-    /// `batch_size` numpy arrays (see `WindowPlan.windows`).
+    /// `batch_size` numpy arrays (see `WindowPlan.windows`). Raises
+    /// `TimeFValidationError` (`field` the option) for `world_size` 0, `rank`
+    /// not below `world_size`, `batch_size` 0, and as `window_plan`.
     #[pyo3(signature = (context_length, prediction_length = 0, *, epoch = 0, rank = 0, world_size = 1,
                         batch_size = 256, **options))]
     #[allow(clippy::too_many_arguments)]

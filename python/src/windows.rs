@@ -95,7 +95,9 @@ impl PyWindowPlan {
 
     /// The windows of consumer `consumer` of `consumers` in `epoch`, skipping
     /// the positions in `consumed` and the first `taken` of its span, as an
-    /// iterator of dict batches of at most `batch_size` windows.
+    /// iterator of dict batches of at most `batch_size` windows. Raises
+    /// `TimeFValidationError` (`field` the option) for a consumer outside
+    /// `consumers` and for `batch_size` 0.
     #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0, batch_size = 256),
            text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0, batch_size=256)")]
     fn windows(

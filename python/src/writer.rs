@@ -411,7 +411,9 @@ pub fn edit_version<'py>(
     }
     let base = core_root(base_dir, options_for(base_dir)?)?;
     let out = core_root(out_root, options_for(out_root)?)?;
-    // the rows are read before the added datasets are taken, so a bad row leaves them usable
+    // what can be judged without the base is, before the added datasets are
+    // taken (all or none), so such a mistake leaves them usable
+    timef::names::validate_name(&dataset_version, "dataset_version").map_err(to_py)?;
     let set_annotations = timef::edit::annotation_rows(
         "<set_annotations>",
         json_values(py, "<set_annotations>", "annotation_id", &set_annotations)?,
@@ -422,6 +424,14 @@ pub fn edit_version<'py>(
     let set_sources =
         timef::edit::source_rows("<set_sources>", json_values(py, "<set_sources>", "source_id", &set_sources)?)
             .map_err(to_py)?;
+    check_rows_alone(&set_annotations, &set_tasks, &set_sources).map_err(to_py)?;
+    for (i, d) in add.iter().enumerate() {
+        d.check_untaken()?;
+        if add[..i].iter().any(|e| e.as_ptr() == d.as_ptr()) {
+            let (name, version) = d.name_version();
+            return Err(PyValueError::new_err(format!("dataset {name}/{version} is given twice in add")));
+        }
+    }
     let edit = timef::edit::Edit {
         remove_sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
         remove_series_ids: remove_series_ids.into_iter().collect(),
@@ -450,6 +460,28 @@ pub fn edit_version<'py>(
     let (dir, _plan) =
         py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
     Ok(dir.display().to_string().into_pyobject(py)?.into_any().unbind())
+}
+
+/// Refuses a row of `set_*` that breaks a rule of its own (an empty id, a
+/// bad task name, a forecasting task without its target, two rows of one id
+/// that differ), as the edit would, by adding them to a dataset of their own:
+/// the edit adds them to the base's with the same checks.
+fn check_rows_alone(
+    annotations: &[(timef::Annotation, BTreeSet<String>)],
+    tasks: &[(String, timef::Task)],
+    sources: &[timef::Source],
+) -> timef::Result<()> {
+    let mut alone = timef::TimeFDataset::new("rows", "alone")?;
+    for (a, samples) in annotations {
+        alone.add_annotation(a.clone(), &samples.iter().cloned().collect::<Vec<_>>())?;
+    }
+    for (name, t) in tasks {
+        alone.add_task(name, t.clone())?;
+    }
+    for source in sources {
+        alone.add_source(source.clone())?;
+    }
+    Ok(())
 }
 
 /// What a dry run of [`edit_version`] returns (its doc lists the keys).

@@ -237,11 +237,40 @@ def test_a_malformed_set_row_is_refused_before_the_added_datasets_are_taken(tmp_
                      values=np.arange(10, dtype=np.float32))
     added.add_sample(sample_id="more", source_id="more", series=["more/0"])
     before = listing(tmp_path)
-    bad = {"annotation_id": "z", "sample_id": "more", "annotation_type": "label"}
-    with pytest.raises(timef.TimeFInputError) as e:
-        timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added], set_annotations=[bad])
-    assert str(e.value) == "<set_annotations>:1: missing field `key`"
-    assert listing(tmp_path) == before
+    row = {"annotation_id": "z", "sample_id": "more", "annotation_type": "label", "key": "k"}
+    task = {"task_name": "val", "task_id": "t", "task_type": "classification", "sample_ids": ["more"]}
+    # review 96: what a row breaks alone is refused before the take too, as is a bad version name
+    refused = [
+        ({"set_annotations": [{k: v for k, v in row.items() if k != "key"}]}, timef.TimeFInputError,
+         "<set_annotations>:1: missing field `key`"),
+        ({"set_annotations": [{**row, "annotation_id": ""}]}, timef.TimeFValidationError,
+         "invalid annotation_id of : must not be empty"),
+        ({"set_tasks": [{**task, "task_name": "a/b"}]}, timef.TimeFValidationError, None),
+        ({"set_tasks": [{**task, "task_type": "forecasting"}]}, timef.TimeFValidationError,
+         "invalid target_sample_id of t: a forecasting task needs a target sample"),
+        ({"set_sources": [{"source_id": "", "name": "x"}]}, timef.TimeFValidationError,
+         "invalid source_id of : must not be empty"),
+        ({"dataset_version": "v/2"}, timef.TimeFValidationError, None),
+    ]
+    for kwargs, error, message in refused:
+        kwargs = {"dataset_version": "v2", **kwargs}
+        with pytest.raises(error) as e:
+            timef.edit_version(base, tmp_path / "a", add=[added], **kwargs)
+        if message is not None:
+            assert str(e.value) == message, kwargs
+        assert listing(tmp_path) == before
+        assert added.sample_ids == ["more"], kwargs
+    # the datasets are taken all or none: one given twice, or one already spent, takes none
+    spent = timef.TimeFDataset("ArrowHead", "y")
+    spent.add_source(source_id="s", name="s")
+    timef.edit_version(base, tmp_path / "a", dataset_version="x1", dry_run=True, add=[spent])
+    with pytest.raises(ValueError) as e:
+        timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added, added])
+    assert str(e.value) == "dataset ArrowHead/x is given twice in add"
+    with pytest.raises(ValueError) as e:
+        timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added, spent])
+    assert str(e.value) == ("dataset ArrowHead/y was already handed to edit_version (add=) (its loaders run once): "
+                            "build it again")
     assert added.sample_ids == ["more"]
     new = timef.edit_version(base, tmp_path / "a", dataset_version="v2", add=[added])
     assert timef.open(new).manifest["counts"]["samples"] == 37
