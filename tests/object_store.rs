@@ -88,6 +88,22 @@ fn create_bucket(endpoint: &str, name: &str) {
     assert!(reply.starts_with("HTTP/1.1 200"), "create bucket {name}: {reply}");
 }
 
+/// `timef args` with test credentials and `env` as the only endpoint
+/// settings (none of the server's): its exit code and stderr.
+fn timef_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+    cmd.args(args)
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("AWS_ENDPOINT")
+        .env_remove("AWS_ALLOW_HTTP")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .envs(env.iter().copied());
+    let out = cmd.output().expect("run timef");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// A plain HTTP request to the server (it does not check signatures): its
 /// whole reply. Reaches keys `object_store` cannot name (`a//b`).
 fn raw_http(endpoint: &str, method: &str, path: &str, body: &[u8]) -> String {
@@ -1163,16 +1179,8 @@ fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
             other => panic!("{endpoint}: {other:?}"),
         }
         for args in [vec!["ls", "s3://bucket/root"], vec!["info", "s3://bucket/root/bm/v1"]] {
-            let out = Command::new(env!("CARGO_BIN_EXE_timef"))
-                .args(&args)
-                .env("AWS_ENDPOINT_URL", endpoint)
-                .env("AWS_ACCESS_KEY_ID", "testing")
-                .env("AWS_SECRET_ACCESS_KEY", "testing")
-                .env("AWS_REGION", "us-east-1")
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{endpoint} {args:?}: {stderr}");
+            let (code, stderr) = timef_env(&args, &[("AWS_ENDPOINT_URL", endpoint)]);
+            assert_eq!(code, Some(2), "{endpoint} {args:?}: {stderr}");
             assert_eq!(stderr, format!("timef: error: invalid URL {}: {reason}\n", args[1]), "{endpoint}");
         }
     }
@@ -1272,19 +1280,8 @@ fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() 
             }
             other => panic!("{option}: {other:?}"),
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_timef"))
-            .args(["ls", url])
-            .env_remove("AWS_ENDPOINT_URL")
-            .env_remove("AWS_ENDPOINT")
-            .env_remove("AWS_ALLOW_HTTP")
-            .env(variable, value)
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", "us-east-1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{variable}: {stderr}");
+        let (code, stderr) = timef_env(&["ls", url], &[(variable, value)]);
+        assert_eq!(code, Some(2), "{variable}: {stderr}");
         assert_eq!(stderr, format!("timef: error: invalid URL {url}: {by_variable}\n"), "{variable}");
         assert!(!stderr.contains(value.as_str()));
     }
