@@ -1263,6 +1263,14 @@ fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() 
             sse("aws_server_side_encryption"),
             sse("AWS_SERVER_SIDE_ENCRYPTION"),
         ),
+        // a secret that happens to parse as a URL of another scheme is no endpoint: not refused as one
+        (
+            "aws_server_side_encryption",
+            "AWS_SERVER_SIDE_ENCRYPTION",
+            "k:ey#Sec".into(),
+            sse("aws_server_side_encryption"),
+            sse("AWS_SERVER_SIDE_ENCRYPTION"),
+        ),
         // review 96: a short value the client does not quote
         (
             "aws_server_side_encryption",

@@ -233,7 +233,9 @@ fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
 fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()> {
     let secret = |v: &str| {
         url::Url::parse(v.trim()).is_ok_and(|u| {
-            !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some()
+            // the URLs a client requests (a secret key with a `:` is not one)
+            matches!(u.scheme(), "http" | "https")
+                && (!u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some())
         })
     };
     match taken.iter().find(|(_, v)| secret(v)) {
