@@ -183,11 +183,10 @@ macro_rules! cloud_store {
     ($builder:ty, $key:ty, $url:expr, $options:expr, $retry:expr, [$($endpoint:expr),*]) => {{
         install_tls_provider();
         let mut b = <$builder>::from_env().with_url($url.as_str());
-        let given: Vec<(String, String)> = $options.iter().cloned().collect();
         // every value the builder takes, from the options or the environment
-        let from_env = std::env::vars().filter(|(k, _)| k.to_ascii_lowercase().parse::<$key>().is_ok());
-        let taken: Vec<(String, String)> = given.iter().cloned().chain(from_env).collect();
-        refuse_urls_with_secrets($url.as_str(), &taken)?;
+        // (as `from_env` reads them: a cloud prefix, and a key the builder takes)
+        let from_env = cloud_env().filter(|(k, _)| k.to_ascii_lowercase().parse::<$key>().is_ok());
+        let taken: Vec<(String, String)> = $options.iter().cloned().chain(from_env).collect();
         for (k, v) in store_options::default_timeouts().into_iter().chain($options) {
             let key: $key = k.parse().map_err(|_| store_options::unknown(&redact($url.as_str()), &k, $url.scheme()))?;
             b = b.with_config(key, v);
@@ -196,8 +195,9 @@ macro_rules! cloud_store {
         $(if let Some(endpoint) = b.get_config_value(&$endpoint) {
             check_endpoint($url.as_str(), $endpoint.as_ref(), &endpoint)?;
         })*
+        refuse_urls_with_secrets($url.as_str(), &taken)?;
         let b = b.with_retry(store_options::retry_config(&$retry));
-        let store = Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), without_values(e.to_string(), &given)))?)
+        let store = Arc::new(b.clone().build().map_err(|e| invalid($url.as_str(), without_values(e.to_string(), &taken)))?)
             as Arc<dyn ObjectStore>;
         let rebuild: Rebuild = Box::new(move || Ok(Arc::new(b.clone().build()?) as Arc<dyn ObjectStore>));
         (store, Some(rebuild))
@@ -224,71 +224,91 @@ fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
     }
 }
 
-/// Refuses any value the store's client takes (an option's or a cloud
-/// environment variable's, `(key, value)` in `taken`) that is a URL with
-/// user info, a query or a fragment: an endpoint, a metadata or token
-/// service. The clients' error texts repeat each request's URL, so a
-/// credential there would be shown. Names the key, never the value.
+/// The environment variables of the cloud clients (`AWS_*`, `GOOGLE_*`,
+/// `AZURE_*`: the prefixes the builders' `from_env` reads), as UTF-8.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()> {
-    let secret = |v: &str| {
-        url::Url::parse(v.trim()).is_ok_and(|u| {
-            // the URLs a client requests (a secret key with a `:` is not one)
-            matches!(u.scheme(), "http" | "https")
-                && (!u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some())
-        })
-    };
-    match taken.iter().find(|(_, v)| secret(v)) {
-        Some((key, _)) => Err(invalid(
-            &redact(url),
-            format!(
-                "{key} holds a URL with user info, a query or a fragment, which the store's error texts would \
-                 show: give credentials through the environment or storage options"
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// `text`, an error of a store's builder, without the option values given
-/// (`given`) nor those of the cloud environment variables (`AWS_*`,
-/// `GOOGLE_*`, `AZURE_*`, which the builders read): each is named by its key
-/// instead. The builders quote a value they cannot parse, and a value may be
-/// a secret.
-#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn without_values(mut text: String, given: &[(String, String)]) -> String {
-    let from_env = std::env::vars_os().filter_map(|(k, v)| {
+fn cloud_env() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(k, v)| {
         let (k, v) = (k.into_string().ok()?, v.into_string().ok()?);
         ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| k.starts_with(p)).then_some((k, v))
-    });
-    let mut values: Vec<(String, String)> =
-        given.iter().cloned().chain(from_env).filter(|(_, v)| !v.is_empty()).collect();
-    // the longest first, so a value inside another goes with it
-    values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.cmp(b)));
-    for (key, value) in &values {
-        let named = format!("<the value of {key}>");
-        text = text.replace(&format!("\"{value}\""), &named);
-        text = replace_words(&text, value, &named);
-    }
-    text
+    })
 }
 
-/// `text` with each occurrence of `word` that no letter, digit, `_` or `-`
-/// touches replaced by `with` (a short value, `pw1`, could be part of the
-/// text's own words).
+/// Refuses a value the store's client takes (an option's or a cloud
+/// environment variable's, `(key, value)` in `taken`) that is an `http(s)://`
+/// URL the client cannot request (it panics building the request) or that
+/// holds user info, a query or a fragment (an endpoint, a metadata or token
+/// service): the clients' error texts repeat each request's URL, so a
+/// credential there would be shown. A proxy's URL may hold its credentials:
+/// the client sends them and never shows that URL. Names the key, never the
+/// value.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
-fn replace_words(text: &str, word: &str, with: &str) -> String {
+fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()> {
+    for (key, value) in taken.iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy")) {
+        let v = value.trim();
+        let http = ["http://", "https://"].iter().any(|p| v.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p)));
+        if !http {
+            continue;
+        }
+        let why = match url::Url::parse(v) {
+            Ok(u)
+                if !u.username().is_empty()
+                    || u.password().is_some()
+                    || u.query().is_some()
+                    || u.fragment().is_some() =>
+            {
+                "holds a URL with user info, a query or a fragment, which the store's error texts would show: give \
+                 credentials through their own options or environment variables"
+            }
+            Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) && !value.chars().any(|c| c.is_control()) => continue,
+            _ => "holds a URL the client cannot request (no host, a bad port, a control character)",
+        };
+        return Err(invalid(&redact(url), format!("{key} {why}")));
+    }
+    Ok(())
+}
+
+/// `text`, an error of a store's builder, without the values it took
+/// (`taken`: options, and the cloud environment variables it read): each is
+/// named by its key instead, where the text quotes it or holds it as a word
+/// (one not of letters alone, which the text's own words could be).
+/// The builders quote a value they cannot parse, and a value may be a
+/// secret. One pass over `text`, the longest value first at each place, so a
+/// name put in is never replaced again.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn without_values(text: String, taken: &[(String, String)]) -> String {
+    let mut values: Vec<&(String, String)> = taken.iter().filter(|(_, v)| !v.is_empty()).collect();
+    values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.cmp(b)));
     let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(word) {
-        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
-        out.push_str(before);
-        let touched = part(out.chars().next_back()) || part(after.chars().next());
-        out.push_str(if touched { word } else { with });
-        rest = after;
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let before = text[..at].chars().next_back();
+        let found = values.iter().find_map(|(key, value)| {
+            let quoted = format!("\"{value}\"");
+            if rest.starts_with(&quoted) {
+                return Some((key, quoted.len()));
+            }
+            // unquoted, a value of letters alone (`boolean`) is taken for the text's own word
+            let word = rest.starts_with(value.as_str())
+                && !value.chars().all(|c| c.is_ascii_alphabetic())
+                && !part(before)
+                && !part(rest[value.len()..].chars().next());
+            word.then_some((key, value.len()))
+        });
+        match found {
+            Some((key, len)) => {
+                out.push_str(&format!("<the value of {key}>"));
+                at += len;
+            }
+            None => {
+                let c = rest.chars().next().unwrap_or_default();
+                out.push(c);
+                at += c.len_utf8().max(1);
+            }
+        }
     }
-    out.push_str(rest);
     out
 }
 
@@ -698,9 +718,10 @@ impl ObjectLocation {
     }
 
     /// Every object under this prefix as (relative path, modification time),
-    /// sorted, and the levels that could not be listed ([`ObjectLocation::list_all`]).
+    /// sorted, and the levels that could not be listed ([`ObjectLocation::list_all`];
+    /// `""`: this prefix's own).
     pub(super) fn list_times(&self) -> Result<Listing<SystemTime>> {
-        let (metas, unlistable) = self.list_all_below()?;
+        let (metas, unlistable) = self.list_all()?;
         let mut out: Vec<(String, SystemTime)> =
             metas.into_iter().filter_map(|m| Some((self.relative(&m.location)?, m.last_modified.into()))).collect();
         out.sort();

@@ -185,6 +185,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                     Some(dir) => (file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?, Vec::new()),
                     None => {
                         let (all, unlistable) = o.list_times()?;
+                        // the place's own level: nothing of it can be judged
+                        if unlistable.iter().any(String::is_empty) {
+                            return Err(object::cannot_list(o));
+                        }
                         let all = all.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
                         (all, unlistable.iter().map(|u| decoded(u)).collect())
                     }

@@ -385,6 +385,12 @@ pub(super) fn object_rules(
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
         let prefix = join(&ds.rel, child);
+        // its version's own level unlisted (classifying read it) may hide the
+        // claim that holds it: kept
+        let version_level = join(&ds.rel, version);
+        if tree.unlistable().contains(&version_level) {
+            continue;
+        }
         let Some(mut files) = whole(tree, &prefix)? else { continue };
         let last = files.iter().map(|(_, t)| *t).max();
         if live.contains(&(version.clone(), write_id.clone())) || last.is_some_and(|t| !run.old(t)) {
