@@ -1058,6 +1058,42 @@ fn a_claim_or_parts_behind_a_level_that_cannot_be_listed_are_kept_by_gc_and_ls_a
     }
 }
 
+/// Review 98: a dataset level that cannot be listed hides its writers'
+/// objects, while a sibling prefix whose name decodes alike (`d%73` for `ds`)
+/// lists old copies of their names: gc acts on nothing under a level with an
+/// unlisted level above it, so a live writer's fresh parts stay.
+#[cfg(feature = "s3")]
+#[test]
+fn nothing_is_acted_on_under_a_level_that_cannot_be_listed() {
+    let Some(ep) = s3_endpoint("s3_unnameable_above") else { return };
+    let b = bucket(&ep, "unnameable-above");
+    let root = Location::parse(&format!("s3://{b}/r"), &s3_options(&ep)).unwrap();
+    let writer = "0123456789abcdef0123456789abcdef";
+    let parts = format!(r#"{{"write_id":"{writer}"}}"#);
+    let put = |key: &str, body: &str| {
+        let reply = raw_http(&ep, "PUT", &format!("/{b}/{key}"), body.as_bytes());
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{key}: {reply}");
+    };
+    // old copies of the writer's names under `d%73`
+    put(&format!("r/d%2573/.tmp-2-{writer}/_timef_parts.json"), &parts);
+    put(&format!("r/d%2573/.tmp-2-{writer}/time_series/part-0.parquet"), "old");
+    std::thread::sleep(Duration::from_secs(3));
+    // the live writer, just now, behind a level that cannot be listed
+    let claim = format!(r#"{{"writer_id":"{writer}","created_at_unix_s":0,"created_by":"t"}}"#);
+    put("r/ds/2/_timef_claim.json", &claim);
+    put(&format!("r/ds/.tmp-2-{writer}/_timef_parts.json"), &parts);
+    put(&format!("r/ds/.tmp-2-{writer}/time_series/part-0.parquet"), "fresh");
+    put("r/ds//junk", "user");
+    let report = timef::storage::gc(&root, 2).unwrap();
+    assert_eq!((report.removed_claims.len(), report.removed_files.len()), (0, 0), "{report:?}");
+    let listed = raw_http(&ep, "GET", &format!("/{b}?list-type=2&prefix=r/"), b"");
+    for key in
+        [format!("r/ds/.tmp-2-{writer}/_timef_parts.json"), format!("r/ds/.tmp-2-{writer}/time_series/part-0.parquet")]
+    {
+        assert!(listed.contains(&format!("<Key>{key}</Key>")), "{key}: {listed}");
+    }
+}
+
 /// A URL that carries user info, a query or a fragment (where credentials hide)
 /// is refused before any client sees it, and the secret appears nowhere.
 #[test]
@@ -1247,6 +1283,8 @@ fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
 #[test]
 fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() {
     const SECRET: &str = "Sup3rS3cr3t";
+    const CANNOT: &str = "holds a URL the client cannot request (not spelled `http://host` or `https://host`, a bad \
+                          port, white space or a control character)";
     let url = "s3://bucket/root";
     let with_url = |key: &str| {
         format!(
@@ -1319,10 +1357,18 @@ fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() 
             "aws_metadata_endpoint",
             "AWS_METADATA_ENDPOINT",
             "http://127.0.0.1:99999".into(),
-            "aws_metadata_endpoint holds a URL the client cannot request (no host, a bad port, a control character)"
+            "aws_metadata_endpoint holds a URL the client cannot request (not spelled `http://host` or `https://host`, a bad port, white space or a control character)"
                 .into(),
-            "AWS_METADATA_ENDPOINT holds a URL the client cannot request (no host, a bad port, a control character)"
+            "AWS_METADATA_ENDPOINT holds a URL the client cannot request (not spelled `http://host` or `https://host`, a bad port, white space or a control character)"
                 .into(),
+        ),
+        // review 98: what the URL parser reads as http, spelled otherwise, is refused too (it panicked the client)
+        (
+            "aws_metadata_endpoint",
+            "AWS_METADATA_ENDPOINT",
+            "http:\\\\127.0.0.1:1/".into(),
+            format!("aws_metadata_endpoint {CANNOT}"),
+            format!("AWS_METADATA_ENDPOINT {CANNOT}"),
         ),
         // review 97: a value that is a word of the message names its key there only
         (

@@ -211,7 +211,7 @@ macro_rules! cloud_store {
 #[cfg(any(feature = "s3", feature = "azure"))]
 fn check_endpoint(url: &str, key: &str, endpoint: &str) -> Result<()> {
     // the URL parser trims and drops what the client refuses (a CR from a CRLF .env file)
-    let clean = !endpoint.chars().any(|c| c.is_whitespace() || c.is_control());
+    let clean = !endpoint.chars().any(|c| c.is_whitespace() || c.is_control()) && spelled_http(endpoint);
     let parsed = url::Url::parse(endpoint);
     let ok = clean
         && parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
@@ -245,13 +245,14 @@ fn cloud_env() -> impl Iterator<Item = (String, String)> {
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()> {
     for (key, value) in taken.iter().filter(|(k, _)| !k.to_ascii_lowercase().contains("proxy")) {
-        let v = value.trim();
-        let http = ["http://", "https://"].iter().any(|p| v.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p)));
-        if !http {
-            continue;
-        }
-        let why = match url::Url::parse(v) {
-            Ok(u)
+        // what the URL parser reads as http(s) (it drops tabs and reads `http:\\x`
+        // as `http://x`), or what is spelled like it
+        let parsed = url::Url::parse(value.trim()).ok().filter(|u| matches!(u.scheme(), "http" | "https"));
+        let spelled = value.trim_start().get(..5).is_some_and(|h| h.eq_ignore_ascii_case("http:"))
+            || value.trim_start().get(..6).is_some_and(|h| h.eq_ignore_ascii_case("https:"));
+        let why = match parsed {
+            None if !spelled => continue,
+            Some(u)
                 if !u.username().is_empty()
                     || u.password().is_some()
                     || u.query().is_some()
@@ -260,12 +261,28 @@ fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()>
                 "holds a URL with user info, a query or a fragment, which the store's error texts would show: give \
                  credentials through their own options or environment variables"
             }
-            Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) && !value.chars().any(|c| c.is_control()) => continue,
-            _ => "holds a URL the client cannot request (no host, a bad port, a control character)",
+            Some(u)
+                if u.host_str().is_some_and(|h| !h.is_empty())
+                    && spelled_http(value)
+                    && !value.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                continue
+            }
+            _ => {
+                "holds a URL the client cannot request (not spelled `http://host` or `https://host`, a bad port, \
+                  white space or a control character)"
+            }
         };
         return Err(invalid(&redact(url), format!("{key} {why}")));
     }
     Ok(())
+}
+
+/// True when `value` starts with `http://` or `https://` (any case): the
+/// URL parser takes other spellings the clients cannot request.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn spelled_http(value: &str) -> bool {
+    ["http://", "https://"].iter().any(|p| value.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p)))
 }
 
 /// `text`, an error of a store's builder, without the values it took

@@ -115,8 +115,16 @@ pub(super) fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset,
 /// it, judge alike.
 fn whole(tree: &dyn Tree, rel: &str) -> Result<Option<Vec<(String, SystemTime)>>> {
     let files = tree.files_under(rel)?;
-    let prefix = format!("{rel}/");
-    Ok((!tree.unlistable().iter().any(|u| *u == rel || u.starts_with(&prefix))).then_some(files))
+    Ok((!unlisted(tree, rel)).then_some(files))
+}
+
+/// True when a level that could not be listed is `rel`, under it, or above
+/// it: what is under `rel` is not all known (above it, what was listed there
+/// may even be another prefix's objects whose names decode alike, `d%73` for
+/// `ds`, while its own are hidden).
+fn unlisted(tree: &dyn Tree, rel: &str) -> bool {
+    let under = |a: &str, b: &str| b.is_empty() || a == b || a.starts_with(&format!("{b}/"));
+    tree.unlistable().iter().any(|u| under(u, rel) || under(rel, u))
 }
 
 /// Object-store roles. A claim is live while it, an object under its
@@ -385,10 +393,9 @@ pub(super) fn object_rules(
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
         let prefix = join(&ds.rel, child);
-        // its version's own level unlisted (classifying read it) may hide the
-        // claim that holds it: kept
-        let version_level = join(&ds.rel, version);
-        if tree.unlistable().contains(&version_level) {
+        // its version's level unlisted, or one above it (classifying read
+        // them), may hide the claim that holds it: kept
+        if unlisted(tree, &join(&ds.rel, version)) {
             continue;
         }
         let Some(mut files) = whole(tree, &prefix)? else { continue };
