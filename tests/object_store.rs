@@ -1257,6 +1257,10 @@ fn an_endpoint_that_is_not_an_http_url_is_refused_not_a_panic() {
         "http://127.0.0.1:9\r",
         " http://127.0.0.1:9",
         "http://127.0.0.1:9/a b",
+        // review 99: the URL parser reads these as http://host, the client cannot request them
+        "http:///127.0.0.1:9",
+        "https:///x",
+        "http://127.0.0.1:9\\x",
     ] {
         let opts: StorageOptions = [("aws_endpoint".to_string(), endpoint.to_string())].into_iter().collect();
         match Location::parse("s3://bucket/root", &opts) {
@@ -1366,7 +1370,7 @@ fn an_endpoint_credential_or_a_refused_option_value_never_appears_in_an_error() 
         (
             "aws_metadata_endpoint",
             "AWS_METADATA_ENDPOINT",
-            "http:\\\\127.0.0.1:1/".into(),
+            "http:///127.0.0.1:1/".into(),
             format!("aws_metadata_endpoint {CANNOT}"),
             format!("AWS_METADATA_ENDPOINT {CANNOT}"),
         ),

@@ -278,11 +278,15 @@ fn refuse_urls_with_secrets(url: &str, taken: &[(String, String)]) -> Result<()>
     Ok(())
 }
 
-/// True when `value` starts with `http://` or `https://` (any case): the
-/// URL parser takes other spellings the clients cannot request.
+/// True when `value` is spelled `http://host...` or `https://host...` (any
+/// case), without a backslash: the URL parser takes other spellings
+/// (`http:\\host`, `http:///host`) that the clients cannot request.
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn spelled_http(value: &str) -> bool {
-    ["http://", "https://"].iter().any(|p| value.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p)))
+    let rest = ["http://", "https://"]
+        .iter()
+        .find_map(|p| value.get(..p.len()).filter(|h| h.eq_ignore_ascii_case(p)).map(|_| &value[p.len()..]));
+    rest.is_some_and(|rest| !rest.starts_with('/')) && !value.contains('\\')
 }
 
 /// `text`, an error of a store's builder, without the values it took
