@@ -688,24 +688,31 @@ impl ObjectLocation {
         let (mut objects, mut unlistable) = (Vec::new(), Vec::new());
         let mut levels = vec![self.path.clone()];
         while let Some(level) = levels.pop() {
-            let at = (!level.as_ref().is_empty()).then_some(&level);
-            match block_on(self.store().list_with_delimiter(at))? {
-                // a common prefix the client names as this level or above it
-                // (a key `/x` at a bucket's root is listed under `/`, which it
-                // reads as the root) cannot be looked into: the level is unknown
-                Ok(listed) if listed.common_prefixes.iter().any(|p| !below(p, &level)) => {
-                    unlistable.extend(self.relative(&level));
-                }
-                Ok(listed) => {
+            match self.delimited(&level)? {
+                Some(listed) => {
                     objects.extend(listed.objects);
                     levels.extend(listed.common_prefixes);
                 }
-                Err(object_store::Error::InvalidPath { .. }) => unlistable.extend(self.relative(&level)),
-                Err(e) => return Err(self.err(e)),
+                None => unlistable.extend(self.relative(&level)),
             }
         }
         unlistable.sort();
         Ok((objects, unlistable))
+    }
+
+    /// What is directly under `level` (this prefix or one below it), listed
+    /// with a delimiter; `None` when the level holds a key the client cannot
+    /// name, or a common prefix it names as this level or above it (a key
+    /// `/x` at a bucket's root is listed under `/`, which it reads as the
+    /// root): what is under it is unknown.
+    fn delimited(&self, level: &ObjPath) -> Result<Option<object_store::ListResult>> {
+        let at = (!level.as_ref().is_empty()).then_some(level);
+        match block_on(self.store().list_with_delimiter(at))? {
+            Ok(listed) if listed.common_prefixes.iter().any(|p| !below(p, level)) => Ok(None),
+            Ok(listed) => Ok(Some(listed)),
+            Err(object_store::Error::InvalidPath { .. }) => Ok(None),
+            Err(e) => Err(self.err(e)),
+        }
     }
 
     pub(crate) fn list_dirs(&self) -> Result<Vec<String>> {
@@ -754,13 +761,7 @@ impl ObjectLocation {
     /// `None` when the level holds a key the client cannot name
     /// ([`ObjectLocation::list_all`]).
     pub(super) fn list_level(&self) -> Result<Option<LevelListing>> {
-        let prefix = (!self.path.as_ref().is_empty()).then_some(&self.path);
-        let listed = match block_on(self.store().list_with_delimiter(prefix))? {
-            Ok(listed) if listed.common_prefixes.iter().any(|p| !below(p, &self.path)) => return Ok(None),
-            Ok(listed) => listed,
-            Err(object_store::Error::InvalidPath { .. }) => return Ok(None),
-            Err(e) => return Err(self.err(e)),
-        };
+        let Some(listed) = self.delimited(&self.path)? else { return Ok(None) };
         let dirs = listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
         let files = listed
             .objects

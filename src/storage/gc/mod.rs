@@ -36,7 +36,7 @@ use super::{object, pause_point, Location};
 use crate::error::Result;
 use classify::{classify, Dataset, Role};
 use rules::{local_rules, object_rules, Run};
-use tree::{decoded, file_tree, Delimited, Listed, LocalTree, Tree};
+use tree::{decoded, file_tree, within, Delimited, Listed, LocalTree, Tree};
 
 /// What [`gc`] removed (or, for [`gc_dry_run`] and [`stale_per_dataset`], would remove now).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -202,31 +202,25 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 // a rule reading a prefix with a level it could not list acts on
                 // nothing there (`rules::whole`); such levels are reported as odd
                 let fenced = object_rules(run, o, tree, &ds, &mut survey.report)?;
-                let reported: Vec<String> = survey.report.odd.iter().map(|(p, _)| p.clone()).collect();
-                for level in tree.unlistable().iter().filter(|u| within(u, &ds.rel)) {
-                    let path = o.join(level).to_string();
-                    if !reported.contains(&path) {
-                        survey.report.odd.push((path, object::UNLISTABLE.to_string()));
-                    }
-                }
+                report_unlistable(o, tree, &ds.rel, &mut survey.report);
                 survey.datasets.push(found(place, &ds, fenced, before, &survey.report));
             }
             // the levels outside every dataset, reported for the place
-            for level in tree.unlistable() {
-                let path = o.join(&level).to_string();
-                if !survey.report.odd.iter().any(|(p, _)| *p == path) {
-                    survey.report.odd.push((path, object::UNLISTABLE.to_string()));
-                }
-            }
+            report_unlistable(o, tree, "", &mut survey.report);
         }
     }
     to_innermost_dataset(&mut survey.datasets);
     Ok(survey)
 }
 
-/// True when `level` (relative to the place) is `rel` or under it (`""`: the place).
-fn within(level: &str, rel: &str) -> bool {
-    rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
+/// Reports as odd each level under `rel` that could not be listed, once.
+fn report_unlistable(o: &object::ObjectLocation, tree: &dyn Tree, rel: &str, report: &mut GcReport) {
+    for level in tree.unlistable().iter().filter(|u| within(u, rel)) {
+        let path = o.join(level).to_string();
+        if !report.odd.iter().any(|(p, _)| *p == path) {
+            report.odd.push((path, object::UNLISTABLE.to_string()));
+        }
+    }
 }
 
 /// Moves each odd entry to the innermost dataset whose folder holds it: a

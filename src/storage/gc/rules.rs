@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::classify::{Dataset, Role};
-use super::tree::{decoded, join, LocalTree, Tree};
+use super::tree::{decoded, join, within, LocalTree, Tree};
 use super::{GcReport, Mode};
 use crate::error::Result;
 use crate::storage::object::{self, ObjectLocation};
@@ -123,8 +123,7 @@ fn whole(tree: &dyn Tree, rel: &str) -> Result<Option<Vec<(String, SystemTime)>>
 /// may even be another prefix's objects whose names decode alike, `d%73` for
 /// `ds`, while its own are hidden).
 fn unlisted(tree: &dyn Tree, rel: &str) -> bool {
-    let under = |a: &str, b: &str| b.is_empty() || a == b || a.starts_with(&format!("{b}/"));
-    tree.unlistable().iter().any(|u| under(u, rel) || under(rel, u))
+    tree.unlistable().iter().any(|u| within(u, rel) || within(rel, u))
 }
 
 /// Object-store roles. A claim is live while it, an object under its

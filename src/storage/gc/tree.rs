@@ -57,11 +57,17 @@ pub(super) fn decoded(key: &str) -> String {
 
 /// `name` under `rel` (`""`: the place itself), `/`-separated.
 pub(super) fn join(rel: &str, name: &str) -> String {
-    if rel.is_empty() {
-        name.to_string()
-    } else {
-        format!("{rel}/{name}")
+    match (rel.is_empty(), name.is_empty()) {
+        (true, _) => name.to_string(),
+        // (a listing's own level, `""`, is `rel` itself)
+        (false, true) => rel.to_string(),
+        (false, false) => format!("{rel}/{name}"),
     }
+}
+
+/// True when `level` is `rel` or under it (`""`: the place, holding every level).
+pub(super) fn within(level: &str, rel: &str) -> bool {
+    rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
 }
 
 /// Every object under an object-store place, listed once, and the levels
