@@ -132,6 +132,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// Memory for `what` could not be had: `bytes` more were asked of the
+    /// allocator and refused (a batch of windows of a very long context under
+    /// an address-space or container limit). Nothing was written; Python
+    /// raises `MemoryError`. The CLI exits 3.
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// What needed the memory (the window, its lengths).
+        what: String,
+        /// The bytes asked for.
+        bytes: u64,
+    },
+
     /// An operating-system I/O error on `path`.
     #[error("I/O on {}: {source}", path.display())]
     Io {

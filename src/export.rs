@@ -52,8 +52,11 @@ pub struct ExportSummary {
 ///
 /// # Errors
 /// The scan's errors ([`Error::Corrupt`], I/O, object store); [`Error::Io`] on
-/// `out` (`AlreadyExists` when a file is there). Nothing is left at `out` on error.
+/// `out` (`AlreadyExists` when a file is there); [`Error::Validation`] (field
+/// `out`) when `out` is inside a committed version, which never changes.
+/// Nothing is left at `out` on error.
 pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSummary> {
+    crate::storage::Location::local(out).ensure_outside_versions("out", "a file")?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

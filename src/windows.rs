@@ -315,14 +315,29 @@ impl WindowPlan {
 impl WindowPlan {
     /// Appends the window of stack `stack` at `start` to `batch`, its
     /// series' values taken from `values`; nothing when one is missing there.
-    fn push_window(&self, batch: &mut WindowBatch, values: &BlockValues, stack: usize, start: i64) {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the allocator refuses the window's values
+    /// (a padded window is as long as the options say, whatever its series).
+    fn push_window(&self, batch: &mut WindowBatch, values: &BlockValues, stack: usize, start: i64) -> Result<()> {
         let (context, length) = (self.options.context_length, self.options.window_length());
         let padding = (-start.min(0)) as usize;
         let from = start.max(0) as usize;
         let series = self.blocks.stack_series(stack);
         if !series.iter().all(|&s| values.get(s).is_some()) {
-            return;
+            return Ok(());
         }
+        // asked, not assumed: an allocation refused would abort the process
+        let rows = series.len();
+        let refused = |_| Error::OutOfMemory {
+            what: format!(
+                "a window of {rows} x {length} values (context_length {context}, prediction_length {})",
+                self.options.prediction_length
+            ),
+            bytes: (rows as u64).saturating_mul(length as u64).saturating_mul(4),
+        };
+        batch.past_values.try_reserve(rows.saturating_mul(context)).map_err(refused)?;
+        batch.future_values.try_reserve(rows.saturating_mul(length - context)).map_err(refused)?;
         for values in series.iter().filter_map(|&s| values.get(s)) {
             // the row is `padding` zeros then `values[from..]`, cut at `context`
             let observed = &values[from..from + length - padding];
@@ -338,6 +353,7 @@ impl WindowPlan {
         batch.start.push(start);
         batch.start_s.push(meta.t_start_s + start as f64 / meta.sampling_rate_hz);
         batch.padding.push(padding as u32);
+        Ok(())
     }
 
     /// An empty batch with room for `windows` windows: each window's values
@@ -372,7 +388,7 @@ impl WindowPlan {
         for k in self.blocks.block_stacks(block) {
             let n = self.blocks.stack_len(k);
             for w in 0..windows_of(&self.options, n) {
-                self.push_window(&mut batch, &values, k, window_start(&self.options, n, w));
+                self.push_window(&mut batch, &values, k, window_start(&self.options, n, w))?;
             }
         }
         self.blocks.pool.give_block(values);
@@ -505,7 +521,10 @@ impl Windows {
             while buffer.next < buffer.items.len() && batch.len() < max.max(1) {
                 let (stack, start) = buffer.items[buffer.next];
                 buffer.next += 1;
-                self.plan.push_window(&mut batch, &buffer.values, stack, start);
+                if let Err(e) = self.plan.push_window(&mut batch, &buffer.values, stack, start) {
+                    self.done = true;
+                    return Some(Err(e));
+                }
             }
         }
         (!batch.is_empty()).then_some(Ok(batch))

@@ -186,6 +186,64 @@ fn duplicate_item_ids_are_refused() {
     assert_eq!(err, format!("{}: row 1: duplicate item_id a", path.display()));
 }
 
+/// Review 100: two columns of one name (two `target`s, two `item_id`s)
+/// were read as the first, the other's values dropped unseen. Each is
+/// refused naming the column, in an IPC file, a Parquet file, and the
+/// distributed write's routing, and nothing is written.
+#[test]
+fn two_columns_of_one_name_are_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = || {
+        let mut target = ListBuilder::new(Float64Builder::new());
+        target.values().append_slice(&[1.0, 2.0]);
+        target.append(true);
+        Arc::new(target.finish()) as ArrayRef
+    };
+    let id = || Arc::new(StringArray::from(vec!["a"])) as ArrayRef;
+    for (name, columns) in [
+        ("target", vec![("item_id", id()), ("target", targets()), ("target", targets())]),
+        ("item_id", vec![("item_id", id()), ("item_id", id()), ("target", targets())]),
+    ] {
+        let fields: Vec<arrow_schema::Field> =
+            columns.iter().map(|(n, c)| arrow_schema::Field::new(*n, c.data_type().clone(), true)).collect();
+        let batch = RecordBatch::try_new(
+            Arc::new(arrow_schema::Schema::new(fields)),
+            columns.into_iter().map(|(_, c)| c).collect(),
+        )
+        .unwrap();
+        let ipc = dir.path().join(format!("{name}.arrow"));
+        write_ipc_file(&ipc, &batch);
+        let parquet = dir.path().join(format!("{name}.parquet"));
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(File::create(&parquet).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        for path in [&ipc, &parquet] {
+            let err = read_arrow(path, &ArrowOptions::new("n", "v1")).unwrap_err().to_string();
+            assert_eq!(err, format!("{}: 2 columns are named {name}: keep one", path.display()));
+            let root = dir.path().join("root");
+            let (code, out, err) = cli(&[
+                "ingest",
+                "arrow",
+                "--root",
+                root.to_str().unwrap(),
+                "--name",
+                "n",
+                "--version",
+                "v1",
+                path.to_str().unwrap(),
+            ]);
+            let want = format!("timef: error: {}: 2 columns are named {name}: keep one\n", path.display());
+            assert_eq!((code, out.as_str(), err), (2, "", want));
+            assert!(!root.exists(), "a refused ingest left {}", root.display());
+        }
+        let err = timef::connectors::arrow::arrow_series_ids(&batch, &ipc, &ArrowOptions::new("n", "v1"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, format!("{}: 2 columns are named {name}: keep one", ipc.display()));
+    }
+}
+
 /// Writes `batches` (one schema) as an Arrow IPC file at `path`.
 fn write_ipc_batches(path: &Path, batches: &[RecordBatch]) {
     let mut w = arrow_ipc::writer::FileWriter::try_new(File::create(path).unwrap(), &batches[0].schema()).unwrap();

@@ -271,6 +271,34 @@ fn golden_copy() -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
+/// Review 100: `export --out` inside a committed version wrote a file into
+/// it (`verify` then failed: a file not in the manifest). It is refused as a
+/// write's root inside a version is, directly in the version or deeper, and
+/// the version keeps its files; the library's `export` refuses alike.
+#[test]
+fn an_export_into_a_committed_version_is_refused_and_leaves_it_whole() {
+    let (_tmp, dir) = golden_copy();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let before = tree(&dir);
+    let g = dir.to_str().unwrap();
+    let version = dir.canonicalize().unwrap();
+    for out in [dir.join("x.arrow"), dir.join("sub/x.arrow"), dir.join("time_series/x.parquet")] {
+        let (code, stdout, stderr) = cli(&["export", g, "--out", out.to_str().unwrap()]);
+        let want = format!(
+            "timef: error: invalid out of {}: is inside the committed version {}, which never changes: choose a \
+             file outside it\n",
+            out.display(),
+            version.display()
+        );
+        assert_eq!((code, stdout.as_str(), stderr), (2, "", want), "{}", out.display());
+        let v = Version::open(dir.clone()).unwrap();
+        let scan = timef::scan::scan(&v, &Selection::all(), &options(1, 1)).unwrap();
+        let err = timef::export::export(scan, &out, timef::export::ExportFormat::ArrowIpc).unwrap_err();
+        assert!(matches!(&err, timef::Error::Validation { field: "out", .. }), "{err:?}");
+    }
+    assert_eq!(tree(&dir), before);
+}
+
 /// A copy of the golden version whose shard 1 is cut in half (its footer is
 /// gone), and the path of that shard.
 fn golden_with_shard_1_cut_short() -> (tempfile::TempDir, PathBuf, PathBuf) {

@@ -1513,6 +1513,41 @@ fn local_a_dataset_whose_only_version_is_damaged_is_reported_not_hidden() {
     assert_eq!(b.files(), before);
 }
 
+/// Review 100: a `manifest.json` that is a symbolic link to itself made
+/// `ls` and `gc` of the whole root fail (exit 3, "Too many levels of symbolic
+/// links"), so gc cleared nothing anywhere. It is an odd version like a FIFO
+/// or a dangling link in its place: reported and kept, the rest cleared.
+#[test]
+fn local_a_manifest_that_is_a_link_loop_is_reported_and_the_rest_of_the_root_cleared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    TimeFWriter::at(Location::local(&root), small_options())
+        .write(ecg_dataset("good", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let stale = root.join(format!("good/.tmp-v2-{}", "0".repeat(32)));
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("f"), b"f").unwrap();
+    std::fs::create_dir_all(root.join("bad/v1")).unwrap();
+    std::os::unix::fs::symlink("manifest.json", root.join("bad/v1/manifest.json")).unwrap();
+    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
+               `timef verify` tells): not cleared; kept";
+    let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
+    let want = format!(
+        "bad\n  (odd: {} {why})\ngood\n  v1\n  (1 stale staging director(ies) of dead writers: `timef gc` removes \
+         them)\n",
+        root.join("bad/v1").display()
+    );
+    assert_eq!((code, out, err), (0, want, String::new()));
+    let report = gc(&Location::local(&root), 0).unwrap();
+    assert_eq!(report.odd, [(root.join("bad/v1").display().to_string(), why.to_string())]);
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert!(!stale.exists(), "{report:?}");
+    assert!(std::fs::symlink_metadata(root.join("bad/v1/manifest.json")).is_ok());
+    assert_eq!(cli(&["verify", root.join("good/v1").to_str().unwrap()]).0, 0);
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

@@ -6,7 +6,9 @@
 //! A Python exception raised inside a loader or progress callback travels
 //! through the core boxed in its error and comes back unchanged.
 
-use pyo3::exceptions::{PyFileExistsError, PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use timef::error::PartProblem;
@@ -222,6 +224,7 @@ pub fn to_py(e: Error) -> PyErr {
             Error::ObjectStore { url, .. } | Error::UnsafeStore { url, .. } => {
                 PyOSError::new_err(os_args(EIO, &message, std::path::Path::new(&url)))
             }
+            Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
             Error::Part { write_id, part, shard, problem } => {
                 let int = |v: Option<u32>| match v {
                     Some(v) => v.into_pyobject(py).map(|o| o.into_any()).unwrap_or_else(|_| py.None().into_bound(py)),

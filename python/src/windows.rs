@@ -226,14 +226,27 @@ fn batch_dict<'py>(py: Python<'py>, plan: &WindowPlan, batch: WindowBatch) -> Py
     out.set_item("start", PyArray1::from_vec(py, batch.start))?;
     out.set_item("start_s", PyArray1::from_vec(py, batch.start_s))?;
     if options.pad {
-        let mask = |from: usize, len: usize| -> Vec<bool> {
-            let row = move |p: u32| (from..from + len).map(move |j| j >= p as usize);
-            batch.padding.iter().flat_map(|&p| (0..rows).flat_map(move |_| row(p))).collect()
+        // asked, not assumed: an allocation refused would abort the process
+        let mask = |from: usize, len: usize| -> PyResult<Vec<bool>> {
+            let values = n.saturating_mul(rows).saturating_mul(len);
+            let mut mask = Vec::new();
+            mask.try_reserve_exact(values).map_err(|_| {
+                to_py(timef::Error::OutOfMemory {
+                    what: format!("the observed mask of {n} windows of {rows} x {len} values"),
+                    bytes: values as u64,
+                })
+            })?;
+            for &p in &batch.padding {
+                for _ in 0..rows {
+                    mask.extend((from..from + len).map(|j| j >= p as usize));
+                }
+            }
+            Ok(mask)
         };
-        out.set_item("past_observed_mask", PyArray1::from_vec(py, mask(0, context)).reshape(shape(context))?)?;
+        out.set_item("past_observed_mask", PyArray1::from_vec(py, mask(0, context)?).reshape(shape(context))?)?;
         out.set_item(
             "future_observed_mask",
-            PyArray1::from_vec(py, mask(context, prediction)).reshape(shape(prediction))?,
+            PyArray1::from_vec(py, mask(context, prediction)?).reshape(shape(prediction))?,
         )?;
     }
     out.set_item("past_values", PyArray1::from_vec(py, batch.past_values).reshape(shape(context))?)?;
@@ -241,7 +254,9 @@ fn batch_dict<'py>(py: Python<'py>, plan: &WindowPlan, batch: WindowBatch) -> Py
     Ok(out)
 }
 
-/// An iterator of dict batches of windows (`WindowPlan.windows`, `Version.windows`).
+/// An iterator of dict batches of windows (`WindowPlan.windows`,
+/// `Version.windows`): read errors raise from `next`, and so does
+/// `MemoryError` when a batch's values or masks cannot be allocated.
 #[pyclass(name = "Windows", module = "timef._timef", frozen)]
 pub struct PyWindows {
     plan: Arc<WindowPlan>,

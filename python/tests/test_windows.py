@@ -121,6 +121,40 @@ def test_padding_masks_short_series(vdir: str) -> None:
         assert not window[: 1500 - n].any()
 
 
+def test_a_window_the_allocator_refuses_is_a_memory_error_not_an_abort(vdir: str) -> None:
+    """Review 100: `windows(10**9, pad=True)` (below the 2^31 limit) asked
+    for a 4 GB padded window; under an address-space limit the allocation
+    failed and aborted Python (SIGABRT). It is now a MemoryError naming the
+    window, for the values and for the observed masks alike, and the
+    process goes on. A child process with a limit set 600 MiB above its own
+    size once its threads run: the values of a window of 2^27 fit there,
+    their mask does not; a window of 10^9 does not fit at all."""
+    script = textwrap.dedent(f"""
+        import resource, timef
+        v = timef.open({vdir!r})
+        next(iter(v.windows(8, pad=True, shuffle=False)))  # its threads and buffers, before the limit
+        size = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1]) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size + (600 << 20), resource.RLIM_INFINITY))
+        for context in (10**9, 2**27):
+            try:
+                next(iter(v.windows(context, pad=True, shuffle=False, batch_size=1)))
+                print("no error")
+            except MemoryError as e:
+                print(type(e).__name__, e)
+        print(sum(len(b["start"]) for b in v.windows(64, shuffle=False)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                         env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+    assert out.returncode == 0, out.stderr
+    windows = len(expected(vdir, 64, 64))
+    assert out.stdout.splitlines() == [
+        "MemoryError cannot allocate 4000000000 bytes for a window of 1 x 1000000000 values "
+        "(context_length 1000000000, prediction_length 0)",
+        "MemoryError cannot allocate 134217728 bytes for the observed mask of 1 windows of 1 x 134217728 values",
+        str(windows),
+    ]
+
+
 def test_import_timef_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", "import sys, timef; print('torch' in sys.modules)"],
                          capture_output=True, text=True, check=True)

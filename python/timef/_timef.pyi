@@ -474,7 +474,9 @@ class Windows:
     ``stack_channels`` no ``time_series_id`` (``sample_id`` names the
     window) and the values and masks are ``[n, channels, length]``
     (:attr:`WindowPlan.channels`). Reads one buffer
-    ahead on a thread of its own; a read error raises from ``next``."""
+    ahead on a thread of its own; a read error raises from ``next``, and so
+    does ``MemoryError`` when a batch's values or masks cannot be allocated
+    (a padded window is as long as the options say, whatever its series)."""
 
     def __iter__(self) -> Windows: ...
     def __next__(self) -> dict[str, Any]: ...

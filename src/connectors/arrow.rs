@@ -456,11 +456,12 @@ impl Pass<'_> {
             Refused::Typing(why) => typing(why),
             Refused::Row(r, why) => at(self.row_base + r, why),
         };
-        let mut ids = match batch.column_by_name("item_id") {
+        let column = |name| typings::column(batch, name).map_err(typing);
+        let mut ids = match column("item_id")? {
             Some(c) => Some(typings::item_ids(c).map_err(refused)?),
             None => None,
         };
-        let starts = match (batch.column_by_name("start"), self.int96_starts.as_deref()) {
+        let starts = match (column("start")?, self.int96_starts.as_deref()) {
             (_, Some(all)) => Some(
                 all.get(self.row_base..self.row_base + batch.num_rows())
                     .ok_or_else(|| typing("start: INT96 rows do not match the table".into()))?
@@ -469,11 +470,11 @@ impl Pass<'_> {
             (Some(c), None) => Some(typings::start_seconds(c).map_err(refused)?),
             (None, None) => None,
         };
-        let freqs = match batch.column_by_name("freq") {
+        let freqs = match column("freq")? {
             Some(c) => Some(typings::frequencies(c).map_err(refused)?),
             None => None,
         };
-        let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
+        let target = column("target")?.ok_or_else(|| typing("no target column".into()))?;
         let want = "want a list of numbers or a list of lists of numbers";
         let element = typings::list_element(target.data_type())
             .ok_or_else(|| typing(format!("target has type {}, {want}", target.data_type())))?;

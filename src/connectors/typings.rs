@@ -17,7 +17,7 @@ use arrow_array::types::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type,
     UInt8Type,
 };
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
 use crate::connectors::tsf::GREGORIAN_YEAR_S;
@@ -72,12 +72,13 @@ fn text_rows(
 /// fraction correctly rounded while `ticks` is within ±2^53 (else within an ulp); refused beyond ±2^53 s, where whole seconds stop being exact.
 pub(crate) fn ticks_to_s(ticks: i64, per_s: i64) -> std::result::Result<f64, String> {
     let (whole, frac) = (ticks.div_euclid(per_s), ticks.rem_euclid(per_s));
-    if whole.abs() > MAX_EXACT_S {
+    // unsigned: `i64::MIN.abs()` overflows (to itself, which passed the bound)
+    if whole.unsigned_abs() > MAX_EXACT_S as u64 {
         return Err(format!("{whole} s since 1970 is beyond ±2^53 s, where float64 seconds are not exact"));
     }
     Ok(if frac == 0 {
         whole as f64
-    } else if ticks.abs() <= MAX_EXACT_S {
+    } else if ticks.unsigned_abs() <= MAX_EXACT_S as u64 {
         // one correctly rounded division of two exact values
         ticks as f64 / per_s as f64
     } else {
@@ -96,6 +97,19 @@ pub fn int96_seconds(words: [u32; 3]) -> std::result::Result<f64, String> {
     }
     let (whole, frac) = ((day - JULIAN_DAY_OF_EPOCH) * 86_400 + nanos as i64 / 1_000_000_000, nanos % 1_000_000_000);
     ticks_to_s(whole, 1).map(|s| if frac == 0 { s } else { s + frac as f64 / 1e9 })
+}
+
+/// Column `name` of `batch` (`None` when it has none); refused when more than
+/// one column has that name: which one is meant cannot be told, and taking
+/// the first would drop the others' values unseen.
+pub(crate) fn column<'b>(batch: &'b RecordBatch, name: &str) -> std::result::Result<Option<&'b ArrayRef>, String> {
+    let schema = batch.schema_ref();
+    let at: Vec<usize> = (0..schema.fields().len()).filter(|&i| schema.field(i).name() == name).collect();
+    match at[..] {
+        [] => Ok(None),
+        [i] => Ok(Some(batch.column(i))),
+        _ => Err(format!("{} columns are named {name}: keep one", at.len())),
+    }
 }
 
 /// `start` per row in epoch seconds (`None` for null); a row whose value
@@ -462,5 +476,11 @@ mod tests {
         assert_eq!(ticks_to_s(253_402_214_400_000_000, 1_000_000), Ok(253_402_214_400.0));
         assert_eq!(ticks_to_s(i64::MIN, 1_000_000_000), Ok(-9_223_372_037.0 + 0.145224192));
         assert!(ticks_to_s(i64::MAX, 1).is_err());
+        // both ends are refused alike (i64::MIN's absolute value overflowed)
+        assert_eq!(
+            ticks_to_s(i64::MIN, 1),
+            Err("-9223372036854775808 s since 1970 is beyond ±2^53 s, where float64 seconds are not exact".into())
+        );
+        assert_eq!(ticks_to_s(i64::MIN + 1, 1).map_err(|_| ()), Err(()));
     }
 }

@@ -503,6 +503,10 @@ pub(crate) fn read_small(path: &Path, version_dir: Option<&VersionDir>, max_byte
             let meta = match fs::metadata(path) {
                 Ok(m) => m,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+                // a link that leads back to itself is a damaged file, as a FIFO in its place is
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                    return Ok(Small::Refused("a loop of symbolic links".into()))
+                }
                 Err(e) => return Err(Error::io(path, e)),
             };
             if !meta.is_file() {

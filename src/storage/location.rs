@@ -333,7 +333,7 @@ impl Location {
     /// committed version (a root given inside one): a version never changes,
     /// and its readers would read what is written into it.
     pub fn ensure_absent(&self) -> Result<()> {
-        self.ensure_outside_versions()?;
+        self.ensure_outside_versions("root", "a root")?;
         match &self.0 {
             Inner::Local(p, _) => local::ensure_absent(p),
             Inner::Object(o) => o.ensure_absent(),
@@ -353,12 +353,13 @@ impl Location {
         })
     }
 
-    /// Refuses a place one of whose ancestors holds TimeF's `manifest.json`
-    /// (docs/format.md §1). An ancestor the caller may not read (a local I/O
+    /// Refuses ([`Error::Validation`] naming `field`, and `what` to choose
+    /// instead) a place one of whose ancestors holds TimeF's `manifest.json`
+    /// (docs/format.md §1): a new version's root, an exported file. An ancestor the caller may not read (a local I/O
     /// error, a store's denial) is passed over: only a readable TimeF manifest
     /// refuses. Any other failure of a store (a timeout, a network error) is
     /// returned at once: the next ancestor's read would wait as long.
-    fn ensure_outside_versions(&self) -> Result<()> {
+    pub(crate) fn ensure_outside_versions(&self, field: &'static str, what: &str) -> Result<()> {
         let ancestors: Vec<Location> = match &self.0 {
             Inner::Local(p, _) => resolved(p).ancestors().skip(1).map(Location::local).collect(),
             // file://: the directories themselves, their links resolved
@@ -384,8 +385,8 @@ impl Location {
             if format.as_deref() == Some(crate::names::FORMAT) {
                 return Err(Error::validation(
                     self.to_string(),
-                    "root",
-                    format!("is inside the committed version {version}, which never changes: choose a root outside it"),
+                    field,
+                    format!("is inside the committed version {version}, which never changes: choose {what} outside it"),
                 ));
             }
         }

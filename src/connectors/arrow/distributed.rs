@@ -63,13 +63,13 @@ impl<'a> ArrowMetaPass<'a> {
 /// row numbers of the whole input, which a worker cannot know) or a refused typing.
 pub fn arrow_series_ids(batch: &RecordBatch, label: &Path, opts: &ArrowOptions) -> Result<Vec<Vec<String>>> {
     let typing = |why: String| Error::input(label, None, why);
-    let ids =
-        batch.column_by_name("item_id").ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
+    let column = |name| typings::column(batch, name).map_err(typing);
+    let ids = column("item_id")?.ok_or_else(|| typing("a distributed write needs an item_id column".into()))?;
     let ids = typings::item_ids(ids).map_err(|refused| match refused {
         Refused::Typing(why) => typing(why),
         Refused::Row(r, why) => typing(format!("row {r} of the batch: {why}")),
     })?;
-    let target = batch.column_by_name("target").ok_or_else(|| typing("no target column".into()))?;
+    let target = column("target")?.ok_or_else(|| typing("no target column".into()))?;
     let element = typings::list_element(target.data_type())
         .ok_or_else(|| typing(format!("target has type {}", target.data_type())))?;
     let multivariate = typings::list_element(element).is_some();
