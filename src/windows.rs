@@ -229,8 +229,14 @@ impl WindowPlan {
     }
 
     /// `(stack number, start)` of every window of buffer `g`, in the epoch's order.
-    fn buffer_windows(&self, order: &EpochOrder, epoch: u64, g: usize) -> Vec<(usize, i64)> {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the allocator refuses the list (its
+    /// length is what the index says the series hold: a series of 10^8
+    /// values has 10^8 windows of stride 1, 1.6 GB of list).
+    fn buffer_windows(&self, order: &EpochOrder, epoch: u64, g: usize) -> Result<Vec<(usize, i64)>> {
         let mut out = Vec::new();
+        reserve_windows(&mut out, order.starts[g + 1] - order.starts[g])?;
         for &b in &order.buffers[g] {
             for k in self.blocks.block_stacks(b) {
                 let n = self.blocks.stack_len(k);
@@ -240,7 +246,27 @@ impl WindowPlan {
         if self.options.shuffle {
             SplitMix64::for_shuffle(self.options.seed, epoch, g as u64 + 1).shuffle(&mut out);
         }
-        out
+        Ok(out)
+    }
+
+    /// The windows of buffer `g` in `ranges` (positions in its order).
+    ///
+    /// # Errors
+    /// As [`WindowPlan::buffer_windows`].
+    fn windows_in(
+        &self,
+        order: &EpochOrder,
+        epoch: u64,
+        g: usize,
+        ranges: Vec<Range<usize>>,
+    ) -> Result<Vec<(usize, i64)>> {
+        let all = self.buffer_windows(order, epoch, g)?;
+        let mut out = Vec::new();
+        reserve_windows(&mut out, ranges.iter().map(|r| r.len() as u64).sum())?;
+        for r in ranges {
+            out.extend_from_slice(&all[r]);
+        }
+        Ok(out)
     }
 
     /// `(stack number, start)` of the windows `share` takes in `epoch`, in
@@ -248,15 +274,15 @@ impl WindowPlan {
     /// (numbered as [`SeriesBlocks::series`]) unless `stack_channels`.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`.
+    /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`;
+    /// [`Error::OutOfMemory`] when the allocator refuses the list.
     pub fn order_of(&self, epoch: u64, share: &Share) -> Result<Vec<(usize, i64)>> {
         let order = self.order(epoch);
+        let work = tasks(&order, &span(self.total, share)?);
         let mut out = Vec::new();
-        for (g, ranges) in tasks(&order, &span(self.total, share)?) {
-            let all = self.buffer_windows(&order, epoch, g);
-            for r in ranges {
-                out.extend_from_slice(&all[r]);
-            }
+        reserve_windows(&mut out, work.iter().flat_map(|(_, ranges)| ranges).map(|r| r.len() as u64).sum())?;
+        for (g, ranges) in work {
+            out.extend(self.windows_in(&order, epoch, g, ranges)?);
         }
         Ok(out)
     }
@@ -268,7 +294,8 @@ impl WindowPlan {
     ///
     /// # Errors
     /// [`Error::InvalidOption`] `consumer` for a consumer outside `consumers`;
-    /// read errors come from the iterator.
+    /// read errors, and [`Error::OutOfMemory`] for a buffer's list of
+    /// windows, come from the iterator.
     pub fn windows(self: &Arc<Self>, epoch: u64, share: &Share) -> Result<Windows> {
         let order = self.order(epoch);
         let work = tasks(&order, &span(self.total, share)?);
@@ -279,22 +306,29 @@ impl WindowPlan {
             .spawn(move || {
                 // each buffer's windows of the share and the blocks holding them
                 let mut buffers = work.into_iter().map(|(g, ranges)| {
-                    let all = plan.buffer_windows(&order, epoch, g);
-                    let items: Vec<(usize, i64)> = ranges.into_iter().flat_map(|r| all[r].iter().copied()).collect();
+                    let items = plan.windows_in(&order, epoch, g, ranges)?;
                     let needed: BTreeSet<usize> = items.iter().map(|&(k, _)| plan.blocks.block_of(k)).collect();
-                    (items, needed.into_iter().collect::<Vec<usize>>())
+                    Ok((items, needed.into_iter().collect::<Vec<usize>>()))
                 });
                 let fetch = |(items, needed): (Vec<(usize, i64)>, Vec<usize>)| {
                     (plan.blocks.fetch_blocks(&needed), items, needed)
                 };
-                let mut next = buffers.next().map(fetch);
-                while let Some((mut fetched, items, needed)) = next.take() {
+                // a buffer's list refused: its error comes after the windows before it
+                let mut next = buffers.next().map(|b| b.map(fetch));
+                while let Some(buffer) = next.take() {
+                    let (mut fetched, items, needed) = match buffer {
+                        Ok(b) => b,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    };
                     if let Err(e) = fetched.wait() {
                         let _ = tx.send(Err(e));
                         return;
                     }
                     // the next buffer's bytes arrive while this one is decoded
-                    next = buffers.next().map(fetch);
+                    next = buffers.next().map(|b| b.map(fetch));
                     let result = plan.blocks.read_fetched_blocks(&needed, plan.options.threads).map(|values| Buffer {
                         values,
                         items,
@@ -394,6 +428,18 @@ impl WindowPlan {
         self.blocks.pool.give_block(values);
         Ok(batch)
     }
+}
+
+/// Reserves room for `windows` more `(stack, start)` pairs in `list`.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] when the allocator refuses it (an allocation
+/// refused would abort the process).
+fn reserve_windows(list: &mut Vec<(usize, i64)>, windows: u64) -> Result<()> {
+    let bytes = windows.saturating_mul(std::mem::size_of::<(usize, i64)>() as u64);
+    let refused = || Error::OutOfMemory { what: format!("the order of {windows} windows"), bytes };
+    let windows = usize::try_from(windows).map_err(|_| refused())?;
+    list.try_reserve_exact(windows).map_err(|_| refused())
 }
 
 /// The buffers a span covers, each with the ranges of its window list taken.

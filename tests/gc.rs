@@ -1548,6 +1548,94 @@ fn local_a_manifest_that_is_a_link_loop_is_reported_and_the_rest_of_the_root_cle
     assert_eq!(cli(&["verify", root.join("good/v1").to_str().unwrap()]).0, 0);
 }
 
+/// `timef ARGS` as a user who is not root (root reads any file), with its
+/// exit code and stdout; fails the test after 30 s (a read that blocks).
+fn timef_as_a_user(args: &[&str]) -> (i32, String) {
+    let bin = env!("CARGO_BIN_EXE_timef");
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    let mut cmd = match String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        true => {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+            c
+        }
+        false => std::process::Command::new(bin),
+    };
+    let mut child = cmd.args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("timef {args:?} did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Review 101: on a `file://` root, a `manifest.json` that is a FIFO made
+/// `ls` and `gc` of the whole root wait forever (object_store's local store
+/// opens it as a file), and one that is a socket failed them (exit 3); on a
+/// local root, one that this user may not read failed them too (exit 3),
+/// and nothing anywhere was cleared. Each is an odd version, reported and
+/// kept, and the rest of the root is cleared.
+#[test]
+fn a_manifest_that_is_a_fifo_a_socket_or_unreadable_is_reported_and_the_rest_of_the_root_cleared() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    TimeFWriter::at(Location::local(&root), small_options())
+        .write(ecg_dataset("good", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    for v in ["fifo/v1", "socket/v1", "unreadable/v1"] {
+        std::fs::create_dir_all(root.join(v)).unwrap();
+    }
+    let status = std::process::Command::new("mkfifo").arg(root.join("fifo/v1/manifest.json")).status().unwrap();
+    assert!(status.success());
+    let _socket = std::os::unix::net::UnixListener::bind(root.join("socket/v1/manifest.json")).unwrap();
+    std::fs::copy(root.join("good/v1/manifest.json"), root.join("unreadable/v1/manifest.json")).unwrap();
+    std::fs::set_permissions(root.join("unreadable/v1/manifest.json"), std::fs::Permissions::from_mode(0)).unwrap();
+    // the user who runs the checks can read and write the rest
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let path = entry.unwrap().into_path();
+        if !path.ends_with("unreadable/v1/manifest.json") {
+            let _ = std::os::unix::fs::lchown(&path, Some(65534), Some(65534));
+        }
+    }
+    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
+               `timef verify` tells): not cleared; kept";
+    let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
+    let url = format!("file://{}", root.display());
+    for (place, shown) in [(root.display().to_string(), root.display().to_string()), (url.clone(), url.clone())] {
+        // a local root's dead writer's staging (a file:// root's writers leave parts' prefixes instead)
+        let staging = root.join(format!("good/.tmp-v2-{}", "0".repeat(32)));
+        if place != url {
+            std::fs::create_dir_all(&staging).unwrap();
+            std::fs::write(staging.join("f"), b"f").unwrap();
+            for p in [&staging, &staging.join("f")] {
+                let _ = std::os::unix::fs::lchown(p, Some(65534), Some(65534));
+            }
+        }
+        let odd = |d: &str| format!("{d}\n  (odd: {shown}/{d}/v1 {why})\n");
+        let good = match place == url {
+            true => "good\n  v1\n".to_string(),
+            false => format!("good\n  v1\n{stale}"),
+        };
+        let want = format!("{}{good}{}{}", odd("fifo"), odd("socket"), odd("unreadable"));
+        assert_eq!(timef_as_a_user(&["ls", &place]), (0, want), "{place}");
+        let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
+        assert_eq!(code, 0, "{place}: {out}");
+        for d in ["fifo", "socket", "unreadable"] {
+            assert!(out.contains(&format!("kept (odd) {shown}/{d}/v1: {why}\n")), "{place}: {out}");
+        }
+        assert!(!staging.exists(), "{out}");
+    }
+    assert_eq!(cli(&["verify", root.join("good/v1").to_str().unwrap()]).0, 0);
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

@@ -72,6 +72,53 @@ fn int96_starts_are_exact() {
     assert_eq!((code, err.as_str()), (0, ""));
 }
 
+/// Review 101: a Parquet `start` of INT96 is decoded apart from the other
+/// columns, so a second `start` (text, or INT96 too) was dropped unseen and
+/// the INT96 one taken. Two `start`s are refused in either order.
+#[test]
+fn a_second_start_beside_an_int96_start_is_refused() {
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int96, Int96Type};
+    let tmp = tempfile::tempdir().unwrap();
+    // 2020-01-01T00:00:00 as INT96: nanoseconds of the day, then the Julian day
+    let mut day = Int96::new();
+    day.set_data(0, 0, 2_458_850);
+    for (name, text_first) in [("text_first.parquet", true), ("int96_first.parquet", false), ("both.parquet", false)] {
+        let second = if name == "both.parquet" { "required int96 start;" } else { "required binary start (STRING);" };
+        let (first, second) =
+            if text_first { (second, "required int96 start;") } else { ("required int96 start;", second) };
+        let schema = format!(
+            "message m {{ required binary item_id (STRING); {first} {second} required group target (LIST) \
+             {{ repeated group list {{ required double element; }} }} }}"
+        );
+        let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema).unwrap());
+        let path = tmp.path().join(name);
+        let mut w = parquet::file::writer::SerializedFileWriter::new(
+            std::fs::File::create(&path).unwrap(),
+            schema.clone(),
+            Default::default(),
+        )
+        .unwrap();
+        let mut rg = w.next_row_group().unwrap();
+        let int96 = [first.contains("int96"), second.contains("int96")];
+        let mut leaf = 0;
+        while let Some(mut c) = rg.next_column().unwrap() {
+            match leaf {
+                0 => c.typed::<ByteArrayType>().write_batch(&[ByteArray::from("a")], None, None),
+                3 => c.typed::<DoubleType>().write_batch(&[1.0, 2.0], Some(&[1, 1]), Some(&[0, 1])),
+                l if int96[l - 1] => c.typed::<Int96Type>().write_batch(&[day.clone()], None, None),
+                _ => c.typed::<ByteArrayType>().write_batch(&[ByteArray::from("1999-01-01")], None, None),
+            }
+            .unwrap();
+            c.close().unwrap();
+            leaf += 1;
+        }
+        rg.close().unwrap();
+        w.close().unwrap();
+        let err = read_arrow(&path, &ArrowOptions::new("i", "1")).unwrap_err().to_string();
+        assert_eq!(err, format!("{}: 2 columns are named start: keep one", path.display()), "{name}");
+    }
+}
+
 #[test]
 fn nan_in_target_names_file_row_item_channel() {
     let root = tempfile::tempdir().unwrap();

@@ -155,6 +155,39 @@ def test_a_window_the_allocator_refuses_is_a_memory_error_not_an_abort(vdir: str
     ]
 
 
+def test_a_window_order_the_allocator_refuses_is_a_memory_error_not_an_abort(tmp_path: Path) -> None:
+    """Review 101: the order of a buffer's windows (16 bytes a window) was
+    allocated unchecked on the reader thread: a series of 8 million values
+    cut in windows of 1 aborted the process under an address-space limit
+    (and a crafted index claiming 2^31 values would at any limit). It is a
+    MemoryError from the iterator, and from ``order``, and the process goes
+    on (a limit 100 MiB above the child's size: the order needs 128 MB)."""
+    import pyarrow as pa
+
+    values = pa.array([np.arange(8_000_000, dtype=np.float32)], pa.list_(pa.float32()))
+    vdir = timef.ingest_arrow(pa.table({"item_id": ["long"], "target": values}), tmp_path,
+                              dataset_name="l", dataset_version="v1")
+    script = textwrap.dedent(f"""
+        import resource, timef
+        v = timef.open({vdir!r})
+        next(iter(v.windows(1_000_000, shuffle=False)))  # its threads and buffers, before the limit
+        size = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1]) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size + (100 << 20), resource.RLIM_INFINITY))
+        for take in (lambda: next(iter(v.windows(1, shuffle=False))), lambda: v.window_plan(1).order(epoch=0)):
+            try:
+                take()
+                print("no error")
+            except MemoryError as e:
+                print(type(e).__name__, e)
+        print(len(v.window_plan(1_000_000)))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                         env={**os.environ, "MALLOC_ARENA_MAX": "1"})
+    assert out.returncode == 0, out.stderr
+    refused = "MemoryError cannot allocate 128000000 bytes for the order of 8000000 windows"
+    assert out.stdout.splitlines() == [refused, refused, "8"]  # and the process goes on
+
+
 def test_import_timef_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", "import sys, timef; print('torch' in sys.modules)"],
                          capture_output=True, text=True, check=True)

@@ -103,11 +103,16 @@ pub fn int96_seconds(words: [u32; 3]) -> std::result::Result<f64, String> {
 /// one column has that name: which one is meant cannot be told, and taking
 /// the first would drop the others' values unseen.
 pub(crate) fn column<'b>(batch: &'b RecordBatch, name: &str) -> std::result::Result<Option<&'b ArrayRef>, String> {
-    let schema = batch.schema_ref();
+    Ok(named_once(batch.schema_ref(), name)?.map(|i| batch.column(i)))
+}
+
+/// The position of the field `name` of `schema` (`None` when it has none);
+/// refused as [`column`] refuses.
+pub(crate) fn named_once(schema: &arrow_schema::Schema, name: &str) -> std::result::Result<Option<usize>, String> {
     let at: Vec<usize> = (0..schema.fields().len()).filter(|&i| schema.field(i).name() == name).collect();
     match at[..] {
         [] => Ok(None),
-        [i] => Ok(Some(batch.column(i))),
+        [i] => Ok(Some(i)),
         _ => Err(format!("{} columns are named {name}: keep one", at.len())),
     }
 }

@@ -500,19 +500,28 @@ pub(crate) fn read_small(path: &Path, version_dir: Option<&VersionDir>, max_byte
             Err(e) => return Err(e),
         },
         None => {
+            // a link that leads back to itself, or a file this user may not
+            // read, is refused as a FIFO in its place is: the marker it may be
+            // is not known, and gc and ls go on with the rest of the root
+            let refused = |e: io::Error| match e {
+                e if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                    Ok(Small::Refused("a loop of symbolic links".into()))
+                }
+                e if e.kind() == io::ErrorKind::PermissionDenied => Ok(Small::Refused("not readable here".into())),
+                e => Err(Error::io(path, e)),
+            };
             let meta = match fs::metadata(path) {
                 Ok(m) => m,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
-                // a link that leads back to itself is a damaged file, as a FIFO in its place is
-                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                    return Ok(Small::Refused("a loop of symbolic links".into()))
-                }
-                Err(e) => return Err(Error::io(path, e)),
+                Err(e) => return refused(e),
             };
             if !meta.is_file() {
                 return Ok(Small::Refused("not a regular file".into()));
             }
-            File::open(path).map_err(|e| Error::io(path, e))?
+            match File::open(path) {
+                Ok(f) => f,
+                Err(e) => return refused(e),
+            }
         }
     };
     let mut bytes = Vec::new();

@@ -413,6 +413,11 @@ impl ObjectLocation {
     }
 
     pub(crate) fn read_small(&self, max_bytes: u64) -> Result<Small> {
+        // file://: read as a local root's markers are (object_store's local
+        // store opens a FIFO as any file, and waits on it forever)
+        if let Some(path) = self.file_path() {
+            return super::local::read_small(&path, None, max_bytes);
+        }
         let got = block_on(async {
             let r = self.store().get(&self.path).await?;
             if r.meta.size > max_bytes {
@@ -428,7 +433,23 @@ impl ObjectLocation {
         }
     }
 
+    /// `file://`: refuses ([`Error::Corrupt`]) a key whose file is not a
+    /// regular file (object_store's local store opens a FIFO as any file, and
+    /// the read then waits forever; a socket or device fails it) or is a loop
+    /// of symbolic links. Other stores, and a missing file, pass: the store
+    /// says so as it would.
+    fn refuse_special_file(&self) -> Result<()> {
+        let Some(path) = self.file_path() else { return Ok(()) };
+        let reason = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => "not a regular file",
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => "a loop of symbolic links",
+            _ => return Ok(()),
+        };
+        Err(Error::Corrupt { path: self.to_string().into(), reason: reason.into() })
+    }
+
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+        self.refuse_special_file()?;
         block_on(async {
             let mut s = self.store().get(&self.path).await?.into_stream();
             let mut total = 0u64;
@@ -447,6 +468,7 @@ impl ObjectLocation {
         if let Some(len) = read_ahead.size(self.path.as_ref()) {
             return Ok(ObjectReader { loc: self.clone(), len });
         }
+        self.refuse_special_file()?;
         read_ahead.count(0);
         let len = match block_on(self.store().head(&self.path))? {
             Ok(meta) => meta.size,

@@ -40,6 +40,11 @@ pub(super) fn open_parquet(
     let claimed = u64::try_from(footer.file_metadata().num_rows()).unwrap_or(0);
     let file = CheckedPages::new(file, &footer);
     let meta = ArrowReaderMetadata::try_new(Arc::new(footer), ArrowReaderOptions::new()).map_err(bad)?;
+    // before the INT96 `start` is taken out of the batches, where a second
+    // column of its name would no longer be seen
+    for name in ["item_id", "start", "freq", "target"] {
+        typings::named_once(meta.schema(), name).map_err(|why| Error::input(path, None, why))?;
+    }
     let schema = meta.metadata().file_metadata().schema_descr_ptr();
     let int96 = (0..schema.num_columns()).find(|&i| {
         let c = schema.column(i);
