@@ -1513,6 +1513,10 @@ fn local_a_dataset_whose_only_version_is_damaged_is_reported_not_hidden() {
     assert_eq!(b.files(), before);
 }
 
+/// How gc and ls report a marker they cannot read.
+const UNREADABLE: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by this \
+                          user), so what it marks is not known: nothing it may mark is cleared; kept";
+
 /// Review 100: a `manifest.json` that is a symbolic link to itself made
 /// `ls` and `gc` of the whole root fail (exit 3, "Too many levels of symbolic
 /// links"), so gc cleared nothing anywhere. It is an odd version like a FIFO
@@ -1531,17 +1535,16 @@ fn local_a_manifest_that_is_a_link_loop_is_reported_and_the_rest_of_the_root_cle
     std::fs::write(stale.join("f"), b"f").unwrap();
     std::fs::create_dir_all(root.join("bad/v1")).unwrap();
     std::os::unix::fs::symlink("manifest.json", root.join("bad/v1/manifest.json")).unwrap();
-    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
-               `timef verify` tells): not cleared; kept";
+    let why = UNREADABLE;
     let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
     let want = format!(
         "bad\n  (odd: {} {why})\ngood\n  v1\n  (1 stale staging director(ies) of dead writers: `timef gc` removes \
          them)\n",
-        root.join("bad/v1").display()
+        root.join("bad/v1/manifest.json").display()
     );
     assert_eq!((code, out, err), (0, want, String::new()));
     let report = gc(&Location::local(&root), 0).unwrap();
-    assert_eq!(report.odd, [(root.join("bad/v1").display().to_string(), why.to_string())]);
+    assert_eq!(report.odd, [(root.join("bad/v1/manifest.json").display().to_string(), why.to_string())]);
     assert!(report.failed.is_empty(), "{report:?}");
     assert!(!stale.exists(), "{report:?}");
     assert!(std::fs::symlink_metadata(root.join("bad/v1/manifest.json")).is_ok());
@@ -1605,8 +1608,7 @@ fn a_manifest_that_is_a_fifo_a_socket_or_unreadable_is_reported_and_the_rest_of_
             let _ = std::os::unix::fs::lchown(&path, Some(65534), Some(65534));
         }
     }
-    let why = "holds a manifest.json that does not read as TimeF's (another tool's, or a damaged version's: \
-               `timef verify` tells): not cleared; kept";
+    let why = UNREADABLE;
     let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
     let url = format!("file://{}", root.display());
     for (place, shown) in [(root.display().to_string(), root.display().to_string()), (url.clone(), url.clone())] {
@@ -1619,7 +1621,7 @@ fn a_manifest_that_is_a_fifo_a_socket_or_unreadable_is_reported_and_the_rest_of_
                 let _ = std::os::unix::fs::lchown(p, Some(65534), Some(65534));
             }
         }
-        let odd = |d: &str| format!("{d}\n  (odd: {shown}/{d}/v1 {why})\n");
+        let odd = |d: &str| format!("{d}\n  (odd: {shown}/{d}/v1/manifest.json {why})\n");
         let good = match place == url {
             true => "good\n  v1\n".to_string(),
             false => format!("good\n  v1\n{stale}"),
@@ -1629,11 +1631,112 @@ fn a_manifest_that_is_a_fifo_a_socket_or_unreadable_is_reported_and_the_rest_of_
         let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
         assert_eq!(code, 0, "{place}: {out}");
         for d in ["fifo", "socket", "unreadable"] {
-            assert!(out.contains(&format!("kept (odd) {shown}/{d}/v1: {why}\n")), "{place}: {out}");
+            assert!(out.contains(&format!("kept (odd) {shown}/{d}/v1/manifest.json: {why}\n")), "{place}: {out}");
         }
         assert!(!staging.exists(), "{out}");
     }
     assert_eq!(cli(&["verify", root.join("good/v1").to_str().unwrap()]).0, 0);
+}
+
+/// Review 102: a marker gc cannot read (not readable by its user, or a
+/// FIFO) was taken for no marker, so gc deleted what it may mark: on a
+/// `file://` root a live writer's parts when its claim could not be read, on
+/// a local root a `file://` write's parts' prefix when its marker could not
+/// be read (taken for a dead writer's staging), and in a dataset whose
+/// version's manifest could not be read a user's folder named like staging
+/// (the dataset taken for a root). Each is kept now and the marker reported,
+/// whoever runs gc, with every age.
+#[test]
+fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": 1, "created_by": "timef"}}"#);
+    let marker = format!(r#"{{"write_id": "{id}"}}"#);
+    let unreadable = |path: &std::path::Path, fifo: bool| {
+        if fifo {
+            assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+        } else {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    };
+    let mut cases = Vec::new();
+    for fifo in [false, true] {
+        let case = tmp.path().join(if fifo { "fifo" } else { "mode600" });
+        // a file:// root: a claim it cannot read, a marked parts' prefix of its write id
+        let root = case.join("url");
+        TimeFWriter::at(Location::local(&root), small_options())
+            .write(ecg_dataset("ds", "v1", 2))
+            .unwrap()
+            .commit()
+            .unwrap();
+        std::fs::create_dir_all(root.join("ds/v2")).unwrap();
+        let parts = root.join(format!("ds/.tmp-v2-{id}"));
+        std::fs::create_dir_all(&parts).unwrap();
+        std::fs::write(parts.join(PARTS_MARKER), &marker).unwrap();
+        std::fs::write(parts.join("part-0.parquet"), b"part").unwrap();
+        if !fifo {
+            std::fs::write(root.join("ds/v2").join(CLAIM), &claim).unwrap();
+        }
+        // a local root: a file:// write's parts' prefix whose marker it cannot read
+        let local = case.join("local");
+        TimeFWriter::at(Location::local(&local), small_options())
+            .write(ecg_dataset("ds", "v1", 2))
+            .unwrap()
+            .commit()
+            .unwrap();
+        std::fs::create_dir_all(local.join("ds/v2")).unwrap();
+        std::fs::write(local.join("ds/v2").join(CLAIM), &claim).unwrap();
+        let local_parts = local.join(format!("ds/.tmp-v2-{id}"));
+        std::fs::create_dir_all(&local_parts).unwrap();
+        std::fs::write(local_parts.join("part-0.parquet"), b"part").unwrap();
+        if !fifo {
+            std::fs::write(local_parts.join(PARTS_MARKER), &marker).unwrap();
+        }
+        // a dataset whose version's manifest it cannot read, and a user's folder named like staging
+        let dataset = case.join("d/ds");
+        TimeFWriter::at(Location::local(case.join("d")), small_options())
+            .write(ecg_dataset("ds", "v1", 2))
+            .unwrap()
+            .commit()
+            .unwrap();
+        let users = dataset.join(format!("sub/.tmp-v9-{}", "A".repeat(32)));
+        std::fs::create_dir_all(&users).unwrap();
+        std::fs::write(users.join("notes.txt"), b"mine").unwrap();
+        // everything the user's, but the three markers
+        for entry in walkdir::WalkDir::new(&case) {
+            let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+        }
+        if fifo {
+            std::fs::remove_file(dataset.join("v1/manifest.json")).unwrap();
+        }
+        unreadable(&root.join("ds/v2").join(CLAIM), fifo);
+        unreadable(&local_parts.join(PARTS_MARKER), fifo);
+        unreadable(&dataset.join("v1/manifest.json"), fifo);
+        for p in [root.join("ds/v2").join(CLAIM), local_parts.join(PARTS_MARKER), dataset.join("v1/manifest.json")] {
+            let _ = std::os::unix::fs::lchown(&p, Some(0), Some(0));
+        }
+        cases.push((format!("file://{}", root.display()), root, parts));
+        cases.push((local.display().to_string(), local.clone(), local_parts));
+        cases.push((dataset.display().to_string(), dataset.clone(), users));
+    }
+    for (place, dir, kept) in cases {
+        let before = walkdir::WalkDir::new(&dir)
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.unwrap().into_path())
+            .collect::<Vec<_>>();
+        let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
+        assert_eq!(code, 0, "{place}: {out}");
+        assert!(out.contains(UNREADABLE), "{place}: {out}");
+        let after = walkdir::WalkDir::new(&dir)
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.unwrap().into_path())
+            .collect::<Vec<_>>();
+        assert_eq!(after, before, "{place}: {out}");
+        assert!(kept.exists(), "{place}: {out}");
+    }
 }
 
 /// Review 73: the rule above must not make a root a dataset because another

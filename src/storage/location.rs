@@ -340,16 +340,17 @@ impl Location {
         }
     }
 
-    /// The string field `key` of the JSON object in the marker file at `rel`
-    /// (a manifest, claim or parts' marker); None when it is gone, too large,
-    /// not JSON or has no such field: a file is a marker by its content, not
-    /// by its name alone.
-    pub(super) fn marker_field(&self, rel: &str, key: &str) -> Result<Option<String>> {
+    /// What the marker file at `rel` (a manifest, claim or parts' marker)
+    /// holds in the string field `key` of its JSON object: a file is a marker
+    /// by its content, not by its name alone ([`Marker`]).
+    pub(super) fn marker(&self, rel: &str, key: &str) -> Result<Marker> {
         Ok(match self.join(rel).read_small(crate::limits::MAX_MANIFEST_BYTES)? {
             Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
                 .ok()
-                .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string)),
-            Small::Missing | Small::Refused(_) => None,
+                .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string))
+                .map_or(Marker::NotOne, Marker::Field),
+            Small::Missing => Marker::NotOne,
+            Small::Refused(_) => Marker::Unreadable,
         })
     }
 
@@ -369,8 +370,9 @@ impl Location {
             },
         };
         for version in ancestors {
-            let format = match version.marker_field(MANIFEST, "format") {
-                Ok(format) => format,
+            let format = match version.marker(MANIFEST, "format") {
+                Ok(Marker::Field(format)) => Some(format),
+                Ok(_) => None,
                 Err(Error::ObjectStore { source, .. })
                     if matches!(
                         *source,
@@ -422,6 +424,30 @@ impl Drop for Prefetched {
 /// The [`Error::Missing`] of a local directory that is not there.
 pub(crate) fn missing_dir(p: &Path) -> Error {
     Error::Missing { path: p.to_path_buf(), what: "no such directory".into() }
+}
+
+/// What a marker file holds ([`Location::marker`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Marker {
+    /// The string field asked for.
+    Field(String),
+    /// No such file, or a file that is no such marker by its content (not
+    /// JSON, no such string field): a user's, if anything.
+    NotOne,
+    /// A file there that cannot be read (not a regular file, a loop of
+    /// symbolic links, not readable by this user, too large): what it marks,
+    /// if anything, is not known (`gc` acts on nothing it may mark).
+    Unreadable,
+}
+
+impl Marker {
+    /// The field, when the file holds it.
+    pub(super) fn field(&self) -> Option<&str> {
+        match self {
+            Marker::Field(f) => Some(f),
+            _ => None,
+        }
+    }
 }
 
 /// What [`Location::read_small`] found.

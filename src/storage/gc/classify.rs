@@ -2,11 +2,12 @@
 //! levels, and each child of a dataset by its markers, one [`Role`] each
 //! (docs/format.md §1 "Clearing a dead writer's claim": levels).
 
+use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use super::tree::{join, Level, Memo, Tree};
 use crate::error::{Error, Result};
-use crate::storage::location::Inner;
+use crate::storage::location::{Inner, Marker};
 use crate::storage::object;
 use crate::storage::{local, parse_staged, Location, CLAIM, MANIFEST, PARTS_MARKER};
 
@@ -42,6 +43,15 @@ pub(super) struct Dataset {
     /// damaged. Such a place is reported as a dataset with its odd children;
     /// it gives gc nothing to act on (no role).
     other_manifest: bool,
+    /// A child holds a marker that cannot be read ([`Marker::Unreadable`],
+    /// reported as [`UNREADABLE_MARKER`]): it may be a version, a live
+    /// claim, a parts' prefix. The place is marked as one with a version is
+    /// (its children's staging-named folders stay a user's), and the child
+    /// has no role.
+    unreadable: bool,
+    /// Versions whose claim or manifest cannot be read: a live writer's,
+    /// perhaps, so every parts' prefix of such a version is kept.
+    pub(super) unread_claims: BTreeSet<String>,
 }
 
 /// Why a child without a marker is reported.
@@ -57,6 +67,8 @@ const PARTS_READ_LOCALLY: &str =
     "holds the parts of a distributed write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
 const UNMARKED_PARTS: &str =
     "named like a parts' prefix but without its marker _timef_parts.json; kept (remove it by hand if nobody needs it)";
+const UNREADABLE_MARKER: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by \
+     this user), so what it marks is not known: nothing it may mark is cleared; kept";
 
 /// True for the name of a local writer's staging directory, exactly
 /// `.tmp-<version>-<random>` or `.new-<version>-<random>` with a valid
@@ -79,12 +91,27 @@ fn parts_name(name: &str) -> Option<(&str, &str)> {
         .filter(|(version, id)| crate::names::validate_name(version, "version").is_ok() && object::is_writer_id(id))
 }
 
-/// True when the child `child` (at `at`) is a parts' prefix: named
-/// `.tmp-<version>-<write id>` and holding its [`PARTS_MARKER`] with that write id.
-fn parts_marked(place: &Location, tree: &dyn Tree, child: &str, at: &str) -> Result<bool> {
-    let Some((_, id)) = parts_name(child) else { return Ok(false) };
-    Ok(tree.level(at)?.files.contains_key(PARTS_MARKER)
-        && place.marker_field(&join(at, PARTS_MARKER), "write_id")?.as_deref() == Some(id))
+/// What the child `child` (at `at`) holds as a parts' prefix.
+#[derive(Debug, PartialEq, Eq)]
+enum PartsMark {
+    /// Named `.tmp-<version>-<write id>`, its [`PARTS_MARKER`] holding that write id.
+    Marked,
+    /// No [`PARTS_MARKER`] in it.
+    None,
+    /// A [`PARTS_MARKER`] that does not hold its write id (a user's), or
+    /// that cannot be read ([`Marker::Unreadable`]).
+    Other(Marker),
+}
+
+fn parts_mark(place: &Location, tree: &dyn Tree, child: &str, at: &str) -> Result<PartsMark> {
+    if !tree.level(at)?.files.contains_key(PARTS_MARKER) {
+        return Ok(PartsMark::None);
+    }
+    let marker = place.marker(&join(at, PARTS_MARKER), "write_id")?;
+    Ok(match parts_name(child) {
+        Some((_, id)) if marker.field() == Some(id) => PartsMark::Marked,
+        _ => PartsMark::Other(marker),
+    })
 }
 
 /// The place at `rel`, whose level is `level`, read as a dataset: its
@@ -104,50 +131,70 @@ fn scan_dataset(
         let at = join(rel, child);
         if local && is_staging_name(child) {
             // a distributed write through a file:// URL names its parts' prefix
-            // alike (a write id is 32 letters and digits): its marker tells
-            if parts_marked(place, tree, child, &at)? {
-                ds.odd.push((child.clone(), PARTS_READ_LOCALLY));
-                ds.url_claim = true;
-            } else {
-                ds.children.push((child.clone(), Role::Staging));
+            // alike (a write id is 32 letters and digits): its marker tells. A
+            // writer's staging never holds one: with another, it is a user's
+            match parts_mark(place, tree, child, &at)? {
+                PartsMark::Marked => {
+                    ds.odd.push((child.clone(), PARTS_READ_LOCALLY));
+                    ds.url_claim = true;
+                }
+                PartsMark::None => ds.children.push((child.clone(), Role::Staging)),
+                PartsMark::Other(marker) => ds.odd_marker(child, PARTS_MARKER, &marker, UNMARKED_PARTS),
             }
             continue;
         }
         // a version's name never starts with `.` (docs/format.md §1)
         if child.starts_with('.') {
             if let Some((version, id)) = parts_name(child).filter(|_| !local) {
-                if parts_marked(place, tree, child, &at)? {
-                    let role = Role::Parts { version: version.to_string(), write_id: id.to_string() };
-                    ds.children.push((child.clone(), role));
-                } else {
-                    ds.odd.push((child.clone(), UNMARKED_PARTS));
+                match parts_mark(place, tree, child, &at)? {
+                    PartsMark::Marked => {
+                        let role = Role::Parts { version: version.to_string(), write_id: id.to_string() };
+                        ds.children.push((child.clone(), role));
+                    }
+                    PartsMark::None => ds.odd.push((child.clone(), UNMARKED_PARTS)),
+                    PartsMark::Other(marker) => ds.odd_marker(child, PARTS_MARKER, &marker, UNMARKED_PARTS),
                 }
             }
             continue;
         }
         let inner = tree.level(&at)?;
-        let format = match inner.files.contains_key(MANIFEST) {
-            true => place.marker_field(&join(&at, MANIFEST), "format")?,
-            false => None,
+        let marker = match inner.files.contains_key(MANIFEST) {
+            true => place.marker(&join(&at, MANIFEST), "format")?,
+            false => Marker::NotOne,
         };
-        let manifest = format.as_deref() == Some(crate::names::FORMAT);
+        // it may be a committed version, or a live writer's manifest in
+        // flight: nothing in it, and no parts' prefix of it, is acted on
+        if marker == Marker::Unreadable {
+            ds.odd_marker(child, MANIFEST, &marker, OTHER_MANIFEST);
+            ds.unread_claims.insert(child.clone());
+            continue;
+        }
+        let format = marker.field();
+        let manifest = format == Some(crate::names::FORMAT);
         // gc's fence (object stores): a manifest key a dead writer can no longer create
-        let fence = match (&place.0, format.as_deref(), inner.files.get(MANIFEST)) {
+        let fence = match (&place.0, format, inner.files.get(MANIFEST)) {
             (Inner::Object(o), Some(object::GC_FENCE_FORMAT), Some(t)) if !local => {
                 object::fence_writer(&o.join(&join(&at, MANIFEST)))?.map(|id| (*t, id))
             }
             _ => None,
         };
         let claim = match inner.files.get(CLAIM) {
-            Some(t)
-                if place.marker_field(&join(&at, CLAIM), "writer_id")?.is_some_and(|w| object::is_writer_id(&w)) =>
-            {
-                Some(*t)
-            }
-            Some(_) => {
-                ds.odd.push((join(child, CLAIM), UNMARKED_CLAIM));
-                None
-            }
+            Some(t) => match place.marker(&join(&at, CLAIM), "writer_id")? {
+                Marker::Field(w) if object::is_writer_id(&w) => Some(*t),
+                // a live writer's, perhaps: its version and parts are kept
+                Marker::Unreadable => {
+                    ds.odd_marker(child, CLAIM, &Marker::Unreadable, UNMARKED_CLAIM);
+                    ds.unread_claims.insert(child.clone());
+                    if manifest {
+                        ds.children.push((child.clone(), Role::Version { manifest, claim: None, fence: None }));
+                    }
+                    continue;
+                }
+                _ => {
+                    ds.odd.push((join(child, CLAIM), UNMARKED_CLAIM));
+                    None
+                }
+            },
             None => None,
         };
         if manifest || (!local && (claim.is_some() || fence.is_some())) {
@@ -168,13 +215,28 @@ fn scan_dataset(
 }
 
 impl Dataset {
-    /// A child is a version (holds a TimeF `manifest.json` or a claim).
-    fn has_version(&self) -> bool {
-        self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
+    /// Reports the file `file` of the child `child` as odd: `why` when it is
+    /// no such marker by its content, [`UNREADABLE_MARKER`] when it cannot be
+    /// read (the place is then marked as one with a version).
+    fn odd_marker(&mut self, child: &str, file: &str, marker: &Marker, why: &'static str) {
+        match marker {
+            Marker::Unreadable => {
+                self.odd.push((join(child, file), UNREADABLE_MARKER));
+                self.unreadable = true;
+            }
+            _ => self.odd.push((child.to_string(), why)),
+        }
     }
-    /// A child is a version or a writer's staging (or holds a `file://` claim).
+
+    /// A child is a version (holds a TimeF `manifest.json` or a claim), or
+    /// may be one (holds a marker that cannot be read).
+    fn has_version(&self) -> bool {
+        self.unreadable || self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
+    }
+    /// A child is a version or a writer's staging (or holds a `file://` claim,
+    /// or a marker that cannot be read).
     fn is_marked(&self) -> bool {
-        !self.children.is_empty() || self.url_claim
+        !self.children.is_empty() || self.url_claim || self.unreadable
     }
 }
 

@@ -7,7 +7,7 @@
 //!    (object-store `ls`, whose requests must not grow with the shards), or
 //!    directory reads (local).
 //! 2. **Classify** by markers at exact levels ([`classify()`]; a marker is
-//!    read, a file named like one is not enough: [`Location::marker_field`]): the place
+//!    read, a file named like one is not enough: [`Location::marker`]): the place
 //!    is refused when it is a version; a dataset when one of its children is
 //!    a version (a TimeF manifest or a claim), with its children that have
 //!    versions; else a root whose datasets are its children with a version or

@@ -393,8 +393,9 @@ pub(super) fn object_rules(
         let Role::Parts { version, write_id } = role else { continue };
         let prefix = join(&ds.rel, child);
         // its version's level unlisted, or one above it (classifying read
-        // them), may hide the claim that holds it: kept
-        if unlisted(tree, &join(&ds.rel, version)) {
+        // them), may hide the claim that holds it, as a claim that cannot be
+        // read may be it: kept
+        if unlisted(tree, &join(&ds.rel, version)) || ds.unread_claims.contains(version) {
             continue;
         }
         let Some(mut files) = whole(tree, &prefix)? else { continue };
