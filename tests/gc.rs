@@ -1718,6 +1718,95 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
     }
 }
 
+/// Review 103: three more ways the rules above let gc delete what it must
+/// keep. A root with a child whose manifest could not be read was taken for
+/// a dataset, so its own staging-named folder (a user's) went as a writer's
+/// staging; an entry of a version directory listed but not entered was
+/// passed over, so the version looked empty and (file://) its live writer's
+/// parts went, or (local) the dataset was taken for a root; a claim
+/// classifying accepts but gc's claim reader does not (over 64 KiB) kept its
+/// version, not its writer's parts. Each is kept now (the second by
+/// failing: exit 3 naming the entry, nothing removed).
+#[test]
+fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let marker = format!(r#"{{"write_id": "{id}"}}"#);
+    let tree = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().map(|e| e.unwrap().into_path()).collect()
+    };
+    // a root: a dataset, a child whose manifest.json it cannot read, its own staging-named folder
+    let root = tmp.path().join("root");
+    TimeFWriter::at(Location::local(&root), small_options())
+        .write(ecg_dataset("ds", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    std::fs::create_dir_all(root.join("other")).unwrap();
+    std::fs::write(root.join("other/manifest.json"), br#"{"name": "app"}"#).unwrap();
+    let users = root.join(format!(".tmp-keep-{}", "b".repeat(32)));
+    std::fs::create_dir_all(&users).unwrap();
+    std::fs::write(users.join("notes.txt"), b"mine").unwrap();
+    // a dataset whose version directory can be listed, not entered, and a user's staging-named folder
+    let dataset = tmp.path().join("d/ds");
+    TimeFWriter::at(Location::local(tmp.path().join("d")), small_options())
+        .write(ecg_dataset("ds", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let nested = dataset.join(format!("sub/.tmp-v9-{}", "A".repeat(32)));
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("notes.txt"), b"mine").unwrap();
+    // file://: a live writer's version directory listed, not entered, and its parts
+    let url_root = tmp.path().join("url");
+    TimeFWriter::at(Location::local(&url_root), small_options())
+        .write(ecg_dataset("ds", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    std::fs::create_dir_all(url_root.join("ds/v2")).unwrap();
+    let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": 1, "created_by": "timef"}}"#);
+    std::fs::write(url_root.join("ds/v2").join(CLAIM), &claim).unwrap();
+    let parts = url_root.join(format!("ds/.tmp-v2-{id}"));
+    std::fs::create_dir_all(&parts).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), &marker).unwrap();
+    std::fs::write(parts.join("part-0.parquet"), b"part").unwrap();
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    let _ = std::os::unix::fs::lchown(root.join("other/manifest.json"), Some(0), Some(0));
+    std::fs::set_permissions(root.join("other/manifest.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    for dir in [dataset.join("v1"), url_root.join("ds/v2")] {
+        let _ = std::os::unix::fs::lchown(&dir, Some(0), Some(0));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o744)).unwrap();
+    }
+    let before = tree(tmp.path());
+    let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", root.to_str().unwrap()]);
+    let kept = format!(
+        "kept (odd) {}: named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept\n",
+        users.display()
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(UNREADABLE) && out.contains(&kept), "{out}");
+    for place in [dataset.display().to_string(), format!("file://{}", url_root.display())] {
+        let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
+        assert_eq!((code, out.as_str()), (3, ""), "{place}");
+    }
+    assert_eq!(tree(tmp.path()), before);
+    // a claim over 64 KiB, its writer id readable to classifying: its parts stay
+    std::fs::set_permissions(url_root.join("ds/v2"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let padded = format!(
+        r#"{{"writer_id": "{id}", "created_at_unix_s": 1, "created_by": "timef", "pad": "{}"}}"#,
+        "x".repeat(70_000)
+    );
+    std::fs::write(url_root.join("ds/v2").join(CLAIM), padded).unwrap();
+    let url = format!("file://{}", url_root.display());
+    let (code, out, _) = cli(&["gc", "--older-than-s", "0", &url]);
+    assert_eq!(code, 0, "{out}");
+    assert!(parts.join("part-0.parquet").exists() && parts.join(PARTS_MARKER).exists(), "{out}");
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

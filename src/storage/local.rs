@@ -502,26 +502,38 @@ pub(crate) fn read_small(path: &Path, version_dir: Option<&VersionDir>, max_byte
         None => {
             // a link that leads back to itself, or a file this user may not
             // read, is refused as a FIFO in its place is: the marker it may be
-            // is not known, and gc and ls go on with the rest of the root
-            let refused = |e: io::Error| match e {
-                e if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                    Ok(Small::Refused("a loop of symbolic links".into()))
+            // is not known, and gc and ls go on with the rest
+            let refused = |e: io::Error| {
+                let errno = e.raw_os_error();
+                let errno_is = |x: rustix::io::Errno| errno == Some(x.raw_os_error());
+                match e {
+                    _ if errno_is(rustix::io::Errno::LOOP) => Ok(Small::Refused("a loop of symbolic links".into())),
+                    // a socket, or a FIFO whose reader does not wait for a writer
+                    _ if errno_is(rustix::io::Errno::NXIO) => Ok(Small::Refused("not a regular file".into())),
+                    e if e.kind() == io::ErrorKind::PermissionDenied => Ok(Small::Refused("not readable here".into())),
+                    e => Err(Error::io(path, e)),
                 }
-                e if e.kind() == io::ErrorKind::PermissionDenied => Ok(Small::Refused("not readable here".into())),
-                e => Err(Error::io(path, e)),
             };
-            let meta = match fs::metadata(path) {
-                Ok(m) => m,
+            // a device is never opened (a tape rewinds)
+            match fs::metadata(path) {
+                Ok(m) if !m.is_file() => return Ok(Small::Refused("not a regular file".into())),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+                Err(e) => return refused(e),
+            }
+            // opened without waiting, and judged again open: a FIFO renamed
+            // onto the path since would otherwise block the open forever
+            use std::os::unix::fs::OpenOptionsExt;
+            let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+            let file = match fs::OpenOptions::new().read(true).custom_flags(nonblock).open(path) {
+                Ok(f) => f,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
                 Err(e) => return refused(e),
             };
-            if !meta.is_file() {
+            if !file.metadata().map_err(|e| Error::io(path, e))?.is_file() {
                 return Ok(Small::Refused("not a regular file".into()));
             }
-            match File::open(path) {
-                Ok(f) => f,
-                Err(e) => return refused(e),
-            }
+            file
         }
     };
     let mut bytes = Vec::new();

@@ -67,6 +67,8 @@ const PARTS_READ_LOCALLY: &str =
     "holds the parts of a distributed write through a file:// URL: run gc or ls on the file:// URL of the root to clear it; kept";
 const UNMARKED_PARTS: &str =
     "named like a parts' prefix but without its marker _timef_parts.json; kept (remove it by hand if nobody needs it)";
+const KEPT_UNKNOWN: &str = "named like a writer's, where a marker gc cannot read leaves unknown whether it is \
+     one; kept";
 const UNREADABLE_MARKER: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by \
      this user), so what it marks is not known: nothing it may mark is cleared; kept";
 
@@ -228,10 +230,23 @@ impl Dataset {
         }
     }
 
-    /// A child is a version (holds a TimeF `manifest.json` or a claim), or
-    /// may be one (holds a marker that cannot be read).
+    /// A child is a version (holds a TimeF `manifest.json` or a claim).
     fn has_version(&self) -> bool {
-        self.unreadable || self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
+        self.children.iter().any(|(_, role)| matches!(role, Role::Version { .. }))
+    }
+
+    /// A child is a version, or may be one (holds a marker that cannot be read).
+    fn may_have_version(&self) -> bool {
+        self.unreadable || self.has_version()
+    }
+
+    /// Acts on nothing here: each child with a role is reported as
+    /// [`KEPT_UNKNOWN`] instead (a marker that cannot be read leaves the
+    /// place's kind, so theirs, unknown).
+    fn keep_all(&mut self) {
+        for (child, _) in self.children.drain(..) {
+            self.odd.push((child, KEPT_UNKNOWN));
+        }
     }
     /// A child is a version or a writer's staging (or holds a `file://` claim,
     /// or a marker that cannot be read).
@@ -295,13 +310,32 @@ pub(super) fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result
         let level = tree.level(child)?;
         children.push(scan_dataset(place, tree, local, child, child, &level)?);
     }
+    // a child whose only version may be one (its marker cannot be read) is a
+    // dataset if it is one and a user's folder if not: reported, not acted on
+    let datasets_of_a_dataset = |children: &mut Vec<Dataset>| {
+        children.retain_mut(|c| match (c.has_version(), c.unreadable) {
+            (true, _) => true,
+            (false, true) => {
+                c.keep_all();
+                true
+            }
+            (false, false) => false,
+        })
+    };
     let mut out = Vec::new();
     if itself.has_version() {
-        children.retain(Dataset::has_version);
+        datasets_of_a_dataset(&mut children);
         // a child with versions is a dataset, not an odd one
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
-    } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
+    } else if itself.unreadable {
+        // a child may be a version or not, so the place a dataset or a root:
+        // only what both readings clear is cleared, none of its own leftovers
+        itself.keep_all();
+        datasets_of_a_dataset(&mut children);
+        itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
+        out.push(itself);
+    } else if children.iter().any(Dataset::may_have_version) || !itself.is_marked() {
         children.retain(|c| c.is_marked() || c.other_manifest);
         // a dataset whose only versions are damaged is reported, not passed over; a place
         // with a marked child or one like that is a root, and another tool's folder in it is not a version

@@ -259,6 +259,9 @@ pub(super) fn object_rules(
         };
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
+    // versions whose claim's writer is not known (its claim or manifest could
+    // not be read, when classified or since): every parts' prefix of theirs stays
+    let mut unknown_writer: BTreeSet<String> = ds.unread_claims.clone();
     // versions gc's fence holds and a run clears in time (not one beside a user's objects)
     let mut fenced = Vec::new();
     for (child, role) in &ds.children {
@@ -301,6 +304,11 @@ pub(super) fn object_rules(
         }
         let claim = join(&version, CLAIM);
         let writer = object::claim_writer(&place.join(&claim))?;
+        // a claim classifying read as a writer's, that does not read as one
+        // now (changed since, or beyond what a claim holds): its writer may live
+        if writer.is_none() {
+            unknown_writer.insert(child.clone());
+        }
         // listed only once the claim itself is old enough; gc's own claim
         // ages alike: the run that put it may still be deleting
         let mut under = None;
@@ -395,7 +403,7 @@ pub(super) fn object_rules(
         // its version's level unlisted, or one above it (classifying read
         // them), may hide the claim that holds it, as a claim that cannot be
         // read may be it: kept
-        if unlisted(tree, &join(&ds.rel, version)) || ds.unread_claims.contains(version) {
+        if unlisted(tree, &join(&ds.rel, version)) || unknown_writer.contains(version) {
             continue;
         }
         let Some(mut files) = whole(tree, &prefix)? else { continue };

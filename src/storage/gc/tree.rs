@@ -178,7 +178,13 @@ impl Tree for LocalTree {
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(&dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(meta) = fs::symlink_metadata(entry.path()) else { continue };
+            // an entry that cannot be examined (a directory listed but not
+            // entered) is not known: nothing is judged from an empty level
+            let meta = match fs::symlink_metadata(entry.path()) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(entry.path(), e)),
+            };
             if meta.is_dir() {
                 level.dirs.insert(name);
             } else {
@@ -226,7 +232,11 @@ pub(super) fn file_tree(
                 continue;
             };
             let at = join(&rel, &name);
-            let Ok(meta) = fs::symlink_metadata(dir.join(&at)) else { continue };
+            let meta = match fs::symlink_metadata(dir.join(&at)) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir.join(&at), e)),
+            };
             if meta.file_type().is_symlink() {
                 odd.insert(at, THROUGH_LINK);
             } else if meta.is_dir() {
