@@ -291,6 +291,65 @@ fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
     }
 }
 
+/// Review 104: the way from the root to a dead writer's staging changed
+/// between gc's listing and its removal. It was opened and removed by its
+/// path: the dataset's folder swapped for a symbolic link to a folder
+/// holding a directory of that name lost that directory (outside the root),
+/// and a FIFO put at the staging's name kept gc waiting forever. It is
+/// reached from the root through directories alone now: past a link or a
+/// FIFO it is not reached (skipped); moved after it was opened, it is
+/// removed itself, wherever it went, and nothing else.
+#[test]
+fn gc_never_follows_a_link_or_waits_on_a_fifo_swapped_in_after_its_listing() {
+    let name = format!(".tmp-v2-{}", "a".repeat(32));
+    for (point, swap) in [("gc-listed", "link"), ("gc-opened", "link"), ("gc-listed", "fifo")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        ingest(&root, "v1");
+        let (dataset, moved) = (root.join("BasicMotions"), root.join("moved"));
+        std::fs::create_dir_all(dataset.join(&name).join("time_series")).unwrap();
+        std::fs::write(dataset.join(&name).join("time_series/part"), b"dead").unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(outside.join(&name)).unwrap();
+        std::fs::write(outside.join(&name).join("mine.txt"), b"mine").unwrap();
+        let resume = tmp.path().join("resume");
+        let gc = Paused::start(&["gc", root.to_str().unwrap(), "--older-than-s", "0"], point, Some(&resume));
+        if swap == "link" {
+            std::fs::rename(&dataset, &moved).unwrap();
+            std::os::unix::fs::symlink(&outside, &dataset).unwrap();
+        } else {
+            std::fs::rename(dataset.join(&name), tmp.path().join("aside")).unwrap();
+            let status = Command::new("mkfifo").arg(dataset.join(&name)).status().unwrap();
+            assert!(status.success());
+        }
+        let pid = gc.child.id().to_string();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            let hung = finished.recv_timeout(std::time::Duration::from_secs(30)).is_err();
+            if hung {
+                let _ = Command::new("kill").args(["-9", &pid]).status();
+            }
+            hung
+        });
+        let (code, out, err) = gc.resume(&resume);
+        let _ = done.send(());
+        assert!(!watchdog.join().unwrap(), "{point} {swap}: gc still ran after 30 s");
+        let cleared = match (point, swap) {
+            ("gc-opened", _) => {
+                format!("removed {}\n1 leftover(s) cleared, 1 file(s) removed\n", dataset.join(&name).display())
+            }
+            _ => "0 leftover(s) cleared, 0 file(s) removed\n".to_string(),
+        };
+        assert_eq!((code, out.as_str(), err.as_str()), (0, cleared.as_str(), ""), "{point} {swap}");
+        assert_eq!(std::fs::read(outside.join(&name).join("mine.txt")).unwrap(), b"mine", "{point} {swap}");
+        if swap == "link" {
+            // the staging itself: left where it was not reached, gone where it was
+            assert_eq!(moved.join(&name).exists(), point == "gc-listed", "{point}");
+            assert_eq!(tree(&moved.join("v1")), VERSION_ENTRIES, "{point}");
+        }
+    }
+}
+
 #[test]
 fn ctrl_c_at_every_point_before_the_rename_aborts_the_write_and_exits_130() {
     // the writer stops at its next write to a file or at the commit, its

@@ -1087,6 +1087,47 @@ fn commit_then_resume_removing_nothing(
     assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
 }
 
+/// Review 104: a `file://` claim gc judged dead, then replaced with a FIFO
+/// before gc took it over: gc read it again through object_store's local
+/// store, which opens a FIFO as any file and waited on it forever. It is
+/// refused now (not a regular file): that version is left as it is, and
+/// reported as not removed (exit 3).
+#[test]
+fn a_claim_turned_fifo_before_gc_takes_it_over_is_refused_not_waited_on() {
+    let b = Backend::new(Kind::File, "claim turned fifo").unwrap();
+    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    b.put(&format!("ecg/v0/{CLAIM}"), claim);
+    b.put("ecg/v0/time_series/shard-00000.parquet", b"partial");
+    let resume = b._dir.path().join("resume");
+    let (mut child, stderr) = gc_paused_at(&b, "gc-claim-judged", &resume);
+    let fifo = b.dir.join(format!("ecg/v0/{CLAIM}"));
+    std::fs::remove_file(&fifo).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    std::fs::write(&resume, b"").unwrap();
+    let waited = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if waited.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("gc still waits on the FIFO after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr: Vec<String> = stderr.collect();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let want = format!(
+        "timef: error: could not remove {}: corrupt version: {}: not a regular file",
+        b.shown(&format!("ecg/v0/{CLAIM}")),
+        b.shown(&format!("ecg/v0/{CLAIM}"))
+    );
+    assert_eq!((code, stdout.as_str(), stderr), (Some(3), "0 leftover(s) cleared, 0 file(s) removed\n", vec![want]));
+    assert!(b.dir.join("ecg/v0/time_series/shard-00000.parquet").exists());
+}
+
 #[test]
 fn a_fence_judged_old_is_read_again_before_its_delete_file_url() {
     a_fence_judged_old_is_read_again_before_its_delete(Kind::File);
@@ -1581,12 +1622,19 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
         // a link loop: on a local root only (object_store's listing of a
         // file:// root fails at it: `ls` exits 3 there, gc goes on)
         let local = place != url;
+        // and a link that leads nowhere (review 104: it read as no marker),
+        // which a file:// root's listing reports as a link instead
         if local {
             std::fs::create_dir_all(root.join("loop/v1")).unwrap();
             std::os::unix::fs::symlink("manifest.json", root.join("loop/v1/manifest.json")).unwrap();
+            std::fs::create_dir_all(root.join("dangling/v1")).unwrap();
+            std::os::unix::fs::symlink("nowhere.json", root.join("dangling/v1/manifest.json")).unwrap();
         }
-        let dirs: &[&str] =
-            if local { &["fifo", "loop", "socket", "unreadable"] } else { &["fifo", "socket", "unreadable"] };
+        let dirs: &[&str] = if local {
+            &["dangling", "fifo", "loop", "socket", "unreadable"]
+        } else {
+            &["fifo", "socket", "unreadable"]
+        };
         // a local root's dead writer's staging (a file:// root's writers leave parts' prefixes instead)
         let staging = root.join(format!("good/.tmp-v2-{}", "0".repeat(32)));
         if local {
@@ -1601,11 +1649,9 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
             false => "good\n  v1\n".to_string(),
             true => format!("good\n  v1\n{stale}"),
         };
-        let mut want = odd("fifo");
-        want.push_str(&good);
-        for d in &dirs[1..] {
-            want.push_str(&odd(d));
-        }
+        let mut names: Vec<&str> = dirs.iter().copied().chain(["good"]).collect();
+        names.sort();
+        let want: String = names.iter().map(|&d| if d == "good" { good.clone() } else { odd(d) }).collect();
         assert_eq!(timef_as_a_user(&["ls", &place]), (0, want), "{place}");
         let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
         assert_eq!(code, 0, "{place}: {out}");
@@ -1805,6 +1851,49 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     let (code, out, _) = cli(&["gc", "--older-than-s", "0", &url]);
     assert_eq!(code, 0, "{out}");
     assert!(parts.join("part-0.parquet").exists() && parts.join(PARTS_MARKER).exists(), "{out}");
+}
+
+/// Review 104: a place whose only marks are its own staging, beside a child
+/// holding a marker gc cannot read, is a dataset (the child may be a
+/// version, its staging-named folder then a user's) or a root (the child
+/// then a dataset, the place's own staging-named folder a user's). gc of the
+/// place read it as a root and deleted the child's staging-named folder,
+/// which gc of the child keeps; gc of either now clears neither.
+#[test]
+fn a_place_marked_by_its_own_staging_beside_a_marker_gc_cannot_read_clears_neither() {
+    let tmp = tempfile::tempdir().unwrap();
+    let place = tmp.path().join("p");
+    let own = place.join(format!(".tmp-v1-{}", "a".repeat(32)));
+    let childs = place.join(format!("c/.tmp-v2-{}", "b".repeat(32)));
+    for dir in [&own, &childs, &place.join("c/v1")] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    }
+    let status = std::process::Command::new("mkfifo").arg(place.join("c/v1/manifest.json")).status().unwrap();
+    assert!(status.success());
+    let tree = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().map(|e| e.unwrap().into_path()).collect()
+    };
+    let before = tree(tmp.path());
+    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let fifo = place.join("c/v1/manifest.json");
+    let (code, out, err) = cli(&["gc", "--older-than-s", "0", place.to_str().unwrap()]);
+    let want = format!(
+        "kept (odd) {}: {unknown}\nkept (odd) {}: {UNREADABLE}\nkept (odd) {}: {unknown}\n\
+         0 leftover(s) cleared, 0 file(s) removed\n",
+        own.display(),
+        fifo.display(),
+        childs.display()
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, want.as_str(), ""));
+    let (code, out, err) = cli(&["gc", "--older-than-s", "0", place.join("c").to_str().unwrap()]);
+    let want = format!(
+        "kept (odd) {}: {UNREADABLE}\nkept (odd) {}: {unknown}\n0 leftover(s) cleared, 0 file(s) removed\n",
+        fifo.display(),
+        childs.display()
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, want.as_str(), ""));
+    assert_eq!(tree(tmp.path()), before);
 }
 
 /// Review 73: the rule above must not make a root a dataset because another

@@ -518,7 +518,13 @@ pub(crate) fn read_small(path: &Path, version_dir: Option<&VersionDir>, max_byte
             match fs::metadata(path) {
                 Ok(m) if !m.is_file() => return Ok(Small::Refused("not a regular file".into())),
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Small::Missing),
+                // a link that leads nowhere may still be made to lead to a marker
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok(match fs::symlink_metadata(path) {
+                        Ok(_) => Small::Refused("a symbolic link that leads nowhere".into()),
+                        Err(_) => Small::Missing,
+                    })
+                }
                 Err(e) => return refused(e),
             }
             // opened without waiting, and judged again open: a FIFO renamed
@@ -605,7 +611,8 @@ pub(crate) const SYMLINK: &str =
 /// path is followed): every file of the version is then opened relative to
 /// this handle, never by path again, so renaming or replacing the directory,
 /// or one above it, while a verb runs cannot redirect a read outside
-/// (docs/format.md "Paths inside a version").
+/// (docs/format.md "Paths inside a version"). `gc` holds a writer's staging
+/// directory so too ([`VersionDir::open_in_parent`]).
 pub(crate) struct VersionDir {
     path: PathBuf,
     fd: rustix::fd::OwnedFd,
@@ -623,9 +630,31 @@ impl VersionDir {
         Ok(VersionDir { path: path.to_path_buf(), fd })
     }
 
+    /// Opens the directory `name` of the open directory `parent` (`path`
+    /// names it in messages), never through a symbolic link and never
+    /// waiting: a FIFO there fails (`NOTDIR`) instead of blocking.
+    ///
+    /// # Errors
+    /// The `openat` error (`NOENT`, `LOOP` for a link, `NOTDIR`, ...).
+    pub(crate) fn open_in_parent(
+        parent: rustix::fd::BorrowedFd<'_>,
+        name: &str,
+        path: PathBuf,
+    ) -> rustix::io::Result<VersionDir> {
+        use rustix::fs::{openat, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        Ok(VersionDir { path, fd: openat(parent, name, flags, Mode::empty())? })
+    }
+
     /// The path the directory was opened at (for messages).
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl rustix::fd::AsFd for VersionDir {
+    fn as_fd(&self) -> rustix::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

@@ -262,6 +262,11 @@ impl Dataset {
 /// - else one of its children has versions, or the place has no writer's
 ///   staging of its own: a root, whose datasets are its children with a
 ///   version or a writer's staging (its own staging-named folders are a user's);
+/// - else, when a marker that cannot be read leaves the place's kind unknown
+///   (one of its own children's, or one of a child's while the place's only
+///   marks are writers' staging), both: nothing of its own is acted on, and
+///   its children with versions are datasets (those that may have one are
+///   reported, not acted on);
 /// - else (its only marks are writers' staging: every write of it died) a
 ///   dataset, whose children's staging-named folders are a user's.
 ///
@@ -328,14 +333,21 @@ pub(super) fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result
         // a child with versions is a dataset, not an odd one
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
-    } else if itself.unreadable {
-        // a child may be a version or not, so the place a dataset or a root:
-        // only what both readings clear is cleared, none of its own leftovers
+    } else if itself.unreadable
+        || (itself.is_marked()
+            && !children.iter().any(Dataset::has_version)
+            && children.iter().any(Dataset::may_have_version))
+    {
+        // a child of the place, or of one of its children, may be a version
+        // or not (its marker cannot be read), and no other tells the place's
+        // kind: a dataset (whose children's staging-named folders are a
+        // user's) or a root (whose own are). Only what both readings clear
+        // is cleared, none of its own leftovers
         itself.keep_all();
         datasets_of_a_dataset(&mut children);
         itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
         out.push(itself);
-    } else if children.iter().any(Dataset::may_have_version) || !itself.is_marked() {
+    } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
         children.retain(|c| c.is_marked() || c.other_manifest);
         // a dataset whose only versions are damaged is reported, not passed over; a place
         // with a marked child or one like that is a root, and another tool's folder in it is not a version

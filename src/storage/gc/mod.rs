@@ -26,6 +26,7 @@
 
 mod classify;
 mod rules;
+mod staging_dir;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -171,7 +172,7 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             let tree = LocalTree(root.clone());
             for ds in classify(place, &tree, true)? {
                 let before = (survey.report.removed_claims.len(), survey.report.odd.len());
-                local_rules(run, root, &tree, &ds, &mut survey.report)?;
+                local_rules(run, root, &ds, &mut survey.report);
                 survey.datasets.push(found(place, &ds, Vec::new(), before, &survey.report));
             }
         }

@@ -3,13 +3,12 @@
 //! fence, a parts' prefix. Nothing without a role is acted on.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File};
-use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
 use super::classify::{Dataset, Role};
-use super::tree::{decoded, join, within, LocalTree, Tree};
+use super::staging_dir::StagingDir;
+use super::tree::{decoded, join, within, Tree};
 use super::{GcReport, Mode};
 use crate::error::Result;
 use crate::storage::object::{self, ObjectLocation};
@@ -58,53 +57,44 @@ fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcRepor
 
 /// Local roles: a staging directory goes when no process holds its `flock`,
 /// its name still leads to the directory locked, and it is at least
-/// `older_than_s` old (its modification time). A directory that vanishes
-/// while examined (committed or aborted meanwhile) is skipped.
-pub(super) fn local_rules(run: Run, root: &Path, tree: &LocalTree, ds: &Dataset, report: &mut GcReport) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
+/// `older_than_s` old (its modification time). It is reached and removed
+/// through directory handles ([`StagingDir`]): a directory that vanishes
+/// while examined (committed or aborted meanwhile), or whose way from the
+/// root is no longer directories alone, is skipped.
+pub(super) fn local_rules(run: Run, root: &Path, ds: &Dataset, report: &mut GcReport) {
     report_odd(|rel| root.join(rel).display().to_string(), ds, report);
     for (child, role) in &ds.children {
         if *role != Role::Staging {
             continue;
         }
         let rel = join(&ds.rel, child);
-        let dir = root.join(&rel);
-        let shown = dir.display().to_string();
+        let shown = root.join(&rel).display().to_string();
         pause_point("gc-listed");
-        // gone since the listing (committed or aborted): not stale
-        let Ok(owner) = File::open(&dir) else { continue };
+        // gone since the listing (committed or aborted), or not reached as a directory: not stale
+        let Some(staging) = StagingDir::open(root, &rel) else { continue };
         pause_point("gc-opened");
         // a live writer holds its staging directory's lock: never touched
-        if rustix::fs::flock(&owner, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        if !staging.lock() {
             report.kept_claims.push(shown);
             continue;
         }
-        let Ok(meta) = owner.metadata() else { continue };
         // the lock is ours, but a writer that committed after the open and
         // then ended released it: the name must still lead to this directory
-        let same = fs::symlink_metadata(&dir).is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()));
-        if !same {
-            continue;
-        }
-        if !run.old(meta.modified().unwrap_or(run.now)) {
+        let Some(modified) = staging.still_named() else { continue };
+        if !run.old(modified) {
             report.kept_claims.push(shown);
             continue;
         }
-        let files = tree.files_under(&rel)?;
+        let files: Vec<String> = staging.files().iter().map(|f| join(&rel, f)).collect();
         if run.removes() {
-            match fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                // one directory that cannot go must not keep the others
-                Err(e) => {
-                    report.failed.push((shown, e.to_string()));
-                    continue;
-                }
+            // one directory that cannot go must not keep the others
+            if let Err(e) = staging.remove() {
+                report.failed.push((shown, e.to_string()));
+                continue;
             }
         }
-        record(report, ds, shown, files.into_iter().map(|(f, _)| root.join(f).display().to_string()));
+        record(report, ds, shown, files.into_iter().map(|f| root.join(f).display().to_string()));
     }
-    Ok(())
 }
 
 /// Every file under `rel` ([`Tree::files_under`]); `None` when a level under

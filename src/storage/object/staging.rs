@@ -68,12 +68,17 @@ pub(super) const GC_CLAIM_BY: &str = "timef gc";
 /// put, `None` when it put none.
 ///
 /// # Errors
-/// [`Error::ObjectStore`] when the claim cannot be read or put.
+/// [`Error::ObjectStore`] when the claim cannot be read or put;
+/// [`Error::Corrupt`] (`file://`) when it is no longer a regular file.
 pub(in crate::storage) fn take_over_claim(
     claim: &ObjectLocation,
     dead_writer: Option<&str>,
     listed: SystemTime,
 ) -> Result<Option<String>> {
+    // file://: object_store's local store would wait forever on a FIFO put
+    // there since the listing (one swapped in between this look and its
+    // open still would: the window is this function's first lines)
+    claim.refuse_special_file()?;
     let got = block_on(async {
         let r = claim.store().get(&claim.path).await?;
         let meta = r.meta.clone();
