@@ -291,36 +291,63 @@ fn gc_skips_a_staging_directory_its_writer_commits_meanwhile() {
     }
 }
 
-/// Review 104: the way from the root to a dead writer's staging changed
-/// between gc's listing and its removal. It was opened and removed by its
-/// path: the dataset's folder swapped for a symbolic link to a folder
-/// holding a directory of that name lost that directory (outside the root),
-/// and a FIFO put at the staging's name kept gc waiting forever. It is
-/// reached from the root through directories alone now: past a link or a
-/// FIFO it is not reached (skipped); moved after it was opened, it is
-/// removed itself, wherever it went, and nothing else.
+/// Reviews 104 and 105: the way from the place to a dead writer's staging
+/// changed between gc's listing and its removal. It was opened and removed
+/// by its path: the dataset's folder swapped for a symbolic link, the
+/// place's link retargeted, or another directory moved to the dataset's
+/// name, made gc delete a directory of that name it never listed (outside
+/// the root, or a user's); a FIFO at the staging's name kept gc waiting
+/// forever; a directory put at the staging's name while gc emptied it went
+/// in its place. It is reached now through the directories listed, each
+/// checked to be the one listed, and removed through handles, its name last
+/// and only if that still leads to it.
 #[test]
-fn gc_never_follows_a_link_or_waits_on_a_fifo_swapped_in_after_its_listing() {
+fn gc_removes_only_the_staging_it_listed_whatever_is_swapped_in_meanwhile() {
     let name = format!(".tmp-v2-{}", "a".repeat(32));
-    for (point, swap) in [("gc-listed", "link"), ("gc-opened", "link"), ("gc-listed", "fifo")] {
+    let cases = [
+        ("gc-listed", "dataset link"),
+        ("gc-opened", "dataset link"),
+        ("gc-listed", "staging fifo"),
+        ("gc-listed", "place link"),
+        ("gc-listed", "another dataset"),
+        ("gc-emptied", "another staging"),
+    ];
+    for (point, swap) in cases {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
         ingest(&root, "v1");
         let (dataset, moved) = (root.join("BasicMotions"), root.join("moved"));
         std::fs::create_dir_all(dataset.join(&name).join("time_series")).unwrap();
         std::fs::write(dataset.join(&name).join("time_series/part"), b"dead").unwrap();
+        // a folder of that name gc never listed: outside, or a user's
         let outside = tmp.path().join("outside");
-        std::fs::create_dir_all(outside.join(&name)).unwrap();
-        std::fs::write(outside.join(&name).join("mine.txt"), b"mine").unwrap();
+        std::fs::create_dir_all(outside.join("BasicMotions").join(&name)).unwrap();
+        std::fs::write(outside.join("BasicMotions").join(&name).join("mine.txt"), b"mine").unwrap();
+        let place = tmp.path().join("place");
+        std::os::unix::fs::symlink(&root, &place).unwrap();
         let resume = tmp.path().join("resume");
-        let gc = Paused::start(&["gc", root.to_str().unwrap(), "--older-than-s", "0"], point, Some(&resume));
-        if swap == "link" {
-            std::fs::rename(&dataset, &moved).unwrap();
-            std::os::unix::fs::symlink(&outside, &dataset).unwrap();
-        } else {
-            std::fs::rename(dataset.join(&name), tmp.path().join("aside")).unwrap();
-            let status = Command::new("mkfifo").arg(dataset.join(&name)).status().unwrap();
-            assert!(status.success());
+        let gc = Paused::start(&["gc", place.to_str().unwrap(), "--older-than-s", "0"], point, Some(&resume));
+        match swap {
+            "dataset link" => {
+                std::fs::rename(&dataset, &moved).unwrap();
+                std::os::unix::fs::symlink(outside.join("BasicMotions"), &dataset).unwrap();
+            }
+            "staging fifo" => {
+                std::fs::rename(dataset.join(&name), tmp.path().join("aside")).unwrap();
+                assert!(Command::new("mkfifo").arg(dataset.join(&name)).status().unwrap().success());
+            }
+            "place link" => {
+                std::fs::remove_file(&place).unwrap();
+                std::os::unix::fs::symlink(&outside, &place).unwrap();
+            }
+            "another dataset" => {
+                std::fs::rename(&dataset, &moved).unwrap();
+                std::fs::rename(outside.join("BasicMotions"), &dataset).unwrap();
+            }
+            _ => {
+                std::fs::rename(dataset.join(&name), tmp.path().join("aside")).unwrap();
+                std::fs::create_dir(dataset.join(&name)).unwrap();
+            }
         }
         let pid = gc.child.id().to_string();
         let (done, finished) = std::sync::mpsc::channel::<()>();
@@ -334,19 +361,46 @@ fn gc_never_follows_a_link_or_waits_on_a_fifo_swapped_in_after_its_listing() {
         let (code, out, err) = gc.resume(&resume);
         let _ = done.send(());
         assert!(!watchdog.join().unwrap(), "{point} {swap}: gc still ran after 30 s");
-        let cleared = match (point, swap) {
-            ("gc-opened", _) => {
-                format!("removed {}\n1 leftover(s) cleared, 1 file(s) removed\n", dataset.join(&name).display())
+        let shown = place.join("BasicMotions").join(&name).display().to_string();
+        let (want_code, want_out, want_err) = match swap {
+            // the place was opened once: its link retargeted leads gc nowhere else
+            "dataset link" | "place link" if point == "gc-opened" || swap == "place link" => {
+                (0, format!("removed {shown}\n1 leftover(s) cleared, 1 file(s) removed\n"), String::new())
             }
-            _ => "0 leftover(s) cleared, 0 file(s) removed\n".to_string(),
+            "another staging" => (
+                3,
+                "0 leftover(s) cleared, 0 file(s) removed\n".to_string(),
+                format!(
+                    "timef: error: could not remove {shown}: its name leads to another directory since gc locked \
+                     it: that one emptied, wherever it went, and the name left"
+                ),
+            ),
+            _ => (0, "0 leftover(s) cleared, 0 file(s) removed\n".to_string(), String::new()),
         };
-        assert_eq!((code, out.as_str(), err.as_str()), (0, cleared.as_str(), ""), "{point} {swap}");
-        assert_eq!(std::fs::read(outside.join(&name).join("mine.txt")).unwrap(), b"mine", "{point} {swap}");
-        if swap == "link" {
-            // the staging itself: left where it was not reached, gone where it was
-            assert_eq!(moved.join(&name).exists(), point == "gc-listed", "{point}");
-            assert_eq!(tree(&moved.join("v1")), VERSION_ENTRIES, "{point}");
+        assert_eq!((code, out, err), (want_code, want_out, want_err), "{point} {swap}");
+        // what gc never listed stays whole
+        let mine = match swap {
+            "another dataset" => dataset.join(&name).join("mine.txt"),
+            _ => outside.join("BasicMotions").join(&name).join("mine.txt"),
+        };
+        assert_eq!(std::fs::read(mine).unwrap(), b"mine", "{point} {swap}");
+        // the staging listed: removed where it was reached, emptied where its name was taken
+        let staging = match swap {
+            "dataset link" | "another dataset" => moved.join(&name),
+            "staging fifo" | "another staging" => tmp.path().join("aside"),
+            _ => dataset.join(&name),
+        };
+        let left = match (point, swap) {
+            ("gc-opened", _) | (_, "place link") => None,
+            (_, "another staging") => Some(vec![]),
+            _ => Some(vec!["time_series".to_string(), "time_series/part".to_string()]),
+        };
+        assert_eq!(staging.exists().then(|| tree(&staging)), left, "{point} {swap}");
+        if swap == "another staging" {
+            assert_eq!(tree(&dataset.join(&name)), Vec::<String>::new(), "{point} {swap}: the new one stays");
         }
+        let version = if moved.exists() { moved.join("v1") } else { dataset.join("v1") };
+        assert_eq!(tree(&version), VERSION_ENTRIES, "{point} {swap}");
     }
 }
 

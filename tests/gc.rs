@@ -1896,6 +1896,52 @@ fn a_place_marked_by_its_own_staging_beside_a_marker_gc_cannot_read_clears_neith
     assert_eq!(tree(tmp.path()), before);
 }
 
+/// Review 105: a dead writer's staging holding names that are not UTF-8 and
+/// a file 70 directories down was removed whole, but its dry run and its
+/// run reported 1 file of 4 (the listing looked names up by their text, and
+/// stopped 64 directories down). Both report every file now, and the run
+/// removes them all, through handles and without recursion.
+#[test]
+fn gc_reports_every_file_of_a_staging_it_removes() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    TimeFWriter::at(Location::local(&root), small_options())
+        .write(ecg_dataset("ds", "v1", 2))
+        .unwrap()
+        .commit()
+        .unwrap();
+    let staging = root.join(format!("ds/.tmp-v2-{}", "a".repeat(32)));
+    let odd_dir = staging.join(std::ffi::OsStr::from_bytes(b"dir\xfe"));
+    let deep = (0..70).fold(staging.join("deep"), |p, i| p.join(i.to_string()));
+    for dir in [&odd_dir, &deep] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    for file in [staging.join("plain"), staging.join(std::ffi::OsStr::from_bytes(b"bad\xffname")), odd_dir.join("in")] {
+        std::fs::write(file, b"x").unwrap();
+    }
+    std::fs::write(deep.join("leaf"), b"x").unwrap();
+    let r = root.to_str().unwrap();
+    let (code, out, _) = cli(&["gc", "--dry-run", "--older-than-s", "0", r]);
+    let shown = staging.display();
+    let want = format!("would remove {shown}\n1 leftover(s) would be cleared, 4 file(s) would be removed\n");
+    assert_eq!((code, out), (0, want));
+    let report = gc(&Location::local(&root), 0).unwrap();
+    let deep_rel: Vec<String> = (0..70).map(|i| i.to_string()).collect();
+    let want: Vec<String> = [
+        "bad\u{FFFD}name".to_string(),
+        format!("deep/{}/leaf", deep_rel.join("/")),
+        "dir\u{FFFD}/in".to_string(),
+        "plain".to_string(),
+    ]
+    .iter()
+    .map(|f| format!("{shown}/{f}"))
+    .collect();
+    assert_eq!((report.removed_files, report.removed_claims), (want, vec![shown.to_string()]));
+    assert!(!staging.exists());
+    assert_eq!(cli(&["verify", root.join("ds/v1").to_str().unwrap()]).0, 0);
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

@@ -61,7 +61,8 @@ use crate::error::{Error, Result};
 /// finished), `shards-written`, `manifest-staged`, `before-rename` and
 /// `after-rename` (both local roots only: before the rename; the rename done,
 /// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
-/// (listed, not yet opened) and `gc-opened` (opened, its lock not yet tried); of an object-store `gc`:
+/// (listed, not yet opened), `gc-opened` (opened, its lock not yet tried) and `gc-emptied` (emptied, its
+/// name not yet removed); of an object-store `gc`:
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
 /// (judged dead, not yet taken over) and `gc-claim-taken` (gc's claim put, no object deleted yet).
 /// Unset in normal use.

@@ -169,10 +169,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
     let mut survey = Survey::default();
     match &place.0 {
         Inner::Local(root, _) => {
-            let tree = LocalTree(root.clone());
+            let tree = LocalTree::open(root)?;
             for ds in classify(place, &tree, true)? {
                 let before = (survey.report.removed_claims.len(), survey.report.odd.len());
-                local_rules(run, root, &ds, &mut survey.report);
+                local_rules(run, &tree, &ds, &mut survey.report);
                 survey.datasets.push(found(place, &ds, Vec::new(), before, &survey.report));
             }
         }

@@ -3,12 +3,11 @@
 //! fence, a parts' prefix. Nothing without a role is acted on.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::SystemTime;
 
 use super::classify::{Dataset, Role};
 use super::staging_dir::StagingDir;
-use super::tree::{decoded, join, within, Tree};
+use super::tree::{decoded, join, within, LocalTree, Tree};
 use super::{GcReport, Mode};
 use crate::error::Result;
 use crate::storage::object::{self, ObjectLocation};
@@ -57,11 +56,12 @@ fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcRepor
 
 /// Local roles: a staging directory goes when no process holds its `flock`,
 /// its name still leads to the directory locked, and it is at least
-/// `older_than_s` old (its modification time). It is reached and removed
-/// through directory handles ([`StagingDir`]): a directory that vanishes
-/// while examined (committed or aborted meanwhile), or whose way from the
-/// root is no longer directories alone, is skipped.
-pub(super) fn local_rules(run: Run, root: &Path, ds: &Dataset, report: &mut GcReport) {
+/// `older_than_s` old (its modification time). It is reached again from the
+/// place through the directories listed, and removed through handles
+/// ([`StagingDir`]): one that vanished while examined (committed or aborted
+/// meanwhile), or is no longer reached so, is skipped.
+pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut GcReport) {
+    let root = tree.root();
     report_odd(|rel| root.join(rel).display().to_string(), ds, report);
     for (child, role) in &ds.children {
         if *role != Role::Staging {
@@ -70,8 +70,7 @@ pub(super) fn local_rules(run: Run, root: &Path, ds: &Dataset, report: &mut GcRe
         let rel = join(&ds.rel, child);
         let shown = root.join(&rel).display().to_string();
         pause_point("gc-listed");
-        // gone since the listing (committed or aborted), or not reached as a directory: not stale
-        let Some(staging) = StagingDir::open(root, &rel) else { continue };
+        let Some(staging) = StagingDir::open(tree, &rel) else { continue };
         pause_point("gc-opened");
         // a live writer holds its staging directory's lock: never touched
         if !staging.lock() {
@@ -85,13 +84,11 @@ pub(super) fn local_rules(run: Run, root: &Path, ds: &Dataset, report: &mut GcRe
             report.kept_claims.push(shown);
             continue;
         }
-        let files: Vec<String> = staging.files().iter().map(|f| join(&rel, f)).collect();
-        if run.removes() {
-            // one directory that cannot go must not keep the others
-            if let Err(e) = staging.remove() {
-                report.failed.push((shown, e.to_string()));
-                continue;
-            }
+        // one directory that cannot go must not keep the others
+        let (files, failed) = if run.removes() { staging.remove() } else { staging.files() };
+        if let Some(e) = failed {
+            report.failed.push((shown, e.to_string()));
+            continue;
         }
         record(report, ds, shown, files.into_iter().map(|f| root.join(f).display().to_string()));
     }

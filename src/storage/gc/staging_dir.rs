@@ -1,46 +1,42 @@
 //! A local writer's staging directory as `gc` judges and removes it: reached
-//! from the root through directory handles, never through a path, so a
-//! folder swapped for a symbolic link (or a FIFO) after the listing leads
-//! nowhere instead of outside the root (docs/format.md §1 "Clearing a dead
-//! writer's claim": local staging).
+//! from the place's handle through the directories it listed, never through
+//! a path, and removed through handles, so nothing swapped in after the
+//! listing (a link, a FIFO, another directory) is followed, waited on or
+//! removed (docs/format.md §1 "Clearing a dead writer's claim": local path).
 
+use std::ffi::CString;
 use std::io;
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::os::fd::OwnedFd;
+use std::time::SystemTime;
 
 use rustix::fd::AsFd;
 use rustix::fs::{openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::tree::join;
-use crate::storage::local::{walk_in, VersionDir};
+use super::tree::{identity, join, modified, LocalTree};
+use crate::storage::local::VersionDir;
+use crate::storage::pause_point;
 
-/// The staging directory `name` of the directory `parent`, both open.
+/// A staging directory `name` of the directory `parent`, both open, as listed.
 pub(super) struct StagingDir {
     parent: VersionDir,
     name: String,
     /// The staging directory itself (its `flock` is the writer's liveness).
     dir: VersionDir,
+    /// Its path relative to the place (`/`-separated), for the files reported.
+    rel: String,
 }
 
 impl StagingDir {
-    /// Opens `rel` (`/`-separated, relative to `root`) one level at a time
-    /// ([`VersionDir::open_in_parent`]). `None` when it is not a directory
-    /// reached so (gone, a level on the way now a symbolic link or no
-    /// directory, or one this user may not open): not judged.
-    pub(super) fn open(root: &Path, rel: &str) -> Option<StagingDir> {
-        // the root is the place given: a link there is the user's own choice
-        let mut parent = VersionDir::open(root).ok()?;
-        let mut at = String::new();
-        for level in rel.split('/') {
-            at = join(&at, level);
-            let dir = VersionDir::open_in_parent(parent.as_fd(), level, root.join(&at)).ok()?;
-            if at == rel {
-                return Some(StagingDir { parent, name: level.to_string(), dir });
-            }
-            parent = dir;
-        }
-        None
+    /// The listed directory `rel` of `tree`, reached again through the
+    /// directories listed ([`LocalTree::reach`]); `None` when it is gone, or
+    /// no longer reached so (a level on the way now a link, no directory,
+    /// another directory, or one this user may not open): not judged.
+    pub(super) fn open(tree: &LocalTree, rel: &str) -> Option<StagingDir> {
+        tree.listed(rel)?;
+        let (parent, dir) = tree.reach(rel).ok()??;
+        let name = rel.rsplit('/').next()?.to_string();
+        Some(StagingDir { parent, name, dir, rel: rel.to_string() })
     }
 
     /// Takes the writer's lock without waiting: false when a live writer holds it.
@@ -54,43 +50,94 @@ impl StagingDir {
     pub(super) fn still_named(&self) -> Option<SystemTime> {
         let open = rustix::fs::fstat(&self.dir).ok()?;
         let named = statat(&self.parent, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        if (named.st_dev, named.st_ino) != (open.st_dev, open.st_ino) {
-            return None;
+        (identity(&named) == identity(&open)).then(|| modified(&open))
+    }
+
+    /// Every file in it (not a directory), relative to the place, sorted;
+    /// the files listed before a failure, and the failure.
+    pub(super) fn files(&self) -> (Vec<String>, Option<io::Error>) {
+        let mut files = Vec::new();
+        let failed = walk(&self.dir, &self.rel, false, &mut files).err();
+        files.sort();
+        (files, failed)
+    }
+
+    /// Removes the directory and everything in it through its handle, then
+    /// its name, once that still leads to it (a directory put at the name
+    /// meanwhile is not touched; `rmdir` takes only an empty one should it
+    /// come in the instant between). Entries already gone are passed over.
+    /// Returns the files removed, as [`StagingDir::files`] does.
+    pub(super) fn remove(self) -> (Vec<String>, Option<io::Error>) {
+        let mut files = Vec::new();
+        let mut failed = walk(&self.dir, &self.rel, true, &mut files).err();
+        pause_point("gc-emptied");
+        if failed.is_none() {
+            failed = match self.still_named() {
+                Some(_) => done_if_gone(unlinkat(&self.parent, self.name.as_str(), AtFlags::REMOVEDIR)).err(),
+                None => Some(io::Error::other(
+                    "its name leads to another directory since gc locked it: that one emptied, wherever it went, \
+                     and the name left",
+                )),
+            };
         }
-        let since_epoch = Duration::new(open.st_mtime.max(0) as u64, open.st_mtime_nsec.clamp(0, 999_999_999) as u32);
-        Some(UNIX_EPOCH + since_epoch)
-    }
-
-    /// Every file in it (not a directory), relative to it, sorted.
-    pub(super) fn files(&self) -> Vec<String> {
-        walk_in(&self.dir).0.into_iter().map(|e| e.rel).collect()
-    }
-
-    /// Removes the directory and everything in it, through its handle:
-    /// entries already gone are passed over.
-    ///
-    /// # Errors
-    /// The first entry that cannot be removed (the rest stay).
-    pub(super) fn remove(self) -> io::Result<()> {
-        remove_contents(&self.dir)?;
-        done_if_gone(unlinkat(&self.parent, self.name.as_str(), AtFlags::REMOVEDIR))
+        files.sort();
+        (files, failed)
     }
 }
 
-/// Removes everything in the open directory `dir`, each subdirectory opened
-/// from it never through a link.
-fn remove_contents(dir: &impl AsFd) -> io::Result<()> {
-    let mut names = Vec::new();
-    for entry in Dir::read_from(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_owned();
-        if name.as_bytes() != b"." && name.as_bytes() != b".." {
-            names.push((name, entry.file_type()));
-        }
+/// One directory being walked: its handle, its path relative to the place,
+/// and its subdirectories not yet walked.
+struct Open {
+    fd: OwnedFd,
+    rel: String,
+    /// Its name in the directory above (`None` for the top).
+    name: Option<CString>,
+    subdirs: Vec<CString>,
+}
+
+/// Walks everything under the open directory `top` (at `rel`), depth first
+/// with a stack of its own (no recursion: any depth), each subdirectory
+/// opened from its parent, never through a link or waiting. Appends every
+/// file (anything not a directory) to `files`; with `remove`, removes it,
+/// and each subdirectory once emptied.
+fn walk(top: &impl AsFd, rel: &str, remove: bool, files: &mut Vec<String>) -> io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = openat(top, ".", flags, Mode::empty())?;
+    let mut stack = vec![read(fd, rel.to_string(), None, remove, files)?];
+    while let Some(open) = stack.last_mut() {
+        let Some(sub) = open.subdirs.pop() else {
+            let Some(done) = stack.pop() else { break };
+            if let (Some(name), Some(parent)) = (done.name, stack.last()) {
+                if remove {
+                    done_if_gone(unlinkat(&parent.fd, name.as_c_str(), AtFlags::REMOVEDIR))?;
+                }
+            }
+            continue;
+        };
+        let fd = match openat(&open.fd, sub.as_c_str(), flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let sub_rel = join(&open.rel, &sub.to_string_lossy());
+        let next = read(fd, sub_rel, Some(sub), remove, files)?;
+        stack.push(next);
     }
-    for (name, file_type) in names {
-        let file_type = match file_type {
-            FileType::Unknown => match statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+    Ok(())
+}
+
+/// Reads the open directory `fd`: its files are appended to `files` (and
+/// removed, with `remove`), its subdirectories kept to walk.
+fn read(fd: OwnedFd, rel: String, name: Option<CString>, remove: bool, files: &mut Vec<String>) -> io::Result<Open> {
+    let mut subdirs = Vec::new();
+    for entry in Dir::read_from(&fd)? {
+        let entry = entry?;
+        let entry_name = entry.file_name();
+        if entry_name.to_bytes() == b"." || entry_name.to_bytes() == b".." {
+            continue;
+        }
+        let file_type = match entry.file_type() {
+            FileType::Unknown => match statat(&fd, entry_name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => FileType::from_raw_mode(st.st_mode),
                 Err(Errno::NOENT) => continue,
                 Err(e) => return Err(e.into()),
@@ -98,18 +145,17 @@ fn remove_contents(dir: &impl AsFd) -> io::Result<()> {
             known => known,
         };
         if file_type == FileType::Directory {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            match openat(dir, name.as_c_str(), flags, Mode::empty()) {
-                Ok(sub) => remove_contents(&sub)?,
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            done_if_gone(unlinkat(dir, name.as_c_str(), AtFlags::REMOVEDIR))?;
-        } else {
-            done_if_gone(unlinkat(dir, name.as_c_str(), AtFlags::empty()))?;
+            subdirs.push(entry_name.to_owned());
+            continue;
+        }
+        files.push(join(&rel, &entry_name.to_string_lossy()));
+        if remove {
+            done_if_gone(unlinkat(&fd, entry_name, AtFlags::empty()))?;
         }
     }
-    Ok(())
+    // walked in name order (popped from the end)
+    subdirs.sort_by(|a, b| b.cmp(a));
+    Ok(Open { fd, rel, name, subdirs })
 }
 
 /// An entry already gone (another run, its writer) is removed as asked.

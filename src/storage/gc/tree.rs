@@ -10,11 +10,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustix::fd::AsFd;
+use rustix::fs::{statat, AtFlags, Dir, FileType};
+use rustix::io::Errno;
 
 use super::GcReport;
 use crate::error::{Error, Result};
-use crate::storage::local;
+use crate::storage::local::{self, VersionDir};
 use crate::storage::object::ObjectLocation;
 
 /// Why a file `file_tree` finds is reported and not followed.
@@ -158,43 +162,134 @@ impl Tree for Memo<'_> {
     }
 }
 
-/// A local directory read level by level; a symbolic link is a file, never followed.
-pub(super) struct LocalTree(pub(super) PathBuf);
+/// A local directory read level by level through handles: the place's,
+/// opened once, and each level's opened from the one above it without
+/// following a link or waiting ([`VersionDir::open_in_parent`]); a symbolic
+/// link is a file, never followed. Each level listed is recorded with its
+/// identity (device, inode), and every level reached again must be the one
+/// listed: a rule acts only on what was classified ([`LocalTree::reach`]).
+pub(super) struct LocalTree {
+    root: PathBuf,
+    place: VersionDir,
+    listed: RefCell<BTreeMap<String, (u64, u64)>>,
+}
+
+impl LocalTree {
+    /// Opens the place `root` (a link there is the user's own choice).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] when there is no directory at `root`; [`Error::Io`] otherwise.
+    pub(super) fn open(root: &Path) -> Result<LocalTree> {
+        let place = match VersionDir::open(root) {
+            Ok(place) => place,
+            // one rule for what does not exist (docs/format.md "Exit codes")
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                return Err(crate::storage::missing_dir(root))
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(LocalTree { root: root.to_path_buf(), place, listed: RefCell::default() })
+    }
+
+    /// The place's path.
+    pub(super) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory `rel` (not `""`) and its parent, opened level by level
+    /// from the place's handle; each level already listed must be the
+    /// directory listed. `Ok(None)` when a level is gone (committed or
+    /// aborted meanwhile).
+    ///
+    /// # Errors
+    /// A level that is now a link, no directory, another directory than
+    /// the one listed, or cannot be opened.
+    pub(super) fn reach(&self, rel: &str) -> io::Result<Option<(VersionDir, VersionDir)>> {
+        let mut parent = VersionDir::open_in_parent(self.place.as_fd(), ".", self.root.clone())?;
+        let mut at = String::new();
+        let mut levels = rel.split('/').peekable();
+        while let Some(level) = levels.next() {
+            at = join(&at, level);
+            let dir = match VersionDir::open_in_parent(parent.as_fd(), level, self.root.join(&at)) {
+                Ok(dir) => dir,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if let Some(listed) = self.listed.borrow().get(&at) {
+                if identity(&rustix::fs::fstat(&dir)?) != *listed {
+                    return Err(io::Error::other("no longer the directory gc listed there"));
+                }
+            }
+            if levels.peek().is_none() {
+                return Ok(Some((parent, dir)));
+            }
+            parent = dir;
+        }
+        Ok(None)
+    }
+
+    /// The identity of `rel` when it was listed.
+    pub(super) fn listed(&self, rel: &str) -> Option<(u64, u64)> {
+        self.listed.borrow().get(rel).copied()
+    }
+}
+
+/// The identity of a file: (device, inode).
+pub(super) fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev, st.st_ino)
+}
+
+/// The modification time of a file.
+pub(super) fn modified(st: &rustix::fs::Stat) -> SystemTime {
+    let since_epoch = Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.clamp(0, 999_999_999) as u32);
+    UNIX_EPOCH + since_epoch
+}
 
 impl Tree for LocalTree {
     fn level(&self, rel: &str) -> Result<Level> {
-        let dir = self.0.join(rel);
-        let mut level = Level::default();
-        let entries = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            // gone since its parent was read (a writer committed, aborted), or a file
-            Err(e) if !rel.is_empty() && matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                return Ok(level)
-            }
-            // the place itself: one rule for what does not exist (docs/format.md "Exit codes")
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(crate::storage::missing_dir(&self.0)),
-            Err(e) => return Err(Error::io(&dir, e)),
+        let path = self.root.join(rel);
+        let io = |e: Errno| Error::io(&path, e.into());
+        let reached;
+        let dir = match rel {
+            "" => &self.place,
+            _ => match self.reach(rel) {
+                Ok(Some((_, dir))) => {
+                    reached = dir;
+                    &reached
+                }
+                // gone since its parent was read (a writer committed, aborted)
+                Ok(None) => return Ok(Level::default()),
+                // replaced since: nothing is judged from a level that is not the one listed
+                Err(e) => return Err(Error::io(&path, e)),
+            },
         };
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(&dir, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+        let itself = identity(&rustix::fs::fstat(dir).map_err(io)?);
+        self.listed.borrow_mut().insert(rel.to_string(), itself);
+        let mut level = Level::default();
+        for entry in Dir::read_from(dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            let shown = name.to_string_lossy().into_owned();
             // an entry that cannot be examined (a directory listed but not
             // entered) is not known: nothing is judged from an empty level
-            let meta = match fs::symlink_metadata(entry.path()) {
-                Ok(meta) => meta,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(entry.path(), e)),
+            let st = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io(path.join(&shown), e.into())),
             };
-            if meta.is_dir() {
-                level.dirs.insert(name);
+            if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                level.dirs.insert(shown);
             } else {
-                level.files.insert(name, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+                level.files.insert(shown, modified(&st));
             }
         }
         Ok(level)
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        let (files, _) = local::walk(&self.0.join(rel));
+        let (files, _) = local::walk(&self.root.join(rel));
         Ok(files.into_iter().map(|(f, _)| (join(rel, &f), SystemTime::UNIX_EPOCH)).collect())
     }
 }

@@ -69,29 +69,44 @@ pub(super) const GC_CLAIM_BY: &str = "timef gc";
 ///
 /// # Errors
 /// [`Error::ObjectStore`] when the claim cannot be read or put;
-/// [`Error::Corrupt`] (`file://`) when it is no longer a regular file.
+/// [`Error::Corrupt`] (`file://`) when it is no longer a regular file (or
+/// larger than [`crate::limits::MAX_MANIFEST_BYTES`]).
 pub(in crate::storage) fn take_over_claim(
     claim: &ObjectLocation,
     dead_writer: Option<&str>,
     listed: SystemTime,
 ) -> Result<Option<String>> {
-    // file://: object_store's local store would wait forever on a FIFO put
-    // there since the listing (one swapped in between this look and its
-    // open still would: the window is this function's first lines)
-    claim.refuse_special_file()?;
-    let got = block_on(async {
-        let r = claim.store().get(&claim.path).await?;
-        let meta = r.meta.clone();
-        r.bytes().await.map(|b| (meta, b))
-    })?;
-    let (meta, bytes) = match got {
-        Ok(got) => got,
-        Err(object_store::Error::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(claim.err(e)),
+    let (last_modified, version, bytes) = match claim.file_path() {
+        // file://: read as markers are, opened without waiting (object_store's
+        // local store opens a FIFO put there since the listing as any file,
+        // and waits on it forever); no ETag to update on there
+        Some(path) => match claim.read_small(crate::limits::MAX_MANIFEST_BYTES)? {
+            Small::Missing => return Ok(None),
+            Small::Refused(reason) => return Err(Error::Corrupt { path: claim.to_string().into(), reason }),
+            Small::Bytes(bytes) => match std::fs::metadata(&path).and_then(|m| m.modified()) {
+                Ok(t) => (t, UpdateVersion { e_tag: None, version: None }, Bytes::from(bytes)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(Error::io(&path, e)),
+            },
+        },
+        None => {
+            let got = block_on(async {
+                let r = claim.store().get(&claim.path).await?;
+                let meta = r.meta.clone();
+                r.bytes().await.map(|b| (meta, b))
+            })?;
+            match got {
+                Ok((meta, bytes)) => {
+                    (meta.last_modified.into(), UpdateVersion { e_tag: meta.e_tag, version: meta.version }, bytes)
+                }
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(claim.err(e)),
+            }
+        }
     };
     // modified since listed (to the second: listings and GETs round differently)
     let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let modified = secs(meta.last_modified.into()) > secs(listed);
+    let modified = secs(last_modified) > secs(listed);
     let writer = serde_json::from_slice::<Claim>(&bytes).ok().map(|c| c.writer_id);
     if modified || writer.as_deref() != dead_writer {
         return Ok(None);
@@ -104,7 +119,6 @@ pub(in crate::storage) fn take_over_claim(
     let body = PutPayload::from(serde_json::to_vec(&c).unwrap_or_default());
     let put =
         |mode| block_on(claim.store().put_opts(&claim.path, body.clone(), PutOptions { mode, ..Default::default() }));
-    let version = UpdateVersion { e_tag: meta.e_tag, version: meta.version };
     let updated = match version.e_tag.is_some() || version.version.is_some() {
         true => Some(put(PutMode::Update(version))?),
         false => None,
