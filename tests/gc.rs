@@ -395,7 +395,7 @@ fn gc_of_a_root_on_every_backend() {
 fn a_version_given_as_the_place_is_refused() {
     for kind in [Kind::Local, Kind::File, Kind::Memory] {
         let b = Backend::new(kind, "a_version_given_as_the_place_is_refused").unwrap();
-        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        commit_v1(b.root.clone(), "ecg");
         let v = b.root.join("ecg/v1");
         let want = format!(
             "invalid root of {v}: is a version (it holds manifest.json or a claim); gc and ls take a root of \
@@ -422,7 +422,7 @@ fn a_version_given_as_the_place_is_refused() {
 fn a_live_writer_survives_gc_of_its_root_and_its_dataset() {
     for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
         let Some(b) = Backend::new(kind, "a_live_writer_survives") else { continue };
-        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        commit_v1(b.root.clone(), "ecg");
         let staged = TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 3)).unwrap();
         let before = b.files();
         // local: at any age; object store: younger than an hour
@@ -543,7 +543,7 @@ fn cli_dry_run_prints_what_gc_removes_and_ls_reads_a_root_and_a_dataset_alike() 
 #[test]
 fn memory_a_parts_prefix_is_a_writers_only_with_its_marker() {
     let b = Backend::new(Kind::Memory, "marker").unwrap();
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let staging = Staging::create_for_parts(&b.root.join("ecg/v2")).unwrap();
     let id = staging.write_id();
     let marker = format!("ecg/.tmp-v2-{id}/{PARTS_MARKER}");
@@ -567,7 +567,7 @@ fn memory_a_parts_prefix_is_a_writers_only_with_its_marker() {
 #[test]
 fn memory_objects_without_claim_or_manifest_are_kept_and_reported() {
     let b = Backend::new(Kind::Memory, "unmarked").unwrap();
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     b.put("ecg/v2/time_series/shard-00000.parquet", b"whose?");
     let before = b.files();
     let s = survey(&b.root, 0).unwrap();
@@ -588,7 +588,7 @@ fn memory_objects_without_claim_or_manifest_are_kept_and_reported() {
 /// are kept with everything beside and below them, and reported odd.
 fn marker_named_user_files_are_kept(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("marker_named_user_files_are_kept {kind:?}")) else { return };
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let parts = "ecg/.tmp-v9-0123456789abcdef0123456789abcdef";
     for (f, bytes) in [
         (format!("ecg/v8/{CLAIM}"), &b"my claim to fame"[..]),
@@ -650,7 +650,7 @@ fn marker_named_user_files_are_kept_s3() {
 fn a_users_manifest_json_in_a_root_does_not_hide_its_datasets() {
     for kind in [Kind::Local, Kind::Memory] {
         let b = Backend::new(kind, "users manifest").unwrap();
-        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        commit_v1(b.root.clone(), "ecg");
         b.put("docs/manifest.json", br#"{"name":"my web app"}"#);
         let dead = if b.object_store() {
             std::mem::forget(
@@ -695,7 +695,7 @@ fn local_a_dataset_marked_by_its_own_staging_keeps_a_users_staging_named_folder(
 #[test]
 fn file_url_gc_never_deletes_through_a_symbolic_link() {
     let b = Backend::new(Kind::File, "links").unwrap();
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v2", 2)).unwrap());
     let outside = b._dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -756,7 +756,7 @@ fn local_path_names_a_claim_written_through_file_url() {
 /// it as a URL names it, encoded once (`a%23b.txt`, never `a%2523b.txt`).
 fn keys_with_a_hash_a_percent_or_a_space_are_removed_and_named_once(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("keys_with_a_hash {kind:?}")) else { return };
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let committed = b.files();
     let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
     b.put(&format!("ecg/v3/{CLAIM}"), claim);
@@ -820,7 +820,7 @@ fn memory_an_object_removed_since_the_listing_is_not_counted_as_removed() {
             watch: Arc::new(RemovedMeanwhile(ObjPath::from(key))),
         });
         let root = Location::from_object_store(store.clone(), "memory://race", "root").unwrap();
-        TimeFWriter::at(root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        commit_v1(root.clone(), "ecg");
         let put = |rel: &str, bytes: &[u8]| {
             rt().block_on(store.put(&ObjPath::from(format!("root/{rel}")), bytes.to_vec().into())).unwrap();
         };
@@ -861,7 +861,7 @@ fn memory_an_object_removed_since_the_listing_is_not_counted_as_removed() {
 #[test]
 fn file_url_gc_removes_files_by_their_own_names_never_a_path_they_spell() {
     let b = Backend::new(Kind::File, "spelled").unwrap();
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let committed = b.files();
     let outside = b._dir.path().join("outside.txt");
     std::fs::write(&outside, b"not gc's").unwrap();
@@ -904,6 +904,11 @@ fn gc_paused_at(
     let mut cmd = timef_for(b);
     cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
     start_paused(cmd, point, Some(resume))
+}
+
+/// Writes and commits `dataset/v1` (two ECG samples, [`small_options`]) under `root`.
+fn commit_v1(root: Location, dataset: &str) {
+    TimeFWriter::at(root, small_options()).write(ecg_dataset(dataset, "v1", 2)).unwrap().commit().unwrap();
 }
 
 /// The `timef` binary, with the S3 server's settings when `b` is S3.
@@ -972,7 +977,7 @@ fn a_manifest_create_landing_after_gc_cleared_its_claim_fails(kind: Kind) {
     // a young fence stays; an old one goes, then the version can be written
     assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_files, [b.shown("ecg/v1/manifest.json")], "{kind:?}");
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     assert!(timef::verify::verify_at(&b.root.join("ecg/v1")).unwrap().is_ok(), "{kind:?}");
 }
 
@@ -1076,7 +1081,7 @@ fn commit_then_resume_removing_nothing(
     resume: &std::path::Path,
 ) {
     let kind = b.kind;
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let committed = b.files();
     std::fs::write(resume, b"").unwrap();
     let stderr: Vec<String> = stderr.collect();
@@ -1211,7 +1216,7 @@ fn a_missing_place_is_missing_on_every_backend() {
 fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
     for kind in [Kind::Local, Kind::File, Kind::Memory, Kind::S3] {
         let Some(b) = Backend::new(kind, &format!("root inside a version {kind:?}")) else { continue };
-        TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+        commit_v1(b.root.clone(), "ecg");
         let committed = b.files();
         for inside in ["ecg/v1", "ecg/v1/time_series", "ecg/v1/time_series/deeper"] {
             let root = b.root.join(inside);
@@ -1352,7 +1357,7 @@ fn a_gc_never_takes_over_a_claim_made_since_it_listed_s3() {
 #[test]
 fn file_url_gc_never_deletes_through_a_link_swapped_in_after_the_listing() {
     let b = Backend::new(Kind::File, "swapped link").unwrap();
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
@@ -1431,7 +1436,7 @@ fn a_gc_whose_claim_was_taken_over_stops_deleting(kind: Kind) {
     assert_eq!(gc(&b.root, 3600).unwrap().kept_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))], "{kind:?}");
     assert_eq!(gc(&b.root, 0).unwrap().removed_claims, [b.shown("ecg/v1/manifest.json")], "{kind:?}: the fence");
-    TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap().commit().unwrap();
+    commit_v1(b.root.clone(), "ecg");
     let committed = b.files();
     std::fs::write(&resume, b"").unwrap();
     let stderr: Vec<String> = stderr.collect();
@@ -1595,11 +1600,7 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("r");
-    TimeFWriter::at(Location::local(&root), small_options())
-        .write(ecg_dataset("good", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(&root), "good");
     for v in ["fifo/v1", "socket/v1", "unreadable/v1"] {
         std::fs::create_dir_all(root.join(v)).unwrap();
     }
@@ -1690,11 +1691,7 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
         let case = tmp.path().join(if fifo { "fifo" } else { "mode600" });
         // a file:// root: a claim it cannot read, a marked parts' prefix of its write id
         let root = case.join("url");
-        TimeFWriter::at(Location::local(&root), small_options())
-            .write(ecg_dataset("ds", "v1", 2))
-            .unwrap()
-            .commit()
-            .unwrap();
+        commit_v1(Location::local(&root), "ds");
         std::fs::create_dir_all(root.join("ds/v2")).unwrap();
         let parts = root.join(format!("ds/.tmp-v2-{id}"));
         std::fs::create_dir_all(&parts).unwrap();
@@ -1705,11 +1702,7 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
         }
         // a local root: a file:// write's parts' prefix whose marker it cannot read
         let local = case.join("local");
-        TimeFWriter::at(Location::local(&local), small_options())
-            .write(ecg_dataset("ds", "v1", 2))
-            .unwrap()
-            .commit()
-            .unwrap();
+        commit_v1(Location::local(&local), "ds");
         std::fs::create_dir_all(local.join("ds/v2")).unwrap();
         std::fs::write(local.join("ds/v2").join(CLAIM), &claim).unwrap();
         let local_parts = local.join(format!("ds/.tmp-v2-{id}"));
@@ -1720,11 +1713,7 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
         }
         // a dataset whose version's manifest it cannot read, and a user's folder named like staging
         let dataset = case.join("d/ds");
-        TimeFWriter::at(Location::local(case.join("d")), small_options())
-            .write(ecg_dataset("ds", "v1", 2))
-            .unwrap()
-            .commit()
-            .unwrap();
+        commit_v1(Location::local(case.join("d")), "ds");
         let users = dataset.join(format!("sub/.tmp-v9-{}", "A".repeat(32)));
         std::fs::create_dir_all(&users).unwrap();
         std::fs::write(users.join("notes.txt"), b"mine").unwrap();
@@ -1784,11 +1773,7 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     };
     // a root: a dataset, a child whose manifest.json it cannot read, its own staging-named folder
     let root = tmp.path().join("root");
-    TimeFWriter::at(Location::local(&root), small_options())
-        .write(ecg_dataset("ds", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(&root), "ds");
     std::fs::create_dir_all(root.join("other")).unwrap();
     std::fs::write(root.join("other/manifest.json"), br#"{"name": "app"}"#).unwrap();
     let users = root.join(format!(".tmp-keep-{}", "b".repeat(32)));
@@ -1796,21 +1781,13 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     std::fs::write(users.join("notes.txt"), b"mine").unwrap();
     // a dataset whose version directory can be listed, not entered, and a user's staging-named folder
     let dataset = tmp.path().join("d/ds");
-    TimeFWriter::at(Location::local(tmp.path().join("d")), small_options())
-        .write(ecg_dataset("ds", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(tmp.path().join("d")), "ds");
     let nested = dataset.join(format!("sub/.tmp-v9-{}", "A".repeat(32)));
     std::fs::create_dir_all(&nested).unwrap();
     std::fs::write(nested.join("notes.txt"), b"mine").unwrap();
     // file://: a live writer's version directory listed, not entered, and its parts
     let url_root = tmp.path().join("url");
-    TimeFWriter::at(Location::local(&url_root), small_options())
-        .write(ecg_dataset("ds", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(&url_root), "ds");
     std::fs::create_dir_all(url_root.join("ds/v2")).unwrap();
     let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": 1, "created_by": "timef"}}"#);
     std::fs::write(url_root.join("ds/v2").join(CLAIM), &claim).unwrap();
@@ -1906,11 +1883,7 @@ fn gc_reports_every_file_of_a_staging_it_removes() {
     use std::os::unix::ffi::OsStrExt;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
-    TimeFWriter::at(Location::local(&root), small_options())
-        .write(ecg_dataset("ds", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(&root), "ds");
     let staging = root.join(format!("ds/.tmp-v2-{}", "a".repeat(32)));
     let odd_dir = staging.join(std::ffi::OsStr::from_bytes(b"dir\xfe"));
     let deep = (0..70).fold(staging.join("deep"), |p, i| p.join(i.to_string()));
@@ -1955,11 +1928,7 @@ fn local_another_tools_manifest_in_a_root_leaves_its_datasets_as_they_are() {
     let root = tmp.path().join("i");
     std::fs::create_dir_all(root.join("tool")).unwrap();
     std::fs::write(root.join("tool/manifest.json"), br#"{"tool": 1}"#).unwrap();
-    TimeFWriter::at(Location::local(&root), small_options())
-        .write(ecg_dataset("ds", "v1", 2))
-        .unwrap()
-        .commit()
-        .unwrap();
+    commit_v1(Location::local(&root), "ds");
     std::fs::write(root.join("ds/v1/manifest.json"), b"{\"broken").unwrap();
     let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
     let want = format!("ds\n  (odd: {} {why})\n", root.join("ds/v1").display());
