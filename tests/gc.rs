@@ -202,7 +202,7 @@ fn plant(b: &Backend) -> Planted {
     let mut dead: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
     let before: BTreeSet<String> = b.files().into_keys().collect();
     if b.object_store() {
-        let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+        let claim = DEAD_CLAIM;
         b.put(&format!("ecg/v2/{CLAIM}"), claim);
     }
     for ds in ["ecg", "eeg"] {
@@ -758,7 +758,7 @@ fn keys_with_a_hash_a_percent_or_a_space_are_removed_and_named_once(kind: Kind) 
     let Some(b) = Backend::new(kind, &format!("keys_with_a_hash {kind:?}")) else { return };
     commit_v1(b.root.clone(), "ecg");
     let committed = b.files();
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v3/{CLAIM}"), claim);
     for f in ["ecg/v3/a#b.txt", "ecg/v3/50%.txt", "ecg/v3/with space.txt"] {
         b.put(f, b"partial");
@@ -824,7 +824,7 @@ fn memory_an_object_removed_since_the_listing_is_not_counted_as_removed() {
         let put = |rel: &str, bytes: &[u8]| {
             rt().block_on(store.put(&ObjPath::from(format!("root/{rel}")), bytes.to_vec().into())).unwrap();
         };
-        let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+        let claim = DEAD_CLAIM;
         if key.contains("v3") {
             put(&format!("ecg/v3/{CLAIM}"), claim);
             put("ecg/v3/time_series/shard-00000.parquet", b"partial");
@@ -865,7 +865,7 @@ fn file_url_gc_removes_files_by_their_own_names_never_a_path_they_spell() {
     let committed = b.files();
     let outside = b._dir.path().join("outside.txt");
     std::fs::write(&outside, b"not gc's").unwrap();
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     let left = [
         "ecg/v2/x/partial.bin",
@@ -905,6 +905,10 @@ fn gc_paused_at(
     cmd.args(["gc", &b.root.to_string(), "--older-than-s", "0"]);
     start_paused(cmd, point, Some(resume))
 }
+
+/// A writer's claim made at the epoch: dead to any `--older-than-s`.
+const DEAD_CLAIM: &[u8] =
+    br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
 
 /// Writes and commits `dataset/v1` (two ECG samples, [`small_options`]) under `root`.
 fn commit_v1(root: Location, dataset: &str) {
@@ -996,7 +1000,7 @@ fn ls_names_the_fences_gc_removes_under_their_own_dataset(kind: Kind) {
     b.put("ds/ds/vB/manifest.json", fence);
     b.put("ds/ds/vB/notes.txt", b"a user's");
     // a dead writer's claim in the inner dataset: stale at any age with 0
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ds/ds/v2/{CLAIM}"), claim);
     // in the inner dataset's own folder, found by the outer one's look at its children (review 52)
     b.put(&format!("ds/ds/{CLAIM}"), b"{}");
@@ -1054,7 +1058,7 @@ fn ls_names_the_fences_gc_removes_under_their_own_dataset_s3() {
 /// deleted it: the version's files stayed without a manifest).
 fn a_fence_judged_old_is_read_again_before_its_delete(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("stale fence {kind:?}")) else { return };
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v0/{CLAIM}"), claim);
     b.put("ecg/v0/time_series/shard-00000.parquet", b"partial");
     let fence = br#"{"format":"timef-gc-fence","writer_id":"fedcba9876543210fedcba9876543210","created_at_unix_s":0,"created_by":"timef gc"}"#;
@@ -1100,7 +1104,7 @@ fn commit_then_resume_removing_nothing(
 #[test]
 fn a_claim_turned_fifo_before_gc_takes_it_over_is_refused_not_waited_on() {
     let b = Backend::new(Kind::File, "claim turned fifo").unwrap();
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v0/{CLAIM}"), claim);
     b.put("ecg/v0/time_series/shard-00000.parquet", b"partial");
     let resume = b._dir.path().join("resume");
@@ -1266,7 +1270,7 @@ fn a_root_inside_a_committed_version_is_refused_on_every_backend() {
 /// version stays.
 fn a_gc_that_judged_a_claim_dead_removes_only_the_claim_of_a_version_committed_meanwhile(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("slow writer {kind:?}")) else { return };
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v1/{CLAIM}"), claim);
     b.put("ecg/v1/time_series/shard-00000.parquet", b"the writer's");
     let resume = b._dir.path().join("resume");
@@ -1320,7 +1324,7 @@ fn file_url_a_hidden_upload_file_keeps_a_writer_of_its_version_out() {
 /// listed and leaves it, and the writer commits.
 fn a_gc_never_takes_over_a_claim_made_since_it_listed(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("fresh claim {kind:?}")) else { return };
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v1/{CLAIM}"), claim);
     b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
     // the listed claim is a second older than any claim made after it
@@ -1358,7 +1362,7 @@ fn a_gc_never_takes_over_a_claim_made_since_it_listed_s3() {
 fn file_url_gc_never_deletes_through_a_link_swapped_in_after_the_listing() {
     let b = Backend::new(Kind::File, "swapped link").unwrap();
     commit_v1(b.root.clone(), "ecg");
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
     let committed: BTreeMap<String, Vec<u8>> =
@@ -1399,7 +1403,7 @@ fn file_url_an_empty_directory_is_an_empty_root() {
 fn file_url_an_object_left_after_the_others_keeps_the_claim() {
     use std::os::unix::ffi::OsStrExt;
     let b = Backend::new(Kind::File, "left").unwrap();
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v2/{CLAIM}"), claim);
     b.put("ecg/v2/time_series/shard-00000.parquet", b"partial");
     std::fs::write(b.dir.join("ecg/v2").join(std::ffi::OsStr::from_bytes(b"x\xff.bin")), b"odd").unwrap();
@@ -1427,7 +1431,7 @@ fn file_url_an_object_left_after_the_others_keeps_the_claim() {
 /// (exit 3) without deleting anything of the committed version.
 fn a_gc_whose_claim_was_taken_over_stops_deleting(kind: Kind) {
     let Some(b) = Backend::new(kind, &format!("taken over {kind:?}")) else { return };
-    let claim = br#"{"writer_id":"0123456789abcdef0123456789abcdef","created_at_unix_s":0,"created_by":"test"}"#;
+    let claim = DEAD_CLAIM;
     b.put(&format!("ecg/v1/{CLAIM}"), claim);
     b.put("ecg/v1/time_series/shard-00000.parquet", b"partial");
     let resume = b._dir.path().join("resume");
