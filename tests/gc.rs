@@ -1634,9 +1634,12 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
             std::os::unix::fs::symlink("manifest.json", root.join("loop/v1/manifest.json")).unwrap();
             std::fs::create_dir_all(root.join("dangling/v1")).unwrap();
             std::os::unix::fs::symlink("nowhere.json", root.join("dangling/v1/manifest.json")).unwrap();
+            // review 106: a read that fails (it failed the whole run)
+            std::fs::create_dir_all(root.join("proc/v1")).unwrap();
+            std::os::unix::fs::symlink("/proc/self/mem", root.join("proc/v1/manifest.json")).unwrap();
         }
         let dirs: &[&str] = if local {
-            &["dangling", "fifo", "loop", "socket", "unreadable"]
+            &["dangling", "fifo", "loop", "proc", "socket", "unreadable"]
         } else {
             &["fifo", "socket", "unreadable"]
         };
@@ -1915,6 +1918,28 @@ fn gc_reports_every_file_of_a_staging_it_removes() {
     .map(|f| format!("{shown}/{f}"))
     .collect();
     assert_eq!((report.removed_files, report.removed_claims), (want, vec![shown.to_string()]));
+    assert!(!staging.exists());
+    assert_eq!(cli(&["verify", root.join("ds/v1").to_str().unwrap()]).0, 0);
+}
+
+/// Review 106: the removal held one open directory per level, so a dead
+/// writer's staging deeper than the process's open-file limit failed with
+/// "Too many open files" and stayed. It holds at most 32 now, opening one
+/// above them again from below when its turn comes.
+#[test]
+fn gc_removes_a_staging_deeper_than_its_open_file_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    commit_v1(Location::local(&root), "ds");
+    let staging = root.join(format!("ds/.tmp-v2-{}", "a".repeat(32)));
+    let deep = (0..300).fold(staging.clone(), |p, _| p.join("d"));
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("leaf"), b"x").unwrap();
+    let script = format!("ulimit -n 64 && exec {} gc --older-than-s 0 {}", env!("CARGO_BIN_EXE_timef"), root.display());
+    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    let want = format!("removed {}\n1 leftover(s) cleared, 1 file(s) removed\n", staging.display());
+    let got = (out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(got, (Some(0), want.into(), "".into()));
     assert!(!staging.exists());
     assert_eq!(cli(&["verify", root.join("ds/v1").to_str().unwrap()]).0, 0);
 }

@@ -344,14 +344,7 @@ impl Location {
     /// holds in the string field `key` of its JSON object: a file is a marker
     /// by its content, not by its name alone ([`Marker`]).
     pub(super) fn marker(&self, rel: &str, key: &str) -> Result<Marker> {
-        Ok(match self.join(rel).read_small(crate::limits::MAX_MANIFEST_BYTES)? {
-            Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
-                .ok()
-                .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string))
-                .map_or(Marker::NotOne, Marker::Field),
-            Small::Missing => Marker::NotOne,
-            Small::Refused(_) => Marker::Unreadable,
-        })
+        Ok(Marker::of(self.join(rel).read_small(crate::limits::MAX_MANIFEST_BYTES)?, key))
     }
 
     /// Refuses ([`Error::Validation`] naming `field`, and `what` to choose
@@ -441,6 +434,18 @@ pub(super) enum Marker {
 }
 
 impl Marker {
+    /// What a marker file read as `small` holds in its string field `key`.
+    pub(super) fn of(small: Small, key: &str) -> Marker {
+        match small {
+            Small::Bytes(b) => serde_json::from_slice::<serde_json::Value>(&b)
+                .ok()
+                .and_then(|v| v.get(key).and_then(|f| f.as_str()).map(str::to_string))
+                .map_or(Marker::NotOne, Marker::Field),
+            Small::Missing => Marker::NotOne,
+            Small::Refused(_) => Marker::Unreadable,
+        }
+    }
+
     /// The field, when the file holds it.
     pub(super) fn field(&self) -> Option<&str> {
         match self {

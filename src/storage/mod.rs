@@ -60,7 +60,8 @@ use crate::error::{Error, Result};
 /// `staging-created`, `mid-shard` (a shard with a row group written, not
 /// finished), `shards-written`, `manifest-staged`, `before-rename` and
 /// `after-rename` (both local roots only: before the rename; the rename done,
-/// the parent directory not yet fsynced). Points of a local `gc`, per staging directory: `gc-listed`
+/// the parent directory not yet fsynced). Points of a local `gc`: `gc-place-opened` (the place
+/// opened, nothing read in it yet) and, per staging directory, `gc-listed`
 /// (listed, not yet opened), `gc-opened` (opened, its lock not yet tried) and `gc-emptied` (emptied, its
 /// name not yet removed); of an object-store `gc`:
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`

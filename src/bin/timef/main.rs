@@ -253,7 +253,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             }
             // what is odd outside every dataset (a folder whose listing fails)
-            for (path, why) in survey.report.odd.iter().filter(|o| !survey.datasets.iter().any(|d| d.odd.contains(o))) {
+            let in_datasets: std::collections::BTreeSet<_> = survey.datasets.iter().flat_map(|d| &d.odd).collect();
+            for (path, why) in survey.report.odd.iter().filter(|o| !in_datasets.contains(o)) {
                 outln!("(odd: {path} {why})");
             }
             Ok(ExitCode::SUCCESS)
@@ -285,8 +286,9 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 outln!("kept (odd) {path}: {why}");
             }
             outln!("{} leftover(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files.len());
+            let failed = if dry_run { "could not examine" } else { "could not remove" };
             for (dir, why) in &r.failed {
-                eprintln!("timef: error: could not remove {dir}: {why}");
+                eprintln!("timef: error: {failed} {dir}: {why}");
             }
             Ok(if r.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
         }

@@ -109,7 +109,7 @@ fn parts_mark(place: &Location, tree: &dyn Tree, child: &str, at: &str) -> Resul
     if !tree.level(at)?.files.contains_key(PARTS_MARKER) {
         return Ok(PartsMark::None);
     }
-    let marker = place.marker(&join(at, PARTS_MARKER), "write_id")?;
+    let marker = tree.marker(place, &join(at, PARTS_MARKER), "write_id")?;
     Ok(match parts_name(child) {
         Some((_, id)) if marker.field() == Some(id) => PartsMark::Marked,
         _ => PartsMark::Other(marker),
@@ -161,7 +161,7 @@ fn scan_dataset(
         }
         let inner = tree.level(&at)?;
         let marker = match inner.files.contains_key(MANIFEST) {
-            true => place.marker(&join(&at, MANIFEST), "format")?,
+            true => tree.marker(place, &join(&at, MANIFEST), "format")?,
             false => Marker::NotOne,
         };
         // it may be a committed version, or a live writer's manifest in
@@ -181,7 +181,7 @@ fn scan_dataset(
             _ => None,
         };
         let claim = match inner.files.get(CLAIM) {
-            Some(t) => match place.marker(&join(&at, CLAIM), "writer_id")? {
+            Some(t) => match tree.marker(place, &join(&at, CLAIM), "writer_id")? {
                 Marker::Field(w) if object::is_writer_id(&w) => Some(*t),
                 // a live writer's, perhaps: its version and parts are kept
                 Marker::Unreadable => {
@@ -308,8 +308,9 @@ pub(super) fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result
     }
     let mut itself = scan_dataset(place, tree, local, &name, "", &top)?;
     let mut children = Vec::new();
+    let with_role: BTreeSet<&str> = itself.children.iter().map(|(n, _)| n.as_str()).collect();
     for child in top.dirs.iter().filter(|c| !c.starts_with('.')) {
-        if itself.children.iter().any(|(n, _)| n == child) {
+        if with_role.contains(child.as_str()) {
             continue;
         }
         let level = tree.level(child)?;
@@ -327,11 +328,15 @@ pub(super) fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result
             (false, false) => false,
         })
     };
+    // a child that is a dataset is not one of the place's odd children
+    let not_odd = |itself: &mut Dataset, children: &[Dataset]| {
+        let datasets: BTreeSet<&str> = children.iter().map(|c| c.name.as_str()).collect();
+        itself.odd.retain(|(n, _)| !datasets.contains(n.as_str()));
+    };
     let mut out = Vec::new();
     if itself.has_version() {
         datasets_of_a_dataset(&mut children);
-        // a child with versions is a dataset, not an odd one
-        itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
+        not_odd(&mut itself, &children);
         out.push(itself);
     } else if itself.unreadable
         || (itself.is_marked()
@@ -345,7 +350,7 @@ pub(super) fn classify(place: &Location, tree: &dyn Tree, local: bool) -> Result
         // is cleared, none of its own leftovers
         itself.keep_all();
         datasets_of_a_dataset(&mut children);
-        itself.odd.retain(|(n, _)| !children.iter().any(|c| c.name == *n));
+        not_odd(&mut itself, &children);
         out.push(itself);
     } else if children.iter().any(Dataset::has_version) || !itself.is_marked() {
         children.retain(|c| c.is_marked() || c.other_manifest);

@@ -228,10 +228,13 @@ fn report_unlistable(o: &object::ObjectLocation, tree: &dyn Tree, rel: &str, rep
 /// dataset's look at its children also reads the own folder of a child that
 /// is a dataset itself (review 52).
 fn to_innermost_dataset(datasets: &mut [DatasetSurvey]) {
-    let folders: Vec<String> =
-        datasets.iter().map(|d| format!("{}/", d.location.to_string().trim_end_matches('/'))).collect();
-    let innermost =
-        |path: &str| (0..folders.len()).filter(|&j| path.starts_with(&folders[j])).max_by_key(|&j| folders[j].len());
+    let folders: BTreeMap<String, usize> = datasets
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (format!("{}/", d.location.to_string().trim_end_matches('/')), j))
+        .collect();
+    // the longest folder the path is under: its prefixes ending at a `/`, longest first
+    let innermost = |path: &str| path.match_indices('/').rev().find_map(|(k, _)| folders.get(&path[..=k]).copied());
     for i in 0..datasets.len() {
         let odd = std::mem::take(&mut datasets[i].odd);
         for (path, why) in odd {

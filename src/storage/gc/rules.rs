@@ -86,11 +86,18 @@ pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut
         }
         // one directory that cannot go must not keep the others
         let (files, failed) = if run.removes() { staging.remove() } else { staging.files() };
-        if let Some(e) = failed {
-            report.failed.push((shown, e.to_string()));
-            continue;
+        let files = files.into_iter().map(|f| root.join(f).display().to_string());
+        match failed {
+            None => record(report, ds, shown, files),
+            Some(e) => {
+                // what went before the failure is reported as removed, the
+                // leftover not: what is left stays marked by its name
+                if run.removes() {
+                    report.removed_files.extend(files);
+                }
+                report.failed.push((shown, e.to_string()));
+            }
         }
-        record(report, ds, shown, files.into_iter().map(|f| root.join(f).display().to_string()));
     }
 }
 

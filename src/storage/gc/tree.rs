@@ -19,7 +19,9 @@ use rustix::io::Errno;
 use super::GcReport;
 use crate::error::{Error, Result};
 use crate::storage::local::{self, VersionDir};
+use crate::storage::location::Marker;
 use crate::storage::object::ObjectLocation;
+use crate::storage::{Location, Small};
 
 /// Why a file `file_tree` finds is reported and not followed.
 const THROUGH_LINK: &str = "is a symbolic link (or unreadable): gc never deletes through it; kept";
@@ -39,6 +41,11 @@ pub(super) struct Level {
 pub(super) trait Tree {
     /// What is directly under `rel`; empty when it does not exist.
     fn level(&self, rel: &str) -> Result<Level>;
+    /// What the marker file at `rel` of `place` holds in its string field
+    /// `key` ([`Location::marker`]).
+    fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
+        place.marker(rel, key)
+    }
     /// Every file under `rel` with its time, relative to the place, sorted.
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>>;
     /// The levels read so far that could not be listed, relative to the
@@ -154,6 +161,9 @@ impl Tree for Memo<'_> {
         self.levels.borrow_mut().insert(rel.to_string(), level.clone());
         Ok(level)
     }
+    fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
+        self.tree.marker(place, rel, key)
+    }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         self.tree.files_under(rel)
     }
@@ -196,21 +206,19 @@ impl LocalTree {
         &self.root
     }
 
-    /// The directory `rel` (not `""`) and its parent, opened level by level
-    /// from the place's handle; each level already listed must be the
-    /// directory listed. `Ok(None)` when a level is gone (committed or
-    /// aborted meanwhile).
+    /// The directory `rel` (`""`: the place), opened level by level from the
+    /// place's handle; each level already listed must be the directory
+    /// listed. `Ok(None)` when a level is gone (committed or aborted meanwhile).
     ///
     /// # Errors
     /// A level that is now a link, no directory, another directory than
     /// the one listed, or cannot be opened.
-    pub(super) fn reach(&self, rel: &str) -> io::Result<Option<(VersionDir, VersionDir)>> {
-        let mut parent = VersionDir::open_in_parent(self.place.as_fd(), ".", self.root.clone())?;
+    pub(super) fn reach(&self, rel: &str) -> io::Result<Option<VersionDir>> {
+        let mut dir = VersionDir::open_in_parent(self.place.as_fd(), ".", self.root.clone())?;
         let mut at = String::new();
-        let mut levels = rel.split('/').peekable();
-        while let Some(level) = levels.next() {
+        for level in rel.split('/').filter(|l| !l.is_empty()) {
             at = join(&at, level);
-            let dir = match VersionDir::open_in_parent(parent.as_fd(), level, self.root.join(&at)) {
+            dir = match VersionDir::open_in_parent(dir.as_fd(), level, self.root.join(&at)) {
                 Ok(dir) => dir,
                 Err(Errno::NOENT) => return Ok(None),
                 Err(e) => return Err(e.into()),
@@ -220,12 +228,8 @@ impl LocalTree {
                     return Err(io::Error::other("no longer the directory gc listed there"));
                 }
             }
-            if levels.peek().is_none() {
-                return Ok(Some((parent, dir)));
-            }
-            parent = dir;
         }
-        Ok(None)
+        Ok(Some(dir))
     }
 
     /// The identity of `rel` when it was listed.
@@ -253,7 +257,7 @@ impl Tree for LocalTree {
         let dir = match rel {
             "" => &self.place,
             _ => match self.reach(rel) {
-                Ok(Some((_, dir))) => {
+                Ok(Some(dir)) => {
                     reached = dir;
                     &reached
                 }
@@ -265,6 +269,9 @@ impl Tree for LocalTree {
         };
         let itself = identity(&rustix::fs::fstat(dir).map_err(io)?);
         self.listed.borrow_mut().insert(rel.to_string(), itself);
+        if rel.is_empty() {
+            crate::storage::pause_point("gc-place-opened");
+        }
         let mut level = Level::default();
         for entry in Dir::read_from(dir).map_err(io)? {
             let entry = entry.map_err(io)?;
@@ -287,6 +294,22 @@ impl Tree for LocalTree {
             }
         }
         Ok(level)
+    }
+    fn marker(&self, _place: &Location, rel: &str, key: &str) -> Result<Marker> {
+        let (dir_rel, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let path = self.root.join(rel);
+        let dir = match self.reach(dir_rel) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(Marker::NotOne),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        // read relative to the level listed, never through a link; what
+        // cannot be read (a FIFO, a socket, a read that fails) is no sign either way
+        let small = match local::read_small(&dir.path().join(name), Some(&dir), crate::limits::MAX_MANIFEST_BYTES) {
+            Err(Error::Io { source, .. }) => Small::Refused(source.to_string()),
+            small => small?,
+        };
+        Ok(Marker::of(small, key))
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         let (files, _) = local::walk(&self.root.join(rel));
