@@ -70,7 +70,15 @@ pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut
         let rel = join(&ds.rel, child);
         let shown = root.join(&rel).display().to_string();
         pause_point("gc-listed");
-        let Some(staging) = StagingDir::open(tree, &rel) else { continue };
+        let staging = match StagingDir::open(tree, &rel) {
+            Ok(Some(staging)) => staging,
+            // gone since the listing (committed or aborted), or replaced: not this leftover
+            Ok(None) => continue,
+            Err(e) => {
+                report.failed.push((shown, e.to_string()));
+                continue;
+            }
+        };
         pause_point("gc-opened");
         // a live writer holds its staging directory's lock: never touched
         if !staging.lock() {
@@ -90,11 +98,10 @@ pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut
         match failed {
             None => record(report, ds, shown, files),
             Some(e) => {
-                // what went before the failure is reported as removed, the
-                // leftover not: what is left stays marked by its name
-                if run.removes() {
-                    report.removed_files.extend(files);
-                }
+                // what goes before the failure is reported (a dry run's walk
+                // stops where the removal would), the leftover not: what is
+                // left stays marked by its name
+                report.removed_files.extend(files);
                 report.failed.push((shown, e.to_string()));
             }
         }

@@ -303,10 +303,18 @@ impl Tree for LocalTree {
             Ok(None) => return Ok(Marker::NotOne),
             Err(e) => return Err(Error::io(&path, e)),
         };
-        // read relative to the level listed, never through a link; what
-        // cannot be read (a FIFO, a socket, a read that fails) is no sign either way
+        // looked at first, never opened unless a regular file (a device is
+        // never opened: a tape rewinds), then read relative to the level
+        // listed, never through a link; what cannot be read (a link, a FIFO,
+        // a read that fails, a file gone between the look and the open) is
+        // no sign either way
+        match statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) => return Ok(Marker::NotOne),
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {}
+            _ => return Ok(Marker::Unreadable),
+        }
         let small = match local::read_small(&dir.path().join(name), Some(&dir), crate::limits::MAX_MANIFEST_BYTES) {
-            Err(Error::Io { source, .. }) => Small::Refused(source.to_string()),
+            Ok(Small::Missing) | Err(Error::Io { .. }) => Small::Refused(String::new()),
             small => small?,
         };
         Ok(Marker::of(small, key))
