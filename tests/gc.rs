@@ -1976,6 +1976,40 @@ fn a_device_at_a_markers_name_is_never_opened_and_keeps_what_it_may_mark() {
     assert_eq!(std::fs::read(users.join("f")).unwrap(), b"mine");
 }
 
+/// Review 108: a folder whose name is not UTF-8 was listed by a name gc then
+/// could not open, so it looked empty: a root whose only dataset had such a
+/// name read as a dataset with only its own staging, and its own
+/// staging-named folder (a user's) was deleted. Such a folder may be a
+/// dataset or a version, as a marker gc cannot read may mark one: it is
+/// reported, and only what both readings clear is cleared.
+#[test]
+fn a_folder_gc_cannot_name_leaves_its_place_unknown_and_kept() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    commit_v1(Location::local(&root), "ds");
+    let unnamed = root.join(std::ffi::OsStr::from_bytes(b"ds\xff"));
+    std::fs::rename(root.join("ds"), &unnamed).unwrap();
+    let users = root.join(format!(".tmp-v1-{}", "a".repeat(32)));
+    std::fs::create_dir_all(&users).unwrap();
+    std::fs::write(users.join("notes.txt"), b"mine").unwrap();
+    let (code, out, err) = cli(&["gc", "--older-than-s", "0", root.to_str().unwrap()]);
+    let why =
+        "is a folder whose name is not UTF-8: gc cannot read what it holds, so nothing it may mark is cleared; kept";
+    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let want = format!(
+        "kept (odd) {}/ds\u{FFFD}: {why}\nkept (odd) {}: {unknown}\n0 leftover(s) cleared, 0 file(s) removed\n",
+        root.display(),
+        users.display()
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, want.as_str(), ""));
+    assert_eq!(std::fs::read(users.join("notes.txt")).unwrap(), b"mine");
+    let version = tmp.path().join("ds/v1");
+    std::fs::create_dir_all(tmp.path().join("ds")).unwrap();
+    std::fs::rename(unnamed.join("v1"), &version).unwrap();
+    assert_eq!(cli(&["verify", version.to_str().unwrap()]).0, 0, "the version, whole");
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

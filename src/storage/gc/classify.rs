@@ -44,7 +44,8 @@ pub(super) struct Dataset {
     /// it gives gc nothing to act on (no role).
     other_manifest: bool,
     /// A child holds a marker that cannot be read ([`Marker::Unreadable`],
-    /// reported as [`UNREADABLE_MARKER`]): it may be a version, a live
+    /// reported as [`UNREADABLE_MARKER`]), or is a folder gc cannot name
+    /// ([`UNNAMED`]): it may be a version, a live
     /// claim, a parts' prefix. The place is marked as one with a version is
     /// (its children's staging-named folders stay a user's), and the child
     /// has no role.
@@ -69,6 +70,8 @@ const UNMARKED_PARTS: &str =
     "named like a parts' prefix but without its marker _timef_parts.json; kept (remove it by hand if nobody needs it)";
 const KEPT_UNKNOWN: &str = "named like a writer's, where a marker gc cannot read leaves unknown whether it is \
      one; kept";
+const UNNAMED: &str = "is a folder whose name is not UTF-8: gc cannot read what it holds, so nothing it may \
+     mark is cleared; kept";
 const UNREADABLE_MARKER: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by \
      this user), so what it marks is not known: nothing it may mark is cleared; kept";
 
@@ -129,6 +132,11 @@ fn scan_dataset(
     level: &Level,
 ) -> Result<Dataset> {
     let mut ds = Dataset { name: name.to_string(), rel: rel.to_string(), ..Dataset::default() };
+    // a folder gc cannot name may be a version, or a dataset: as a marker it cannot read
+    for child in &level.unnamed {
+        ds.odd.push((child.clone(), UNNAMED));
+        ds.unreadable = true;
+    }
     for child in &level.dirs {
         let at = join(rel, child);
         if local && is_staging_name(child) {
@@ -209,7 +217,7 @@ fn scan_dataset(
             // never "remove it by hand": it may be a committed version whose manifest was damaged
             ds.odd.push((child.clone(), OTHER_MANIFEST));
             ds.other_manifest = true;
-        } else if !inner.files.is_empty() || !inner.dirs.is_empty() {
+        } else if !inner.files.is_empty() || !inner.dirs.is_empty() || !inner.unnamed.is_empty() {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
     }

@@ -122,7 +122,7 @@ impl StagingDir {
 /// Opens the directory `name` of the open directory `dir` without following
 /// a link, waiting, or crossing into another mount, a bind mount included
 /// (`XDEV`): a walk never leaves the file system it removes from. Without
-/// `openat2` (Linux before 5.6, or a filter answering `NOSYS`) a mount of
+/// `openat2` (Linux before 5.6, or a filter answering `NOSYS` or `PERM`) a mount of
 /// another file system is still told by its device, and [`walk`] looks a
 /// bind mount up before it starts ([`holds_a_mount`]).
 fn open_below(dir: &impl AsFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
@@ -130,7 +130,8 @@ fn open_below(dir: &impl AsFd, name: &CStr) -> rustix::io::Result<OwnedFd> {
     {
         use rustix::fs::{openat2, ResolveFlags};
         match openat2(dir, name, DIR_FLAGS, Mode::empty(), ResolveFlags::NO_XDEV | ResolveFlags::NO_SYMLINKS) {
-            Err(Errno::NOSYS) => {}
+            // a filter written before openat2 refuses it so (Docker before 20.10)
+            Err(Errno::NOSYS | Errno::PERM) => {}
             r => return r,
         }
     }
@@ -146,7 +147,7 @@ fn has_openat2(dir: &impl AsFd) -> bool {
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::{openat2, ResolveFlags};
-        !matches!(openat2(dir, c".", DIR_FLAGS, Mode::empty(), ResolveFlags::NO_XDEV), Err(Errno::NOSYS))
+        !matches!(openat2(dir, c".", DIR_FLAGS, Mode::empty(), ResolveFlags::NO_XDEV), Err(Errno::NOSYS | Errno::PERM))
     }
     #[cfg(not(target_os = "linux"))]
     false
@@ -162,19 +163,21 @@ fn holds_a_mount(dir: &impl AsFd) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let path = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd()))?;
-    let mut escaped = String::new();
+    // compared as bytes: a name need not be UTF-8
+    let mut escaped = Vec::new();
     for &b in path.as_os_str().as_bytes() {
         match b {
-            b' ' | b'\t' | b'\n' | b'\\' => escaped.push_str(&format!("\\{b:03o}")),
-            _ => escaped.push(b as char),
+            b' ' | b'\t' | b'\n' | b'\\' => escaped.extend(format!("\\{b:03o}").bytes()),
+            _ => escaped.push(b),
         }
     }
-    let under = format!("{}/", escaped.trim_end_matches('/'));
+    while escaped.len() > 1 && escaped.last() == Some(&b'/') {
+        escaped.pop();
+    }
     let info = std::fs::read("/proc/self/mountinfo")?;
-    Ok(String::from_utf8_lossy(&info)
-        .lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .any(|point| point == escaped || point.starts_with(&under)))
+    Ok(info.split(|&b| b == b'\n').filter_map(|line| line.split(|&b| b == b' ').nth(4)).any(|point| {
+        point.strip_prefix(escaped.as_slice()).is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
+    }))
 }
 
 /// One directory being walked: its handle (while held: [`OPEN_LEVELS`] of

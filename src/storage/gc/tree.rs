@@ -34,6 +34,10 @@ const NOT_UTF8: &str =
 pub(super) struct Level {
     pub(super) dirs: BTreeSet<String>,
     pub(super) files: BTreeMap<String, SystemTime>,
+    /// Local: its sub-directories whose names are not UTF-8 (shown with
+    /// U+FFFD): gc cannot name them to read them, so what they hold, a
+    /// version or a dataset perhaps, is not known.
+    pub(super) unnamed: BTreeSet<String>,
 }
 
 /// The tree under the place given, read on demand; paths are relative to it
@@ -133,6 +137,7 @@ impl Tree for Delimited {
         Ok(Level {
             dirs: dirs.iter().map(|d| decoded(d)).collect(),
             files: files.into_iter().map(|(f, t)| (decoded(&f), t)).collect(),
+            ..Level::default()
         })
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
@@ -288,7 +293,10 @@ impl Tree for LocalTree {
                 Err(e) => return Err(Error::io(path.join(&shown), e.into())),
             };
             if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-                level.dirs.insert(shown);
+                match name.to_str() {
+                    Ok(_) => level.dirs.insert(shown),
+                    Err(_) => level.unnamed.insert(shown),
+                };
             } else {
                 level.files.insert(shown, modified(&st));
             }
