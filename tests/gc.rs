@@ -2010,6 +2010,55 @@ fn a_folder_gc_cannot_name_leaves_its_place_unknown_and_kept() {
     assert_eq!(cli(&["verify", version.to_str().unwrap()]).0, 0, "the version, whole");
 }
 
+/// Review 109: a link to a folder was taken for a file, so a root whose
+/// dataset is linked in (readers follow the link) read as a dataset with only
+/// its own staging, and its own staging-named folder (a user's) was deleted;
+/// a dataset whose only version is linked in read as a root, and a user's
+/// staging-named folder in one of its folders went. gc never follows a link,
+/// so what one to a folder leads to is not known: it is reported, and only
+/// what both readings clear is cleared.
+#[test]
+fn a_link_to_a_folder_leaves_its_place_unknown_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    commit_v1(Location::local(&store), "ds");
+    let why = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in version or \
+               dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
+    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    // a root whose dataset is linked in, holding its own user's folder named like staging
+    let root = tmp.path().join("root");
+    let users = root.join(format!(".tmp-v1-{}", "a".repeat(32)));
+    std::fs::create_dir_all(&users).unwrap();
+    std::fs::write(users.join("notes.txt"), b"mine").unwrap();
+    std::os::unix::fs::symlink(store.join("ds"), root.join("ds")).unwrap();
+    let (code, out, err) = cli(&["gc", "--older-than-s", "0", root.to_str().unwrap()]);
+    let want = format!(
+        "kept (odd) {}/ds: {why}\nkept (odd) {}: {unknown}\n0 leftover(s) cleared, 0 file(s) removed\n",
+        root.display(),
+        users.display()
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, want.as_str(), ""));
+    // a dataset whose version is linked in, holding a folder with a user's folder named like staging
+    let dataset = tmp.path().join("d/ds");
+    let nested = dataset.join(format!("notes/.tmp-v1-{}", "b".repeat(32)));
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("todo.txt"), b"mine").unwrap();
+    std::os::unix::fs::symlink(store.join("ds/v1"), dataset.join("v1")).unwrap();
+    let (code, out, err) = cli(&["gc", "--older-than-s", "0", dataset.to_str().unwrap()]);
+    let want = format!(
+        "kept (odd) {}/v1: {why}\nkept (odd) {}/notes: holds files but neither a TimeF manifest.json nor a claim: \
+         not a version, and not marked as a writer's; kept (remove it by hand if nobody needs it)\n\
+         0 leftover(s) cleared, 0 file(s) removed\n",
+        dataset.display(),
+        dataset.display()
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (0, want.as_str(), ""));
+    for kept in [users.join("notes.txt"), nested.join("todo.txt")] {
+        assert_eq!(std::fs::read(&kept).unwrap(), b"mine", "{kept:?}");
+    }
+    assert_eq!(cli(&["verify", store.join("ds/v1").to_str().unwrap()]).0, 0);
+}
+
 /// Review 73: the rule above must not make a root a dataset because another
 /// tool's folder in it holds a manifest.json: its datasets (a damaged one, a
 /// live or dead writer's) stay datasets, never "remove it by hand" entries of

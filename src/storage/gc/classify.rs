@@ -44,8 +44,8 @@ pub(super) struct Dataset {
     /// it gives gc nothing to act on (no role).
     other_manifest: bool,
     /// A child holds a marker that cannot be read ([`Marker::Unreadable`],
-    /// reported as [`UNREADABLE_MARKER`]), or is a folder gc cannot name
-    /// ([`UNNAMED`]): it may be a version, a live
+    /// reported as [`UNREADABLE_MARKER`]), is a folder gc cannot name
+    /// ([`UNNAMED`]) or a link to one ([`LINKED`]): it may be a version, a live
     /// claim, a parts' prefix. The place is marked as one with a version is
     /// (its children's staging-named folders stay a user's), and the child
     /// has no role.
@@ -72,6 +72,8 @@ const KEPT_UNKNOWN: &str = "named like a writer's, where a marker gc cannot read
      one; kept";
 const UNNAMED: &str = "is a folder whose name is not UTF-8: gc cannot read what it holds, so nothing it may \
      mark is cleared; kept";
+const LINKED: &str = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in \
+     version or dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
 const UNREADABLE_MARKER: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by \
      this user), so what it marks is not known: nothing it may mark is cleared; kept";
 
@@ -132,9 +134,10 @@ fn scan_dataset(
     level: &Level,
 ) -> Result<Dataset> {
     let mut ds = Dataset { name: name.to_string(), rel: rel.to_string(), ..Dataset::default() };
-    // a folder gc cannot name may be a version, or a dataset: as a marker it cannot read
-    for child in &level.unnamed {
-        ds.odd.push((child.clone(), UNNAMED));
+    // a folder gc cannot name, or a link it does not follow, may be a
+    // version or a dataset: as a marker it cannot read
+    for (child, why) in level.unnamed.iter().map(|c| (c, UNNAMED)).chain(level.linked.iter().map(|c| (c, LINKED))) {
+        ds.odd.push((child.clone(), why));
         ds.unreadable = true;
     }
     for child in &level.dirs {
@@ -217,7 +220,11 @@ fn scan_dataset(
             // never "remove it by hand": it may be a committed version whose manifest was damaged
             ds.odd.push((child.clone(), OTHER_MANIFEST));
             ds.other_manifest = true;
-        } else if !inner.files.is_empty() || !inner.dirs.is_empty() || !inner.unnamed.is_empty() {
+        } else if !inner.files.is_empty()
+            || !inner.dirs.is_empty()
+            || !inner.unnamed.is_empty()
+            || !inner.linked.is_empty()
+        {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }
     }

@@ -294,7 +294,10 @@ mod tests {
             fs::create_dir_all(&dir).unwrap();
             fs::write(dir.join("notes.txt"), b"important").unwrap();
         }
-        std::os::unix::fs::symlink(&elsewhere, root.join("linked")).unwrap();
+        // a link to a folder beside the dataset would leave the root's kind unknown (it may
+        // be a linked-in dataset or version): inside a folder of the dataset it is content
+        fs::create_dir_all(root.join("project/notes")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("project/notes/linked")).unwrap();
         let report = gc(&Location::local(&root), 0).unwrap();
         let project = root.join("project");
         let removed = [project.join(format!(".new-v2-{random}")), project.join(&stale)];
@@ -303,11 +306,11 @@ mod tests {
         assert_eq!((report.removed_files, report.failed.len()), (files.to_vec(), 0));
         let left: Vec<String> = local::walk(&root).0.into_iter().map(|(f, _)| f).collect();
         let want = [
-            "linked".to_string(),
-            "project/.new-ideas/notes.txt".into(),
+            "project/.new-ideas/notes.txt".to_string(),
             format!("project/.tmp-.v1-{random}/notes.txt"),
             "project/.tmp-cache/notes.txt".into(),
             format!("project/.tmp-v1-{}/notes.txt", &random[1..]),
+            "project/notes/linked".into(),
         ];
         assert_eq!(left, want);
         assert!(elsewhere.join(&stale).join("notes.txt").exists());

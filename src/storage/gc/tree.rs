@@ -38,6 +38,9 @@ pub(super) struct Level {
     /// U+FFFD): gc cannot name them to read them, so what they hold, a
     /// version or a dataset perhaps, is not known.
     pub(super) unnamed: BTreeSet<String>,
+    /// Local: its symbolic links to directories: gc never follows one, so
+    /// what they lead to, a version or a dataset perhaps, is not known.
+    pub(super) linked: BTreeSet<String>,
 }
 
 /// The tree under the place given, read on demand; paths are relative to it
@@ -292,11 +295,19 @@ impl Tree for LocalTree {
                 Err(Errno::NOENT) => continue,
                 Err(e) => return Err(Error::io(path.join(&shown), e.into())),
             };
-            if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            let file_type = FileType::from_raw_mode(st.st_mode);
+            // a link is looked through, never opened: one to a directory may
+            // be a linked-in version or dataset (readers follow it)
+            let to_a_dir = file_type == FileType::Symlink
+                && statat(dir, name, AtFlags::empty())
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+            if file_type == FileType::Directory {
                 match name.to_str() {
                     Ok(_) => level.dirs.insert(shown),
                     Err(_) => level.unnamed.insert(shown),
                 };
+            } else if to_a_dir {
+                level.linked.insert(shown);
             } else {
                 level.files.insert(shown, modified(&st));
             }
