@@ -10,17 +10,12 @@ use std::os::fd::OwnedFd;
 use std::time::SystemTime;
 
 use rustix::fd::AsFd;
-use rustix::fs::{fstat, openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{fstat, openat, statat, unlinkat, AtFlags, Dir, FileType, Mode};
 use rustix::io::Errno;
 
 use super::tree::{identity, join, modified, LocalTree};
-use crate::storage::local::VersionDir;
+use crate::storage::local::{VersionDir, DIR_FLAGS};
 use crate::storage::pause_point;
-
-/// How every directory under the place is opened: never through a link,
-/// never waiting (a FIFO fails `NOTDIR`).
-const DIR_FLAGS: OFlags =
-    OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
 
 /// The directories a walk holds open at most: the deepest ones; one above
 /// them is opened again from below (`..`) when its turn comes, and must be

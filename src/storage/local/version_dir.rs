@@ -8,6 +8,14 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// How a directory below an open one is opened: never through a symbolic
+/// link, never waiting (a FIFO in its place fails `NOTDIR` instead of blocking).
+pub(crate) const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::DIRECTORY)
+    .union(rustix::fs::OFlags::NOFOLLOW)
+    .union(rustix::fs::OFlags::NONBLOCK)
+    .union(rustix::fs::OFlags::CLOEXEC);
+
 /// How a symbolic link inside a version is reported.
 pub(crate) const SYMLINK: &str =
     "a symbolic link (a version's files are never followed: docs/format.md \"Paths inside a version\")";
@@ -46,9 +54,8 @@ impl VersionDir {
         name: &str,
         path: PathBuf,
     ) -> rustix::io::Result<VersionDir> {
-        use rustix::fs::{openat, Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        Ok(VersionDir { path, fd: openat(parent, name, flags, Mode::empty())? })
+        use rustix::fs::{openat, Mode};
+        Ok(VersionDir { path, fd: openat(parent, name, DIR_FLAGS, Mode::empty())? })
     }
 
     /// The path the directory was opened at (for messages).
@@ -129,7 +136,7 @@ pub(crate) struct Entry {
 /// the walk never leaves the version, whatever is renamed meanwhile.
 pub(crate) fn walk_in(dir: &VersionDir) -> (Vec<Entry>, Vec<(String, String)>) {
     use rustix::fd::AsFd;
-    use rustix::fs::{openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
+    use rustix::fs::{openat, statat, AtFlags, Dir, FileType, Mode};
     fn visit(
         fd: rustix::fd::BorrowedFd<'_>,
         prefix: &str,
@@ -170,8 +177,7 @@ pub(crate) fn walk_in(dir: &VersionDir) -> (Vec<Entry>, Vec<(String, String)>) {
             } else if depth >= MAX_WALK_DEPTH {
                 errors.push((rel, format!("deeper than {MAX_WALK_DEPTH} directories")));
             } else {
-                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                match openat(fd, name.as_str(), flags, Mode::empty()) {
+                match openat(fd, name.as_str(), DIR_FLAGS, Mode::empty()) {
                     Ok(sub) => visit(sub.as_fd(), &format!("{rel}/"), depth + 1, out, errors),
                     Err(e) => errors.push((rel, io::Error::from(e).to_string())),
                 }
