@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -687,6 +688,37 @@ def test_dataloader_workers_on_an_s3_version(needs_torch: None, vdir: str, s3_ve
     want = sorted(expected(vdir, CONTEXT + HORIZON, CONTEXT + HORIZON))
     n, got = _run_child(url, options, context)
     assert n == len(want) and [tuple(k) for k in got] == want
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_an_error_in_a_dataloader_worker_keeps_its_class_and_attributes(needs_torch: None, vdir: str,
+                                                                        tmp_path: Path, context: str) -> None:
+    """torch raises a worker's exception again as `type(traceback text)`:
+    timef's errors and OSErrors still carry what they name (path, reason,
+    errno, filename), equal to the same error raised without workers."""
+    def raised(ds: Any, workers: int) -> BaseException:
+        kw = {"num_workers": workers, "multiprocessing_context": context} if workers else {}
+        with pytest.raises(Exception) as e:
+            list(DataLoader(ds, batch_size=None, **kw))
+        return e.value
+
+    copy = tmp_path / "v1"
+    shutil.copytree(vdir, copy)
+    # shard 0 holding shard 1's bytes: its footer's counts are not the index's
+    shutil.copy(copy / "time_series" / "shard-00001.parquet", copy / "time_series" / "shard-00000.parquet")
+    ds = dataset(str(copy), batch_size=8, shuffle=False)
+    here, there = raised(ds, 0), raised(ds, 1)
+    assert type(here) is timef.CorruptVersionError and isinstance(there, timef.CorruptVersionError)
+    assert here.path == str(copy / "time_series" / "shard-00000.parquet")
+    assert (there.path, there.reason) == (here.path, here.reason)
+    assert str(there).startswith("Caught CorruptVersionError in DataLoader worker process 0.")
+    # the version gone once the dataset was made: each worker opens it again
+    ds = dataset(str(copy), batch_size=8)
+    shutil.rmtree(copy)
+    here, there = raised(ds, 0), raised(ds, 1)
+    assert type(here) is FileNotFoundError and isinstance(there, FileNotFoundError)
+    assert (here.errno, here.filename) == (2, str(copy))
+    assert (there.errno, there.strerror, there.filename) == (here.errno, here.strerror, here.filename)
 
 
 def test_readme_training_example_runs(needs_torch: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
