@@ -33,6 +33,7 @@ mod parquet_read;
 pub mod reader;
 mod runtime;
 pub mod scan;
+pub mod stats;
 pub mod storage;
 pub mod tables;
 mod text_column;

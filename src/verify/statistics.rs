@@ -12,7 +12,7 @@ pub(super) fn close(a: f64, b: f64) -> bool {
 /// A chunk's statistics as its index row stores them, as a [`Partial`] to merge.
 pub(super) fn partial_of(n: i32, min: f32, max: f32, mean: f64, std: f64) -> Partial {
     let count = u64::try_from(n).unwrap_or(0);
-    Partial::as_stored(&manifest::ChannelStats { count, min: f64::from(min), max: f64::from(max), mean, std })
+    Partial::as_stored(&crate::stats::ChannelStats { count, min: f64::from(min), max: f64::from(max), mean, std })
 }
 
 impl Verifier<'_> {

@@ -39,9 +39,10 @@ use super::WriterOptions;
 use crate::encoding::FileSchema;
 use crate::error::{Error, Result};
 use crate::footer::PageChecks;
-use crate::manifest::{ChannelStats, FileEntry};
+use crate::manifest::FileEntry;
 use crate::pages::{RowValues, ValuesChunk};
 use crate::reader::{IndexEntry, Version};
+use crate::stats::ChannelStats;
 use crate::storage::{FileSink, Location, Source};
 
 /// What a write took from its base and what it compressed.

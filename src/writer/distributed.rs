@@ -43,7 +43,8 @@ use crate::dataset::{validate_name, SeriesValues, TimeFDataset};
 use crate::encoding::{Codec, IdEncoding};
 use crate::error::{Error, PartProblem, Result};
 use crate::layout::shard_path;
-use crate::manifest::{ChannelStats, FileEntry, Partial};
+use crate::manifest::FileEntry;
+use crate::stats::{ChannelStats, Partial};
 use crate::storage::{Location, PartStaging, Staging, StagingRef, StorageOptions};
 use crate::tables::{self, IdSpace};
 
@@ -168,7 +169,7 @@ pub struct PartTask {
 }
 
 /// One index row of a part record: a chunk, where it landed, and its
-/// statistics as the index stores them ([`crate::manifest::ChannelStats`]).
+/// statistics as the index stores them ([`crate::stats::ChannelStats`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartIndexRow {
     /// The chunk's series.

@@ -14,7 +14,8 @@ use crate::encoding::{encode_leaf_pages, Codec, FileSchema, LeafBuilder, LeafDat
 use crate::error::Result;
 use crate::layout::key_hash;
 use crate::layout::shard_path;
-use crate::manifest::{self, Manifest, Partial};
+use crate::manifest::{self, Manifest};
+use crate::stats::Partial;
 use crate::storage::Staging;
 use crate::tables::{self, IdEncodings, IdSpace};
 

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::manifest::ChannelStats;
+use crate::stats::ChannelStats;
 
 /// One index row: a chunk, where it landed, and its statistics as the index
 /// stores them.

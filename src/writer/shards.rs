@@ -28,7 +28,8 @@ use crate::dataset::SeriesValues;
 use crate::encoding::{encode_chunk, self_check, EncodedChunk, FileSchema, IdEncoding};
 use crate::error::{Error, Result};
 use crate::layout::{self, key_hash, shard_path, VALUE_BYTES};
-use crate::manifest::{self, ChannelStats, Partial};
+use crate::manifest;
+use crate::stats::{ChannelStats, Partial};
 use crate::storage::{FileSink, StagedFile};
 use crate::tables;
 
