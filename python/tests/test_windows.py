@@ -690,35 +690,63 @@ def test_dataloader_workers_on_an_s3_version(needs_torch: None, vdir: str, s3_ve
     assert n == len(want) and [tuple(k) for k in got] == want
 
 
+def _raised(loader: Any) -> BaseException:
+    """What iterating `loader` raises (a `for`: `list()` would ask `len()` first, in this process)."""
+    with pytest.raises(Exception) as e:
+        for _ in loader:
+            pass
+    return e.value
+
+
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_an_error_in_a_dataloader_worker_keeps_its_class_and_attributes(needs_torch: None, vdir: str,
                                                                         tmp_path: Path, context: str) -> None:
     """torch raises a worker's exception again as `type(traceback text)`:
     timef's errors and OSErrors still carry what they name (path, reason,
-    errno, filename), equal to the same error raised without workers."""
-    def raised(ds: Any, workers: int) -> BaseException:
-        kw = {"num_workers": workers, "multiprocessing_context": context} if workers else {}
-        with pytest.raises(Exception) as e:
-            list(DataLoader(ds, batch_size=None, **kw))
-        return e.value
-
+    errno, filename), equal to the same error raised without workers, also
+    from the `state_dict` a StatefulDataLoader worker takes before it iterates."""
+    kw = {"batch_size": None, "num_workers": 1, "multiprocessing_context": context}
     copy = tmp_path / "v1"
     shutil.copytree(vdir, copy)
     # shard 0 holding shard 1's bytes: its footer's counts are not the index's
     shutil.copy(copy / "time_series" / "shard-00001.parquet", copy / "time_series" / "shard-00000.parquet")
     ds = dataset(str(copy), batch_size=8, shuffle=False)
-    here, there = raised(ds, 0), raised(ds, 1)
-    assert type(here) is timef.CorruptVersionError and isinstance(there, timef.CorruptVersionError)
+    here = _raised(DataLoader(ds, batch_size=None))
+    assert type(here) is timef.CorruptVersionError
     assert here.path == str(copy / "time_series" / "shard-00000.parquet")
-    assert (there.path, there.reason) == (here.path, here.reason)
-    assert str(there).startswith("Caught CorruptVersionError in DataLoader worker process 0.")
-    # the version gone once the dataset was made: each worker opens it again
+    for loader in (DataLoader(ds, **kw), StatefulDataLoader(ds, **kw)):
+        there = _raised(loader)
+        assert isinstance(there, timef.CorruptVersionError)
+        assert (there.path, there.reason) == (here.path, here.reason)
+        assert str(there).startswith("Caught CorruptVersionError in DataLoader worker process 0.")
+    # the version gone once the dataset was made: a worker opens it when it
+    # iterates, a StatefulDataLoader's when it takes its state first
     ds = dataset(str(copy), batch_size=8)
     shutil.rmtree(copy)
-    here, there = raised(ds, 0), raised(ds, 1)
-    assert type(here) is FileNotFoundError and isinstance(there, FileNotFoundError)
+    here = _raised(DataLoader(ds, batch_size=None))
+    assert type(here) is FileNotFoundError
     assert (here.errno, here.filename) == (2, str(copy))
-    assert (there.errno, there.strerror, there.filename) == (here.errno, here.strerror, here.filename)
+    for loader in (DataLoader(ds, **kw), StatefulDataLoader(ds, **kw)):
+        there = _raised(loader)
+        assert isinstance(there, FileNotFoundError)
+        assert str(there).startswith("Caught FileNotFoundError in DataLoader worker process 0.")
+        assert (there.errno, there.strerror, there.filename) == (here.errno, here.strerror, here.filename)
+
+
+def test_an_error_of_another_class_leaves_a_worker_as_torch_sends_it(needs_torch: None, vdir: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only timef's classes and Python's own OSErrors are carried: a subclass
+    from elsewhere (ssl.SSLError) keeps its exact class, as torch sends it."""
+    import ssl
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise ssl.SSLError(1, "handshake refused")
+
+    ds = dataset(vdir, batch_size=8)
+    monkeypatch.setattr(timef, "open", refuse)  # the forked worker inherits it
+    there = _raised(DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context="fork"))
+    assert type(there) is ssl.SSLError
+    assert there.args[0].startswith("Caught SSLError in DataLoader worker process 0.")
 
 
 def test_readme_training_example_runs(needs_torch: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -16,11 +16,13 @@ state dict, or a list of every rank's) to ``load_state_dict`` of the dataset
 before building the new loader: the windows already handed out are skipped and
 the rest is split among the new consumers.
 
-Errors: a worker's ``CorruptVersionError``, ``NotAVersionError``, other
-timef error or ``OSError`` (``FileNotFoundError`` ...) reaches the main
-process as a subclass of its class, with its attributes (``path``,
-``reason``, ``errno``, ``filename`` ...); its message is torch's ("Caught ...
-in DataLoader worker process N" and the worker's traceback).
+Errors: a DataLoader worker's ``CorruptVersionError``, ``NotAVersionError``
+or other timef error, or Python's own ``OSError`` or one of its subclasses
+(``FileNotFoundError`` ...), raised while it iterates or in ``state_dict`` /
+``load_state_dict``, reaches the main process as a subclass of its class with
+its attributes (``path``, ``reason``, ``errno``, ``filename`` ...), where torch
+alone keeps only the class; its message is torch's ("Caught ... in
+DataLoader worker process N" and the worker's traceback).
 
 ``import timef`` does not import torch; ``import timef.torch`` does.
 """
@@ -28,12 +30,14 @@ in DataLoader worker process N" and the worker's traceback).
 from __future__ import annotations
 
 import builtins
+import contextlib
+import functools
 import json
 import numbers
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Callable, TypeVar, Union, cast
 
 import numpy as np
 import torch
@@ -49,6 +53,101 @@ STATE_KEY = "timef_window_state"
 """Key marking a ``WindowDataset`` state dict (its value is the format number, 1)."""
 
 StrPath = Union[str, "os.PathLike[str]"]
+
+
+_ATTRIBUTES_LINE = "[timef attributes] "
+"""Start of the line a DataLoader worker's exception carries its attributes in (JSON)."""
+
+
+class _Carrier(Exception):
+    """Base of the exceptions a DataLoader worker raises in place of a timef
+    error or an ``OSError``, each a subclass of the class it stands for (so
+    ``except CorruptVersionError`` still catches it) whose attributes
+    (``path``, ``reason``, ``errno``, ``filename`` ...) survive the worker.
+    torch raises a worker's exception again in the main process as
+    ``type(message)``, the message being the worker's formatted traceback
+    (``torch.utils.data``'s ``ExceptionWrapper.reraise``), which keeps no
+    attribute: the worker's message ends with them as one JSON line, read back
+    here from the last line that starts with :data:`_ATTRIBUTES_LINE`. Its
+    ``str`` is that message (torch's, in the main process: "Caught ... in
+    DataLoader worker process N", then the worker's traceback)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        line = next((x for x in reversed(message.splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
+        try:
+            attributes = json.loads(line[len(_ATTRIBUTES_LINE):]) if line is not None else {}
+        except ValueError:  # a line not ours (a crafted message): nothing to restore
+            attributes = {}
+        for name, value in attributes.items() if isinstance(attributes, dict) else ():
+            setattr(self, name, value)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+# timef's exceptions and Python's OSError family, each with its carrier: a
+# class of this module (torch pickles a worker's exception type by its name),
+# `_InWorker.<name>`, named as the class it stands for
+_CARRIED: tuple[type[BaseException], ...] = tuple(dict.fromkeys(
+    [timef.TimeFValidationError, timef.TimeFEditError, timef.TimeFInputError, timef.NotAVersionError,
+     timef.CorruptVersionError, timef.PartRecordError]
+    + [c for c in vars(builtins).values() if isinstance(c, type) and issubclass(c, OSError)]))
+
+
+class _InWorker:
+    """The carriers of :data:`_CARRIED`, by their classes' names."""
+
+
+for _base in _CARRIED:
+    setattr(_InWorker, _base.__name__, type(_base.__name__, (_Carrier, _base), {
+        "__module__": __name__, "__qualname__": f"_InWorker.{_base.__name__}", "__doc__": _Carrier.__doc__}))
+del _base
+
+
+def _carrier(e: BaseException) -> BaseException:
+    """``e`` (of a class of :data:`_CARRIED`) as its carrier: its message,
+    then the attributes JSON holds as they are, as one JSON line."""
+    names = [n for n in vars(e) if not n.startswith("_")]
+    if isinstance(e, OSError):
+        names += ["errno", "strerror", "filename", "filename2"]
+    attributes = {n: getattr(e, n) for n in names if _json_as_is(getattr(e, n))}
+    return getattr(_InWorker, type(e).__name__)(f"{e}\n{_ATTRIBUTES_LINE}{json.dumps(attributes)}")
+
+
+def _json_as_is(value: Any) -> bool:
+    """Whether JSON gives ``value`` back as it is (no bytes, no tuple, no dict
+    with keys other than str)."""
+    try:
+        return json.loads(json.dumps(value)) == value
+    except (TypeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _worker_errors() -> Iterator[None]:
+    """In a DataLoader worker, raises an error whose class is one of
+    :data:`_CARRIED` (exactly: a subclass from elsewhere, ``ssl.SSLError``
+    say, goes as torch sends it) as its carrier; elsewhere, as it is."""
+    try:
+        yield
+    except _CARRIED as e:
+        if type(e) not in _CARRIED or torch.utils.data.get_worker_info() is None:
+            raise
+        raise _carrier(e) from e
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _carried_from_workers(method: _F) -> _F:
+    """``method`` run in :func:`_worker_errors`: a ``StatefulDataLoader``
+    worker calls ``state_dict`` / ``load_state_dict`` before it iterates."""
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _worker_errors():
+            return method(*args, **kwargs)
+    return cast(_F, wrapper)
 
 
 class WindowDataset(torch.utils.data.IterableDataset):
@@ -285,13 +384,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
         }
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        if torch.utils.data.get_worker_info() is None:
+        with _worker_errors():
             yield from self._windows()
-            return
-        try:
-            yield from self._windows()
-        except _CARRIED as e:
-            raise _carrier(e) from e
 
     def _windows(self) -> Iterator[dict[str, Any]]:
         state = self._start()
@@ -324,6 +418,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
                 yield {k: (v[i].item() if isinstance(v, torch.Tensor) and v.dim() == 1 else v[i])
                        for k, v in tensors.items()}
 
+    @_carried_from_workers
     def state_dict(self) -> dict[str, Any]:
         """Where the epoch stands: the windows handed out by this consumer
         (``consumer`` of ``consumers``) after those in ``consumed`` (global
@@ -339,6 +434,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
             return {**self._state, "consumed": [list(r) for r in self._state["consumed"]]}
         return self._start()
 
+    @_carried_from_workers
     def load_state_dict(self, state: Any) -> None:
         """Resumes the next iteration from ``state``: one ``state_dict()`` (the
         same consumer continues exactly; another split skips what it took), a
@@ -411,67 +507,6 @@ class WindowDataset(torch.utils.data.IterableDataset):
             # each worker's state in it) is the one set_epoch gave
             self._epoch.fill_(epoch)
         self._resume = resume
-
-
-_ATTRIBUTES_LINE = "[timef attributes] "
-"""Start of the line a DataLoader worker's exception carries its attributes in (JSON)."""
-
-
-class _Carrier(Exception):
-    """Base of the exceptions a DataLoader worker raises in place of a timef
-    error or an ``OSError``, each a subclass of the class it stands for (so
-    ``except CorruptVersionError`` still catches it) whose attributes
-    (``path``, ``reason``, ``errno``, ``filename`` ...) survive the worker.
-    torch raises a worker's exception again in the main process as
-    ``type(message)``, the message being the worker's formatted traceback
-    (``torch.utils.data``'s ``ExceptionWrapper.reraise``), which keeps no
-    attribute: the worker's message ends with them as one JSON line, read back
-    here from the last line that starts with :data:`_ATTRIBUTES_LINE`. Its
-    ``str`` is that message (torch's, in the main process: "Caught ... in
-    DataLoader worker process N", then the worker's traceback)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        line = next((x for x in reversed(message.splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
-        try:
-            attributes = json.loads(line[len(_ATTRIBUTES_LINE):]) if line is not None else {}
-        except ValueError:  # a line not ours (a crafted message): nothing to restore
-            attributes = {}
-        for name, value in attributes.items() if isinstance(attributes, dict) else ():
-            setattr(self, name, value)
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-# timef's exceptions and Python's OSError family, each with its carrier: a
-# class of this module (torch pickles a worker's exception type by its name),
-# `_InWorker.<name>`, named as the class it stands for
-_CARRIED: tuple[type[BaseException], ...] = tuple(dict.fromkeys(
-    [timef.TimeFValidationError, timef.TimeFEditError, timef.TimeFInputError, timef.NotAVersionError,
-     timef.CorruptVersionError, timef.PartRecordError]
-    + [c for c in vars(builtins).values() if isinstance(c, type) and issubclass(c, OSError)]))
-
-
-class _InWorker:
-    """The carriers of :data:`_CARRIED`, by their classes' names."""
-
-
-for _base in _CARRIED:
-    setattr(_InWorker, _base.__name__, type(_base.__name__, (_Carrier, _base), {
-        "__module__": __name__, "__qualname__": f"_InWorker.{_base.__name__}", "__doc__": _Carrier.__doc__}))
-del _base
-
-
-def _carrier(e: BaseException) -> BaseException:
-    """``e`` as the carrier of the nearest of its classes in :data:`_CARRIED`:
-    its message, then its attributes as a JSON line."""
-    base = next(c for c in type(e).__mro__ if c in _CARRIED)
-    names = [n for n in vars(e) if not n.startswith("_")]
-    if isinstance(e, OSError):
-        names += ["errno", "strerror", "filename", "filename2"]
-    attributes = json.dumps({n: getattr(e, n) for n in names}, default=str, ensure_ascii=True)
-    return getattr(_InWorker, base.__name__)(f"{e}\n{_ATTRIBUTES_LINE}{attributes}")
 
 
 def _order_args(plan_args: Mapping[str, Any]) -> dict[str, Any]:
