@@ -70,11 +70,15 @@ class _Carrier(Exception):
     attribute: the worker's message ends with them as one JSON line, read back
     here from the last line that starts with :data:`_ATTRIBUTES_LINE`. Its
     ``str`` is that message (torch's, in the main process: "Caught ... in
-    DataLoader worker process N", then the worker's traceback)."""
+    DataLoader worker process N", then the worker's traceback). Built with
+    other arguments (code in the worker raising ``type(e)(errno, strerror,
+    filename)``), it is built as the class it stands for."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        line = next((x for x in reversed(message.splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        if len(args) != 1 or not isinstance(args[0], str):
+            return
+        line = next((x for x in reversed(args[0].splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
         try:
             attributes = json.loads(line[len(_ATTRIBUTES_LINE):]) if line is not None else {}
         except ValueError:  # a line not ours (a crafted message): nothing to restore
@@ -83,7 +87,9 @@ class _Carrier(Exception):
             setattr(self, name, value)
 
     def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+        if len(self.args) == 1 and isinstance(self.args[0], str):
+            return self.args[0]
+        return super().__str__()
 
 
 # timef's exceptions and Python's OSError family, each with its carrier: a
@@ -129,10 +135,14 @@ def _worker_errors() -> Iterator[None]:
     """In a DataLoader worker, raises an error whose class is one of
     :data:`_CARRIED` (exactly: a subclass from elsewhere, ``ssl.SSLError``
     say, goes as torch sends it) as its carrier; elsewhere, as it is."""
+    if torch.utils.data.get_worker_info() is None:
+        yield
+        return
     try:
         yield
-    except _CARRIED as e:
-        if type(e) not in _CARRIED or torch.utils.data.get_worker_info() is None:
+    except Exception as e:
+        # `_CARRIED` is None once the interpreter is shutting down
+        if not _CARRIED or type(e) not in _CARRIED:
             raise
         raise _carrier(e) from e
 
@@ -385,38 +395,35 @@ class WindowDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with _worker_errors():
-            yield from self._windows()
-
-    def _windows(self) -> Iterator[dict[str, Any]]:
-        state = self._start()
-        self._state = state
-        plan = self._plan()
-        batches = plan.windows(
-            epoch=self.epoch,
-            consumer=state["consumer"],
-            consumers=state["consumers"],
-            consumed=[tuple(r) for r in state["consumed"]],
-            taken=state["taken"],
-            batch_size=self.batch_size or 256,
-        )
-        in_worker = torch.utils.data.get_worker_info() is not None
-        if in_worker and self.worker_sharing_strategy is not None:
-            _use_sharing_strategy(self.worker_sharing_strategy)
-        # a worker hands a batch over in shared memory; windows one by one are
-        # first collated by the DataLoader (into shared memory of its own)
-        shared = in_worker and self.batch_size is not None
-        for batch in batches:
-            tensors = _one_storage(batch) if shared else _tensors(batch)
-            n = len(batch["start"])
-            if self.batch_size is not None:
-                state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
-                yield tensors
-                continue
-            for i in range(n):
-                state["taken"] += 1
-                # a number as a Python scalar, a row of values as a tensor, an id as its str
-                yield {k: (v[i].item() if isinstance(v, torch.Tensor) and v.dim() == 1 else v[i])
-                       for k, v in tensors.items()}
+            state = self._start()
+            self._state = state
+            plan = self._plan()
+            batches = plan.windows(
+                epoch=self.epoch,
+                consumer=state["consumer"],
+                consumers=state["consumers"],
+                consumed=[tuple(r) for r in state["consumed"]],
+                taken=state["taken"],
+                batch_size=self.batch_size or 256,
+            )
+            in_worker = torch.utils.data.get_worker_info() is not None
+            if in_worker and self.worker_sharing_strategy is not None:
+                _use_sharing_strategy(self.worker_sharing_strategy)
+            # a worker hands a batch over in shared memory; windows one by one are
+            # first collated by the DataLoader (into shared memory of its own)
+            shared = in_worker and self.batch_size is not None
+            for batch in batches:
+                tensors = _one_storage(batch) if shared else _tensors(batch)
+                n = len(batch["start"])
+                if self.batch_size is not None:
+                    state["taken"] += n  # counted before the yield: a snapshot taken after it includes it
+                    yield tensors
+                    continue
+                for i in range(n):
+                    state["taken"] += 1
+                    # a number as a Python scalar, a row of values as a tensor, an id as its str
+                    yield {k: (v[i].item() if isinstance(v, torch.Tensor) and v.dim() == 1 else v[i])
+                           for k, v in tensors.items()}
 
     @_carried_from_workers
     def state_dict(self) -> dict[str, Any]:
