@@ -736,26 +736,35 @@ def test_an_error_in_a_dataloader_worker_keeps_its_class_and_attributes(needs_to
 
 def test_code_in_a_worker_builds_the_error_it_caught_again_with_its_class(needs_torch: None, vdir: str,
                                                                           tmp_path: Path) -> None:
-    """From review 111: a dataset wrapping WindowDataset in the worker catches
-    what it raises (the carrier) and raises `type(e)(errno, strerror, filename)`:
-    it is built as a FileNotFoundError is (it was a TypeError)."""
+    """From reviews 111 and 112: a dataset wrapping WindowDataset in the
+    worker catches what it raises (the carrier) and raises another of its
+    class, `type(e)(errno, strerror, filename)` (it was a TypeError) or
+    `type(e)(message)`: the main process gets that error's attributes, never
+    those of the error it was raised from."""
     class Wrap(torch.utils.data.IterableDataset):
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+        def __init__(self, inner: Any, args: str) -> None:
+            self.inner, self.args = inner, args
 
         def __iter__(self) -> Any:
             try:
                 yield from self.inner
             except OSError as e:
-                raise type(e)(e.errno, f"{e.strerror} (loading the training set)", e.filename) from e
+                if self.args == "three":
+                    raise type(e)(e.errno, "the training set is missing", "/etc/train.cfg") from e
+                raise type(e)("no data for this run") from e
 
     copy = tmp_path / "v1"
     shutil.copytree(vdir, copy)
     ds = dataset(str(copy), batch_size=8)
     shutil.rmtree(copy)
-    there = _raised(DataLoader(Wrap(ds), batch_size=None, num_workers=1, multiprocessing_context="fork"))
+    kw = {"batch_size": None, "num_workers": 1, "multiprocessing_context": "fork"}
+    there = _raised(DataLoader(Wrap(ds, "three"), **kw))
     assert isinstance(there, FileNotFoundError)
-    assert f"[Errno 2] not found: no such directory (loading the training set): '{copy}'" in str(there)
+    assert "[Errno 2] the training set is missing: '/etc/train.cfg'" in str(there)
+    assert (there.errno, there.strerror, there.filename) == (2, "the training set is missing", "/etc/train.cfg")
+    there = _raised(DataLoader(Wrap(ds, "one"), **kw))
+    assert isinstance(there, FileNotFoundError) and "no data for this run" in str(there)
+    assert (there.errno, there.strerror, there.filename) == (None, None, None)
 
 
 def test_an_iteration_left_paused_at_exit_prints_nothing(needs_torch: None, vdir: str) -> None:

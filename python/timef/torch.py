@@ -22,7 +22,9 @@ or other timef error, or Python's own ``OSError`` or one of its subclasses
 ``load_state_dict``, reaches the main process as a subclass of its class with
 its attributes (``path``, ``reason``, ``errno``, ``filename`` ...), where torch
 alone keeps only the class; its message is torch's ("Caught ... in
-DataLoader worker process N" and the worker's traceback).
+DataLoader worker process N" and the worker's traceback). Not so for an
+error of a thread torch re-raises the same way that is no DataLoader worker
+(torchdata.nodes' prefetching and mapping threads): it keeps only its class.
 
 ``import timef`` does not import torch; ``import timef.torch`` does.
 """
@@ -68,28 +70,32 @@ class _Carrier(Exception):
     ``type(message)``, the message being the worker's formatted traceback
     (``torch.utils.data``'s ``ExceptionWrapper.reraise``), which keeps no
     attribute: the worker's message ends with them as one JSON line, read back
-    here from the last line that starts with :data:`_ATTRIBUTES_LINE`. Its
-    ``str`` is that message (torch's, in the main process: "Caught ... in
-    DataLoader worker process N", then the worker's traceback). Built with
-    other arguments (code in the worker raising ``type(e)(errno, strerror,
-    filename)``), it is built as the class it stands for."""
+    here when the message's last line starts with :data:`_ATTRIBUTES_LINE`
+    (the end of the error raised last: a line of an error chained before it
+    is not read). Its ``str`` is that message (torch's, in the main process:
+    "Caught ... in DataLoader worker process N", then the worker's traceback).
+    Built with other arguments (code in the worker raising
+    ``type(e)(errno, strerror, filename)``), it is built as the class it
+    stands for and its ``str`` ends with its own attributes' line."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         if len(args) != 1 or not isinstance(args[0], str):
             return
-        line = next((x for x in reversed(args[0].splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
+        last = (args[0].rstrip().splitlines() or [""])[-1]
+        if not last.startswith(_ATTRIBUTES_LINE):
+            return
         try:
-            attributes = json.loads(line[len(_ATTRIBUTES_LINE):]) if line is not None else {}
+            attributes = json.loads(last[len(_ATTRIBUTES_LINE):])
         except ValueError:  # a line not ours (a crafted message): nothing to restore
-            attributes = {}
+            return
         for name, value in attributes.items() if isinstance(attributes, dict) else ():
             setattr(self, name, value)
 
     def __str__(self) -> str:
         if len(self.args) == 1 and isinstance(self.args[0], str):
             return self.args[0]
-        return super().__str__()
+        return f"{super().__str__()}\n{_attributes_line(self)}"
 
 
 # timef's exceptions and Python's OSError family, each with its carrier: a
@@ -113,12 +119,17 @@ del _base
 
 def _carrier(e: BaseException) -> BaseException:
     """``e`` (of a class of :data:`_CARRIED`) as its carrier: its message,
-    then the attributes JSON holds as they are, as one JSON line."""
+    then its attributes' line."""
+    return getattr(_InWorker, type(e).__name__)(f"{e}\n{_attributes_line(e)}")
+
+
+def _attributes_line(e: BaseException) -> str:
+    """The line of ``e``'s attributes that JSON holds as they are."""
     names = [n for n in vars(e) if not n.startswith("_")]
     if isinstance(e, OSError):
         names += ["errno", "strerror", "filename", "filename2"]
     attributes = {n: getattr(e, n) for n in names if _json_as_is(getattr(e, n))}
-    return getattr(_InWorker, type(e).__name__)(f"{e}\n{_ATTRIBUTES_LINE}{json.dumps(attributes)}")
+    return f"{_ATTRIBUTES_LINE}{json.dumps(attributes)}"
 
 
 def _json_as_is(value: Any) -> bool:
