@@ -736,22 +736,28 @@ def test_an_error_in_a_dataloader_worker_keeps_its_class_and_attributes(needs_to
 
 def test_code_in_a_worker_builds_the_error_it_caught_again_with_its_class(needs_torch: None, vdir: str,
                                                                           tmp_path: Path) -> None:
-    """From reviews 111 and 112: a dataset wrapping WindowDataset in the
-    worker catches what it raises (the carrier) and raises another of its
-    class, `type(e)(errno, strerror, filename)` (it was a TypeError) or
-    `type(e)(message)`: the main process gets that error's attributes, never
-    those of the error it was raised from."""
+    """From reviews 111-113: a dataset wrapping WindowDataset in the worker
+    catches what it raises (the carrier) and raises another of its class,
+    `type(e)(errno, strerror, filename)` (it was a TypeError) or
+    `type(e)(message)` with attributes set by hand, or adds a note to it: the
+    main process gets the attributes of the error raised last, never those of
+    the error it was raised from, and a note loses none."""
     class Wrap(torch.utils.data.IterableDataset):
-        def __init__(self, inner: Any, args: str) -> None:
-            self.inner, self.args = inner, args
+        def __init__(self, inner: Any, how: str) -> None:
+            self.inner, self.how = inner, how
 
         def __iter__(self) -> Any:
             try:
                 yield from self.inner
             except OSError as e:
-                if self.args == "three":
+                if self.how == "note":
+                    e.add_note("while reading run 17")
+                    raise
+                if self.how == "three":
                     raise type(e)(e.errno, "the training set is missing", "/etc/train.cfg") from e
-                raise type(e)("no data for this run") from e
+                again = type(e)("no data for this run")
+                again.filename = "/etc/train.cfg"
+                raise again from e
 
     copy = tmp_path / "v1"
     shutil.copytree(vdir, copy)
@@ -764,7 +770,10 @@ def test_code_in_a_worker_builds_the_error_it_caught_again_with_its_class(needs_
     assert (there.errno, there.strerror, there.filename) == (2, "the training set is missing", "/etc/train.cfg")
     there = _raised(DataLoader(Wrap(ds, "one"), **kw))
     assert isinstance(there, FileNotFoundError) and "no data for this run" in str(there)
-    assert (there.errno, there.strerror, there.filename) == (None, None, None)
+    assert (there.errno, there.strerror, there.filename) == (None, None, "/etc/train.cfg")
+    there = _raised(DataLoader(Wrap(ds, "note"), **kw))
+    assert isinstance(there, FileNotFoundError) and str(there).rstrip().endswith("while reading run 17")
+    assert (there.errno, there.strerror, there.filename) == (2, "not found: no such directory", str(copy))
 
 
 def test_an_iteration_left_paused_at_exit_prints_nothing(needs_torch: None, vdir: str) -> None:

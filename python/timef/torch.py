@@ -69,33 +69,47 @@ class _Carrier(Exception):
     torch raises a worker's exception again in the main process as
     ``type(message)``, the message being the worker's formatted traceback
     (``torch.utils.data``'s ``ExceptionWrapper.reraise``), which keeps no
-    attribute: the worker's message ends with them as one JSON line, read back
-    here when the message's last line starts with :data:`_ATTRIBUTES_LINE`
-    (the end of the error raised last: a line of an error chained before it
-    is not read). Its ``str`` is that message (torch's, in the main process:
-    "Caught ... in DataLoader worker process N", then the worker's traceback).
-    Built with other arguments (code in the worker raising
-    ``type(e)(errno, strerror, filename)``), it is built as the class it
-    stands for and its ``str`` ends with its own attributes' line."""
+    attribute: the worker's ``str`` of it ends with them as one JSON line (a
+    line of :data:`_ATTRIBUTES_LINE`), read back here from the traceback of
+    the error raised last (:func:`_attributes_in`). Its ``str`` is its
+    message (torch's, in the main process: "Caught ... in DataLoader worker
+    process N", then the worker's traceback), followed by its attributes'
+    line when the message holds none (one built in the worker by code that
+    caught another: ``type(e)(errno, strerror, filename)``, which is built as
+    the class it stands for, or ``type(e)(message)``)."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        if len(args) != 1 or not isinstance(args[0], str):
-            return
-        last = (args[0].rstrip().splitlines() or [""])[-1]
-        if not last.startswith(_ATTRIBUTES_LINE):
-            return
-        try:
-            attributes = json.loads(last[len(_ATTRIBUTES_LINE):])
-        except ValueError:  # a line not ours (a crafted message): nothing to restore
-            return
-        for name, value in attributes.items() if isinstance(attributes, dict) else ():
-            setattr(self, name, value)
+        if len(args) == 1 and isinstance(args[0], str):
+            for name, value in (_attributes_in(args[0]) or {}).items():
+                setattr(self, name, value)
 
     def __str__(self) -> str:
         if len(self.args) == 1 and isinstance(self.args[0], str):
-            return self.args[0]
+            if _attributes_in(self.args[0]) is not None:
+                return self.args[0]
+            return f"{self.args[0]}\n{_attributes_line(self)}"
         return f"{super().__str__()}\n{_attributes_line(self)}"
+
+
+_TRACEBACK_HEADER = "Traceback (most recent call last):"
+"""How Python's formatted traceback of each error of a chain starts."""
+
+
+def _attributes_in(message: str) -> dict[str, Any] | None:
+    """The attributes' line of the error ``message`` ends with, read back:
+    the last line of :data:`_ATTRIBUTES_LINE` after the last traceback header
+    (so notes added after it are passed over, and an error chained before it
+    is not read); None when there is none, or it is no JSON object."""
+    block = message[max(0, message.rfind(_TRACEBACK_HEADER)):]
+    line = next((x for x in reversed(block.splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
+    if line is None:
+        return None
+    try:
+        attributes = json.loads(line[len(_ATTRIBUTES_LINE):])
+    except ValueError:  # a line not ours (a crafted message): nothing to restore
+        return None
+    return attributes if isinstance(attributes, dict) else None
 
 
 # timef's exceptions and Python's OSError family, each with its carrier: a
