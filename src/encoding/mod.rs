@@ -16,12 +16,12 @@ use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type, TypePtr};
 use crate::error::{Error, Result};
 
 mod chunk;
+#[cfg(test)]
+pub(crate) use chunk::encode_pages;
 pub(crate) use chunk::{
     byte_arrays, encode_chunk, encode_leaf_pages, id_values, list_levels, optional_levels, ChunkBytes, EncodedChunk,
     LeafBuilder, LeafData, PagePlan, Values,
 };
-#[cfg(test)]
-pub(crate) use chunk::encode_pages;
 
 /// How a leaf column is encoded; pinned per column by the format, never left to
 /// the parquet crate's defaults.
