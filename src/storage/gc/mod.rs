@@ -29,7 +29,7 @@ mod rules;
 mod staging_dir;
 mod tree;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::location::Inner;
@@ -159,8 +159,7 @@ pub fn survey(place: &Location, older_than_s: u64) -> Result<Survey> {
 enum Mode {
     Remove,
     DryRun,
-    /// A dry run, over listings with a delimiter on an object store other
-    /// than `file://`.
+    /// A dry run over listings with a delimiter.
     Survey,
 }
 
@@ -179,9 +178,7 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
         }
         Inner::Object(o) => {
             let (listed, delimited);
-            // a file:// place is walked whole in every mode: a listing with a
-            // delimiter fails for the whole place at a link loop in it
-            let tree: &dyn Tree = if mode == Mode::Survey && o.file_path().is_none() {
+            let tree: &dyn Tree = if mode == Mode::Survey {
                 delimited = Delimited(o.clone(), Default::default());
                 &delimited
             } else {
@@ -213,7 +210,7 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             report_unlistable(o, tree, "", &mut survey.report);
         }
     }
-    to_innermost_dataset(&mut survey.datasets, &survey.report);
+    to_innermost_dataset(&mut survey.datasets);
     Ok(survey)
 }
 
@@ -230,7 +227,7 @@ fn report_unlistable(o: &object::ObjectLocation, tree: &dyn Tree, rel: &str, rep
 /// Moves each odd entry to the innermost dataset whose folder holds it: a
 /// dataset's look at its children also reads the own folder of a child that
 /// is a dataset itself (review 52).
-fn to_innermost_dataset(datasets: &mut [DatasetSurvey], report: &GcReport) {
+fn to_innermost_dataset(datasets: &mut [DatasetSurvey]) {
     let folders: BTreeMap<String, usize> = datasets
         .iter()
         .enumerate()
@@ -243,15 +240,6 @@ fn to_innermost_dataset(datasets: &mut [DatasetSurvey], report: &GcReport) {
         for (path, why) in odd {
             let to = innermost(&path).unwrap_or(i);
             datasets[to].odd.push((path, why));
-        }
-    }
-    // what the listing itself found odd (a `file://` walk: a link, an entry
-    // it cannot read), before any dataset's rules ran, goes to the dataset
-    // whose folder holds it
-    let placed: BTreeSet<(String, String)> = datasets.iter().flat_map(|d| d.odd.iter().cloned()).collect();
-    for entry in report.odd.iter().filter(|e| !placed.contains(*e)) {
-        if let Some(to) = innermost(&entry.0) {
-            datasets[to].odd.push(entry.clone());
         }
     }
 }
