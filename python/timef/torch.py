@@ -98,11 +98,14 @@ _TRACEBACK_HEADER = "Traceback (most recent call last):"
 
 def _attributes_in(message: str) -> dict[str, Any] | None:
     """The attributes' line of the error ``message`` ends with, read back:
-    the last line of :data:`_ATTRIBUTES_LINE` after the last traceback header
-    (so notes added after it are passed over, and an error chained before it
-    is not read); None when there is none, or it is no JSON object."""
-    block = message[max(0, message.rfind(_TRACEBACK_HEADER)):]
-    line = next((x for x in reversed(block.splitlines()) if x.startswith(_ATTRIBUTES_LINE)), None)
+    the first line of :data:`_ATTRIBUTES_LINE` after the last line that is a
+    traceback header (an error chained before it is not read; the error's own
+    line comes before its notes, so a note quoting another error's line is
+    passed over); None when there is none, or it is no JSON object. A note
+    that holds a whole formatted traceback hides the line."""
+    at = message.rfind("\n" + _TRACEBACK_HEADER)
+    block = message[at + 1:] if at >= 0 else message
+    line = next((x for x in block.splitlines() if x.startswith(_ATTRIBUTES_LINE)), None)
     if line is None:
         return None
     try:
