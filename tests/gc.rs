@@ -1671,6 +1671,54 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
     assert_eq!(cli(&["verify", root.join("good/v1").to_str().unwrap()]).0, 0);
 }
 
+/// A carried-over defect: `ls` of a `file://` root listed it through
+/// object_store, which failed the whole root at a link loop (exit 3) and
+/// followed a link to a version, listing it as a version of its own. `ls`
+/// now reads a `file://` root as a local one, a level at a time (review 114:
+/// not gc's whole-tree walk, which failed at a folder the user cannot read
+/// anywhere, and showed a claim still being written, `name#N`, as a user's
+/// folder to remove by hand): its output is the local root's, and it changes
+/// nothing.
+#[test]
+fn ls_of_a_file_url_root_reads_it_as_a_local_root() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    std::os::unix::fs::symlink("loop", root.join("b/loop")).unwrap();
+    std::os::unix::fs::symlink("v1", root.join("b/latest")).unwrap();
+    std::os::unix::fs::symlink("loop2", root.join("loop2")).unwrap();
+    // a version whose claim object_store is still writing
+    std::fs::create_dir(root.join("b/v2")).unwrap();
+    std::fs::write(root.join("b/v2/_timef_claim.json#1"), r#"{"writer_id": "0123456789abcdef0123456789abcdef"}"#)
+        .unwrap();
+    // a folder the user may not read, where desktops keep their trash
+    std::fs::create_dir_all(root.join(".Trash-1000/files")).unwrap();
+    std::fs::set_permissions(root.join(".Trash-1000"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    for entry in walkdir::WalkDir::new(tmp.path()).into_iter().filter_entry(|e| !e.path().ends_with(".Trash-1000")) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    let before = tree_of(&root);
+    let url = format!("file://{}", root.display());
+    let linked = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in version \
+                  or dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
+    assert_eq!(timef_as_a_user(&["ls", &url]), (0, format!("b\n  v1\n  (odd: {url}/b/latest {linked})\n")));
+    assert_eq!(tree_of(&root), before);
+}
+
+/// Every entry under `dir` (links not followed) with its kind and size.
+fn tree_of(dir: &std::path::Path) -> Vec<(String, bool, u64)> {
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let meta = e.path().symlink_metadata().unwrap();
+            (e.path().display().to_string(), meta.is_dir(), meta.len())
+        })
+        .collect()
+}
+
 /// Review 102: a marker gc cannot read (not readable by its user, or a
 /// FIFO) was taken for no marker, so gc deleted what it may mark: on a
 /// `file://` root a live writer's parts when its claim could not be read, on

@@ -34,10 +34,10 @@ use std::time::SystemTime;
 
 use super::location::Inner;
 use super::{object, pause_point, Location};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use classify::{classify, Dataset, Role};
 use rules::{local_rules, object_rules, Run};
-use tree::{decoded, file_tree, within, Delimited, Listed, LocalTree, Tree};
+use tree::{decoded, file_tree, within, Delimited, FileUrlTree, Listed, LocalTree, Tree};
 
 /// What [`gc`] removed (or, for [`gc_dry_run`] and [`stale_per_dataset`], would remove now).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -159,7 +159,8 @@ pub fn survey(place: &Location, older_than_s: u64) -> Result<Survey> {
 enum Mode {
     Remove,
     DryRun,
-    /// A dry run over listings with a delimiter.
+    /// A dry run over one level at a time: listings with a delimiter on an
+    /// object store, a `file://` place read as a local one.
     Survey,
 }
 
@@ -177,8 +178,18 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             }
         }
         Inner::Object(o) => {
-            let (listed, delimited);
-            let tree: &dyn Tree = if mode == Mode::Survey {
+            let (listed, delimited, levels);
+            let tree: &dyn Tree = if let (Mode::Survey, Some(dir)) = (mode, o.file_path()) {
+                // read as a local place is, a level at a time through handles:
+                // object_store's listing follows links, fails the whole place
+                // at a link loop, and reads names it must encode
+                levels = FileUrlTree(LocalTree::open(&dir).map_err(|e| match e {
+                    // named by the URL given, as the other readings name it
+                    Error::Missing { what, .. } => Error::Missing { path: place.to_path_buf(), what },
+                    other => other,
+                })?);
+                &levels
+            } else if mode == Mode::Survey {
                 delimited = Delimited(o.clone(), Default::default());
                 &delimited
             } else {

@@ -153,6 +153,33 @@ impl Tree for Delimited {
     }
 }
 
+/// A `file://` place read as a local one ([`LocalTree`]: a level at a time
+/// through handles, links never followed), without the files object_store's
+/// local store is still writing: `name#N` (N digits), renamed to `name` once
+/// written, which its own listings leave out too.
+pub(super) struct FileUrlTree(pub(super) LocalTree);
+
+/// Whether `name`, a file's relative path, is object_store's `LocalFileSystem`
+/// writing it still (its rule: a `#` in the last segment, then digits only).
+fn in_flight(name: &str) -> bool {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    matches!(last.split_once('#'), Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl Tree for FileUrlTree {
+    fn level(&self, rel: &str) -> Result<Level> {
+        let mut level = self.0.level(rel)?;
+        level.files.retain(|name, _| !in_flight(name));
+        Ok(level)
+    }
+    fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
+        self.0.marker(place, rel, key)
+    }
+    fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        Ok(self.0.files_under(rel)?.into_iter().filter(|(name, _)| !in_flight(name)).collect())
+    }
+}
+
 /// A tree whose levels are read once: classifying a root reads each
 /// child's level to tell whether the root itself is a dataset, then again as a dataset.
 pub(super) struct Memo<'a> {
