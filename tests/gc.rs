@@ -461,6 +461,11 @@ fn file_url_gc_tells_a_dead_claim_from_a_live_one_by_what_its_writer_wrote_last(
     for f in files.keys().filter(|f| f.starts_with("ecg/v1/") || *f == &format!("ecg/v2/{CLAIM}")) {
         set_old(f);
     }
+    // `ls` judges them as gc does (review 115: it read every file under a
+    // claim as if written at the epoch, so a live writer over an hour old was dead)
+    let surveyed = survey(&b.root, 3600).unwrap();
+    assert_eq!(surveyed.report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
+    assert_eq!(surveyed.datasets.iter().map(|d| d.stale).collect::<Vec<_>>(), [1]);
     let report = gc(&b.root, 3600).unwrap();
     assert_eq!(report.removed_claims, [b.shown(&format!("ecg/v1/{CLAIM}"))]);
     let v1: Vec<String> = files.keys().filter(|f| f.starts_with("ecg/v1/")).map(|f| b.shown(f)).collect();

@@ -175,8 +175,13 @@ impl Tree for FileUrlTree {
     fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
         self.0.marker(place, rel, key)
     }
+    /// Read as gc reads a `file://` place ([`file_tree`]): with each file's
+    /// time (a rule judges a claim's idleness by its newest), failing where a
+    /// folder cannot be read (what is not seen is not judged), links not
+    /// followed and left to gc to report.
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        Ok(self.0.files_under(rel)?.into_iter().filter(|(name, _)| !in_flight(name)).collect())
+        let files = file_tree(&self.0.root().join(rel), str::to_string, &mut GcReport::default())?;
+        Ok(files.into_iter().filter(|(name, _)| !in_flight(name)).map(|(name, t)| (join(rel, &name), t)).collect())
     }
 }
 
