@@ -475,6 +475,43 @@ fn file_url_gc_tells_a_dead_claim_from_a_live_one_by_what_its_writer_wrote_last(
     young.commit().unwrap();
 }
 
+/// Review 116: `ls` of a `file://` root judges a claim as gc does, also
+/// when the only young file is one object_store is still writing
+/// (`name#N`: `ls` left it out, and a live writer streaming a shard was a
+/// dead one's leftover to it), and when its writer's parts' prefix is a link
+/// (`ls` read through it, and failed the root at a loop there).
+#[test]
+fn ls_of_a_file_url_root_judges_a_claim_as_gc_does() {
+    let b = Backend::new(Kind::File, "ls_judges_as_gc").unwrap();
+    let old = SystemTime::now() - Duration::from_secs(7200);
+    std::mem::forget(TimeFWriter::at(b.root.clone(), small_options()).write(ecg_dataset("ecg", "v1", 2)).unwrap());
+    for f in b.files().keys() {
+        std::fs::File::options().write(true).open(b.dir.join(f)).unwrap().set_modified(old).unwrap();
+    }
+    let claim: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.dir.join(format!("ecg/v1/{CLAIM}"))).unwrap()).unwrap();
+    let parts = b.dir.join(format!("ecg/.tmp-v1-{}", claim["writer_id"].as_str().unwrap()));
+    let both = || {
+        let (ls, dry) = (survey(&b.root, 3600).unwrap(), gc_dry_run(&b.root, 3600).unwrap());
+        assert_eq!(ls.report.removed_claims, dry.removed_claims);
+        (ls.datasets.iter().map(|d| d.stale).sum::<u64>(), dry.removed_claims.len())
+    };
+    assert_eq!(both(), (1, 1), "a dead writer's claim");
+    // its writer streams one more shard
+    std::fs::write(b.dir.join("ecg/v1/time_series/shard-00001.parquet#7"), b"x").unwrap();
+    assert_eq!(both(), (0, 0), "a live writer's claim");
+    std::fs::remove_file(b.dir.join("ecg/v1/time_series/shard-00001.parquet#7")).unwrap();
+    // its parts' prefix a link to a folder a writer keeps writing, then a loop
+    let elsewhere = b.dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("p.parquet"), b"x").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &parts).unwrap();
+    assert_eq!(both(), (1, 1), "a link at the parts' prefix");
+    std::fs::remove_file(&parts).unwrap();
+    std::os::unix::fs::symlink(&parts, &parts).unwrap();
+    assert_eq!(both(), (1, 1), "a loop at the parts' prefix");
+}
+
 /// The CLI's `gc --dry-run` prints exactly the lines a real run prints
 /// (with "would" wording), and `ls` of a root and of its dataset print that
 /// dataset alike, odd entries included.

@@ -154,9 +154,10 @@ impl Tree for Delimited {
 }
 
 /// A `file://` place read as a local one ([`LocalTree`]: a level at a time
-/// through handles, links never followed), without the files object_store's
-/// local store is still writing: `name#N` (N digits), renamed to `name` once
-/// written, which its own listings leave out too.
+/// through handles, links never followed), its levels without the files
+/// object_store's local store is still writing (`name#N`, N digits, renamed
+/// to `name` once written, which its own listings leave out too): a claim
+/// being written does not make its version look like a user's folder.
 pub(super) struct FileUrlTree(pub(super) LocalTree);
 
 /// Whether `name`, a file's relative path, is object_store's `LocalFileSystem`
@@ -176,12 +177,21 @@ impl Tree for FileUrlTree {
         self.0.marker(place, rel, key)
     }
     /// Read as gc reads a `file://` place ([`file_tree`]): with each file's
-    /// time (a rule judges a claim's idleness by its newest), failing where a
-    /// folder cannot be read (what is not seen is not judged), links not
-    /// followed and left to gc to report.
+    /// time, the files object_store is still writing included (a rule
+    /// judges a claim's idleness by its newest file, and a writer streaming a
+    /// shard touches that one last), failing where a folder cannot be read
+    /// (what is not seen is not judged), links not followed and left to gc to
+    /// report. `rel` itself is reached as its levels were listed, never
+    /// through a link: one there holds nothing, as gc's walk reads it.
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
+        match self.0.reach(rel) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(Vec::new()),
+            Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(self.0.root().join(rel), e)),
+        }
         let files = file_tree(&self.0.root().join(rel), str::to_string, &mut GcReport::default())?;
-        Ok(files.into_iter().filter(|(name, _)| !in_flight(name)).map(|(name, t)| (join(rel, &name), t)).collect())
+        Ok(files.into_iter().map(|(name, t)| (join(rel, &name), t)).collect())
     }
 }
 
