@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 mod version_dir;
 
-pub(crate) use version_dir::{open_in, walk_in, Entry, VersionDir, DIR_FLAGS, SYMLINK};
+pub(crate) use version_dir::{modified, open_in, walk_in, Entry, VersionDir, DIR_FLAGS, SYMLINK};
 
 use super::file_syncs::FileSyncs;
 use super::{check_interrupted, LiveGuard, Small, MANIFEST};

@@ -13,8 +13,8 @@ use rustix::fd::AsFd;
 use rustix::fs::{fstat, openat, statat, unlinkat, AtFlags, Dir, FileType, Mode};
 use rustix::io::Errno;
 
-use super::tree::{identity, join, modified, LocalTree};
-use crate::storage::local::{VersionDir, DIR_FLAGS};
+use super::tree::{identity, join, LocalTree};
+use crate::storage::local::{modified, VersionDir, DIR_FLAGS};
 use crate::storage::pause_point;
 
 /// The directories a walk holds open at most: the deepest ones; one above

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use rustix::fd::AsFd;
 use rustix::fs::{statat, AtFlags, Dir, FileType};
@@ -176,22 +176,26 @@ impl Tree for FileUrlTree {
     fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
         self.0.marker(place, rel, key)
     }
-    /// Read as gc reads a `file://` place ([`file_tree`]): with each file's
-    /// time, the files object_store is still writing included (a rule
+    /// The files gc's walk of a `file://` place finds ([`file_tree`]), with
+    /// their times, the files object_store is still writing included (a rule
     /// judges a claim's idleness by its newest file, and a writer streaming a
     /// shard touches that one last), failing where a folder cannot be read
-    /// (what is not seen is not judged), links not followed and left to gc to
-    /// report. `rel` itself is reached as its levels were listed, never
-    /// through a link: one there holds nothing, as gc's walk reads it.
+    /// (what is not seen is not judged), links not followed. `rel` is reached
+    /// as its levels were listed, never through a link (one there holds
+    /// nothing, as gc's walk reads it), and walked from the handle reached,
+    /// so nothing swapped in meanwhile is read ([`local::walk_in`]).
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        match self.0.reach(rel) {
-            Ok(Some(_)) => {}
+        let dir = match self.0.reach(rel) {
+            Ok(Some(dir)) => dir,
             Ok(None) => return Ok(Vec::new()),
             Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(self.0.root().join(rel), e)),
+        };
+        let (entries, errors) = local::walk_in(&dir);
+        if let Some((at, why)) = errors.into_iter().next() {
+            return Err(Error::io(self.0.root().join(rel).join(at), io::Error::other(why)));
         }
-        let files = file_tree(&self.0.root().join(rel), str::to_string, &mut GcReport::default())?;
-        Ok(files.into_iter().map(|(name, t)| (join(rel, &name), t)).collect())
+        Ok(entries.into_iter().filter(|e| !e.symlink).map(|e| (join(rel, &e.rel), e.modified)).collect())
     }
 }
 
@@ -293,12 +297,6 @@ pub(super) fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
     (st.st_dev, st.st_ino)
 }
 
-/// The modification time of a file.
-pub(super) fn modified(st: &rustix::fs::Stat) -> SystemTime {
-    let since_epoch = Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.clamp(0, 999_999_999) as u32);
-    UNIX_EPOCH + since_epoch
-}
-
 impl Tree for LocalTree {
     fn level(&self, rel: &str) -> Result<Level> {
         let path = self.root.join(rel);
@@ -351,7 +349,7 @@ impl Tree for LocalTree {
             } else if to_a_dir {
                 level.linked.insert(shown);
             } else {
-                level.files.insert(shown, modified(&st));
+                level.files.insert(shown, local::modified(&st));
             }
         }
         Ok(level)

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
@@ -128,6 +129,14 @@ pub(crate) struct Entry {
     pub(crate) bytes: u64,
     /// A symbolic link (never followed).
     pub(crate) symlink: bool,
+    /// When it was last modified (of the link itself for a symbolic link).
+    pub(crate) modified: SystemTime,
+}
+
+/// The modification time `st` gives, from the epoch (a time before it is the epoch).
+pub(crate) fn modified(st: &rustix::fs::Stat) -> SystemTime {
+    let since_epoch = Duration::new(st.st_mtime.max(0) as u64, st.st_mtime_nsec.clamp(0, 999_999_999) as u32);
+    UNIX_EPOCH + since_epoch
 }
 
 /// Every non-directory entry under the version directory `dir`, sorted by
@@ -173,7 +182,12 @@ pub(crate) fn walk_in(dir: &VersionDir) -> (Vec<Entry>, Vec<(String, String)>) {
             };
             let kind = FileType::from_raw_mode(st.st_mode);
             if kind != FileType::Directory {
-                out.push(Entry { rel, bytes: st.st_size as u64, symlink: kind == FileType::Symlink });
+                out.push(Entry {
+                    rel,
+                    bytes: st.st_size as u64,
+                    symlink: kind == FileType::Symlink,
+                    modified: modified(&st),
+                });
             } else if depth >= MAX_WALK_DEPTH {
                 errors.push((rel, format!("deeper than {MAX_WALK_DEPTH} directories")));
             } else {
