@@ -279,7 +279,8 @@ impl LocalTree {
             };
             if let Some(listed) = self.listed.borrow().get(&at) {
                 if identity(&rustix::fs::fstat(&dir)?) != *listed {
-                    return Err(io::Error::other("no longer the directory gc listed there"));
+                    // gc's or ls's: the message names neither
+                    return Err(io::Error::other("replaced since it was listed: no longer the directory read there"));
                 }
             }
         }
@@ -457,5 +458,25 @@ mod tests {
         assert_eq!(a.files.into_keys().collect::<Vec<_>>(), ["notes.txt"]);
         let under: Vec<String> = listed.files_under("a/1").unwrap().into_iter().map(|(f, _)| f).collect();
         assert_eq!(under, ["a/1/manifest.json", "a/1/time_series/s.parquet"]);
+    }
+
+    /// Review 117: a level replaced by another directory once listed is
+    /// refused when reached again, in words that fit `ls` as well as `gc`
+    /// (they said "the directory gc listed"), and so are the files under it.
+    #[test]
+    fn a_level_replaced_since_it_was_listed_is_refused_in_words_for_ls_and_gc() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::create_dir_all(tmp.path().join("ds/v1")).unwrap();
+        fs::write(tmp.path().join("ds/v1/f"), b"f").unwrap();
+        let tree = FileUrlTree(LocalTree::open(tmp.path()).unwrap());
+        assert_eq!(tree.level("ds/v1").unwrap().files.into_keys().collect::<Vec<_>>(), ["f"]);
+        assert_eq!(tree.files_under("ds/v1").unwrap().len(), 1);
+        // another directory at its name
+        fs::rename(tmp.path().join("ds/v1"), tmp.path().join("ds/v1.old")).unwrap();
+        fs::create_dir(tmp.path().join("ds/v1")).unwrap();
+        let why = "replaced since it was listed: no longer the directory read there";
+        assert_eq!(tree.0.reach("ds/v1").err().map(|e| e.to_string()), Some(why.to_string()));
+        let err = tree.files_under("ds/v1").unwrap_err().to_string();
+        assert!(err.ends_with(why), "{err}");
     }
 }
