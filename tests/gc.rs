@@ -1609,6 +1609,11 @@ fn local_a_dataset_whose_only_version_is_damaged_is_reported_not_hidden() {
 const UNREADABLE: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by this \
                           user), so what it marks is not known: nothing it may mark is cleared; kept";
 
+/// How gc reports a staging-named folder in a place whose kind a marker it
+/// cannot read leaves unknown.
+const UNKNOWN_STAGING: &str =
+    "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+
 /// `timef ARGS` as a user who is not root (root reads any file), with its
 /// exit code and stdout; fails the test after 30 s (a read that blocks).
 fn timef_as_a_user(args: &[&str]) -> (i32, String) {
@@ -1903,10 +1908,7 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     }
     let before = tree(tmp.path());
     let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", root.to_str().unwrap()]);
-    let kept = format!(
-        "kept (odd) {}: named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept\n",
-        users.display()
-    );
+    let kept = format!("kept (odd) {}: {UNKNOWN_STAGING}\n", users.display());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(UNREADABLE) && out.contains(&kept), "{out}");
     for place in [dataset.display().to_string(), format!("file://{}", url_root.display())] {
@@ -1949,7 +1951,7 @@ fn a_place_marked_by_its_own_staging_beside_a_marker_gc_cannot_read_clears_neith
         walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().map(|e| e.unwrap().into_path()).collect()
     };
     let before = tree(tmp.path());
-    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let unknown = UNKNOWN_STAGING;
     let fifo = place.join("c/v1/manifest.json");
     let (code, out, err) = cli(&["gc", "--older-than-s", "0", place.to_str().unwrap()]);
     let want = format!(
@@ -2056,7 +2058,7 @@ fn a_device_at_a_markers_name_is_never_opened_and_keeps_what_it_may_mark() {
         return;
     }
     let (code, out, err) = cli(&["gc", "--older-than-s", "0", place.to_str().unwrap()]);
-    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let unknown = UNKNOWN_STAGING;
     let want = format!(
         "kept (odd) {}: {UNREADABLE}\nkept (odd) {}: {unknown}\n0 leftover(s) cleared, 0 file(s) removed\n",
         node.display(),
@@ -2086,7 +2088,7 @@ fn a_folder_gc_cannot_name_leaves_its_place_unknown_and_kept() {
     let (code, out, err) = cli(&["gc", "--older-than-s", "0", root.to_str().unwrap()]);
     let why =
         "is a folder whose name is not UTF-8: gc cannot read what it holds, so nothing it may mark is cleared; kept";
-    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let unknown = UNKNOWN_STAGING;
     let want = format!(
         "kept (odd) {}/ds\u{FFFD}: {why}\nkept (odd) {}: {unknown}\n0 leftover(s) cleared, 0 file(s) removed\n",
         root.display(),
@@ -2114,7 +2116,7 @@ fn a_link_to_a_folder_leaves_its_place_unknown_and_kept() {
     commit_v1(Location::local(&store), "ds");
     let why = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in version or \
                dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
-    let unknown = "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
+    let unknown = UNKNOWN_STAGING;
     // a root whose dataset is linked in, holding its own user's folder named like staging
     let root = tmp.path().join("root");
     let users = root.join(format!(".tmp-v1-{}", "a".repeat(32)));
