@@ -176,26 +176,12 @@ impl Tree for FileUrlTree {
     fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
         self.0.marker(place, rel, key)
     }
-    /// The files gc's walk of a `file://` place finds ([`file_tree`]), with
-    /// their times, the files object_store is still writing included (a rule
-    /// judges a claim's idleness by its newest file, and a writer streaming a
-    /// shard touches that one last), failing where a folder cannot be read
-    /// (what is not seen is not judged), links not followed. `rel` is reached
-    /// as its levels were listed, never through a link (one there holds
-    /// nothing, as gc's walk reads it), and walked from the handle reached,
-    /// so nothing swapped in meanwhile is read ([`local::walk_in`]).
+    /// [`LocalTree::files_under`], the files object_store is still writing
+    /// included (a rule judges a claim's idleness by its newest file, and a
+    /// writer streaming a shard touches that one last), as gc's walk of a
+    /// `file://` place ([`file_tree`]) counts them.
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        let dir = match self.0.reach(rel) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(self.0.root().join(rel), e)),
-        };
-        let (entries, errors) = local::walk_in(&dir);
-        if let Some((at, why)) = errors.into_iter().next() {
-            return Err(Error::io(self.0.root().join(rel).join(at), io::Error::other(why)));
-        }
-        Ok(entries.into_iter().filter(|e| !e.symlink).map(|e| (join(rel, &e.rel), e.modified)).collect())
+        self.0.files_under(rel)
     }
 }
 
@@ -379,9 +365,24 @@ impl Tree for LocalTree {
         };
         Ok(Marker::of(small, key))
     }
+    /// Every file under `rel` with its time, failing where a folder cannot
+    /// be read (what is not seen is not judged), links not followed. `rel` is
+    /// reached as its levels were listed, never through a link (one there
+    /// holds nothing, as gc's walk of a `file://` place reads it), and walked
+    /// from the handle reached, so nothing swapped in meanwhile is read
+    /// ([`local::walk_in`]).
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        let (files, _) = local::walk(&self.root.join(rel));
-        Ok(files.into_iter().map(|(f, _)| (join(rel, &f), SystemTime::UNIX_EPOCH)).collect())
+        let dir = match self.reach(rel) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(Vec::new()),
+            Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(self.root().join(rel), e)),
+        };
+        let (entries, errors) = local::walk_in(&dir);
+        if let Some((at, why)) = errors.into_iter().next() {
+            return Err(Error::io(self.root().join(rel).join(at), io::Error::other(why)));
+        }
+        Ok(entries.into_iter().filter(|e| !e.symlink).map(|e| (join(rel, &e.rel), e.modified)).collect())
     }
 }
 
