@@ -368,3 +368,25 @@ fn a_write_that_fails_on_a_file_names_the_file_where_it_was_written() {
     assert!(tail.ends_with("/time_series/shard-00000.parquet: File too large (os error 27)\n"), "{stderr}");
     assert_eq!(tree(&root), Vec::<String>::new());
 }
+
+/// The CLI's Ctrl-C handler takes no file: under an open-file limit of 6 to
+/// 16 (`ulimit -n`), `ls` of a root lists it exactly and no run prints a panic.
+/// The handler before it, tokio's signal driver on a thread of its own, made
+/// an epoll instance and a pipe: at such limits that thread panicked ("failed
+/// to create UnixStream"), and the files it held failed `ls` with EMFILE.
+#[test]
+fn under_few_open_files_ls_lists_the_root_and_nothing_panics() {
+    let root = tempfile::tempdir().unwrap();
+    ingest_basic_motions(root.path());
+    for limit in 6..=16 {
+        let out = std::process::Command::new("sh")
+            .args(["-c", "ulimit -n \"$1\" && shift && exec \"$@\"", "sh", &limit.to_string()])
+            .arg(env!("CARGO_BIN_EXE_timef"))
+            .arg("ls")
+            .arg(root.path())
+            .output()
+            .unwrap();
+        let got = (out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(got, (Some(0), "BasicMotions\n  v1\n".into(), "".into()), "ulimit -n {limit}");
+    }
+}

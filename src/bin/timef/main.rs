@@ -11,6 +11,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -602,21 +603,26 @@ fn exit_code(e: &Error) -> u8 {
 }
 
 /// Ctrl-C asks a running write to stop and abort (removing what it wrote, on
-/// any backend); without one, or on a second Ctrl-C, the process exits at once.
+/// any backend); without one, or on a second Ctrl-C, the process exits at once
+/// with 130. The action runs in the signal handler itself, so it makes only
+/// async-signal-safe calls (atomics, `write(2)`, `_exit(2)`) and needs no thread,
+/// pipe or file: it is in place however few files the process may open (tokio's
+/// signal driver panicked when it could not make its pipe). If the handler
+/// cannot be installed, Ctrl-C keeps its default (the process ends at once).
 fn on_ctrl_c() {
-    std::thread::spawn(|| {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-        rt.block_on(async {
-            let mut asked = false;
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if asked || !timef::storage::interrupt() {
-                    std::process::exit(130);
-                }
-                asked = true;
-                eprintln!("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
-            }
-        });
-    });
+    static ASKED: AtomicBool = AtomicBool::new(false);
+    const ABORTING: &[u8] = b"timef: interrupted, aborting the write (Ctrl-C again to exit now)\n";
+    let action = || {
+        if ASKED.swap(true, Ordering::SeqCst) || !timef::storage::interrupt() {
+            // SAFETY: _exit(2) is async-signal-safe and ends the process at once
+            unsafe { libc::_exit(130) }
+        }
+        // SAFETY: write(2) of a static buffer to fd 2 is async-signal-safe; a
+        // short or failed write of the notice changes nothing of the abort
+        let _ = unsafe { libc::write(libc::STDERR_FILENO, ABORTING.as_ptr().cast(), ABORTING.len()) };
+    };
+    // SAFETY: the action only makes async-signal-safe calls (see above)
+    let _ = unsafe { signal_hook_registry::register(libc::SIGINT, action) };
 }
 
 /// Age in seconds from which `timef ls` counts an object-store claim as stale
