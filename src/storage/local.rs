@@ -575,27 +575,18 @@ pub(crate) fn stream(path: &Path, version_dir: Option<&VersionDir>, f: &mut dyn 
 }
 
 /// Every non-directory entry under `dir` with its size, relative and
-/// `/`-separated, sorted, and each path (relative) that could not be listed
-/// or examined with why. Symbolic links are not followed.
+/// `/`-separated, sorted, and each path (relative; `.` for `dir` itself) that
+/// could not be listed or examined with why: [`walk_in`] from a handle of
+/// `dir`, so symbolic links below it are never followed.
 pub(crate) fn walk(dir: &Path) -> (Vec<(String, u64)>, Vec<(String, String)>) {
-    let rel = |p: &Path| match p.strip_prefix(dir) {
-        Ok(r) if r.as_os_str().is_empty() => ".".to_string(),
-        Ok(r) => r.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
-        Err(_) => String::new(),
-    };
-    let (mut out, mut errors) = (Vec::new(), Vec::new());
-    for entry in walkdir::WalkDir::new(dir).follow_links(false) {
-        match entry.and_then(|e| e.metadata().map(|m| (e, m))) {
-            Ok((e, _)) if e.file_type().is_dir() => {}
-            Ok((e, m)) => out.push((rel(e.path()), m.len())),
-            Err(e) => {
-                let msg = e.io_error().map_or_else(|| e.to_string(), ToString::to_string);
-                errors.push((e.path().map(rel).unwrap_or_default(), msg));
-            }
+    match VersionDir::open(dir) {
+        Ok(d) => {
+            let (entries, errors) = walk_in(&d);
+            (entries.into_iter().map(|e| (e.rel, e.bytes)).collect(), errors)
         }
+        Err(Error::Io { source, .. }) => (Vec::new(), vec![(".".to_string(), source.to_string())]),
+        Err(e) => (Vec::new(), vec![(".".to_string(), e.to_string())]),
     }
-    out.sort();
-    (out, errors)
 }
 
 /// Names of the sub-directories of `dir` not starting with `.`, sorted.
