@@ -1614,6 +1614,10 @@ const UNREADABLE: &str = "cannot be read (not a regular file, a loop of symbolic
 const UNKNOWN_STAGING: &str =
     "named like a writer's, where a marker gc cannot read leaves unknown whether it is one; kept";
 
+/// How gc and ls report a dataset's child that holds files but no marker.
+const UNMARKED: &str = "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as \
+                        a writer's; kept (remove it by hand if nobody needs it)";
+
 /// `timef ARGS` as a user who is not root (root reads any file), with its
 /// exit code and stdout; fails the test after 30 s (a read that blocks).
 fn timef_as_a_user(args: &[&str]) -> (i32, String) {
@@ -1862,8 +1866,9 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
 /// passed over, so the version looked empty and (file://) its live writer's
 /// parts went, or (local) the dataset was taken for a root; a claim
 /// classifying accepts but gc's claim reader does not (over 64 KiB) kept its
-/// version, not its writer's parts. Each is kept now (the second by
-/// failing: exit 3 naming the entry, nothing removed).
+/// version, not its writer's parts. Each is kept now (the second, on a
+/// local place, as a folder this user may not read, reported; gc of a
+/// `file://` place fails there: exit 3 naming the entry, nothing removed).
 #[test]
 fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     use std::os::unix::fs::PermissionsExt;
@@ -1911,10 +1916,18 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     let kept = format!("kept (odd) {}: {UNKNOWN_STAGING}\n", users.display());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains(UNREADABLE) && out.contains(&kept), "{out}");
-    for place in [dataset.display().to_string(), format!("file://{}", url_root.display())] {
-        let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &place]);
-        assert_eq!((code, out.as_str()), (3, ""), "{place}");
-    }
+    // the version directory this user may not enter is reported and kept, and
+    // leaves the place's kind unknown: the staging-named folder in `sub` stays
+    let (v1, sub) = (dataset.join("v1").display().to_string(), dataset.join("sub").display().to_string());
+    let kept = format!(
+        "kept (odd) {v1}: is a folder this user may not read: what it holds (a version or a dataset, perhaps) is \
+         not known, so nothing it may mark is cleared; kept\nkept (odd) {sub}: {UNMARKED}\n"
+    );
+    let out = timef_as_a_user(&["gc", "--older-than-s", "0", &dataset.display().to_string()]);
+    assert_eq!(out, (0, format!("{kept}0 leftover(s) cleared, 0 file(s) removed\n")));
+    // gc of a file:// place walks the whole tree: it fails there, naming the entry
+    let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &format!("file://{}", url_root.display())]);
+    assert_eq!((code, out.as_str()), (3, ""));
     assert_eq!(tree(tmp.path()), before);
     // a claim over 64 KiB, its writer id readable to classifying: its parts stay
     std::fs::set_permissions(url_root.join("ds/v2"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -2180,4 +2193,50 @@ fn local_another_tools_manifest_in_a_root_leaves_its_datasets_as_they_are() {
     let (code, out, err) = cli(&["ls", root.to_str().unwrap()]);
     let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
     assert_eq!((code, out, err), (0, format!("x\n{stale}"), String::new()));
+}
+
+/// A folder this user may not read (`lost+found` at the root of a mounted
+/// disk, a version or a staging of another user) is reported as odd and
+/// kept; `ls` and `gc` go on with the rest (both failed for the whole root
+/// with exit 3: "I/O on <root>/lost+found: Permission denied"). A dead
+/// writer's staging beside them is cleared; a `.` folder is passed over.
+#[test]
+fn a_folder_this_user_may_not_read_is_kept_and_reported_and_the_rest_is_cleared() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    let dead = root.join(format!("b/.tmp-v2-{}", "a".repeat(32)));
+    std::fs::create_dir_all(dead.join("time_series")).unwrap();
+    std::fs::write(dead.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
+    let shut = ["lost+found", "b/v3", &format!("b/.tmp-v4-{}", "c".repeat(32)), "b/.cache"];
+    for dir in shut {
+        std::fs::create_dir_all(root.join(dir).join("inside")).unwrap();
+    }
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    // no read, write or search for anyone but root: run as 65534 when root
+    for dir in shut {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let why = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
+               known, so nothing it may mark is cleared; kept";
+    let r = root.display();
+    let (lost, v3, v4) = (format!("{r}/lost+found"), format!("{r}/b/v3"), format!("{r}/b/.tmp-v4-{}", "c".repeat(32)));
+    let staging = "is named like a writer's staging, in a folder this user may not read: what it holds is not \
+                   known, so it is not cleared; kept (gc run by its owner judges it)";
+    let stale = "  (1 stale staging director(ies) of dead writers: `timef gc` removes them)\n";
+    let ls = format!("r\n  (odd: {lost} {why})\nb\n  v1\n{stale}  (odd: {v4} {staging})\n  (odd: {v3} {why})\n");
+    assert_eq!(timef_as_a_user(&["ls", &r.to_string()]), (0, ls));
+    let gc = timef_as_a_user(&["gc", &r.to_string(), "--older-than-s", "0"]);
+    let kept = [(&lost, why), (&v4, staging), (&v3, why)].map(|(p, w)| format!("kept (odd) {p}: {w}\n")).concat();
+    let removed = format!("removed {}\n", dead.display());
+    assert_eq!(gc, (0, format!("{removed}{kept}1 leftover(s) cleared, 1 file(s) removed\n")));
+    assert!(!dead.exists());
+    for dir in shut {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(root.join(dir).join("inside").is_dir(), "{dir}");
+    }
+    assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());
 }

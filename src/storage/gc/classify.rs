@@ -74,6 +74,10 @@ const UNNAMED: &str = "is a folder whose name is not UTF-8: gc cannot read what 
      mark is cleared; kept";
 const LINKED: &str = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in \
      version or dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
+const UNREADABLE_DIR: &str = "is a folder this user may not read: what it holds (a version or a dataset, \
+     perhaps) is not known, so nothing it may mark is cleared; kept";
+const UNREADABLE_STAGING: &str = "is named like a writer's staging, in a folder this user may not read: what \
+     it holds is not known, so it is not cleared; kept (gc run by its owner judges it)";
 const UNREADABLE_MARKER: &str = "cannot be read (not a regular file, a loop of symbolic links, or not readable by \
      this user), so what it marks is not known: nothing it may mark is cleared; kept";
 
@@ -139,6 +143,19 @@ fn scan_dataset(
     for (child, why) in level.unnamed.iter().map(|c| (c, UNNAMED)).chain(level.linked.iter().map(|c| (c, LINKED))) {
         ds.odd.push((child.clone(), why));
         ds.unreadable = true;
+    }
+    // a folder this user may not read is reported as such where a readable one
+    // would be looked at: a writer's staging or parts' prefix by its name
+    // (never a version), else one whose name a version may have; any other
+    // `.` folder is a user's (`.Trash-1000`) and passed over, as a readable one is
+    for child in &level.unreadable {
+        let writers = (local && is_staging_name(child)) || (!local && parts_name(child).is_some());
+        if writers {
+            ds.odd.push((child.clone(), UNREADABLE_STAGING));
+        } else if !child.starts_with('.') {
+            ds.odd.push((child.clone(), UNREADABLE_DIR));
+            ds.unreadable = true;
+        }
     }
     for child in &level.dirs {
         let at = join(rel, child);
@@ -224,6 +241,7 @@ fn scan_dataset(
             || !inner.dirs.is_empty()
             || !inner.unnamed.is_empty()
             || !inner.linked.is_empty()
+            || !inner.unreadable.is_empty()
         {
             ds.odd.push((child.clone(), UNMARKED_VERSION));
         }

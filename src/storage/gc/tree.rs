@@ -41,6 +41,11 @@ pub(super) struct Level {
     /// Local: its symbolic links to directories: gc never follows one, so
     /// what they lead to, a version or a dataset perhaps, is not known.
     pub(super) linked: BTreeSet<String>,
+    /// Local: its sub-directories this user may not list or enter (their
+    /// permissions: `lost+found` at the root of a mounted disk, another
+    /// user's folder), so what they hold, a version or a dataset perhaps,
+    /// is not known.
+    pub(super) unreadable: BTreeSet<String>,
 }
 
 /// The tree under the place given, read on demand; paths are relative to it
@@ -279,6 +284,17 @@ impl LocalTree {
     }
 }
 
+/// Whether this user may list and enter the directory `name` of `dir` by
+/// its permissions (`access(2)`: read and search); an answer other than a
+/// refusal (the directory gone meanwhile, say) leaves it to the read.
+fn may_enter(dir: impl AsFd, name: &std::ffi::CStr) -> bool {
+    use rustix::fs::{accessat, Access};
+    !matches!(
+        accessat(dir, name, Access::READ_OK | Access::EXEC_OK, AtFlags::empty()),
+        Err(Errno::ACCESS | Errno::PERM)
+    )
+}
+
 /// The identity of a file: (device, inode).
 pub(super) fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
     (st.st_dev, st.st_ino)
@@ -330,8 +346,9 @@ impl Tree for LocalTree {
                     .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
             if file_type == FileType::Directory {
                 match name.to_str() {
-                    Ok(_) => level.dirs.insert(shown),
                     Err(_) => level.unnamed.insert(shown),
+                    Ok(_) if !may_enter(dir, name) => level.unreadable.insert(shown),
+                    Ok(_) => level.dirs.insert(shown),
                 };
             } else if to_a_dir {
                 level.linked.insert(shown);
