@@ -419,3 +419,21 @@ fn cli_exit_codes_and_one_line_per_finding() {
         assert!(stderr.starts_with(&said), "{stderr}\nwant {said}");
     }
 }
+
+/// Files a version does not list, whose names are not UTF-8, are each found
+/// as a file on disk not listed (review 119: the listing looked each up by
+/// its name shown with U+FFFD, and reported "directory: cannot list: No such
+/// file or directory", once for two such names).
+#[test]
+fn unlisted_files_whose_names_are_not_utf8_are_each_found() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = written(tmp.path(), "v1", common::small_options());
+    for name in [&b"bad\xff"[..], &b"bad\xfe"[..], &b"time_series/x\xff.parquet"[..]] {
+        std::fs::write(dir.join(std::ffi::OsStr::from_bytes(name)), b"mine").unwrap();
+    }
+    let report = verify(&dir).unwrap();
+    let fails: Vec<String> = report.render().lines().filter(|l| l.starts_with("FAIL [")).map(str::to_string).collect();
+    let unlisted = |shown: &str| format!("FAIL [listing] {shown} file: on disk but not listed in manifest.json");
+    assert_eq!(fails, [unlisted("bad\u{fffd}"), unlisted("bad\u{fffd}"), unlisted("time_series/x\u{fffd}.parquet")]);
+}

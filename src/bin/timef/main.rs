@@ -55,7 +55,17 @@ fn write(root: Location, dataset: TimeFDataset, quiet: bool) -> Result<PathBuf, 
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    committed_despite_ctrl_c(&dir);
     Ok(dir)
+}
+
+/// Says so when a Ctrl-C came too late to stop the write of `dir`: its
+/// notice said the write would abort, yet the commit was done (the version is
+/// whole, and the exit code 0).
+fn committed_despite_ctrl_c(dir: &std::path::Path) {
+    if timef::storage::interrupted() {
+        eprintln!("timef: interrupted too late: {} was committed before the write could stop", dir.display());
+    }
 }
 
 /// Checks the options every ingest shares, naming the flag at fault.
@@ -568,6 +578,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
     } else {
         let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
+        committed_despite_ctrl_c(&dir);
         print(&plan)?;
         // on stderr, as the connectors' notes: stdout stays the plan and the version
         if !quiet {
@@ -617,9 +628,18 @@ fn on_ctrl_c() {
             // SAFETY: _exit(2) is async-signal-safe and ends the process at once
             unsafe { libc::_exit(130) }
         }
-        // SAFETY: write(2) of a static buffer to fd 2 is async-signal-safe; a
-        // short or failed write of the notice changes nothing of the abort
-        let _ = unsafe { libc::write(libc::STDERR_FILENO, ABORTING.as_ptr().cast(), ABORTING.len()) };
+        // only when stderr takes it now: a full pipe nobody reads (or a
+        // stopped terminal) would block the handler, so the abort, in write(2)
+        let mut stderr = libc::pollfd { fd: libc::STDERR_FILENO, events: libc::POLLOUT, revents: 0 };
+        // SAFETY: poll(2) with a zero timeout on one pollfd of this frame and
+        // write(2) of a static buffer to fd 2 are async-signal-safe; the notice
+        // is shorter than PIPE_BUF, so a pipe with room takes it whole, and a
+        // failed write changes nothing of the abort
+        unsafe {
+            if libc::poll(&mut stderr, 1, 0) == 1 && stderr.revents & libc::POLLOUT != 0 {
+                let _ = libc::write(libc::STDERR_FILENO, ABORTING.as_ptr().cast(), ABORTING.len());
+            }
+        }
     };
     // SAFETY: the action only makes async-signal-safe calls (see above)
     let _ = unsafe { signal_hook_registry::register(libc::SIGINT, action) };

@@ -158,22 +158,24 @@ pub(crate) fn walk_in(dir: &VersionDir) -> (Vec<Entry>, Vec<(String, String)>) {
             Ok(d) => d,
             Err(e) => return errors.push((shown, io::Error::from(e).to_string())),
         };
+        // (shown, as on disk): a name that is not UTF-8 is shown with U+FFFD
+        // and looked up by its own bytes
         let mut names = Vec::new();
         for entry in entries.by_ref() {
             match entry {
                 Ok(e) => {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if name != "." && name != ".." {
-                        names.push(name);
+                    let raw = e.file_name();
+                    if raw.to_bytes() != b"." && raw.to_bytes() != b".." {
+                        names.push((raw.to_string_lossy().into_owned(), raw.to_owned()));
                     }
                 }
                 Err(e) => return errors.push((shown, io::Error::from(e).to_string())),
             }
         }
         names.sort();
-        for name in names {
+        for (name, raw) in names {
             let rel = format!("{prefix}{name}");
-            let st = match statat(fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            let st = match statat(fd, raw.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => st,
                 Err(e) => {
                     errors.push((rel, io::Error::from(e).to_string()));
@@ -191,7 +193,7 @@ pub(crate) fn walk_in(dir: &VersionDir) -> (Vec<Entry>, Vec<(String, String)>) {
             } else if depth >= MAX_WALK_DEPTH {
                 errors.push((rel, format!("deeper than {MAX_WALK_DEPTH} directories")));
             } else {
-                match openat(fd, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                match openat(fd, raw.as_c_str(), DIR_FLAGS, Mode::empty()) {
                     Ok(sub) => visit(sub.as_fd(), &format!("{rel}/"), depth + 1, out, errors),
                     Err(e) => errors.push((rel, io::Error::from(e).to_string())),
                 }
