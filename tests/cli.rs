@@ -390,3 +390,21 @@ fn under_few_open_files_ls_lists_the_root_and_nothing_panics() {
         assert_eq!(got, (Some(0), "BasicMotions\n  v1\n".into(), "".into()), "ulimit -n {limit}");
     }
 }
+
+/// A line stderr cannot take is lost, not a panic: with stderr on `/dev/full`
+/// the exit code stays the verb's (a missing root: 2; it was 101, the panic
+/// of `eprintln!`, for every error, warning and note the CLI prints).
+#[test]
+fn stderr_that_takes_nothing_leaves_the_exit_code_as_it_is() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return common::skipped("stderr on /dev/full: this system has no /dev/full");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_timef"))
+        .arg("ls")
+        .arg(tmp.path().join("missing"))
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(2), &b""[..]));
+}

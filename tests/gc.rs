@@ -2240,3 +2240,37 @@ fn a_folder_this_user_may_not_read_is_kept_and_reported_and_the_rest_is_cleared(
     }
     assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());
 }
+
+/// Review 120: a staging-named folder this user may not read is a writer's
+/// mark as a readable one is: a place holding one (another user's first write
+/// of the dataset, say) is that dataset, so a user's folder in it is not taken
+/// for a dataset and a staging-named folder inside that is kept (the place was
+/// read as a root, and it went as a dead writer's staging). Both are reported.
+#[test]
+fn a_staging_this_user_may_not_read_marks_its_place_as_a_dataset() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let place = tmp.path().join("d");
+    let (shut, users) = (place.join(format!(".tmp-v1-{}", "b".repeat(32))), place.join("u"));
+    let inner = users.join(format!(".tmp-v2-{}", "a".repeat(32)));
+    for dir in [&shut, &inner] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("f"), b"mine").unwrap();
+    }
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let p = place.display();
+    let staging = "is named like a writer's staging, in a folder this user may not read: what it holds is not \
+                   known, so it is not cleared; kept (gc run by its owner judges it)";
+    let (shut_shown, users_shown) = (shut.display(), users.display());
+    let ls = format!("d\n  (odd: {shut_shown} {staging})\n  (odd: {users_shown} {UNMARKED})\n");
+    assert_eq!(timef_as_a_user(&["ls", &p.to_string()]), (0, ls));
+    let kept = format!("kept (odd) {shut_shown}: {staging}\nkept (odd) {users_shown}: {UNMARKED}\n");
+    let gc = timef_as_a_user(&["gc", &p.to_string(), "--older-than-s", "0"]);
+    assert_eq!(gc, (0, format!("{kept}0 leftover(s) cleared, 0 file(s) removed\n")));
+    assert_eq!(std::fs::read(inner.join("f")).unwrap(), b"mine");
+    std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(std::fs::read(shut.join("f")).unwrap(), b"mine");
+}

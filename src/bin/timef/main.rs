@@ -24,6 +24,15 @@ use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions}
 mod args;
 use args::{CatFormat, Cli, Command, Common, EditArgs, ExportArgs, ExportFormatArg, Ingest};
 
+/// `eprintln!` that never panics: a line stderr cannot take (`/dev/full`, a
+/// closed pipe) is lost, and the exit code stays the verb's.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
@@ -64,7 +73,7 @@ fn write(root: Location, dataset: TimeFDataset, quiet: bool) -> Result<PathBuf, 
 /// whole, and the exit code 0).
 fn committed_despite_ctrl_c(dir: &std::path::Path) {
     if timef::storage::interrupted() {
-        eprintln!("timef: interrupted too late: {} was committed before the write could stop", dir.display());
+        errln!("timef: interrupted too late: {} was committed before the write could stop", dir.display());
     }
 }
 
@@ -153,10 +162,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             };
             if let Some(summary) = dropped.summary() {
-                eprintln!("timef: {summary}");
+                errln!("timef: {summary}");
             }
             for w in &dropped.warnings {
-                eprintln!("timef: warning: {w}");
+                errln!("timef: warning: {w}");
             }
             let dir = write(loc(&root)?, dataset, cli.quiet)?;
             outln!("{}", dir.display());
@@ -201,7 +210,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                     r.shared_ratio()
                 );
                 if r.new_pages < FEW_PAGES {
-                    eprintln!(
+                    errln!(
                         "timef: note: the new version has only {} pages; a values page holds at least 256 KiB of \
                          values (docs/format.md §4), so a small version shares few pages after any edit, and the \
                          share says little below ~{FEW_PAGES} pages",
@@ -299,7 +308,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             outln!("{} leftover(s) {cleared}, {} file(s) {files}", r.removed_claims.len(), r.removed_files.len());
             let failed = if dry_run { "could not examine" } else { "could not remove" };
             for (dir, why) in &r.failed {
-                eprintln!("timef: error: {failed} {dir}: {why}");
+                errln!("timef: error: {failed} {dir}: {why}");
             }
             Ok(if r.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
         }
@@ -488,10 +497,10 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         }
         for (files, (dataset, dropped)) in added {
             if let Some(summary) = dropped.summary() {
-                eprintln!("timef: {summary}");
+                errln!("timef: {summary}");
             }
             for w in &dropped.warnings {
-                eprintln!("timef: warning: {w}");
+                errln!("timef: warning: {w}");
             }
             for f in &files {
                 e.inputs.push(("add", InputFile::hash(f)?));
@@ -582,7 +591,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         print(&plan)?;
         // on stderr, as the connectors' notes: stdout stays the plan and the version
         if !quiet {
-            eprintln!(
+            errln!(
                 "timef: copied {} of {} values pages, {} bytes read from the base's shards",
                 c.pages_copied,
                 c.pages_copied + c.pages_encoded,
@@ -683,7 +692,7 @@ fn main() -> ExitCode {
             };
             // one line, whatever a dependency's message holds
             let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
-            eprintln!("timef: error: {}{hint}", text.join(" "));
+            errln!("timef: error: {}{hint}", text.join(" "));
             ExitCode::from(exit_code(&e))
         }
     }

@@ -50,6 +50,11 @@ pub(super) struct Dataset {
     /// (its children's staging-named folders stay a user's), and the child
     /// has no role.
     unreadable: bool,
+    /// A child named like a writer's staging (or, on an object store, a
+    /// parts' prefix) is a folder this user may not read
+    /// ([`UNREADABLE_STAGING`]): kept, and a mark as a readable one is, so the
+    /// place is read as the dataset such a folder makes it.
+    unread_staging: bool,
     /// Versions whose claim or manifest cannot be read: a live writer's,
     /// perhaps, so every parts' prefix of such a version is kept.
     pub(super) unread_claims: BTreeSet<String>,
@@ -152,6 +157,7 @@ fn scan_dataset(
         let writers = (local && is_staging_name(child)) || (!local && parts_name(child).is_some());
         if writers {
             ds.odd.push((child.clone(), UNREADABLE_STAGING));
+            ds.unread_staging = true;
         } else if !child.starts_with('.') {
             ds.odd.push((child.clone(), UNREADABLE_DIR));
             ds.unreadable = true;
@@ -282,9 +288,10 @@ impl Dataset {
         }
     }
     /// A child is a version or a writer's staging (or holds a `file://` claim,
-    /// or a marker that cannot be read).
+    /// or a marker that cannot be read, or is a staging-named folder this
+    /// user may not read).
     fn is_marked(&self) -> bool {
-        !self.children.is_empty() || self.url_claim || self.unreadable
+        !self.children.is_empty() || self.url_claim || self.unreadable || self.unread_staging
     }
 }
 
