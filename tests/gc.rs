@@ -2274,3 +2274,62 @@ fn a_staging_this_user_may_not_read_marks_its_place_as_a_dataset() {
     std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(std::fs::read(shut.join("f")).unwrap(), b"mine");
 }
+
+/// Review 121: what root, who reads every folder, keeps, a user for whom a
+/// folder is closed keeps too. A staging-named folder closed to the user may
+/// hold a parts' marker that leaves its place's kind unknown (root keeps the
+/// place's other staging then): a dead writer's staging beside it stayed for
+/// root and went for the user. A version folder closed to the user may hold a
+/// live claim: `ls` of a `file://` root counted that writer's parts' prefix
+/// as a dead writer's leftover while its claim, fresh, kept it for root.
+#[test]
+fn what_root_keeps_a_user_for_whom_a_folder_is_closed_keeps() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    // a local dataset: a dead writer's staging, and a staging closed to the user
+    let place = tmp.path().join("p");
+    let (dead, shut) =
+        (place.join(format!(".tmp-v1-{}", "b".repeat(32))), place.join(format!(".tmp-v2-{}", "a".repeat(32))));
+    // a file:// root: a version closed to the user holding a fresh claim, and its writer's parts (3 h old)
+    let root = tmp.path().join("url");
+    commit_v1(Location::local(&root), "b");
+    let (v2, parts) = (root.join("b/v2"), root.join(format!("b/.tmp-v2-{id}")));
+    for dir in [&dead, &shut, &v2, &parts] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(dead.join("f"), b"a dead writer's").unwrap();
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": {now}, "created_by": "timef"}}"#);
+    std::fs::write(v2.join(CLAIM), claim).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+    std::fs::write(parts.join("part-0.parquet"), b"part").unwrap();
+    for file in [parts.join(PARTS_MARKER), parts.join("part-0.parquet"), parts.clone()] {
+        let old = format!("@{}", now - 3 * 3600);
+        assert!(std::process::Command::new("touch").args(["-h", "-d", &old]).arg(&file).status().unwrap().success());
+    }
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    for dir in [&shut, &v2] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let staging = "is named like a writer's staging, in a folder this user may not read: what it holds is not \
+                   known, so it is not cleared; kept (gc run by its owner judges it)";
+    let kept = format!(
+        "kept (odd) {}: {staging}\nkept (odd) {}: {UNKNOWN_STAGING}\n0 leftover(s) cleared, 0 file(s) removed\n",
+        shut.display(),
+        dead.display()
+    );
+    assert_eq!(timef_as_a_user(&["gc", &place.display().to_string(), "--older-than-s", "0"]), (0, kept));
+    assert_eq!(std::fs::read(dead.join("f")).unwrap(), b"a dead writer's");
+    let url = format!("file://{}", root.display());
+    let closed = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
+                  known, so nothing it may mark is cleared; kept";
+    let ls = format!("b\n  v1\n  (odd: {url}/b/v2 {closed})\n");
+    assert_eq!(timef_as_a_user(&["ls", &url]), (0, ls));
+    for dir in [&shut, &v2] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    assert_eq!(std::fs::read(parts.join("part-0.parquet")).unwrap(), b"part");
+}

@@ -45,16 +45,12 @@ pub(super) struct Dataset {
     other_manifest: bool,
     /// A child holds a marker that cannot be read ([`Marker::Unreadable`],
     /// reported as [`UNREADABLE_MARKER`]), is a folder gc cannot name
-    /// ([`UNNAMED`]) or a link to one ([`LINKED`]): it may be a version, a live
+    /// ([`UNNAMED`]), a link to one ([`LINKED`]) or a folder this user may not
+    /// read ([`UNREADABLE_DIR`], [`UNREADABLE_STAGING`]): it may be a version, a live
     /// claim, a parts' prefix. The place is marked as one with a version is
     /// (its children's staging-named folders stay a user's), and the child
     /// has no role.
     unreadable: bool,
-    /// A child named like a writer's staging (or, on an object store, a
-    /// parts' prefix) is a folder this user may not read
-    /// ([`UNREADABLE_STAGING`]): kept, and a mark as a readable one is, so the
-    /// place is read as the dataset such a folder makes it.
-    unread_staging: bool,
     /// Versions whose claim or manifest cannot be read: a live writer's,
     /// perhaps, so every parts' prefix of such a version is kept.
     pub(super) unread_claims: BTreeSet<String>,
@@ -149,19 +145,22 @@ fn scan_dataset(
         ds.odd.push((child.clone(), why));
         ds.unreadable = true;
     }
-    // a folder this user may not read is reported as such where a readable one
-    // would be looked at: a writer's staging or parts' prefix by its name
-    // (never a version), else one whose name a version may have; any other
+    // a folder this user may not read is reported where a readable one would
+    // be looked at, and its markers are ones gc cannot read: a writer's staging
+    // or parts' prefix by its name (whose parts' marker, unread, leaves the
+    // place's kind unknown), or a folder a version may be (whose claim, unread,
+    // may be a live writer's: every parts' prefix of its name stays); any other
     // `.` folder is a user's (`.Trash-1000`) and passed over, as a readable one is
     for child in &level.unreadable {
-        let writers = (local && is_staging_name(child)) || (!local && parts_name(child).is_some());
-        if writers {
+        if (local && is_staging_name(child)) || (!local && parts_name(child).is_some()) {
             ds.odd.push((child.clone(), UNREADABLE_STAGING));
-            ds.unread_staging = true;
         } else if !child.starts_with('.') {
             ds.odd.push((child.clone(), UNREADABLE_DIR));
-            ds.unreadable = true;
+            ds.unread_claims.insert(child.clone());
+        } else {
+            continue;
         }
+        ds.unreadable = true;
     }
     for child in &level.dirs {
         let at = join(rel, child);
@@ -288,10 +287,9 @@ impl Dataset {
         }
     }
     /// A child is a version or a writer's staging (or holds a `file://` claim,
-    /// or a marker that cannot be read, or is a staging-named folder this
-    /// user may not read).
+    /// or a marker that cannot be read).
     fn is_marked(&self) -> bool {
-        !self.children.is_empty() || self.url_claim || self.unreadable || self.unread_staging
+        !self.children.is_empty() || self.url_claim || self.unreadable
     }
 }
 
