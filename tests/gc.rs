@@ -2243,11 +2243,11 @@ fn a_folder_this_user_may_not_read_is_kept_and_reported_and_the_rest_is_cleared(
 
 /// Review 120: a staging-named folder this user may not read is a writer's
 /// mark as a readable one is: a place holding one (another user's first write
-/// of the dataset, say) is that dataset, so a user's folder in it is not taken
-/// for a dataset and a staging-named folder inside that is kept (the place was
-/// read as a root, and it went as a dead writer's staging). Both are reported.
+/// of the dataset, say) is not read as a root, so a user's folder in it is not
+/// taken for a dataset and a staging-named folder inside that is kept (it went
+/// as a dead writer's staging). Both are reported.
 #[test]
-fn a_staging_this_user_may_not_read_marks_its_place_as_a_dataset() {
+fn a_staging_this_user_may_not_read_keeps_a_users_folder_beside_it() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let place = tmp.path().join("d");
