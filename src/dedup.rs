@@ -111,7 +111,10 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
 /// The lowercase hex sha256 of the file at `loc`, streamed.
 fn sha256_of(loc: &Location) -> Result<String> {
     let mut hasher = Sha256::new();
-    loc.stream(&mut |b| hasher.update(b))?;
+    loc.stream(&mut |b| {
+        hasher.update(b);
+        Ok(())
+    })?;
     Ok(hex::encode(hasher.finalize()))
 }
 

@@ -535,6 +535,60 @@ fn ctrl_c_at_every_point_before_the_rename_aborts_the_write_and_exits_130() {
     }
 }
 
+/// A `file://` write (the object-store protocol on a local directory) that
+/// Ctrl-C aborts removes what it put and the directories its puts made:
+/// object_store's local store makes a key's directories and never removes
+/// them, so the version's folder (and the dataset's, on its first write) stayed,
+/// empty. A root that existed before stays; one the write made goes.
+#[test]
+fn ctrl_c_of_a_file_url_write_leaves_no_directory_it_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, point) in ["staging-created", "mid-shard", "shards-written", "manifest-staged"].iter().enumerate() {
+        for root_exists in [true, false] {
+            let root = tmp.path().join(format!("r{i}-{root_exists}"));
+            if root_exists {
+                std::fs::create_dir(&root).unwrap();
+            }
+            let url = format!("file://{}", root.display());
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+            cmd.args(ingest_args(Path::new(&url), "v1"));
+            let (code, stderr) = ctrl_c_at(cmd, point, &tmp.path().join(format!("resume{i}-{root_exists}")));
+            assert_eq!(code, Some(130), "{point}: {stderr:?}");
+            assert_interrupted_error(point, &stderr);
+            assert_eq!(root.exists(), root_exists, "{point}");
+            assert_eq!(tree(&root), Vec::<String>::new(), "{point}");
+        }
+    }
+}
+
+/// A verify of a `file://` (object-store) version copies it into `TMPDIR`
+/// first: a Ctrl-C while it copies or checks stops it, removes the copy (the
+/// version's size) and exits 130. Before, the first Ctrl-C exited at once and
+/// left the whole `timef-verify-*` copy behind.
+#[test]
+fn ctrl_c_of_a_verify_that_copies_the_version_removes_its_copy_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    ingest(&root, "v1");
+    let url = format!("file://{}", root.join("BasicMotions/v1").display());
+    for point in ["verify-copying", "verify-copied"] {
+        let temp = tmp.path().join(format!("tmp-{point}"));
+        std::fs::create_dir(&temp).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+        cmd.args(["verify", &url]).env("TMPDIR", &temp).stdout(std::process::Stdio::null());
+        let (code, stderr) = ctrl_c_at(cmd, point, &tmp.path().join(format!("resume-{point}")));
+        assert_eq!(
+            (code, stderr),
+            (Some(130), vec![format!("timef: error: I/O on {url}: interrupted (Ctrl-C)")]),
+            "{point}"
+        );
+        assert_eq!(tree(&temp), Vec::<String>::new(), "{point}: the copy is removed");
+    }
+    // the version itself is untouched, and a verify left alone passes
+    let (code, out, _) = cli(&["verify", &url]);
+    assert_eq!((code, out.lines().last()), (0, Some("ok: 6 files, 64 pages, 561 rows, 24000 values verified")));
+}
+
 /// Review 119: a Ctrl-C while stderr is a pipe that is full and unread still
 /// aborts the write: its staging goes, with no one reading. The notice is left
 /// out then (the handler wrote it into the full pipe, and waited there with

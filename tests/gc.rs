@@ -1663,7 +1663,7 @@ fn a_manifest_that_cannot_be_read_is_reported_and_the_rest_of_the_root_cleared()
     assert!(status.success());
     let _socket = std::os::unix::net::UnixListener::bind(root.join("socket/v1/manifest.json")).unwrap();
     std::fs::copy(root.join("good/v1/manifest.json"), root.join("unreadable/v1/manifest.json")).unwrap();
-    std::fs::set_permissions(root.join("unreadable/v1/manifest.json"), std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(root.join("unreadable/v1/manifest.json"), std::fs::Permissions::from_mode(0o000)).unwrap();
     // the user who runs the checks can read and write the rest
     for entry in walkdir::WalkDir::new(tmp.path()) {
         let path = entry.unwrap().into_path();

@@ -583,6 +583,55 @@ fn s3_ctrl_c_before_the_manifest_aborts_the_write_deletes_all_it_put_and_exits_1
 
 #[cfg(feature = "s3")]
 #[test]
+fn s3_ctrl_c_of_a_verify_removes_its_temporary_copy_and_exits_130() {
+    // verify downloads the version into TMPDIR, then checks the copy; a Ctrl-C
+    // in either phase stops it (a GET under way is dropped) and the copy goes
+    let Some(ep) = s3_endpoint("s3_ctrl_c_verify") else { return };
+    let b = bucket(&ep, "ctrlcverify");
+    let tmp = tempfile::tempdir().unwrap();
+    let root = format!("s3://{b}/data");
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let (code, _, err) = timef_s3(
+        &ep,
+        &[
+            "--quiet",
+            "ingest",
+            "ucr",
+            "--root",
+            &root,
+            "--name",
+            "BasicMotions",
+            "--version",
+            "v1",
+            train.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let url = format!("{root}/BasicMotions/v1");
+    for point in ["verify-copying", "verify-copied"] {
+        let temp = tmp.path().join(format!("tmp-{point}"));
+        std::fs::create_dir(&temp).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));
+        s3_env(&mut cmd, &ep);
+        cmd.args(["verify", &url]).env("TMPDIR", &temp).stdout(std::process::Stdio::null());
+        let (code, stderr) = ctrl_c_at(cmd, point, &tmp.path().join(point));
+        assert_eq!(
+            (code, stderr),
+            (Some(130), vec![format!("timef: error: I/O on {url}: interrupted (Ctrl-C)")]),
+            "{point}"
+        );
+        assert_eq!(std::fs::read_dir(&temp).unwrap().count(), 0, "{point}: the copy is removed");
+    }
+    let (code, out, err) = timef_s3(&ep, &["verify", &url]);
+    assert_eq!(
+        (code, out.lines().last()),
+        (0, Some("ok: 6 files, 64 pages, 561 rows, 24000 values verified")),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "s3")]
+#[test]
 fn s3_a_writer_whose_claim_was_cleared_writes_no_file_over_a_committed_version() {
     // A claims the version and pauses (before its first file, or with a shard
     // half encoded); its claim goes (as a gc run against a live writer would

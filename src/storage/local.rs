@@ -560,7 +560,11 @@ pub(crate) fn read_small(path: &Path, version_dir: Option<&VersionDir>, max_byte
 }
 
 /// Streams the file at `path` (see [`open`]) through `f` in 1 MiB blocks; returns its size.
-pub(crate) fn stream(path: &Path, version_dir: Option<&VersionDir>, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+pub(crate) fn stream(
+    path: &Path,
+    version_dir: Option<&VersionDir>,
+    f: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<u64> {
     let mut file = open(path, version_dir)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut total = 0u64;
@@ -569,7 +573,7 @@ pub(crate) fn stream(path: &Path, version_dir: Option<&VersionDir>, f: &mut dyn 
         if n == 0 {
             return Ok(total);
         }
-        f(&buf[..n]);
+        f(&buf[..n])?;
         total += n as u64;
     }
 }

@@ -309,7 +309,9 @@ impl Location {
     }
 
     /// Streams the file once through `f`, block by block; returns its size.
-    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+    /// An error of `f` stops the read (an object's GET is dropped) and is
+    /// returned as it is.
+    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
         match &self.0 {
             Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
             Inner::Object(o) => o.stream(f),

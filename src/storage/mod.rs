@@ -66,6 +66,9 @@ use crate::error::{Error, Result};
 /// name not yet removed); of an object-store `gc`:
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
 /// (judged dead, not yet taken over) and `gc-claim-taken` (gc's claim put, no object deleted yet).
+/// Points of `verify` of an object-store version: `verify-copying` (the first
+/// object copied into the temporary copy, the others not yet) and
+/// `verify-copied` (the copy whole, no check run yet).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 
@@ -236,14 +239,16 @@ impl parquet::file::reader::ChunkReader for Source {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static LIVE_STAGINGS: AtomicUsize = AtomicUsize::new(0);
+static LIVE_GUARDS: AtomicUsize = AtomicUsize::new(0);
 
-/// Asks every writer of this process to stop at its next write and abort (the
-/// CLI calls it on Ctrl-C). Returns false when no version is being written, so
-/// the caller may simply exit.
+/// Asks every writer of this process to stop at its next write and abort, and
+/// every `verify` holding a temporary copy to stop at its next object, block or
+/// check and remove it (the CLI calls it on Ctrl-C). Returns false when nothing
+/// of the kind is live (no staging, export file or verify copy), so the caller
+/// may simply exit.
 pub fn interrupt() -> bool {
     INTERRUPTED.store(true, Ordering::SeqCst);
-    LIVE_STAGINGS.load(Ordering::SeqCst) > 0
+    LIVE_GUARDS.load(Ordering::SeqCst) > 0
 }
 
 /// True once [`interrupt`] was called: a write that failed after it failed
@@ -261,19 +266,21 @@ pub(crate) fn check_interrupted(at: impl Into<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Counts a live staging while it exists (see [`interrupt`]).
+/// Counts, while it exists, something this process must remove before it
+/// exits: a staging, an export's temporary file, verify's temporary copy (see
+/// [`interrupt`]).
 #[derive(Debug)]
 pub(crate) struct LiveGuard(());
 
 impl LiveGuard {
     pub(crate) fn new() -> LiveGuard {
-        LIVE_STAGINGS.fetch_add(1, Ordering::SeqCst);
+        LIVE_GUARDS.fetch_add(1, Ordering::SeqCst);
         LiveGuard(())
     }
 }
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
-        LIVE_STAGINGS.fetch_sub(1, Ordering::SeqCst);
+        LIVE_GUARDS.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -356,6 +356,27 @@ impl ObjectLocation {
         self.path.filename().map(str::to_string)
     }
 
+    /// `file://` only (elsewhere a prefix is no directory, and nothing is
+    /// done): removes the directories strictly between this prefix and each of
+    /// `keys` (objects under it, deleted by the caller) that are empty,
+    /// deepest first. object_store's local store makes a key's directories
+    /// when it puts it and never removes them (its `automatic_cleanup` would
+    /// take every empty ancestor up to `/`, a user's own folders included).
+    /// `rmdir(2)` takes only an empty directory, so nothing anyone put there
+    /// meanwhile goes; a failure leaves the directory, as it is.
+    pub(super) fn remove_empty_dirs<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectLocation>) {
+        let Some(top) = self.file_path() else { return };
+        let mut dirs = std::collections::BTreeSet::new();
+        for key in keys.into_iter().filter_map(ObjectLocation::file_path) {
+            dirs.extend(key.ancestors().skip(1).take_while(|d| *d != top && d.starts_with(&top)).map(Into::into));
+        }
+        let mut dirs: Vec<std::path::PathBuf> = dirs.into_iter().collect();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+
     /// The location one segment up (itself at the store's root).
     fn parent(&self) -> ObjectLocation {
         let parts: Vec<_> = self.path.parts().collect();
@@ -448,19 +469,26 @@ impl ObjectLocation {
         Err(Error::Corrupt { path: self.to_string().into(), reason: reason.into() })
     }
 
-    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8])) -> Result<u64> {
+    pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
         self.refuse_special_file()?;
-        block_on(async {
+        let mut stopped = None;
+        let read = block_on(async {
             let mut s = self.store().get(&self.path).await?.into_stream();
             let mut total = 0u64;
             while let Some(block) = s.next().await {
                 let block = block?;
-                f(&block);
+                if let Err(e) = f(&block) {
+                    stopped = Some(e);
+                    break;
+                }
                 total += block.len() as u64;
             }
             Ok(total)
-        })?
-        .map_err(|e| self.err(e))
+        })?;
+        match stopped {
+            Some(e) => Err(e),
+            None => read.map_err(|e| self.err(e)),
+        }
     }
 
     pub(crate) fn reader(&self) -> Result<ObjectReader> {

@@ -210,7 +210,10 @@ impl Staging {
             StagingInner::Object(s) => Location(Inner::Object(s.copy_part_file(rel)?)),
         };
         let mut hasher = Sha256::new();
-        let bytes = loc.stream(&mut |b| hasher.update(b))?;
+        let bytes = loc.stream(&mut |b| {
+            hasher.update(b);
+            Ok(())
+        })?;
         Ok((WrittenFile { path: rel.to_string(), bytes, sha256: hex::encode(hasher.finalize()) }, loc))
     }
 

@@ -64,7 +64,7 @@ use crate::manifest::{self, Manifest, SchemaBlock};
 use crate::stats::Partial;
 use crate::storage::local::{open_in, walk_in, Entry, VersionDir, SYMLINK};
 use crate::storage::version_path::path_problem;
-use crate::storage::{Location, CLAIM, MANIFEST};
+use crate::storage::{check_interrupted, pause_point, LiveGuard, Location, CLAIM, MANIFEST};
 use crate::tables::{self, IdEncodings, IdSpace};
 use crate::thrift::{chunk_pages, PageKind};
 use crate::{parquet_read, reader};
@@ -132,6 +132,11 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
     };
+    // counted live from before the copy, so that Ctrl-C stops the verify at
+    // its next object, block or check and the copy is removed (it is the
+    // version's size) instead of the process exiting at once; `tmp` is
+    // dropped first
+    let _live = LiveGuard::new();
     let tmp = tempfile::Builder::new()
         .prefix("timef-verify-")
         .tempdir()
@@ -151,7 +156,11 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         .filter(|(rel, _)| rel != CLAIM)
         .partition(|(rel, _)| rel == MANIFEST || listed.contains(rel));
     objects.extend(others);
-    for (rel, _) in objects {
+    for (i, (rel, _)) in objects.into_iter().enumerate() {
+        if i == 1 {
+            pause_point("verify-copying");
+        }
+        check_interrupted(&shown)?;
         if let Some(problem) = path_problem(&rel) {
             uncopied.push((rel, format!("object key {problem}: not checked")));
             continue;
@@ -181,19 +190,18 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         };
         let mut out = std::io::BufWriter::new(created);
         if rel == MANIFEST || listed.contains(&rel) {
-            let mut failed = None;
             loc.join(&rel).stream(&mut |block| {
-                if failed.is_none() {
-                    failed = std::io::Write::write_all(&mut out, block).err();
-                }
+                check_interrupted(&shown)?;
+                std::io::Write::write_all(&mut out, block).map_err(|e| Error::io(&dst, e))
             })?;
-            if let Some(e) = failed {
-                return Err(Error::io(&dst, e));
-            }
         }
         std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
     }
-    let mut report = verify_local(&copy)?;
+    pause_point("verify-copied");
+    let report = verify_local(&copy);
+    // a stop there names the version, not its copy
+    check_interrupted(&shown)?;
+    let mut report = report?;
     for (rel, why) in uncopied {
         report.push(&rel, "object", Check::Listing, why);
     }
@@ -217,13 +225,21 @@ fn verify_local(version_dir: &Path) -> Result<VerifyReport> {
     let mut v = Verifier::new(&handle, &manifest);
     v.manifest_bytes(&bytes);
     v.manifest_fields();
+    // between files and check families: a Ctrl-C of a verify that holds a
+    // temporary copy stops here (a local one's exits at once)
+    let stop = || check_interrupted(version_dir);
     for (rel, kind) in v.files() {
+        stop()?;
         v.parquet(rel, kind);
     }
+    stop()?;
     v.layout();
     let mut index = v.index();
+    stop()?;
     let shards = v.shards(&mut index);
+    stop()?;
     let samples = v.samples(&mut index);
+    stop()?;
     let annotations = v.annotations(&samples);
     let tasks = v.tasks(&samples);
     v.totals(&index, &shards, &samples, &annotations, &tasks);

@@ -304,7 +304,7 @@ pub fn ctrl_c_at(cmd: Command, point: &str, resume_on: &Path) -> (Option<i32>, V
     let mut wait_for = |want: &str| lines.by_ref().take_while(|l| l != want).collect::<Vec<String>>();
     let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
     assert!(kill.success());
-    let said = wait_for("timef: interrupted, aborting the write (Ctrl-C again to exit now)");
+    let said = wait_for("timef: interrupted, stopping and removing what this run wrote (Ctrl-C again to exit now)");
     assert!(said.is_empty(), "{point}: {said:?}");
     std::fs::write(resume_on, b"").expect("the resume file");
     let start = std::time::Instant::now();

@@ -623,15 +623,16 @@ fn exit_code(e: &Error) -> u8 {
 }
 
 /// Ctrl-C asks a running write to stop and abort (removing what it wrote, on
-/// any backend); without one, or on a second Ctrl-C, the process exits at once
-/// with 130. The action runs in the signal handler itself, so it makes only
+/// any backend), and a verify of an object-store version to stop and remove
+/// its temporary copy; without either, or on a second Ctrl-C, the process
+/// exits at once with 130. The action runs in the signal handler itself, so it makes only
 /// async-signal-safe calls (atomics, `write(2)`, `_exit(2)`) and needs no thread,
 /// pipe or file: it is in place however few files the process may open (tokio's
 /// signal driver panicked when it could not make its pipe). If the handler
 /// cannot be installed, Ctrl-C keeps its default (the process ends at once).
 fn on_ctrl_c() {
     static ASKED: AtomicBool = AtomicBool::new(false);
-    const ABORTING: &[u8] = b"timef: interrupted, aborting the write (Ctrl-C again to exit now)\n";
+    const NOTICE: &[u8] = b"timef: interrupted, stopping and removing what this run wrote (Ctrl-C again to exit now)\n";
     let action = || {
         if ASKED.swap(true, Ordering::SeqCst) || !timef::storage::interrupt() {
             // SAFETY: _exit(2) is async-signal-safe and ends the process at once
@@ -646,7 +647,7 @@ fn on_ctrl_c() {
         // failed write changes nothing of the abort
         unsafe {
             if libc::poll(&mut stderr, 1, 0) == 1 && stderr.revents & libc::POLLOUT != 0 {
-                let _ = libc::write(libc::STDERR_FILENO, ABORTING.as_ptr().cast(), ABORTING.len());
+                let _ = libc::write(libc::STDERR_FILENO, NOTICE.as_ptr().cast(), NOTICE.len());
             }
         }
     };

@@ -26,16 +26,25 @@ impl ObjectLocation {
     fn delete_parts(&self) -> Result<()> {
         let (mut all, unlistable) = self.list_all()?;
         all.sort_by_key(|m| (m.location.filename() == Some(PARTS_MARKER), m.location.clone()));
+        let mut deleted = Vec::with_capacity(all.len());
         for m in all {
             if !unlistable.is_empty() && m.location.filename() == Some(PARTS_MARKER) {
                 break;
             }
-            self.at(m.location).delete()?;
+            let key = self.at(m.location);
+            key.delete()?;
+            deleted.push(key);
         }
-        match unlistable.first() {
-            Some(level) => Err(super::cannot_list(&self.join(level))),
-            None => Ok(()),
+        if let Some(level) = unlistable.first() {
+            return Err(super::cannot_list(&self.join(level)));
         }
+        // file://: the prefix's directories go with it (the prefix is one
+        // write's alone: its name holds the write id)
+        self.remove_empty_dirs(&deleted);
+        if let Some(dir) = self.file_path() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        Ok(())
     }
 }
 
@@ -338,6 +347,10 @@ pub(crate) struct Staging {
     for_parts: bool,
     manifest: Option<Vec<u8>>,
     published: bool,
+    /// `file://` only: the version's directory and those above it that the
+    /// claim's put made (none existed before), deepest first; an abort
+    /// removes them again when empty, as the local backend does its own.
+    made_dirs: Vec<std::path::PathBuf>,
     _live: LiveGuard,
 }
 
@@ -381,6 +394,9 @@ impl Staging {
             created_by: format!("timef {}", env!("CARGO_PKG_VERSION")),
         };
         let bytes = Bytes::from(serde_json::to_vec(&claim).unwrap_or_default());
+        let made_dirs: Vec<std::path::PathBuf> = target.file_path().map_or_else(Vec::new, |dir| {
+            dir.ancestors().take_while(|d| d.parent().is_some() && !d.exists()).map(Into::into).collect()
+        });
         let claim_loc = target.join(CLAIM);
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match block_on(claim_loc.store().put_opts(&claim_loc.path, PutPayload::from(bytes.clone()), opts))? {
@@ -422,6 +438,7 @@ impl Staging {
             for_parts,
             manifest: None,
             published: false,
+            made_dirs,
             _live: live,
         };
         // a writer may have committed and released its claim just before ours
@@ -652,6 +669,7 @@ impl Drop for Staging {
                 // a claim over files that could not be deleted is what lets gc find them
                 if all_deleted {
                     let _ = self.target.join(CLAIM).delete();
+                    self.target.remove_empty_dirs(self.written.iter().map(|(loc, _)| loc));
                 }
             }
         }
@@ -660,6 +678,15 @@ impl Drop for Staging {
         // last, gc removes once no live claim holds the id
         if self.for_parts {
             let _ = self.parts_location().delete_parts();
+        }
+        if !self.published {
+            // file://: what the claim made, once empty again (the first that
+            // is not ends it: those above hold it)
+            for dir in &self.made_dirs {
+                if std::fs::remove_dir(dir).is_err() {
+                    break;
+                }
+            }
         }
     }
 }
