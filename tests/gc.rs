@@ -1867,8 +1867,8 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
 /// parts went, or (local) the dataset was taken for a root; a claim
 /// classifying accepts but gc's claim reader does not (over 64 KiB) kept its
 /// version, not its writer's parts. Each is kept now (the second, on a
-/// local place, as a folder this user may not read, reported; gc of a
-/// `file://` place fails there: exit 3 naming the entry, nothing removed).
+/// local or `file://` place, as a folder this user may not read, reported and
+/// kept).
 #[test]
 fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     use std::os::unix::fs::PermissionsExt;
@@ -1925,9 +1925,16 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     );
     let out = timef_as_a_user(&["gc", "--older-than-s", "0", &dataset.display().to_string()]);
     assert_eq!(out, (0, format!("{kept}0 leftover(s) cleared, 0 file(s) removed\n")));
-    // gc of a file:// place walks the whole tree: it fails there, naming the entry
-    let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &format!("file://{}", url_root.display())]);
-    assert_eq!((code, out.as_str()), (3, ""));
+    // gc of a file:// place: the version folder it may list, not enter, is
+    // reported and kept, and its claim, unread, keeps the parts of its name
+    let url = format!("file://{}", url_root.display());
+    let (code, out) = timef_as_a_user(&["gc", "--older-than-s", "0", &url]);
+    let closed = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not known, \
+                  so nothing it may mark is cleared; kept";
+    assert_eq!(
+        (code, out),
+        (0, format!("kept (odd) {url}/ds/v2: {closed}\n0 leftover(s) cleared, 0 file(s) removed\n"))
+    );
     assert_eq!(tree(tmp.path()), before);
     // a claim over 64 KiB, its writer id readable to classifying: its parts stay
     std::fs::set_permissions(url_root.join("ds/v2"), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -1936,7 +1943,6 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
         "x".repeat(70_000)
     );
     std::fs::write(url_root.join("ds/v2").join(CLAIM), padded).unwrap();
-    let url = format!("file://{}", url_root.display());
     let (code, out, _) = cli(&["gc", "--older-than-s", "0", &url]);
     assert_eq!(code, 0, "{out}");
     assert!(parts.join("part-0.parquet").exists() && parts.join(PARTS_MARKER).exists(), "{out}");
@@ -2236,6 +2242,53 @@ fn a_folder_this_user_may_not_read_is_kept_and_reported_and_the_rest_is_cleared(
     assert!(!dead.exists());
     for dir in shut {
         std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(root.join(dir).join("inside").is_dir(), "{dir}");
+    }
+    assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());
+}
+
+/// gc of a `file://` place reads its directories itself; one this user may
+/// not read or enter (`lost+found`, another user's folder, one inside a dead
+/// writer's version) failed the whole run (exit 3, nothing cleared). It is now
+/// read as a folder of unknown content, as a local place reads it: reported
+/// and kept, a version holding one untouched, and the rest cleared.
+#[test]
+fn gc_of_a_file_url_keeps_and_reports_a_folder_this_user_may_not_read_and_clears_the_rest() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    // two dead writers' versions, the second with a folder closed to the user
+    for v in ["v2", "v4"] {
+        std::fs::create_dir_all(root.join("b").join(v).join("time_series")).unwrap();
+        std::fs::write(root.join("b").join(v).join(CLAIM), DEAD_CLAIM).unwrap();
+        std::fs::write(root.join("b").join(v).join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
+    }
+    let shut = ["lost+found", "b/v3", "b/.cache", "b/v4/time_series"];
+    for dir in &shut[..3] {
+        std::fs::create_dir_all(root.join(dir).join("inside")).unwrap();
+    }
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    for dir in shut {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let url = format!("file://{}", root.display());
+    let why = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
+               known, so nothing it may mark is cleared; kept";
+    let kept = ["lost+found", "b/v3", "b/.cache", "b/v4/time_series"].map(|d| format!("kept (odd) {url}/{d}: {why}\n"));
+    let want = format!("removed {url}/b/v2/{CLAIM}\n{}1 leftover(s) cleared, 2 file(s) removed\n", kept.concat());
+    assert_eq!(timef_as_a_user(&["gc", &url, "--older-than-s", "0"]), (0, want));
+    // v2 holds gc's fence alone; v4, its claim and shard, is as it was
+    assert_eq!(std::fs::read_dir(root.join("b/v2")).unwrap().count(), 2, "manifest.json (the fence) and time_series/");
+    assert!(root.join("b/v2/manifest.json").is_file() && !root.join("b/v2").join(CLAIM).exists());
+    assert_eq!(std::fs::read(root.join("b/v4").join(CLAIM)).unwrap(), DEAD_CLAIM);
+    for dir in shut {
+        std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    assert_eq!(std::fs::read(root.join("b/v4/time_series/shard-00000.parquet")).unwrap(), b"a dead writer's");
+    for dir in &shut[..3] {
         assert!(root.join(dir).join("inside").is_dir(), "{dir}");
     }
     assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());

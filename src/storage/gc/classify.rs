@@ -75,7 +75,7 @@ const UNNAMED: &str = "is a folder whose name is not UTF-8: gc cannot read what 
      mark is cleared; kept";
 const LINKED: &str = "is a symbolic link to a folder, which gc never follows: what it leads to (a linked-in \
      version or dataset, perhaps) is not known, so nothing it may mark is cleared; kept";
-const UNREADABLE_DIR: &str = "is a folder this user may not read: what it holds (a version or a dataset, \
+pub(super) const UNREADABLE_DIR: &str = "is a folder this user may not read: what it holds (a version or a dataset, \
      perhaps) is not known, so nothing it may mark is cleared; kept";
 const UNREADABLE_STAGING: &str = "is named like a writer's staging, in a folder this user may not read: what \
      it holds is not known, so it is not cleared; kept (gc run by its owner judges it)";

@@ -29,7 +29,7 @@ mod rules;
 mod staging_dir;
 mod tree;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use super::location::Inner;
@@ -193,8 +193,11 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 delimited = Delimited(o.clone(), Default::default());
                 &delimited
             } else {
-                let (all, unlistable) = match o.file_path() {
-                    Some(dir) => (file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?, Vec::new()),
+                let (all, unlistable, closed) = match o.file_path() {
+                    Some(dir) => {
+                        let (all, closed) = file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?;
+                        (all, Vec::new(), closed)
+                    }
                     None => {
                         let (all, unlistable) = o.list_times()?;
                         // the place's own level: nothing of it can be judged
@@ -202,10 +205,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                             return Err(object::cannot_list(o));
                         }
                         let all = all.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
-                        (all, unlistable.iter().map(|u| decoded(u)).collect())
+                        (all, unlistable.iter().map(|u| decoded(u)).collect(), BTreeSet::new())
                     }
                 };
-                listed = Listed(all, unlistable);
+                listed = Listed(all, unlistable, closed);
                 pause_point("gc-objects-listed");
                 &listed
             };
@@ -219,6 +222,11 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
             }
             // the levels outside every dataset, reported for the place
             report_unlistable(o, tree, "", &mut survey.report);
+            // the folders this user may not read that no dataset's reading
+            // reported (a hidden one, one inside a version or parts' prefix)
+            for level in tree.closed() {
+                report_once(o, &level, classify::UNREADABLE_DIR, &mut survey.report);
+            }
         }
     }
     to_innermost_dataset(&mut survey.datasets);
@@ -228,10 +236,15 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
 /// Reports as odd each level under `rel` that could not be listed, once.
 fn report_unlistable(o: &object::ObjectLocation, tree: &dyn Tree, rel: &str, report: &mut GcReport) {
     for level in tree.unlistable().iter().filter(|u| within(u, rel)) {
-        let path = o.join(level).to_string();
-        if !report.odd.iter().any(|(p, _)| *p == path) {
-            report.odd.push((path, object::UNLISTABLE.to_string()));
-        }
+        report_once(o, level, object::UNLISTABLE, report);
+    }
+}
+
+/// Reports `level` as odd for `why`, unless it is already.
+fn report_once(o: &object::ObjectLocation, level: &str, why: &str, report: &mut GcReport) {
+    let path = o.join(level).to_string();
+    if !report.odd.iter().any(|(p, _)| *p == path) {
+        report.odd.push((path, why.to_string()));
     }
 }
 

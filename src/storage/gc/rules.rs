@@ -124,7 +124,7 @@ fn whole(tree: &dyn Tree, rel: &str) -> Result<Option<Vec<(String, SystemTime)>>
 /// may even be another prefix's objects whose names decode alike, `d%73` for
 /// `ds`, while its own are hidden).
 fn unlisted(tree: &dyn Tree, rel: &str) -> bool {
-    tree.unlistable().iter().any(|u| within(u, rel) || within(rel, u))
+    tree.unlistable().iter().chain(&tree.closed()).any(|u| within(u, rel) || within(rel, u))
 }
 
 /// Object-store roles. A claim is live while it, an object under its

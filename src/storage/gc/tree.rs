@@ -66,6 +66,12 @@ pub(super) trait Tree {
     fn unlistable(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The levels found so far that this user may not read or enter
+    /// (`file://`, read by [`file_tree`]), relative to the place; what is
+    /// under them is unknown, as under an unlistable one.
+    fn closed(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A key or name an object store lists (each segment percent-encoded the way
@@ -93,9 +99,10 @@ pub(super) fn within(level: &str, rel: &str) -> bool {
     rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
 }
 
-/// Every object under an object-store place, listed once, and the levels
-/// that could not be listed.
-pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>, pub(super) Vec<String>);
+/// Every object under an object-store place, listed once, the levels that
+/// could not be listed, and (`file://`) the directories this user may not
+/// read or enter ([`file_tree`]).
+pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>, pub(super) Vec<String>, pub(super) BTreeSet<String>);
 
 impl Listed {
     fn under<'a>(&'a self, rel: &str) -> impl Iterator<Item = (&'a str, &'a String, &'a SystemTime)> + 'a {
@@ -117,6 +124,9 @@ impl Tree for Listed {
                 None => drop(level.files.insert(tail.to_string(), *t)),
             }
         }
+        let prefix = if rel.is_empty() { String::new() } else { format!("{rel}/") };
+        let closed = self.2.iter().filter_map(|c| c.strip_prefix(&prefix)).filter(|name| !name.contains('/'));
+        level.unreadable.extend(closed.map(str::to_string));
         Ok(level)
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
@@ -124,6 +134,9 @@ impl Tree for Listed {
     }
     fn unlistable(&self) -> Vec<String> {
         self.1.clone()
+    }
+    fn closed(&self) -> Vec<String> {
+        self.2.iter().cloned().collect()
     }
 }
 
@@ -214,6 +227,9 @@ impl Tree for Memo<'_> {
     }
     fn unlistable(&self) -> Vec<String> {
         self.tree.unlistable()
+    }
+    fn closed(&self) -> Vec<String> {
+        self.tree.closed()
     }
 }
 
@@ -411,7 +427,10 @@ impl Tree for LocalTree {
 /// directory would read). A symbolic link is not followed, nor is a name that
 /// is not UTF-8: each is reported as odd once, in name order (gc never
 /// deletes through a link, out of the root). A directory gone meanwhile
-/// (committed, aborted) is skipped.
+/// (committed, aborted) is skipped. A directory below `dir` this user may not
+/// read or enter (`access(2)`, as [`LocalTree`] checks) is not read: it is
+/// returned in the second set, a level whose content is unknown (the rules
+/// act on nothing there, and classifying reads it as a folder it cannot read).
 ///
 /// # Errors
 /// I/O errors reading it.
@@ -419,8 +438,9 @@ pub(super) fn file_tree(
     dir: &Path,
     shown: impl Fn(&str) -> String,
     report: &mut GcReport,
-) -> Result<BTreeMap<String, SystemTime>> {
+) -> Result<(BTreeMap<String, SystemTime>, BTreeSet<String>)> {
     let mut files = BTreeMap::new();
+    let mut closed = BTreeSet::new();
     let mut odd: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut todo = vec![String::new()];
     while let Some(rel) = todo.pop() {
@@ -444,7 +464,11 @@ pub(super) fn file_tree(
             if meta.file_type().is_symlink() {
                 odd.insert(at, THROUGH_LINK);
             } else if meta.is_dir() {
-                todo.push(at);
+                let may = rustix::fs::access(&dir.join(&at), rustix::fs::Access::READ_OK | rustix::fs::Access::EXEC_OK);
+                match may {
+                    Err(Errno::ACCESS | Errno::PERM) => drop(closed.insert(at)),
+                    _ => todo.push(at),
+                }
             } else {
                 // no time read: taken as new, so never old enough to go
                 files.insert(at, meta.modified().unwrap_or_else(|_| SystemTime::now()));
@@ -452,7 +476,7 @@ pub(super) fn file_tree(
         }
     }
     report.odd.extend(odd.into_iter().map(|(rel, why)| (shown(&rel), why.to_string())));
-    Ok(files)
+    Ok((files, closed))
 }
 
 #[cfg(test)]
@@ -468,6 +492,7 @@ mod tests {
                 .map(|k| (k.to_string(), t))
                 .collect(),
             Vec::new(),
+            BTreeSet::new(),
         );
         let top = listed.level("").unwrap();
         assert_eq!(top.dirs.into_iter().collect::<Vec<_>>(), ["a", "ab"]);
