@@ -608,7 +608,7 @@ fn s3_ctrl_c_of_a_verify_removes_its_temporary_copy_and_exits_130() {
     );
     assert_eq!(code, 0, "{err}");
     let url = format!("{root}/BasicMotions/v1");
-    for point in ["verify-copying", "verify-copied"] {
+    for point in ["verify-copying", "verify-copied", "verify-checked"] {
         let temp = tmp.path().join(format!("tmp-{point}"));
         std::fs::create_dir(&temp).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_timef"));

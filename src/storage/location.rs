@@ -310,7 +310,8 @@ impl Location {
 
     /// Streams the file once through `f`, block by block; returns its size.
     /// An error of `f` stops the read (an object's GET is dropped) and is
-    /// returned as it is.
+    /// returned as it is; so does a Ctrl-C ([`super::interrupt`]) while it
+    /// waits for an object store's next block.
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
         match &self.0 {
             Inner::Local(p, v) => local::stream(p, v.as_deref(), f),

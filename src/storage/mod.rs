@@ -67,8 +67,9 @@ use crate::error::{Error, Result};
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
 /// (judged dead, not yet taken over) and `gc-claim-taken` (gc's claim put, no object deleted yet).
 /// Points of `verify` of an object-store version: `verify-copying` (the first
-/// object copied into the temporary copy, the others not yet) and
-/// `verify-copied` (the copy whole, no check run yet).
+/// object copied into the temporary copy, the others not yet),
+/// `verify-copied` (the copy whole, no check run yet) and `verify-checked`
+/// (every check run, the copy not yet removed).
 /// Unset in normal use.
 pub const PAUSE_AT_ENV: &str = "TIMEF_TEST_PAUSE_AT";
 

@@ -158,6 +158,24 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
 pub(crate) const UNLISTABLE: &str = "holds a key the object-store client cannot name (an empty or a `.` or `..` \
      segment, as in `a//b`, or a control character), so what is under it cannot be listed; kept (rename or remove that key by hand)";
 
+/// How long [`until_interrupted`] waits between two looks whether it was
+/// asked to stop ([`super::interrupt`], Ctrl-C).
+const INTERRUPT_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `fut`'s output, unless a Ctrl-C asks to stop first: a request to a
+/// stalled or mute store then ends at once (`fut` is dropped, and its request
+/// with it) with the interrupt naming `at`, not after the store's timeouts.
+/// `fut` must be cancel-safe, as a GET and a stream's `next` are.
+async fn until_interrupted<F: std::future::Future>(fut: F, at: &str) -> Result<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        match tokio::time::timeout(INTERRUPT_LOOK, fut.as_mut()).await {
+            Ok(out) => return Ok(out),
+            Err(_) => super::check_interrupted(at)?,
+        }
+    }
+}
+
 /// Objects listed, relative and `/`-separated, each with a figure (its size
 /// or its time), and the levels that could not be listed ([`UNLISTABLE`]).
 pub(crate) type Listing<T> = (Vec<(String, T)>, Vec<String>);
@@ -471,24 +489,18 @@ impl ObjectLocation {
 
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
         self.refuse_special_file()?;
-        let mut stopped = None;
-        let read = block_on(async {
-            let mut s = self.store().get(&self.path).await?.into_stream();
+        let at = self.to_string();
+        block_on(async {
+            let got = until_interrupted(self.store().get(&self.path), &at).await?;
+            let mut s = got.map_err(|e| self.err(e))?.into_stream();
             let mut total = 0u64;
-            while let Some(block) = s.next().await {
-                let block = block?;
-                if let Err(e) = f(&block) {
-                    stopped = Some(e);
-                    break;
-                }
+            while let Some(block) = until_interrupted(s.next(), &at).await? {
+                let block = block.map_err(|e| self.err(e))?;
+                f(&block)?;
                 total += block.len() as u64;
             }
             Ok(total)
-        })?;
-        match stopped {
-            Some(e) => Err(e),
-            None => read.map_err(|e| self.err(e)),
-        }
+        })?
     }
 
     pub(crate) fn reader(&self) -> Result<ObjectReader> {

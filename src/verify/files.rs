@@ -113,6 +113,11 @@ impl Verifier<'_> {
         self.report.files_checked += 1; // manifest.json, read by verify_local
         let mut present = Vec::new();
         for (i, entry) in self.m.files.iter().enumerate() {
+            // a Ctrl-C of a verify holding a copy stops it between files
+            // (verify_local then returns the interrupt)
+            if crate::storage::interrupted() {
+                break;
+            }
             let rel = entry.path.as_str();
             let location = format!("manifest files[{i}]");
             if let Some(problem) = path_problem(rel) {

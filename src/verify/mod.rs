@@ -190,10 +190,13 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         };
         let mut out = std::io::BufWriter::new(created);
         if rel == MANIFEST || listed.contains(&rel) {
-            loc.join(&rel).stream(&mut |block| {
+            let streamed = loc.join(&rel).stream(&mut |block| {
                 check_interrupted(&shown)?;
                 std::io::Write::write_all(&mut out, block).map_err(|e| Error::io(&dst, e))
-            })?;
+            });
+            // a stop while it streamed (or waited for a block) names the version
+            check_interrupted(&shown)?;
+            streamed?;
         }
         std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
     }
@@ -205,6 +208,11 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     for (rel, why) in uncopied {
         report.push(&rel, "object", Check::Listing, why);
     }
+    // the copy goes before the last look: a Ctrl-C while it is removed
+    // stops the verify too, and no report follows its notice
+    pause_point("verify-checked");
+    drop(tmp);
+    check_interrupted(&shown)?;
     Ok(report)
 }
 
@@ -360,6 +368,11 @@ fn scan(
     let mut complete = true;
     let mut global = 0u64;
     for rg in 0..f.meta.num_row_groups() {
+        // a Ctrl-C of a verify holding a copy stops it between row groups
+        // (verify_local then returns the interrupt)
+        if crate::storage::interrupted() {
+            return false;
+        }
         let rows = u64::try_from(f.meta.row_group(rg).num_rows()).unwrap_or(0);
         if f.bad_row_groups.contains(&rg) {
             complete = false;

@@ -343,6 +343,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Export(a) => export(a, &opts),
         Command::Verify { version_dir, json } => {
             let report = timef::verify::verify_at(&loc(&version_dir)?)?;
+            // a Ctrl-C its last look missed (the process did not exit: its
+            // copy was live then) stops it as any other: no report, exit 130
+            if timef::storage::interrupted() {
+                let stop = std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted (Ctrl-C)");
+                return Err(Error::io(&version_dir, stop));
+            }
             if json {
                 outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             } else {

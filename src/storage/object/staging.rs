@@ -3,6 +3,7 @@
 //! gc's take-over of a dead writer's, a distributed write's parts' prefix
 //! ([`PartPrefix`]) and the version being written ([`Staging`]).
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 use std::sync::{Arc, OnceLock};
@@ -351,6 +352,10 @@ pub(crate) struct Staging {
     /// claim's put made (none existed before), deepest first; an abort
     /// removes them again when empty, as the local backend does its own.
     made_dirs: Vec<std::path::PathBuf>,
+    /// `file://` only: the directories under the version that were not there
+    /// when a put of this writer started (its put made them); an abort
+    /// removes them when empty, a user's empty folder that was there stays.
+    made_below: BTreeSet<std::path::PathBuf>,
     _live: LiveGuard,
 }
 
@@ -439,6 +444,7 @@ impl Staging {
             manifest: None,
             published: false,
             made_dirs,
+            made_below: BTreeSet::new(),
             _live: live,
         };
         // a writer may have committed and released its claim just before ours
@@ -499,6 +505,7 @@ impl Staging {
             return Err(claim_lost(&self.target));
         }
         let loc = self.target.join(rel);
+        self.note_new_dirs(&loc);
         let record = Arc::new(OnceLock::new());
         self.written.push((loc.clone(), Arc::clone(&record)));
         let (target, writer_id) = (self.target.clone(), self.writer_id.clone());
@@ -507,6 +514,14 @@ impl Staging {
             false => Err(claim_lost(&target)),
         };
         Ok(Upload::recorded(loc, record, Box::new(check)))
+    }
+
+    /// `file://`: records the directories between the version and `key` that
+    /// are not there yet, before its put makes them ([`Staging::made_below`]).
+    fn note_new_dirs(&mut self, key: &ObjectLocation) {
+        let (Some(top), Some(path)) = (self.target.file_path(), key.file_path()) else { return };
+        let below = path.ancestors().skip(1).take_while(|d| *d != top && d.starts_with(&top));
+        self.made_below.extend(below.filter(|d| !d.exists()).map(Into::into));
     }
 
     /// Copies the part file `rel` from the parts' prefix onto its key under the
@@ -524,6 +539,7 @@ impl Staging {
     /// recorded with its size and ETag as an upload's; returns its size.
     fn copy_recorded(&mut self, from: &ObjectLocation, rel: &str) -> Result<u64> {
         let to = self.target.join(rel);
+        self.note_new_dirs(&to);
         let record = Arc::new(OnceLock::new());
         self.written.push((to.clone(), Arc::clone(&record)));
         block_on(self.target.store().copy(&from.path, &to.path))?.map_err(|e| from.err(e))?;
@@ -669,7 +685,12 @@ impl Drop for Staging {
                 // a claim over files that could not be deleted is what lets gc find them
                 if all_deleted {
                     let _ = self.target.join(CLAIM).delete();
-                    self.target.remove_empty_dirs(self.written.iter().map(|(loc, _)| loc));
+                    // deepest first; one not empty (or gone) stays as it is
+                    let mut below: Vec<&std::path::PathBuf> = self.made_below.iter().collect();
+                    below.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+                    for dir in below {
+                        let _ = std::fs::remove_dir(dir);
+                    }
                 }
             }
         }
