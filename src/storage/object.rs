@@ -227,7 +227,24 @@ pub(in crate::storage) fn file_left_besides(dir: &std::path::Path, markers: &[&s
 /// # Errors
 /// The I/O error, `ELOOP`/`ENOTDIR` for a link on the way.
 pub(in crate::storage) fn remove_file_nofollow(dir: &std::path::Path, rel: &str) -> std::io::Result<bool> {
-    use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags, CWD};
+    unlink_nofollow(dir, rel, rustix::fs::AtFlags::empty())
+}
+
+/// `file://`: removes the directory `rel` below `dir` when it is empty
+/// (`rmdir(2)`: one that holds anything, put there meanwhile included,
+/// stays), reached as [`remove_file_nofollow`] reaches a file. `false` when it
+/// is gone.
+///
+/// # Errors
+/// The I/O error (`ENOTEMPTY` for one that is not empty).
+pub(in crate::storage) fn remove_empty_dir_nofollow(dir: &std::path::Path, rel: &str) -> std::io::Result<bool> {
+    unlink_nofollow(dir, rel, rustix::fs::AtFlags::REMOVEDIR)
+}
+
+/// `unlinkat(2)` of `rel` below `dir` with `flags`, every directory on the way
+/// opened with `O_NOFOLLOW` (see [`remove_file_nofollow`]).
+fn unlink_nofollow(dir: &std::path::Path, rel: &str, flags_at: rustix::fs::AtFlags) -> std::io::Result<bool> {
+    use rustix::fs::{openat, unlinkat, Mode, OFlags, CWD};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let gone = |e: rustix::io::Errno| match e {
         rustix::io::Errno::NOENT => Ok(false),
@@ -245,7 +262,7 @@ pub(in crate::storage) fn remove_file_nofollow(dir: &std::path::Path, rel: &str)
             Err(e) => return gone(e),
         };
     }
-    match unlinkat(&at, name, AtFlags::empty()) {
+    match unlinkat(&at, name, flags_at) {
         Ok(()) => Ok(true),
         Err(e) => gone(e),
     }

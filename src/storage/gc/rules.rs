@@ -197,6 +197,30 @@ pub(super) fn object_rules(
             }
         }
     };
+    // file://: a prefix is a directory, which object_store's local store
+    // makes and never removes: once a prefix's files are gone, its
+    // directories that are empty go too, deepest first, reached without
+    // following a link (`rmdir` takes only an empty one: gc's fence keeps its
+    // version's, anything put there meanwhile keeps its own)
+    let prune = |prefix: &str, rels: &[String]| {
+        let Some(dir) = &dir else { return };
+        let mut dirs = BTreeSet::from([prefix.to_string()]);
+        for rel in rels {
+            let mut at = rel.as_str();
+            while let Some((parent, _)) = at.rsplit_once('/') {
+                if !within(parent, prefix) || parent == prefix {
+                    break;
+                }
+                dirs.insert(parent.to_string());
+                at = parent;
+            }
+        }
+        let mut dirs: Vec<String> = dirs.into_iter().collect();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
+        for d in dirs {
+            let _ = object::remove_empty_dir_nofollow(dir, &d);
+        }
+    };
     // every object, then the marker last (`rels` ends with it), only once
     // nothing else is left under `prefix`: an object not deleted under its
     // listed name keeps its leftover marked, and is reported. With `held`
@@ -209,6 +233,7 @@ pub(super) fn object_rules(
             if run.removes() {
                 let last = rels.last().cloned().unwrap_or_default();
                 let mut stop = None;
+                let all = rels.clone();
                 for rel in rels {
                     if let Some((claim, id)) = held {
                         match object::claim_writer(&place.join(claim)) {
@@ -249,6 +274,9 @@ pub(super) fn object_rules(
                     report.failed.push(failed);
                     report.removed_files.extend(done);
                     return;
+                }
+                if let Some(prefix) = prefix {
+                    prune(prefix, &all);
                 }
                 if done.is_empty() {
                     return;
@@ -292,6 +320,7 @@ pub(super) fn object_rules(
                     match (now, claimed) {
                         (Ok(Some(id)), Ok(None)) if id == *fence_id => {
                             remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
+                            prune(&version, &[]);
                         }
                         (Ok(_), Ok(_)) => {}
                         (Err(e), _) | (_, Err(e)) => report.failed.push((shown(&fence_key), e.to_string())),
