@@ -2342,6 +2342,53 @@ fn gc_of_a_file_url_removes_a_dead_writers_directories_with_its_files() {
     assert_eq!((code, out), (0, format!("b\n  v1\n  (odd: {url}/b/empty {UNMARKED})\n")));
 }
 
+/// Review 123: a version folder gc does not read (a symbolic link, which it
+/// never follows, or a name that is not UTF-8) may hold a live writer's
+/// claim, so every parts' prefix of its name stays, as for a folder this user
+/// may not read. gc of a `file://` dataset or root removed that writer's
+/// parts (2 h old) while its claim behind the link was fresh.
+#[test]
+fn a_version_gc_does_not_read_keeps_the_parts_of_its_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": {now}, "created_by": "timef"}}"#);
+    for (case, version) in [("linked", std::ffi::OsStr::new("v1")), ("unnamed", std::ffi::OsStr::from_bytes(b"v1\xff"))]
+    {
+        let root = tmp.path().join(case);
+        let behind = tmp.path().join(format!("{case}-elsewhere"));
+        std::fs::create_dir_all(&behind).unwrap();
+        std::fs::write(behind.join(CLAIM), &claim).unwrap();
+        std::fs::create_dir_all(root.join("BM")).unwrap();
+        let folder = root.join("BM").join(version);
+        match case {
+            "linked" => std::os::unix::fs::symlink(&behind, &folder).unwrap(),
+            _ => {
+                std::fs::create_dir(&folder).unwrap();
+                std::fs::write(folder.join(CLAIM), &claim).unwrap();
+            }
+        }
+        let name = version.to_string_lossy();
+        let parts = root.join(format!("BM/.tmp-{name}-{id}"));
+        std::fs::create_dir_all(parts.join("w0")).unwrap();
+        std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+        std::fs::write(parts.join("w0/part-0.parquet"), b"a live writer's part").unwrap();
+        let old = format!("@{}", now - 7200);
+        for entry in walkdir::WalkDir::new(&parts) {
+            let mut touch = std::process::Command::new("touch");
+            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
+        }
+        for place in [root.join("BM"), root.clone()] {
+            let url = format!("file://{}", place.display());
+            let (code, out, err) = cli(&["gc", &url, "--older-than-s", "3600"]);
+            assert_eq!(code, 0, "{case} {url}: {err}");
+            assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{case} {url}: {out}");
+            assert_eq!(std::fs::read(parts.join("w0/part-0.parquet")).unwrap(), b"a live writer's part", "{case}");
+        }
+    }
+}
+
 /// Review 120: a staging-named folder this user may not read is a writer's
 /// mark as a readable one is: a place holding one (another user's first write
 /// of the dataset, say) is not read as a root, so a user's folder in it is not

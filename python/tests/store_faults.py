@@ -5,7 +5,8 @@
   S3-compatible stores and proxies do, and fail every multipart part upload
   (400 `InvalidPart`) with the abort that follows answering 404 `NoSuchUpload`,
   or fail every ranged GET of a key containing a given text (500 `InternalError`),
-  or, once `mute` is set, take requests and never answer (`muted` counts them).
+  or, once `mute` is set, take requests and never answer (`muted` counts them), or with
+  `mute_lists` so only its listings (`?list-type=2`).
 - `MuteServer` accepts connections and never answers.
 """
 
@@ -36,6 +37,7 @@ class Proxy:
         self.fail_parts = fail_parts
         self.fail_ranged_gets_of = fail_ranged_gets_of
         self.mute = False
+        self.mute_lists = False
         self.muted = 0
         self._closing = threading.Event()
         self.stripped = 0
@@ -60,7 +62,7 @@ class Proxy:
                     self.wfile.write(body)
 
             def _forward(self) -> None:
-                if proxy.mute:
+                if proxy.mute or (proxy.mute_lists and self.command == "GET" and "list-type=" in self.path):
                     proxy.muted += 1
                     proxy._closing.wait()
                     self.close_connection = True

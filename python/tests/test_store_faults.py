@@ -258,6 +258,37 @@ def test_ctrl_c_of_a_verify_waiting_on_a_mute_server_stops_it_at_once_and_remove
     assert os.listdir(temp) == []
 
 
+def test_ctrl_c_of_a_verify_whose_listing_waits_on_a_mute_server_ends_it_at_once(cli: Path, tmp_path: Path) -> None:
+    """Review 123: verify listed the version's objects after its temporary copy was made, so a Ctrl-C while
+    that listing waited on a mute server waited for the store's timeouts (about 20 s) too. It lists first now:
+    nothing is made yet, and the Ctrl-C ends it at once (exit 130, no notice, TMPDIR empty)."""
+    import os
+    import signal
+
+    endpoint = s3_endpoint()
+    bucket = s3_bucket(endpoint)
+    opts = s3_options(endpoint)
+    root = f"s3://{bucket}/mute-list"
+    code, err = finish(ingest(cli, tmp_path, root, opts))
+    assert code == 0, err
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with Proxy(endpoint) as proxy:
+        proxy.mute_lists = True
+        args = [str(cli), "verify", f"{root}/ds/v1", *storage_args({**opts, "aws_endpoint": proxy.url})]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TMPDIR": str(temp)})
+        deadline = time.monotonic() + GUARD_S
+        while proxy.muted == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proxy.muted == 1
+        proc.send_signal(signal.SIGINT)
+        # well inside the 20 s a timeout takes: a run still there at 10 s fails here
+        out, err = proc.communicate(timeout=10)
+    assert (proc.returncode, out, err) == (130, "", "")
+    assert os.listdir(temp) == []
+
+
 def test_a_write_to_a_mute_server_fails_at_its_first_request_whatever_the_depth_of_its_root(
         cli: Path, tmp_path: Path) -> None:
     """Review 38: a write's check that its root is outside every committed version read each ancestor's

@@ -165,7 +165,9 @@ const INTERRUPT_LOOK: std::time::Duration = std::time::Duration::from_millis(100
 /// `fut`'s output, unless a Ctrl-C asks to stop first: a request to a
 /// stalled or mute store then ends at once (`fut` is dropped, and its request
 /// with it) with the interrupt naming `at`, not after the store's timeouts.
-/// `fut` must be cancel-safe, as a GET and a stream's `next` are.
+/// `fut` is polled in place between looks, never dropped but then. Only for
+/// reads a stop may end: never for an abort's own requests (its deletes),
+/// which run after the Ctrl-C.
 async fn until_interrupted<F: std::future::Future>(fut: F, at: &str) -> Result<F::Output> {
     let mut fut = std::pin::pin!(fut);
     loop {
@@ -202,19 +204,33 @@ fn invalid(url: &str, reason: impl Into<String>) -> Error {
 /// `file://`: the first entry (in name order, depth first) below the
 /// directory `dir` that is not a directory, other than `markers` at its top:
 /// a file, a symbolic link, a name that is not UTF-8 (lossily named). Links
-/// are not followed; an unreadable directory counts as empty.
+/// are not followed. A directory below `dir` that cannot be read (this user
+/// may not, review 123) is such an entry, as what it holds is not known; `dir`
+/// itself gone is none.
 pub(in crate::storage) fn file_left_besides(dir: &std::path::Path, markers: &[&str]) -> Option<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return None };
+    file_left_in(dir, markers).unwrap_or(None)
+}
+
+/// [`file_left_besides`]; `Err(())` when `dir` exists but cannot be read.
+fn file_left_in(dir: &std::path::Path, markers: &[&str]) -> std::result::Result<Option<String>, ()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => return Err(()),
+    };
     let mut entries: Vec<_> = entries.flatten().map(|e| (e.file_name(), e.file_type().ok())).collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().find_map(|(name, kind)| {
+    Ok(entries.into_iter().find_map(|(name, kind)| {
         let shown = name.to_string_lossy().into_owned();
         match kind {
-            Some(t) if t.is_dir() => file_left_besides(&dir.join(&name), &[]).map(|rel| format!("{shown}/{rel}")),
+            Some(t) if t.is_dir() => match file_left_in(&dir.join(&name), &[]) {
+                Ok(left) => left.map(|rel| format!("{shown}/{rel}")),
+                Err(()) => Some(shown),
+            },
             _ if markers.iter().any(|m| name == *m) => None,
             _ => Some(shown),
         }
-    })
+    }))
 }
 
 /// `file://`: removes the file `rel` (`/`-separated) below the directory

@@ -132,6 +132,9 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
     let segment = |p: Option<&Path>| {
         p.and_then(|p| p.file_name()).map_or_else(|| "_".to_string(), |s| s.to_string_lossy().into_owned())
     };
+    // listed before the copy exists: a Ctrl-C while a listing waits (on a
+    // mute store, say) ends the process at once, with nothing to remove
+    let (objects, unlistable) = loc.list_files()?;
     // counted live from before the copy, so that Ctrl-C stops the verify at
     // its next object, block or check and the copy is removed (it is the
     // version's size) instead of the process exiting at once; `tmp` is
@@ -143,7 +146,6 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         .map_err(|e| Error::io_temp(std::env::temp_dir(), e))?;
     // named like the original, so the name checks see the version's own names
     let copy = tmp.path().join(segment(shown.parent())).join(segment(Some(&shown)));
-    let (objects, unlistable) = loc.list_files()?;
     // a claim beside a committed version is the commit's last step not yet
     // done (docs/format.md, "Storage backends and the commit"), not a stray file
     // objects a local copy cannot hold (a key that is also a "directory" of

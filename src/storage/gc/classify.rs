@@ -141,9 +141,12 @@ fn scan_dataset(
     let mut ds = Dataset { name: name.to_string(), rel: rel.to_string(), ..Dataset::default() };
     // a folder gc cannot name, or a link it does not follow, may be a
     // version or a dataset: as a marker it cannot read
+    // (review 123: a linked version's claim, unread, may be a live writer's,
+    // as a closed folder's: every parts' prefix of its name stays)
     for (child, why) in level.unnamed.iter().map(|c| (c, UNNAMED)).chain(level.linked.iter().map(|c| (c, LINKED))) {
         ds.odd.push((child.clone(), why));
         ds.unreadable = true;
+        ds.unread_claims.insert(child.clone());
     }
     // a folder this user may not read is reported where a readable one would
     // be looked at, and its markers are ones gc cannot read: a writer's staging

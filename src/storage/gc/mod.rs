@@ -29,7 +29,7 @@ mod rules;
 mod staging_dir;
 mod tree;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::location::Inner;
@@ -37,7 +37,7 @@ use super::{object, pause_point, Location};
 use crate::error::{Error, Result};
 use classify::{classify, Dataset, Role};
 use rules::{local_rules, object_rules, Run};
-use tree::{decoded, file_tree, within, Delimited, FileUrlTree, Listed, LocalTree, Tree};
+use tree::{decoded, file_tree, within, Delimited, FileUrlTree, Listed, LocalTree, Tree, UnreadDirs};
 
 /// What [`gc`] removed (or, for [`gc_dry_run`] and [`stale_per_dataset`], would remove now).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -193,10 +193,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 delimited = Delimited(o.clone(), Default::default());
                 &delimited
             } else {
-                let (all, unlistable, closed) = match o.file_path() {
+                let (all, unlistable, unread) = match o.file_path() {
                     Some(dir) => {
-                        let (all, closed) = file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?;
-                        (all, Vec::new(), closed)
+                        let (all, unread) = file_tree(&dir, |rel| o.join(rel).to_string(), &mut survey.report)?;
+                        (all, Vec::new(), unread)
                     }
                     None => {
                         let (all, unlistable) = o.list_times()?;
@@ -205,10 +205,10 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                             return Err(object::cannot_list(o));
                         }
                         let all = all.into_iter().map(|(k, t)| (decoded(&k), t)).collect();
-                        (all, unlistable.iter().map(|u| decoded(u)).collect(), BTreeSet::new())
+                        (all, unlistable.iter().map(|u| decoded(u)).collect(), UnreadDirs::default())
                     }
                 };
-                listed = Listed(all, unlistable, closed);
+                listed = Listed { files: all, unlistable, unread };
                 pause_point("gc-objects-listed");
                 &listed
             };

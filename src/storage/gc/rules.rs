@@ -50,7 +50,12 @@ fn record(report: &mut GcReport, ds: &Dataset, unit: String, files: impl IntoIte
 /// Reports the children of `ds` that look like a writer's but carry no marker, as `shown` names them.
 fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcReport) {
     for (child, why) in &ds.odd {
-        report.odd.push((shown(&join(&ds.rel, child)), why.to_string()));
+        // once (gc's walk of a `file://` place reported its links and
+        // names that are not UTF-8 as it found them)
+        let path = shown(&join(&ds.rel, child));
+        if !report.odd.iter().any(|(p, _)| *p == path) {
+            report.odd.push((path, why.to_string()));
+        }
     }
 }
 

@@ -99,16 +99,34 @@ pub(super) fn within(level: &str, rel: &str) -> bool {
     rel.is_empty() || level == rel || level.starts_with(&format!("{rel}/"))
 }
 
-/// Every object under an object-store place, listed once, the levels that
-/// could not be listed, and (`file://`) the directories this user may not
-/// read or enter ([`file_tree`]).
-pub(super) struct Listed(pub(super) BTreeMap<String, SystemTime>, pub(super) Vec<String>, pub(super) BTreeSet<String>);
+/// Every object under an object-store place, listed once, and the levels
+/// that could not be listed; on `file://` also the directories [`file_tree`]
+/// did not read.
+pub(super) struct Listed {
+    pub(super) files: BTreeMap<String, SystemTime>,
+    pub(super) unlistable: Vec<String>,
+    pub(super) unread: UnreadDirs,
+}
+
+/// `file://`: directories [`file_tree`] found and did not read, relative to
+/// the place. Each is given to classifying at its parent's level as a local
+/// place's reading gives it ([`Level`]): what it holds, a version or a
+/// dataset perhaps, is not known.
+#[derive(Debug, Default)]
+pub(super) struct UnreadDirs {
+    /// This user may not read or enter them.
+    pub(super) closed: BTreeSet<String>,
+    /// Symbolic links to directories (never followed).
+    pub(super) linked: BTreeSet<String>,
+    /// Names that are not UTF-8 (shown with U+FFFD).
+    pub(super) unnamed: BTreeSet<String>,
+}
 
 impl Listed {
     fn under<'a>(&'a self, rel: &str) -> impl Iterator<Item = (&'a str, &'a String, &'a SystemTime)> + 'a {
         let prefix = if rel.is_empty() { String::new() } else { format!("{rel}/") };
         let n = prefix.len();
-        self.0
+        self.files
             .range(prefix.clone()..)
             .take_while(move |(k, _)| k.starts_with(&prefix))
             .map(move |(k, t)| (&k[n..], k, t))
@@ -125,18 +143,26 @@ impl Tree for Listed {
             }
         }
         let prefix = if rel.is_empty() { String::new() } else { format!("{rel}/") };
-        let closed = self.2.iter().filter_map(|c| c.strip_prefix(&prefix)).filter(|name| !name.contains('/'));
-        level.unreadable.extend(closed.map(str::to_string));
+        let here = |dirs: &BTreeSet<String>| -> Vec<String> {
+            dirs.iter()
+                .filter_map(|d| d.strip_prefix(&prefix))
+                .filter(|n| !n.contains('/'))
+                .map(str::to_string)
+                .collect()
+        };
+        level.unreadable.extend(here(&self.unread.closed));
+        level.linked.extend(here(&self.unread.linked));
+        level.unnamed.extend(here(&self.unread.unnamed));
         Ok(level)
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         Ok(self.under(rel).map(|(_, k, t)| (k.clone(), *t)).collect())
     }
     fn unlistable(&self) -> Vec<String> {
-        self.1.clone()
+        self.unlistable.clone()
     }
     fn closed(&self) -> Vec<String> {
-        self.2.iter().cloned().collect()
+        self.unread.closed.iter().cloned().collect()
     }
 }
 
@@ -438,9 +464,9 @@ pub(super) fn file_tree(
     dir: &Path,
     shown: impl Fn(&str) -> String,
     report: &mut GcReport,
-) -> Result<(BTreeMap<String, SystemTime>, BTreeSet<String>)> {
+) -> Result<(BTreeMap<String, SystemTime>, UnreadDirs)> {
     let mut files = BTreeMap::new();
-    let mut closed = BTreeSet::new();
+    let mut unread = UnreadDirs::default();
     let mut odd: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut todo = vec![String::new()];
     while let Some(rel) = todo.pop() {
@@ -452,7 +478,11 @@ pub(super) fn file_tree(
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(dir.join(&rel), e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                odd.insert(join(&rel, &entry.file_name().to_string_lossy()), NOT_UTF8);
+                let at = join(&rel, &entry.file_name().to_string_lossy());
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    unread.unnamed.insert(at.clone());
+                }
+                odd.insert(at, NOT_UTF8);
                 continue;
             };
             let at = join(&rel, &name);
@@ -462,11 +492,15 @@ pub(super) fn file_tree(
                 Err(e) => return Err(Error::io(dir.join(&at), e)),
             };
             if meta.file_type().is_symlink() {
+                // one to a directory may be a linked-in version or dataset
+                if fs::metadata(dir.join(&at)).is_ok_and(|m| m.is_dir()) {
+                    unread.linked.insert(at.clone());
+                }
                 odd.insert(at, THROUGH_LINK);
             } else if meta.is_dir() {
                 let may = rustix::fs::access(&dir.join(&at), rustix::fs::Access::READ_OK | rustix::fs::Access::EXEC_OK);
                 match may {
-                    Err(Errno::ACCESS | Errno::PERM) => drop(closed.insert(at)),
+                    Err(Errno::ACCESS | Errno::PERM) => drop(unread.closed.insert(at)),
                     _ => todo.push(at),
                 }
             } else {
@@ -476,7 +510,7 @@ pub(super) fn file_tree(
         }
     }
     report.odd.extend(odd.into_iter().map(|(rel, why)| (shown(&rel), why.to_string())));
-    Ok((files, closed))
+    Ok((files, unread))
 }
 
 #[cfg(test)]
@@ -486,14 +520,14 @@ mod tests {
     #[test]
     fn a_listing_answers_levels_and_files_under_a_prefix_at_exact_levels() {
         let t = SystemTime::UNIX_EPOCH;
-        let listed = Listed(
-            ["a/1/manifest.json", "a/1/time_series/s.parquet", "a/10/x", "a/notes.txt", "ab/y"]
+        let listed = Listed {
+            files: ["a/1/manifest.json", "a/1/time_series/s.parquet", "a/10/x", "a/notes.txt", "ab/y"]
                 .into_iter()
                 .map(|k| (k.to_string(), t))
                 .collect(),
-            Vec::new(),
-            BTreeSet::new(),
-        );
+            unlistable: Vec::new(),
+            unread: UnreadDirs::default(),
+        };
         let top = listed.level("").unwrap();
         assert_eq!(top.dirs.into_iter().collect::<Vec<_>>(), ["a", "ab"]);
         let a = listed.level("a").unwrap();
