@@ -2389,6 +2389,112 @@ fn a_version_gc_does_not_read_keeps_the_parts_of_its_name() {
     }
 }
 
+/// Review 124: more of what gc's walk of a `file://` place did not read but
+/// classifying must see, each of which let a live writer's parts, or a dead
+/// writer's claim over a committed-looking version, go: a link to a dataset
+/// whose name is not UTF-8; a claim or manifest that is a link (a marker that
+/// cannot be read); a folder holding only a link (it was not a folder of its
+/// level at all); a link whose target this user may not examine. And a dead
+/// writer's parts' prefix goes whole, its empty folders too (one stayed,
+/// reported "removed", without its marker).
+#[test]
+fn gc_of_a_file_url_sees_what_its_walk_does_not_read() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": {now}, "created_by": "timef"}}"#);
+    let old = format!("@{}", now - 7200);
+    let age = |dir: &std::path::Path| {
+        for entry in walkdir::WalkDir::new(dir) {
+            let mut touch = std::process::Command::new("touch");
+            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
+        }
+    };
+    // an old parts' prefix of version `version` in `dataset`, its writer's claim (if any) somewhere gc cannot read
+    let parts = |dataset: &std::path::Path, version: &str| -> std::path::PathBuf {
+        let p = dataset.join(format!(".tmp-{version}-{id}"));
+        std::fs::create_dir_all(p.join("w0")).unwrap();
+        std::fs::write(p.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+        std::fs::write(p.join("w0/part-0.parquet"), b"a part").unwrap();
+        age(&p);
+        p
+    };
+    let elsewhere = tmp.path().join("elsewhere");
+    commit_v1(Location::local(&elsewhere), "DS");
+    std::fs::create_dir_all(elsewhere.join("c")).unwrap();
+    std::fs::write(elsewhere.join("c").join(CLAIM), &claim).unwrap();
+    let mut kept = Vec::new();
+    // a place holding its own parts and a link, named in bytes that are not UTF-8, to a dataset
+    let p1 = tmp.path().join("p1");
+    std::fs::create_dir_all(&p1).unwrap();
+    symlink(elsewhere.join("DS"), p1.join(std::ffi::OsStr::from_bytes(b"DS\xff"))).unwrap();
+    kept.push((p1.clone(), parts(&p1, "v2")));
+    // a version whose claim is a link to a fresh claim; one whose manifest is a link
+    let p2 = tmp.path().join("p2/BM");
+    std::fs::create_dir_all(p2.join("v1")).unwrap();
+    symlink(elsewhere.join("c").join(CLAIM), p2.join("v1").join(CLAIM)).unwrap();
+    kept.push((p2.clone(), parts(&p2, "v1")));
+    let p3 = tmp.path().join("p3/BM");
+    std::fs::create_dir_all(p3.join("v1")).unwrap();
+    symlink(elsewhere.join("DS/v1/manifest.json"), p3.join("v1/manifest.json")).unwrap();
+    std::fs::write(p3.join("v1").join(CLAIM), DEAD_CLAIM).unwrap();
+    age(&p3.join("v1"));
+    kept.push((p3.clone(), parts(&p3, "v1")));
+    // a folder holding only a link to a version: the place may be a root
+    let p4 = tmp.path().join("p4");
+    std::fs::create_dir_all(p4.join("DS")).unwrap();
+    symlink(elsewhere.join("DS/v1"), p4.join("DS/v1")).unwrap();
+    kept.push((p4.clone(), parts(&p4, "v2")));
+    for (place, parts) in &kept {
+        let before = tree(place);
+        let url = format!("file://{}", place.display());
+        let (code, out, err) = cli(&["gc", &url, "--older-than-s", "3600"]);
+        assert_eq!(code, 0, "{url}: {err}");
+        assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{url}: {out}");
+        assert_eq!(
+            (tree(place), std::fs::read(parts.join("w0/part-0.parquet")).unwrap()),
+            (before, b"a part".to_vec())
+        );
+    }
+    // a dead writer's parts' prefix with empty folders goes whole; one named in
+    // bytes that are not UTF-8 stays, reported (gc does not name or remove one)
+    let p5 = tmp.path().join("p5/BM");
+    commit_v1(Location::local(tmp.path().join("p5")), "BM");
+    let dead = p5.join(format!(".tmp-v5-{id}"));
+    std::fs::create_dir_all(dead.join("empty/deeper")).unwrap();
+    std::fs::create_dir(dead.join(std::ffi::OsStr::from_bytes(b"p\xfd"))).unwrap();
+    parts(&p5, "v5");
+    let url = format!("file://{}", p5.display());
+    let (code, out, _) = cli(&["gc", &url, "--older-than-s", "3600"]);
+    let unnamed =
+        "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
+    let d = dead.display();
+    let want = format!(
+        "removed file://{d}\nkept (odd) file://{d}/p%EF%BF%BD: {unnamed}\n1 leftover(s) cleared, 2 file(s) removed\n"
+    );
+    assert_eq!((code, out), (0, want));
+    assert_eq!(tree(&dead), ["p\u{fffd}"]);
+    // as a user: a version that is a link into a folder closed to the user, holding a fresh claim
+    let p6 = tmp.path().join("p6");
+    let closed = tmp.path().join("closed");
+    std::fs::create_dir_all(closed.join("v1")).unwrap();
+    std::fs::write(closed.join("v1").join(CLAIM), &claim).unwrap();
+    std::fs::create_dir_all(p6.join("BM")).unwrap();
+    symlink(closed.join("v1"), p6.join("BM/v1")).unwrap();
+    let p6_parts = parts(&p6.join("BM"), "v1");
+    for entry in walkdir::WalkDir::new(&p6) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    std::fs::set_permissions(&closed, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let url = format!("file://{}", p6.join("BM").display());
+    let (code, out) = timef_as_a_user(&["gc", &url, "--older-than-s", "3600"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{out}");
+    assert_eq!(std::fs::read(p6_parts.join("w0/part-0.parquet")).unwrap(), b"a part");
+}
+
 /// Review 120: a staging-named folder this user may not read is a writer's
 /// mark as a readable one is: a place holding one (another user's first write
 /// of the dataset, say) is not read as a root, so a user's folder in it is not

@@ -257,6 +257,50 @@ pub(in crate::storage) fn remove_empty_dir_nofollow(dir: &std::path::Path, rel: 
     unlink_nofollow(dir, rel, rustix::fs::AtFlags::REMOVEDIR)
 }
 
+/// `file://`: removes every empty directory below the directory `rel` of
+/// `dir` (not `rel` itself), deepest first, reached without following a link
+/// ([`remove_file_nofollow`]; its entries examined with `AT_SYMLINK_NOFOLLOW`);
+/// at most [`PRUNE_DEPTH`] levels down. What is not empty, or cannot be
+/// opened, stays, and so does a name that is not UTF-8 (gc reports it as kept:
+/// it does not name or remove one).
+pub(in crate::storage) fn remove_empty_dirs_below_nofollow(dir: &std::path::Path, rel: &str) {
+    use rustix::fs::{openat, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(mut at) = openat(CWD, dir, flags, Mode::empty()) else { return };
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        let Ok(next) = openat(&at, part, flags | OFlags::NOFOLLOW, Mode::empty()) else { return };
+        at = next;
+    }
+    prune_in(&at, PRUNE_DEPTH);
+}
+
+/// How many levels [`remove_empty_dirs_below_nofollow`] goes down (a parts'
+/// prefix holds three).
+const PRUNE_DEPTH: usize = 16;
+
+fn prune_in(dir: &rustix::fd::OwnedFd, depth: usize) {
+    use rustix::fs::{openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags};
+    let Some(depth) = depth.checked_sub(1) else { return };
+    let Ok(entries) = Dir::read_from(dir) else { return };
+    let mut subdirs: Vec<std::ffi::CString> = entries
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b".." && name.to_str().is_ok())
+        .filter(|name| {
+            statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+        })
+        .collect();
+    subdirs.sort();
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    for name in subdirs {
+        if let Ok(sub) = openat(dir, name.as_c_str(), flags, Mode::empty()) {
+            prune_in(&sub, depth);
+        }
+        let _ = unlinkat(dir, name.as_c_str(), AtFlags::REMOVEDIR);
+    }
+}
+
 /// `unlinkat(2)` of `rel` below `dir` with `flags`, every directory on the way
 /// opened with `O_NOFOLLOW` (see [`remove_file_nofollow`]).
 fn unlink_nofollow(dir: &std::path::Path, rel: &str, flags_at: rustix::fs::AtFlags) -> std::io::Result<bool> {

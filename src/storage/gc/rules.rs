@@ -449,7 +449,16 @@ pub(super) fn object_rules(
         }
         // the marker last: until it goes, what is left is still found
         files.sort_by_key(|(f, _)| (f.rsplit('/').next() == Some(PARTS_MARKER), f.clone()));
+        // file://: its folders go too, once its files did (its name holds
+        // the write id: each is its writer's; review 124: an empty one stayed,
+        // without the marker, "removed")
         remove(Some(&prefix), None, files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
+        if let Some(dir) = dir.as_ref().filter(|_| run.removes()) {
+            if object::file_left_besides(&dir.join(&prefix), &[]).is_none() {
+                object::remove_empty_dirs_below_nofollow(dir, &prefix);
+                let _ = object::remove_empty_dir_nofollow(dir, &prefix);
+            }
+        }
     }
     Ok(fenced)
 }

@@ -108,18 +108,29 @@ pub(super) struct Listed {
     pub(super) unread: UnreadDirs,
 }
 
-/// `file://`: directories [`file_tree`] found and did not read, relative to
-/// the place. Each is given to classifying at its parent's level as a local
-/// place's reading gives it ([`Level`]): what it holds, a version or a
-/// dataset perhaps, is not known.
+/// `file://`: entries [`file_tree`] found and did not read, relative to the
+/// place. Each is given to classifying at its parent's level as a local
+/// place's reading gives it ([`Level`]): what a folder of them holds, a
+/// version or a dataset perhaps, is not known, and a link named like a marker
+/// is a marker that cannot be read.
 #[derive(Debug, Default)]
 pub(super) struct UnreadDirs {
-    /// This user may not read or enter them.
+    /// Folders this user may not read or enter.
     pub(super) closed: BTreeSet<String>,
-    /// Symbolic links to directories (never followed).
+    /// Symbolic links to directories, or whose target this user cannot
+    /// examine (never followed).
     pub(super) linked: BTreeSet<String>,
-    /// Names that are not UTF-8 (shown with U+FFFD).
+    /// Folders whose names are not UTF-8 (shown with U+FFFD).
     pub(super) unnamed: BTreeSet<String>,
+    /// Symbolic links to anything but a directory (a file, nothing): files
+    /// of their level to classifying, whose content is never read.
+    pub(super) link_files: BTreeSet<String>,
+}
+
+impl UnreadDirs {
+    fn all(&self) -> impl Iterator<Item = &String> {
+        self.closed.iter().chain(&self.linked).chain(&self.unnamed).chain(&self.link_files)
+    }
 }
 
 impl Listed {
@@ -150,10 +161,27 @@ impl Tree for Listed {
                 .map(str::to_string)
                 .collect()
         };
+        // a folder holding only entries gc did not read is one of this level
+        // too (review 124: it was missing, and what it may mark unknown)
+        for deeper in self.unread.all().filter_map(|e| e.strip_prefix(&prefix)) {
+            if let Some((dir, _)) = deeper.split_once('/') {
+                level.dirs.insert(dir.to_string());
+            }
+        }
         level.unreadable.extend(here(&self.unread.closed));
         level.linked.extend(here(&self.unread.linked));
         level.unnamed.extend(here(&self.unread.unnamed));
+        // taken as new, so never old enough to go
+        level.files.extend(here(&self.unread.link_files).into_iter().map(|f| (f, SystemTime::now())));
         Ok(level)
+    }
+    /// A link is never read through: one named like a marker is a marker
+    /// that cannot be read, as a local place's reading finds it.
+    fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
+        if self.unread.link_files.contains(rel) || self.unread.linked.contains(rel) {
+            return Ok(Marker::Unreadable);
+        }
+        place.marker(rel, key)
     }
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         Ok(self.under(rel).map(|(_, k, t)| (k.clone(), *t)).collect())
@@ -383,9 +411,12 @@ impl Tree for LocalTree {
             let file_type = FileType::from_raw_mode(st.st_mode);
             // a link is looked through, never opened: one to a directory may
             // be a linked-in version or dataset (readers follow it)
+            // (or to what this user cannot examine: it may be one, review 124)
             let to_a_dir = file_type == FileType::Symlink
-                && statat(dir, name, AtFlags::empty())
-                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+                && match statat(dir, name, AtFlags::empty()) {
+                    Ok(st) => FileType::from_raw_mode(st.st_mode) == FileType::Directory,
+                    Err(e) => e != Errno::NOENT && e != Errno::LOOP,
+                };
             if file_type == FileType::Directory {
                 match name.to_str() {
                     Err(_) => level.unnamed.insert(shown),
@@ -477,10 +508,24 @@ pub(super) fn file_tree(
         };
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(dir.join(&rel), e))?;
+            // a link to a directory, or to what this user cannot examine, may
+            // be a linked-in version or dataset; one to anything else is a
+            // file of its level (review 124: named like a marker, it is one
+            // that cannot be read)
+            let link = |unread: &mut UnreadDirs, at: &str| {
+                let leads_nowhere = |e: &io::Error| matches!(Errno::from_io_error(e), Some(Errno::NOENT | Errno::LOOP));
+                match fs::metadata(dir.join(&rel).join(entry.file_name())) {
+                    Ok(m) if !m.is_dir() => unread.link_files.insert(at.to_string()),
+                    Err(e) if leads_nowhere(&e) => unread.link_files.insert(at.to_string()),
+                    _ => unread.linked.insert(at.to_string()),
+                };
+            };
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 let at = join(&rel, &entry.file_name().to_string_lossy());
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    unread.unnamed.insert(at.clone());
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => drop(unread.unnamed.insert(at.clone())),
+                    Ok(t) if t.is_symlink() => link(&mut unread, &at),
+                    _ => {}
                 }
                 odd.insert(at, NOT_UTF8);
                 continue;
@@ -492,10 +537,7 @@ pub(super) fn file_tree(
                 Err(e) => return Err(Error::io(dir.join(&at), e)),
             };
             if meta.file_type().is_symlink() {
-                // one to a directory may be a linked-in version or dataset
-                if fs::metadata(dir.join(&at)).is_ok_and(|m| m.is_dir()) {
-                    unread.linked.insert(at.clone());
-                }
+                link(&mut unread, &at);
                 odd.insert(at, THROUGH_LINK);
             } else if meta.is_dir() {
                 let may = rustix::fs::access(&dir.join(&at), rustix::fs::Access::READ_OK | rustix::fs::Access::EXEC_OK);
