@@ -2471,8 +2471,11 @@ fn gc_of_a_file_url_sees_what_its_walk_does_not_read() {
     let unnamed =
         "has a name that is not UTF-8: gc does not name or remove it; kept (remove it by hand if nobody needs it)";
     let d = dead.display();
+    let left = "cleared (its files removed), but a folder in it stays: not empty, named in bytes that are not \
+                UTF-8, or not this user's to remove; kept (remove it by hand if nobody needs it)";
     let want = format!(
-        "removed file://{d}\nkept (odd) file://{d}/p%EF%BF%BD: {unnamed}\n1 leftover(s) cleared, 2 file(s) removed\n"
+        "removed file://{d}\nkept (odd) file://{d}/p%EF%BF%BD: {unnamed}\nkept (odd) file://{d}: {left}\n\
+         1 leftover(s) cleared, 2 file(s) removed\n"
     );
     assert_eq!((code, out), (0, want));
     assert_eq!(tree(&dead), ["p\u{fffd}"]);
@@ -2493,6 +2496,88 @@ fn gc_of_a_file_url_sees_what_its_walk_does_not_read() {
     assert_eq!(code, 0, "{out}");
     assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{out}");
     assert_eq!(std::fs::read(p6_parts.join("w0/part-0.parquet")).unwrap(), b"a part");
+}
+
+/// Review 125: a link whose target cannot be examined (a file on the way:
+/// ENOTDIR) was read as a link to a folder, so a link named like a marker was
+/// no marker at all: a local place holding a user's staging-named folder and
+/// such a `manifest.json` two levels down was read as a dataset, and the
+/// user's folder went as a dead writer's staging (4fb9e83's regression); on
+/// `file://` a claim that is such a link let its writer's parts go. Such a
+/// link is both now: a folder of unknown content, and a marker that cannot be
+/// read.
+#[test]
+fn a_link_gc_cannot_look_through_is_a_marker_it_cannot_read() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let afile = tmp.path().join("afile");
+    std::fs::write(&afile, b"a file").unwrap();
+    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
+    let age = |dir: &std::path::Path| {
+        for entry in walkdir::WalkDir::new(dir) {
+            let mut touch = std::process::Command::new("touch");
+            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
+        }
+    };
+    // a local place: a user's staging-named folder, and a manifest.json link two levels down
+    let place = tmp.path().join("p");
+    let users = place.join(format!(".tmp-v2-{}", "a".repeat(32)));
+    std::fs::create_dir_all(&users).unwrap();
+    std::fs::write(users.join("users_file.txt"), b"mine").unwrap();
+    std::fs::create_dir_all(place.join("A/B")).unwrap();
+    symlink(afile.join("manifest.json"), place.join("A/B/manifest.json")).unwrap();
+    age(&place);
+    let (code, out, err) = cli(&["gc", &place.display().to_string(), "--older-than-s", "3600"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{out}");
+    assert_eq!(std::fs::read(users.join("users_file.txt")).unwrap(), b"mine");
+    // file://: a version whose claim is such a link, and its writer's old parts
+    let ds = tmp.path().join("url/BM");
+    std::fs::create_dir_all(ds.join("v1")).unwrap();
+    symlink(afile.join(CLAIM), ds.join("v1").join(CLAIM)).unwrap();
+    let parts = ds.join(format!(".tmp-v1-{id}"));
+    std::fs::create_dir_all(parts.join("w0")).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+    std::fs::write(parts.join("w0/part-0.parquet"), b"a part").unwrap();
+    age(&ds);
+    let url = format!("file://{}", ds.display());
+    let (code, out, err) = cli(&["gc", &url, "--older-than-s", "3600"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with("0 leftover(s) cleared, 0 file(s) removed\n"), "{out}");
+    assert_eq!(std::fs::read(parts.join("w0/part-0.parquet")).unwrap(), b"a part");
+}
+
+/// Review 125: gc removed a cleared parts' prefix's empty folders through
+/// handles, which follow a folder moved out of the place meanwhile: it emptied
+/// folders outside the place. It removes each by its name from the place now.
+#[test]
+fn a_folder_moved_out_of_a_parts_prefix_while_gc_empties_it_is_not_touched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "0123456789abcdef0123456789abcdef";
+    let ds = tmp.path().join("r/BM");
+    let parts = ds.join(format!(".tmp-v5-{id}"));
+    std::fs::create_dir_all(parts.join("a/b")).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
+    for entry in walkdir::WalkDir::new(&parts) {
+        let mut touch = std::process::Command::new("touch");
+        assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
+    }
+    let url = format!("file://{}", ds.display());
+    let resume = tmp.path().join("resume");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));
+    cmd.args(["gc", &url, "--older-than-s", "3600"]);
+    let (child, _) = start_paused(cmd, "gc-parts-emptied", Some(&resume));
+    // the user moves a folder out of the prefix and makes their own empty folder in it
+    let outside = tmp.path().join("outside");
+    std::fs::rename(parts.join("a"), &outside).unwrap();
+    std::fs::create_dir(outside.join("b/users_empty_folder")).unwrap();
+    std::fs::write(&resume, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(tree(&outside), ["b", "b/users_empty_folder"]);
+    assert!(!parts.exists());
 }
 
 /// Review 120: a staging-named folder this user may not read is a writer's

@@ -258,71 +258,69 @@ pub(in crate::storage) fn remove_empty_dir_nofollow(dir: &std::path::Path, rel: 
 }
 
 /// `file://`: removes every empty directory below the directory `rel` of
-/// `dir` (not `rel` itself), deepest first, reached without following a link
-/// ([`remove_file_nofollow`]; its entries examined with `AT_SYMLINK_NOFOLLOW`);
-/// at most [`PRUNE_DEPTH`] levels down. What is not empty, or cannot be
-/// opened, stays, and so does a name that is not UTF-8 (gc reports it as kept:
-/// it does not name or remove one).
+/// `dir` (not `rel` itself), deepest first. They are found through handles
+/// (entries examined with `AT_SYMLINK_NOFOLLOW`, names that are not UTF-8
+/// passed over: gc reports such a name as kept) and each is removed by its
+/// name from `dir`, reached as [`remove_file_nofollow`] reaches a file: a
+/// folder moved out of the place meanwhile is not reached (review 125: a
+/// handle follows it, and one emptied folders outside the place). What is not
+/// empty, or cannot be reached, stays.
 pub(in crate::storage) fn remove_empty_dirs_below_nofollow(dir: &std::path::Path, rel: &str) {
-    use rustix::fs::{openat, Mode, OFlags, CWD};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let Ok(mut at) = openat(CWD, dir, flags, Mode::empty()) else { return };
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
-        let Ok(next) = openat(&at, part, flags | OFlags::NOFOLLOW, Mode::empty()) else { return };
-        at = next;
+    use rustix::fs::{statat, AtFlags, Dir, FileType};
+    let mut found = Vec::new();
+    let mut todo = vec![rel.to_string()];
+    while let Some(at) = todo.pop() {
+        let Ok(fd) = open_dir_nofollow(dir, &at) else { continue };
+        let Ok(entries) = Dir::read_from(&fd) else { continue };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().to_str() else { continue };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let is_dir = statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+            if is_dir {
+                let sub = format!("{at}/{name}");
+                found.push(sub.clone());
+                todo.push(sub);
+            }
+        }
     }
-    prune_in(&at, PRUNE_DEPTH);
+    found.sort_by(|a, b| b.matches('/').count().cmp(&a.matches('/').count()).then_with(|| a.cmp(b)));
+    super::pause_point("gc-parts-emptied");
+    for sub in found {
+        let _ = remove_empty_dir_nofollow(dir, &sub);
+    }
 }
 
-/// How many levels [`remove_empty_dirs_below_nofollow`] goes down (a parts'
-/// prefix holds three).
-const PRUNE_DEPTH: usize = 16;
-
-fn prune_in(dir: &rustix::fd::OwnedFd, depth: usize) {
-    use rustix::fs::{openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags};
-    let Some(depth) = depth.checked_sub(1) else { return };
-    let Ok(entries) = Dir::read_from(dir) else { return };
-    let mut subdirs: Vec<std::ffi::CString> = entries
-        .flatten()
-        .map(|e| e.file_name().to_owned())
-        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b".." && name.to_str().is_ok())
-        .filter(|name| {
-            statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
-                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
-        })
-        .collect();
-    subdirs.sort();
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    for name in subdirs {
-        if let Ok(sub) = openat(dir, name.as_c_str(), flags, Mode::empty()) {
-            prune_in(&sub, depth);
-        }
-        let _ = unlinkat(dir, name.as_c_str(), AtFlags::REMOVEDIR);
+/// The directory `rel` (`/`-separated) below `dir`, each directory on the
+/// way opened relative to the one before with `O_NOFOLLOW`.
+fn open_dir_nofollow(dir: &std::path::Path, rel: &str) -> std::result::Result<rustix::fd::OwnedFd, rustix::io::Errno> {
+    use rustix::fs::{openat, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut at = openat(CWD, dir, flags, Mode::empty())?;
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        at = openat(&at, part, flags | OFlags::NOFOLLOW, Mode::empty())?;
     }
+    Ok(at)
 }
 
 /// `unlinkat(2)` of `rel` below `dir` with `flags`, every directory on the way
 /// opened with `O_NOFOLLOW` (see [`remove_file_nofollow`]).
 fn unlink_nofollow(dir: &std::path::Path, rel: &str, flags_at: rustix::fs::AtFlags) -> std::io::Result<bool> {
-    use rustix::fs::{openat, unlinkat, Mode, OFlags, CWD};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let gone = |e: rustix::io::Errno| match e {
         rustix::io::Errno::NOENT => Ok(false),
         e => Err(std::io::Error::from(e)),
     };
-    let mut at = match openat(CWD, dir, flags, Mode::empty()) {
+    let (parent, name) = rel.trim_end_matches('/').rsplit_once('/').unwrap_or(("", rel));
+    if name.is_empty() {
+        return Ok(false);
+    }
+    let at = match open_dir_nofollow(dir, parent) {
         Ok(fd) => fd,
         Err(e) => return gone(e),
     };
-    let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-    let Some(name) = parts.pop() else { return Ok(false) };
-    for part in parts {
-        at = match openat(&at, part, flags | OFlags::NOFOLLOW, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(e) => return gone(e),
-        };
-    }
-    match unlinkat(&at, name, flags_at) {
+    match rustix::fs::unlinkat(&at, name, flags_at) {
         Ok(()) => Ok(true),
         Err(e) => gone(e),
     }

@@ -59,6 +59,10 @@ fn report_odd(shown: impl Fn(&str) -> String, ds: &Dataset, report: &mut GcRepor
     }
 }
 
+/// How gc reports a parts' prefix it cleared whose folders did not all go.
+const PRUNE_LEFT: &str = "cleared (its files removed), but a folder in it stays: not empty, named in bytes that are \
+     not UTF-8, or not this user's to remove; kept (remove it by hand if nobody needs it)";
+
 /// Local roles: a staging directory goes when no process holds its `flock`,
 /// its name still leads to the directory locked, and it is at least
 /// `older_than_s` old (its modification time). It is reached again from the
@@ -457,6 +461,10 @@ pub(super) fn object_rules(
             if object::file_left_besides(&dir.join(&prefix), &[]).is_none() {
                 object::remove_empty_dirs_below_nofollow(dir, &prefix);
                 let _ = object::remove_empty_dir_nofollow(dir, &prefix);
+                // its marker is gone: a later run does not find what stays
+                if std::fs::symlink_metadata(dir.join(&prefix)).is_ok() {
+                    report.odd.push((shown(&prefix), PRUNE_LEFT.to_string()));
+                }
             }
         }
     }

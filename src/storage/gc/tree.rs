@@ -122,8 +122,9 @@ pub(super) struct UnreadDirs {
     pub(super) linked: BTreeSet<String>,
     /// Folders whose names are not UTF-8 (shown with U+FFFD).
     pub(super) unnamed: BTreeSet<String>,
-    /// Symbolic links to anything but a directory (a file, nothing): files
-    /// of their level to classifying, whose content is never read.
+    /// Symbolic links to anything but a directory (a file, nothing), or whose
+    /// target this user cannot examine: files of their level to classifying,
+    /// whose content is never read.
     pub(super) link_files: BTreeSet<String>,
 }
 
@@ -354,6 +355,43 @@ impl LocalTree {
     }
 }
 
+/// What a symbolic link leads to, by a look through it (`stat(2)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkTarget {
+    /// A directory: a linked-in version or dataset, perhaps.
+    Dir,
+    /// Anything else, or nothing (dangling, a loop, a file on the way).
+    NotDir,
+    /// This user cannot tell (review 125): it may be a folder, and a link
+    /// named like a marker is one that cannot be read: both.
+    Unknown,
+}
+
+fn link_target<T: LinkStat>(looked: std::result::Result<T, Errno>) -> LinkTarget {
+    match looked {
+        Ok(st) if st.is_dir() => LinkTarget::Dir,
+        Ok(_) | Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => LinkTarget::NotDir,
+        Err(_) => LinkTarget::Unknown,
+    }
+}
+
+/// What [`link_target`] needs of a look through a link.
+trait LinkStat {
+    fn is_dir(&self) -> bool;
+}
+
+impl LinkStat for rustix::fs::Stat {
+    fn is_dir(&self) -> bool {
+        FileType::from_raw_mode(self.st_mode) == FileType::Directory
+    }
+}
+
+impl LinkStat for fs::Metadata {
+    fn is_dir(&self) -> bool {
+        fs::Metadata::is_dir(self)
+    }
+}
+
 /// Whether this user may list and enter the directory `name` of `dir` by
 /// its permissions (`access(2)`: read and search); an answer other than a
 /// refusal (the directory gone meanwhile, say) leaves it to the read.
@@ -411,21 +449,19 @@ impl Tree for LocalTree {
             let file_type = FileType::from_raw_mode(st.st_mode);
             // a link is looked through, never opened: one to a directory may
             // be a linked-in version or dataset (readers follow it)
-            // (or to what this user cannot examine: it may be one, review 124)
-            let to_a_dir = file_type == FileType::Symlink
-                && match statat(dir, name, AtFlags::empty()) {
-                    Ok(st) => FileType::from_raw_mode(st.st_mode) == FileType::Directory,
-                    Err(e) => e != Errno::NOENT && e != Errno::LOOP,
-                };
+            let target = (file_type == FileType::Symlink).then(|| link_target(statat(dir, name, AtFlags::empty())));
             if file_type == FileType::Directory {
                 match name.to_str() {
                     Err(_) => level.unnamed.insert(shown),
                     Ok(_) if !may_enter(dir, name) => level.unreadable.insert(shown),
                     Ok(_) => level.dirs.insert(shown),
                 };
-            } else if to_a_dir {
-                level.linked.insert(shown);
-            } else {
+                continue;
+            }
+            if matches!(target, Some(LinkTarget::Dir | LinkTarget::Unknown)) {
+                level.linked.insert(shown.clone());
+            }
+            if !matches!(target, Some(LinkTarget::Dir)) {
                 level.files.insert(shown, local::modified(&st));
             }
         }
@@ -513,12 +549,15 @@ pub(super) fn file_tree(
             // file of its level (review 124: named like a marker, it is one
             // that cannot be read)
             let link = |unread: &mut UnreadDirs, at: &str| {
-                let leads_nowhere = |e: &io::Error| matches!(Errno::from_io_error(e), Some(Errno::NOENT | Errno::LOOP));
-                match fs::metadata(dir.join(&rel).join(entry.file_name())) {
-                    Ok(m) if !m.is_dir() => unread.link_files.insert(at.to_string()),
-                    Err(e) if leads_nowhere(&e) => unread.link_files.insert(at.to_string()),
-                    _ => unread.linked.insert(at.to_string()),
-                };
+                let looked = fs::metadata(dir.join(&rel).join(entry.file_name()))
+                    .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO));
+                let target = link_target(looked);
+                if target != LinkTarget::NotDir {
+                    unread.linked.insert(at.to_string());
+                }
+                if target != LinkTarget::Dir {
+                    unread.link_files.insert(at.to_string());
+                }
             };
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 let at = join(&rel, &entry.file_name().to_string_lossy());
