@@ -1618,6 +1618,16 @@ const UNKNOWN_STAGING: &str =
 const UNMARKED: &str = "holds files but neither a TimeF manifest.json nor a claim: not a version, and not marked as \
                         a writer's; kept (remove it by hand if nobody needs it)";
 
+/// Sets the times of `dir` and everything under it (links themselves, not
+/// followed) two hours back: older than a `--older-than-s 3600` run's limit.
+fn age_2h(dir: &std::path::Path) {
+    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
+    for entry in walkdir::WalkDir::new(dir) {
+        let mut touch = std::process::Command::new("touch");
+        assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
+    }
+}
+
 /// `timef ARGS` as a user who is not root (root reads any file), with its
 /// exit code and stdout; fails the test after 30 s (a read that blocks).
 fn timef_as_a_user(args: &[&str]) -> (i32, String) {
@@ -2313,11 +2323,8 @@ fn gc_of_a_file_url_removes_a_dead_writers_directories_with_its_files() {
     std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
     std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
     std::fs::create_dir_all(root.join("b/empty/inside")).unwrap();
-    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
-    for entry in walkdir::WalkDir::new(&parts).into_iter().chain(walkdir::WalkDir::new(&v2)) {
-        let status = std::process::Command::new("touch").args(["-h", "-d", &old]).arg(entry.unwrap().path()).status();
-        assert!(status.unwrap().success());
-    }
+    age_2h(&parts);
+    age_2h(&v2);
     let url = format!("file://{}", root.display());
     let (code, out, err) = cli(&["gc", &url, "--older-than-s", "3600"]);
     assert_eq!(code, 0, "{err}");
@@ -2374,11 +2381,7 @@ fn a_version_gc_does_not_read_keeps_the_parts_of_its_name() {
         std::fs::create_dir_all(parts.join("w0")).unwrap();
         std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
         std::fs::write(parts.join("w0/part-0.parquet"), b"a live writer's part").unwrap();
-        let old = format!("@{}", now - 7200);
-        for entry in walkdir::WalkDir::new(&parts) {
-            let mut touch = std::process::Command::new("touch");
-            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
-        }
+        age_2h(&parts);
         for place in [root.join("BM"), root.clone()] {
             let url = format!("file://{}", place.display());
             let (code, out, err) = cli(&["gc", &url, "--older-than-s", "3600"]);
@@ -2405,13 +2408,7 @@ fn gc_of_a_file_url_sees_what_its_walk_does_not_read() {
     let id = "0123456789abcdef0123456789abcdef";
     let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
     let claim = format!(r#"{{"writer_id": "{id}", "created_at_unix_s": {now}, "created_by": "timef"}}"#);
-    let old = format!("@{}", now - 7200);
-    let age = |dir: &std::path::Path| {
-        for entry in walkdir::WalkDir::new(dir) {
-            let mut touch = std::process::Command::new("touch");
-            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
-        }
-    };
+    let age = age_2h;
     // an old parts' prefix of version `version` in `dataset`, its writer's claim (if any) somewhere gc cannot read
     let parts = |dataset: &std::path::Path, version: &str| -> std::path::PathBuf {
         let p = dataset.join(format!(".tmp-{version}-{id}"));
@@ -2513,13 +2510,7 @@ fn a_link_gc_cannot_look_through_is_a_marker_it_cannot_read() {
     let id = "0123456789abcdef0123456789abcdef";
     let afile = tmp.path().join("afile");
     std::fs::write(&afile, b"a file").unwrap();
-    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
-    let age = |dir: &std::path::Path| {
-        for entry in walkdir::WalkDir::new(dir) {
-            let mut touch = std::process::Command::new("touch");
-            assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
-        }
-    };
+    let age = age_2h;
     // a local place: a user's staging-named folder, and a manifest.json link two levels down
     let place = tmp.path().join("p");
     let users = place.join(format!(".tmp-v2-{}", "a".repeat(32)));
@@ -2559,11 +2550,7 @@ fn a_folder_moved_out_of_a_parts_prefix_while_gc_empties_it_is_not_touched() {
     let parts = ds.join(format!(".tmp-v5-{id}"));
     std::fs::create_dir_all(parts.join("a/b")).unwrap();
     std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
-    let old = format!("@{}", SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 7200);
-    for entry in walkdir::WalkDir::new(&parts) {
-        let mut touch = std::process::Command::new("touch");
-        assert!(touch.args(["-h", "-d", &old]).arg(entry.unwrap().path()).status().unwrap().success());
-    }
+    age_2h(&parts);
     let url = format!("file://{}", ds.display());
     let resume = tmp.path().join("resume");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));

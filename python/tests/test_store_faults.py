@@ -221,72 +221,59 @@ def test_a_server_that_never_answers_fails_within_the_default_timeouts(cli: Path
         assert m.group(1) == seconds, o.stderr
 
 
-def test_ctrl_c_of_a_verify_waiting_on_a_mute_server_stops_it_at_once_and_removes_its_copy(
-        cli: Path, tmp_path: Path) -> None:
-    """Review 122: `verify` of an object-store version copies it into TMPDIR; a Ctrl-C while a GET waited
-    on a server gone mute waited for the store's timeouts (about 20 s) and then failed with the timeout.
-    The request is dropped now: exit 130 with the interrupt, the copy removed, well before any timeout."""
+def interrupted_verify(cli: Path, tmp_path: Path, mute: str) -> tuple[int, str, str, str, list[str]]:
+    """Ingests a small version on the S3 server, verifies it through a `Proxy` that goes mute (`mute`: "gets",
+    once the verify copied its first object; "lists", from the start), sends SIGINT once a request is held,
+    and returns the exit code, stdout, stderr, the version's URL and what its TMPDIR holds. A verify still
+    running 10 s after the signal (well inside the 20 s a store's timeout takes) fails the test."""
     import os
     import signal
 
     endpoint = s3_endpoint()
-    bucket = s3_bucket(endpoint)
     opts = s3_options(endpoint)
-    root = f"s3://{bucket}/mute-verify"
+    root = f"s3://{s3_bucket(endpoint)}/mute-{mute}"
     code, err = finish(ingest(cli, tmp_path, root, opts))
     assert code == 0, err
     temp, resume = tmp_path / "tmp", tmp_path / "resume"
     temp.mkdir()
     with Proxy(endpoint) as proxy:
-        env = {**paused_env("verify-copying", resume), "TMPDIR": str(temp)}
+        env = {**os.environ, "TMPDIR": str(temp)}
+        if mute == "gets":
+            env.update(paused_env("verify-copying", resume))
+        else:
+            proxy.mute_lists = True
         args = [str(cli), "verify", f"{root}/ds/v1", *storage_args({**opts, "aws_endpoint": proxy.url})]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        wait_paused(proc, "verify-copying")
-        proxy.mute = True
-        resume.touch()
-        # the next object's GET is taken and never answered
+        if mute == "gets":
+            wait_paused(proc, "verify-copying")
+            proxy.mute = True
+            resume.touch()
         deadline = time.monotonic() + GUARD_S
         while proxy.muted == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proxy.muted == 1
         proc.send_signal(signal.SIGINT)
-        # well inside the 20 s a timeout takes: a run still there at 10 s fails here
         out, err = proc.communicate(timeout=10)
-    assert (proc.returncode, out) == (130, "")
+    return proc.returncode, out, err, f"{root}/ds/v1", os.listdir(temp)
+
+
+def test_ctrl_c_of_a_verify_waiting_on_a_mute_server_stops_it_at_once_and_removes_its_copy(
+        cli: Path, tmp_path: Path) -> None:
+    """Review 122: `verify` of an object-store version copies it into TMPDIR; a Ctrl-C while a GET waited
+    on a server gone mute waited for the store's timeouts (about 20 s) and then failed with the timeout.
+    The request is dropped now: exit 130 with the interrupt, the copy removed, well before any timeout."""
+    code, out, err, url, left = interrupted_verify(cli, tmp_path, "gets")
+    assert (code, out, left) == (130, "", [])
     assert err == ("timef: interrupted, stopping and removing what this run wrote (Ctrl-C again to exit now)\n"
-                   f"timef: error: I/O on {root}/ds/v1: interrupted (Ctrl-C)\n"), err
-    assert os.listdir(temp) == []
+                   f"timef: error: I/O on {url}: interrupted (Ctrl-C)\n"), err
 
 
 def test_ctrl_c_of_a_verify_whose_listing_waits_on_a_mute_server_ends_it_at_once(cli: Path, tmp_path: Path) -> None:
     """Review 123: verify listed the version's objects after its temporary copy was made, so a Ctrl-C while
     that listing waited on a mute server waited for the store's timeouts (about 20 s) too. It lists first now:
     nothing is made yet, and the Ctrl-C ends it at once (exit 130, no notice, TMPDIR empty)."""
-    import os
-    import signal
-
-    endpoint = s3_endpoint()
-    bucket = s3_bucket(endpoint)
-    opts = s3_options(endpoint)
-    root = f"s3://{bucket}/mute-list"
-    code, err = finish(ingest(cli, tmp_path, root, opts))
-    assert code == 0, err
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    with Proxy(endpoint) as proxy:
-        proxy.mute_lists = True
-        args = [str(cli), "verify", f"{root}/ds/v1", *storage_args({**opts, "aws_endpoint": proxy.url})]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "TMPDIR": str(temp)})
-        deadline = time.monotonic() + GUARD_S
-        while proxy.muted == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert proxy.muted == 1
-        proc.send_signal(signal.SIGINT)
-        # well inside the 20 s a timeout takes: a run still there at 10 s fails here
-        out, err = proc.communicate(timeout=10)
-    assert (proc.returncode, out, err) == (130, "", "")
-    assert os.listdir(temp) == []
+    code, out, err, _, left = interrupted_verify(cli, tmp_path, "lists")
+    assert (code, out, err, left) == (130, "", "", [])
 
 
 def test_a_write_to_a_mute_server_fails_at_its_first_request_whatever_the_depth_of_its_root(
