@@ -2555,7 +2555,7 @@ fn a_folder_moved_out_of_a_parts_prefix_while_gc_empties_it_is_not_touched() {
     let resume = tmp.path().join("resume");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_timef"));
     cmd.args(["gc", &url, "--older-than-s", "3600"]);
-    let (child, _) = start_paused(cmd, "gc-parts-emptied", Some(&resume));
+    let (child, _) = start_paused(cmd, "parts-folders-listed", Some(&resume));
     // the user moves a folder out of the prefix and makes their own empty folder in it
     let outside = tmp.path().join("outside");
     std::fs::rename(parts.join("a"), &outside).unwrap();

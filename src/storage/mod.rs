@@ -66,8 +66,8 @@ use crate::error::{Error, Result};
 /// name not yet removed); of an object-store `gc`:
 /// `gc-objects-listed` (every object listed, no claim read yet) and, per dead claim, `gc-claim-judged`
 /// (judged dead, not yet taken over) and `gc-claim-taken` (gc's claim put, no object deleted yet);
-/// of a `file://` `gc`, per parts' prefix it clears, `gc-parts-emptied` (its files removed, its
-/// folders listed, none removed yet).
+/// of a `file://` parts' prefix cleared (by `gc`, or its writer), `parts-folders-listed` (its
+/// files removed, its folders listed, none removed yet).
 /// Points of `verify` of an object-store version: `verify-copying` (the first
 /// object copied into the temporary copy, the others not yet),
 /// `verify-copied` (the copy whole, no check run yet) and `verify-checked`

@@ -257,15 +257,17 @@ pub(in crate::storage) fn remove_empty_dir_nofollow(dir: &std::path::Path, rel: 
     unlink_nofollow(dir, rel, rustix::fs::AtFlags::REMOVEDIR)
 }
 
-/// `file://`: removes every empty directory below the directory `rel` of
-/// `dir` (not `rel` itself), deepest first. They are found through handles
-/// (entries examined with `AT_SYMLINK_NOFOLLOW`, names that are not UTF-8
-/// passed over: gc reports such a name as kept) and each is removed by its
-/// name from `dir`, reached as [`remove_file_nofollow`] reaches a file: a
-/// folder moved out of the place meanwhile is not reached (review 125: a
-/// handle follows it, and one emptied folders outside the place). What is not
-/// empty, or cannot be reached, stays.
-pub(in crate::storage) fn remove_empty_dirs_below_nofollow(dir: &std::path::Path, rel: &str) {
+/// `file://`: removes the folders of the prefix `rel` below `dir` once its
+/// files are gone (a parts' prefix is one write's alone: its name holds the
+/// write id): every empty directory below it, deepest first, then `rel`
+/// itself. They are found through handles (entries examined with
+/// `AT_SYMLINK_NOFOLLOW`, names that are not UTF-8 passed over: gc reports
+/// such a name as kept) and each is removed by its name from `dir`, reached as
+/// [`remove_file_nofollow`] reaches a file: a folder moved out of the place
+/// meanwhile is not reached (review 125: a handle follows it, and one emptied
+/// folders outside the place). What is not empty, or cannot be reached,
+/// stays. Returns whether `rel` is gone.
+pub(in crate::storage) fn remove_prefix_folders(dir: &std::path::Path, rel: &str) -> bool {
     use rustix::fs::{statat, AtFlags, Dir, FileType};
     let mut found = Vec::new();
     let mut todo = vec![rel.to_string()];
@@ -287,10 +289,12 @@ pub(in crate::storage) fn remove_empty_dirs_below_nofollow(dir: &std::path::Path
         }
     }
     found.sort_by(|a, b| b.matches('/').count().cmp(&a.matches('/').count()).then_with(|| a.cmp(b)));
-    super::pause_point("gc-parts-emptied");
+    super::pause_point("parts-folders-listed");
     for sub in found {
         let _ = remove_empty_dir_nofollow(dir, &sub);
     }
+    let _ = remove_empty_dir_nofollow(dir, rel);
+    std::fs::symlink_metadata(dir.join(rel)).is_err()
 }
 
 /// The directory `rel` (`/`-separated) below `dir`, each directory on the
@@ -447,27 +451,6 @@ impl ObjectLocation {
 
     pub(crate) fn file_name(&self) -> Option<String> {
         self.path.filename().map(str::to_string)
-    }
-
-    /// `file://` only (elsewhere a prefix is no directory, and nothing is
-    /// done): removes the directories strictly between this prefix and each of
-    /// `keys` (objects under it, deleted by the caller) that are empty,
-    /// deepest first. object_store's local store makes a key's directories
-    /// when it puts it and never removes them (its `automatic_cleanup` would
-    /// take every empty ancestor up to `/`, a user's own folders included).
-    /// `rmdir(2)` takes only an empty directory, so nothing anyone put there
-    /// meanwhile goes; a failure leaves the directory, as it is.
-    pub(super) fn remove_empty_dirs<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectLocation>) {
-        let Some(top) = self.file_path() else { return };
-        let mut dirs = std::collections::BTreeSet::new();
-        for key in keys.into_iter().filter_map(ObjectLocation::file_path) {
-            dirs.extend(key.ancestors().skip(1).take_while(|d| *d != top && d.starts_with(&top)).map(Into::into));
-        }
-        let mut dirs: Vec<std::path::PathBuf> = dirs.into_iter().collect();
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs {
-            let _ = std::fs::remove_dir(d);
-        }
     }
 
     /// The location one segment up (itself at the store's root).

@@ -235,14 +235,14 @@ pub(super) fn object_rules(
     // listed name keeps its leftover marked, and is reported. With `held`
     // (gc's claim and its writer id), each delete goes only while that claim is
     // still this run's: a run whose claim another took over stops there.
-    // What was deleted before a stop is reported as removed.
+    // What was deleted before a stop is reported as removed. True when every
+    // one went (a run that removes, not stopped).
     let remove =
         |prefix: Option<&str>, held: Option<(&str, &str)>, rels: Vec<String>, unit: String, report: &mut GcReport| {
             let mut done = Vec::new();
             if run.removes() {
                 let last = rels.last().cloned().unwrap_or_default();
                 let mut stop = None;
-                let all = rels.clone();
                 for rel in rels {
                     if let Some((claim, id)) = held {
                         match object::claim_writer(&place.join(claim)) {
@@ -282,18 +282,16 @@ pub(super) fn object_rules(
                 if let Some(failed) = stop {
                     report.failed.push(failed);
                     report.removed_files.extend(done);
-                    return;
+                    return false;
                 }
-                if let Some(prefix) = prefix {
-                    prune(prefix, &all);
+                if !done.is_empty() {
+                    record(report, ds, unit, done);
                 }
-                if done.is_empty() {
-                    return;
-                }
+                true
             } else {
-                done.extend(rels.iter().map(|rel| shown(rel)));
+                record(report, ds, unit, rels.iter().map(|rel| shown(rel)));
+                false
             }
-            record(report, ds, unit, done);
         };
     // (version, write id) of every live claim: its parts' prefix stays
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();
@@ -328,8 +326,9 @@ pub(super) fn object_rules(
                     let claimed = place.join(&join(&version, CLAIM)).size();
                     match (now, claimed) {
                         (Ok(Some(id)), Ok(None)) if id == *fence_id => {
-                            remove(None, None, vec![fence_key.clone()], shown(&fence_key), report);
-                            prune(&version, &[]);
+                            if remove(None, None, vec![fence_key.clone()], shown(&fence_key), report) {
+                                prune(&version, &[]);
+                            }
                         }
                         (Ok(_), Ok(_)) => {}
                         (Err(e), _) | (_, Err(e)) => report.failed.push((shown(&fence_key), e.to_string())),
@@ -434,7 +433,12 @@ pub(super) fn object_rules(
         let cleared = (!manifest && !rels.is_empty()).then_some(version.as_str());
         rels.push(claim.clone());
         let held = ours.as_deref().map(|id| (claim.as_str(), id));
-        remove(cleared, held, rels, shown(&claim), report);
+        let all = rels.clone();
+        if remove(cleared, held, rels, shown(&claim), report) {
+            if let Some(version) = cleared {
+                prune(version, &all);
+            }
+        }
     }
     for (child, role) in &ds.children {
         let Role::Parts { version, write_id } = role else { continue };
@@ -456,15 +460,11 @@ pub(super) fn object_rules(
         // file://: its folders go too, once its files did (its name holds
         // the write id: each is its writer's; review 124: an empty one stayed,
         // without the marker, "removed")
-        remove(Some(&prefix), None, files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
-        if let Some(dir) = dir.as_ref().filter(|_| run.removes()) {
-            if object::file_left_besides(&dir.join(&prefix), &[]).is_none() {
-                object::remove_empty_dirs_below_nofollow(dir, &prefix);
-                let _ = object::remove_empty_dir_nofollow(dir, &prefix);
-                // its marker is gone: a later run does not find what stays
-                if std::fs::symlink_metadata(dir.join(&prefix)).is_ok() {
-                    report.odd.push((shown(&prefix), PRUNE_LEFT.to_string()));
-                }
+        let emptied = remove(Some(&prefix), None, files.into_iter().map(|(f, _)| f).collect(), shown(&prefix), report);
+        if let Some(dir) = dir.as_ref().filter(|_| emptied) {
+            // its marker is gone: a later run does not find what stays
+            if !object::remove_prefix_folders(dir, &prefix) {
+                report.odd.push((shown(&prefix), PRUNE_LEFT.to_string()));
             }
         }
     }

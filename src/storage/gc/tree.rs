@@ -179,7 +179,7 @@ impl Tree for Listed {
     /// A link is never read through: one named like a marker is a marker
     /// that cannot be read, as a local place's reading finds it.
     fn marker(&self, place: &Location, rel: &str, key: &str) -> Result<Marker> {
-        if self.unread.link_files.contains(rel) || self.unread.linked.contains(rel) {
+        if self.unread.link_files.contains(rel) {
             return Ok(Marker::Unreadable);
         }
         place.marker(rel, key)
@@ -367,28 +367,12 @@ enum LinkTarget {
     Unknown,
 }
 
-fn link_target<T: LinkStat>(looked: std::result::Result<T, Errno>) -> LinkTarget {
+/// [`LinkTarget`] from a look through a link: whether it found a directory.
+fn link_target(looked: std::result::Result<bool, Errno>) -> LinkTarget {
     match looked {
-        Ok(st) if st.is_dir() => LinkTarget::Dir,
-        Ok(_) | Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => LinkTarget::NotDir,
+        Ok(true) => LinkTarget::Dir,
+        Ok(false) | Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => LinkTarget::NotDir,
         Err(_) => LinkTarget::Unknown,
-    }
-}
-
-/// What [`link_target`] needs of a look through a link.
-trait LinkStat {
-    fn is_dir(&self) -> bool;
-}
-
-impl LinkStat for rustix::fs::Stat {
-    fn is_dir(&self) -> bool {
-        FileType::from_raw_mode(self.st_mode) == FileType::Directory
-    }
-}
-
-impl LinkStat for fs::Metadata {
-    fn is_dir(&self) -> bool {
-        fs::Metadata::is_dir(self)
     }
 }
 
@@ -449,7 +433,12 @@ impl Tree for LocalTree {
             let file_type = FileType::from_raw_mode(st.st_mode);
             // a link is looked through, never opened: one to a directory may
             // be a linked-in version or dataset (readers follow it)
-            let target = (file_type == FileType::Symlink).then(|| link_target(statat(dir, name, AtFlags::empty())));
+            let target = (file_type == FileType::Symlink).then(|| {
+                link_target(
+                    statat(dir, name, AtFlags::empty())
+                        .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
+                )
+            });
             if file_type == FileType::Directory {
                 match name.to_str() {
                     Err(_) => level.unnamed.insert(shown),
@@ -550,6 +539,7 @@ pub(super) fn file_tree(
             // that cannot be read)
             let link = |unread: &mut UnreadDirs, at: &str| {
                 let looked = fs::metadata(dir.join(&rel).join(entry.file_name()))
+                    .map(|m| m.is_dir())
                     .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO));
                 let target = link_target(looked);
                 if target != LinkTarget::NotDir {

@@ -27,23 +27,20 @@ impl ObjectLocation {
     fn delete_parts(&self) -> Result<()> {
         let (mut all, unlistable) = self.list_all()?;
         all.sort_by_key(|m| (m.location.filename() == Some(PARTS_MARKER), m.location.clone()));
-        let mut deleted = Vec::with_capacity(all.len());
         for m in all {
             if !unlistable.is_empty() && m.location.filename() == Some(PARTS_MARKER) {
                 break;
             }
-            let key = self.at(m.location);
-            key.delete()?;
-            deleted.push(key);
+            self.at(m.location).delete()?;
         }
         if let Some(level) = unlistable.first() {
             return Err(super::cannot_list(&self.join(level)));
         }
-        // file://: the prefix's directories go with it (the prefix is one
-        // write's alone: its name holds the write id)
-        self.remove_empty_dirs(&deleted);
-        if let Some(dir) = self.file_path() {
-            let _ = std::fs::remove_dir(dir);
+        // file://: the prefix's folders go with it
+        if let Some(path) = self.file_path() {
+            if let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+                super::remove_prefix_folders(parent, name);
+            }
         }
         Ok(())
     }
