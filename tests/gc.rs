@@ -2287,7 +2287,7 @@ fn gc_of_a_file_url_keeps_and_reports_a_folder_this_user_may_not_read_and_clears
     let url = format!("file://{}", root.display());
     let why = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
                known, so nothing it may mark is cleared; kept";
-    let kept = ["lost+found", "b/v3", "b/.cache", "b/v4/time_series"].map(|d| format!("kept (odd) {url}/{d}: {why}\n"));
+    let kept = ["lost+found", "b/.cache", "b/v3", "b/v4/time_series"].map(|d| format!("kept (odd) {url}/{d}: {why}\n"));
     let want = format!("removed {url}/b/v2/{CLAIM}\n{}1 leftover(s) cleared, 2 file(s) removed\n", kept.concat());
     assert_eq!(timef_as_a_user(&["gc", &url, "--older-than-s", "0"]), (0, want));
     // v2 holds gc's fence alone; v4, its claim and shard, is as it was
@@ -2301,6 +2301,154 @@ fn gc_of_a_file_url_keeps_and_reports_a_folder_this_user_may_not_read_and_clears
         assert!(root.join(dir).join("inside").is_dir(), "{dir}");
     }
     assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());
+}
+
+/// `ls` of a `file://` place reads a folder this user may not read inside a
+/// dead writer's version or parts' prefix as gc does: a level of unknown
+/// content, reported under its dataset and kept, the rest listed. It failed
+/// the whole listing (exit 3, `I/O on .../b/v4/time_series: Permission
+/// denied`) where `gc --dry-run` of the same place coped.
+#[test]
+fn ls_of_a_file_url_reads_a_folder_this_user_may_not_read_as_gc_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    let v4 = root.join("b/v4");
+    std::fs::create_dir_all(v4.join("time_series")).unwrap();
+    std::fs::write(v4.join(CLAIM), DEAD_CLAIM).unwrap();
+    std::fs::write(v4.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
+    let parts = root.join(format!("b/.tmp-v5-{}", "0123456789abcdef".repeat(2)));
+    std::fs::create_dir_all(parts.join("time_series")).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
+    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    age_2h(&root.join("b"));
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    let shut = [v4.join("time_series"), parts.join("time_series")];
+    for dir in &shut {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let url = format!("file://{}", root.display());
+    let why = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
+               known, so nothing it may mark is cleared; kept";
+    let p = format!("b/{}", parts.file_name().unwrap().to_string_lossy());
+    let closed = [format!("{p}/time_series"), "b/v4/time_series".to_string()];
+    let listed: String = closed.iter().map(|d| format!("  (odd: {url}/{d} {why})\n")).collect();
+    assert_eq!(timef_as_a_user(&["ls", &url]), (0, format!("b\n  v1\n{listed}")));
+    let kept: String = closed.iter().map(|d| format!("kept (odd) {url}/{d}: {why}\n")).collect();
+    let want = format!("{kept}0 leftover(s) would be cleared, 0 file(s) would be removed\n");
+    assert_eq!(timef_as_a_user(&["gc", "--dry-run", &url, "--older-than-s", "3600"]), (0, want));
+    for dir in &shut {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    assert_eq!(std::fs::read(v4.join(CLAIM)).unwrap(), DEAD_CLAIM);
+    assert_eq!(std::fs::read(parts.join("time_series/shard-00000.parquet")).unwrap(), b"a dead writer's part");
+}
+
+/// A dead writer's parts' prefix beside its committed version, which holds a
+/// folder this user may not read: that folder cannot hide the version's
+/// claim (a claim is in the version's own level), so the parts go. `ls`
+/// announced them as a leftover `gc` clears while `gc` kept them, judging
+/// the version's level unread.
+#[test]
+fn a_folder_below_a_version_this_user_may_not_read_does_not_keep_its_dead_parts() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    let parts = root.join(format!("b/.tmp-v1-{}", "0123456789abcdef".repeat(2)));
+    std::fs::create_dir_all(parts.join("time_series")).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
+    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    age_2h(&parts);
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    let tasks = root.join("b/v1/tasks");
+    std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let url = format!("file://{}", root.display());
+    let stale = "(1 leftover(s) of dead writers (claims, parts' prefixes, gc's fences) idle for 3600 s or more: \
+                 `timef gc` clears them)";
+    assert_eq!(timef_as_a_user(&["ls", &url]), (0, format!("b\n  v1\n  {stale}\n")));
+    let why = "is a folder this user may not read: what it holds (a version or a dataset, perhaps) is not \
+               known, so nothing it may mark is cleared; kept";
+    let p = parts.display();
+    let want = |verb: &str, done: &str| {
+        format!(
+            "{verb} file://{p}\nkept (odd) {url}/b/v1/tasks: {why}\n1 leftover(s) {done}, 2 file(s) {done2}\n",
+            done2 = if verb == "removed" { "removed" } else { "would be removed" }
+        )
+    };
+    let dry = timef_as_a_user(&["gc", "--dry-run", &url, "--older-than-s", "3600"]);
+    assert_eq!(dry, (0, want("would remove", "would be cleared")));
+    assert_eq!(timef_as_a_user(&["gc", &url, "--older-than-s", "3600"]), (0, want("removed", "cleared")));
+    assert!(!parts.exists());
+    std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(timef::verify::verify_at(&Location::local(root.join("b/v1"))).unwrap().is_ok());
+}
+
+/// A dead local writer's staging directory holding a folder this user may
+/// not read: `gc` and its dry run fail on it (exit 3, named), and `ls`, which
+/// said nothing of it, names it as odd.
+#[test]
+fn ls_names_a_staging_directory_it_could_not_examine() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    let staging = root.join(format!("b/.tmp-v2-{}", "a1".repeat(16)));
+    std::fs::create_dir_all(staging.join("time_series")).unwrap();
+    std::fs::create_dir_all(staging.join("closed")).unwrap();
+    std::fs::write(staging.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
+    for entry in walkdir::WalkDir::new(tmp.path()) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+    std::fs::set_permissions(staging.join("closed"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let (s, rel) = (staging.display(), staging.strip_prefix(&root).unwrap().display().to_string());
+    let why = format!("{rel}/closed: Permission denied (os error 13)");
+    let odd = format!(
+        "  (odd: {s} is a staging directory that could not be examined: {why}; kept (`timef gc` cannot \
+                       clear it either))\n"
+    );
+    let r = root.display().to_string();
+    assert_eq!(timef_as_a_user(&["ls", &r]), (0, format!("b\n  v1\n{odd}")));
+    // the dry run fails on it, as gc does (named on stderr, exit 3)
+    let dry = timef_as_a_user(&["gc", "--dry-run", &r, "--older-than-s", "0"]);
+    assert_eq!(dry, (3, "0 leftover(s) would be cleared, 0 file(s) would be removed\n".to_string()));
+    std::fs::set_permissions(staging.join("closed"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(std::fs::read(staging.join("time_series/shard-00000.parquet")).unwrap(), b"a dead writer's");
+}
+
+/// A dead writer's claimed version whose `manifest.json` is a link to a
+/// folder (`file://`): gc's fence cannot go there, so only the claim goes,
+/// as beside a user's manifest; the dry run counted the shard too.
+#[test]
+fn a_dry_run_counts_what_gc_removes_beside_a_link_at_the_manifest_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("r");
+    commit_v1(Location::local(&root), "b");
+    let v2 = root.join("b/v2");
+    std::fs::create_dir_all(v2.join("time_series")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("elsewhere")).unwrap();
+    std::fs::write(v2.join(CLAIM), DEAD_CLAIM).unwrap();
+    std::fs::write(v2.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("elsewhere"), v2.join("manifest.json")).unwrap();
+    age_2h(&v2);
+    let url = format!("file://{}", root.display());
+    let link = format!(
+        "kept (odd) {url}/b/v2/manifest.json: is a symbolic link (or unreadable): gc never deletes \
+                        through it; kept\n"
+    );
+    let (code, out, _) = cli(&["gc", "--dry-run", &url, "--older-than-s", "3600"]);
+    let claim = format!("{url}/b/v2/{CLAIM}");
+    let want = format!("would remove {claim}\n{link}1 leftover(s) would be cleared, 1 file(s) would be removed\n");
+    assert_eq!((code, out), (0, want));
+    let (code, out, _) = cli(&["gc", &url, "--older-than-s", "3600"]);
+    assert_eq!((code, out), (0, format!("removed {claim}\n{link}1 leftover(s) cleared, 1 file(s) removed\n")));
+    assert_eq!(std::fs::read(v2.join("time_series/shard-00000.parquet")).unwrap(), b"a dead writer's");
+    assert!(v2.join("manifest.json").is_symlink());
 }
 
 /// gc of a `file://` place clears a dead writer's directories with its

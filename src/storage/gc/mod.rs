@@ -220,23 +220,23 @@ fn collect(place: &Location, older_than_s: u64, now: SystemTime, mode: Mode) -> 
                 report_unlistable(o, tree, &ds.rel, &mut survey.report);
                 survey.datasets.push(found(place, &ds, fenced, before, &survey.report));
             }
-            // the levels outside every dataset, reported for the place
+            // the levels outside every dataset, reported for the place (a
+            // folder this user may not read in a hidden one, say)
             report_unlistable(o, tree, "", &mut survey.report);
-            // the folders this user may not read that no dataset's reading
-            // reported (a hidden one, one inside a version or parts' prefix)
-            for level in tree.closed() {
-                report_once(o, &level, classify::UNREADABLE_DIR, &mut survey.report);
-            }
         }
     }
     to_innermost_dataset(&mut survey.datasets);
     Ok(survey)
 }
 
-/// Reports as odd each level under `rel` that could not be listed, once.
+/// Reports as odd each level under `rel` that could not be listed, or
+/// that this user may not read, once.
 fn report_unlistable(o: &object::ObjectLocation, tree: &dyn Tree, rel: &str, report: &mut GcReport) {
     for level in tree.unlistable().iter().filter(|u| within(u, rel)) {
         report_once(o, level, object::UNLISTABLE, report);
+    }
+    for level in tree.closed().iter().filter(|c| within(c, rel)) {
+        report_once(o, level, classify::UNREADABLE_DIR, report);
     }
 }
 

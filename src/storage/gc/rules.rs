@@ -84,7 +84,7 @@ pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut
             // gone since the listing (committed or aborted), or replaced: not this leftover
             Ok(None) => continue,
             Err(e) => {
-                report.failed.push((shown, e.to_string()));
+                unexamined(run, report, shown, e.to_string());
                 continue;
             }
         };
@@ -111,11 +111,26 @@ pub(super) fn local_rules(run: Run, tree: &LocalTree, ds: &Dataset, report: &mut
                 // stops where the removal would), the leftover not: what is
                 // left stays marked by its name
                 report.removed_files.extend(files);
-                report.failed.push((shown, e.to_string()));
+                unexamined(run, report, shown, e.to_string());
             }
         }
     }
 }
+
+/// A staging directory `shown` that could not be examined or removed (`why`):
+/// a failure of `gc` and of its dry run, a directory `ls` names as odd (it
+/// lists; its exit says nothing of what it found).
+fn unexamined(run: Run, report: &mut GcReport, shown: String, why: String) {
+    match run.mode {
+        Mode::Survey => {
+            report.odd.push((shown, format!("{UNEXAMINED}: {why}; kept (`timef gc` cannot clear it either)")))
+        }
+        Mode::Remove | Mode::DryRun => report.failed.push((shown, why)),
+    }
+}
+
+/// How `ls` names a staging directory it could not examine.
+const UNEXAMINED: &str = "is a staging directory that could not be examined";
 
 /// Every file under `rel` ([`Tree::files_under`]); `None` when a level under
 /// it could not be listed ([`crate::storage::object::UNLISTABLE`]): what is
@@ -134,6 +149,12 @@ fn whole(tree: &dyn Tree, rel: &str) -> Result<Option<Vec<(String, SystemTime)>>
 /// `ds`, while its own are hidden).
 fn unlisted(tree: &dyn Tree, rel: &str) -> bool {
     tree.unlistable().iter().chain(&tree.closed()).any(|u| within(u, rel) || within(rel, u))
+}
+
+/// True when a level that could not be listed, or that this user may not
+/// read, is `rel` or above it: what `rel` itself directly holds is not known.
+fn hidden(tree: &dyn Tree, rel: &str) -> bool {
+    tree.unlistable().iter().chain(&tree.closed()).any(|u| within(rel, u))
 }
 
 /// Object-store roles. A claim is live while it, an object under its
@@ -385,8 +406,14 @@ pub(super) fn object_rules(
                 },
             };
             // a manifest.json neither TimeF's nor gc's fence is a user's: kept,
-            // with everything beside it (only the claim goes), in a dry run too
-            let users_manifest = fence.is_none() && under.iter().any(|(f, _)| *f == fence_key);
+            // with everything beside it (only the claim goes), in a dry run too;
+            // so is anything else at its name (`file://`: a folder, or a link
+            // never read through), where gc's fence cannot go either
+            let level = tree.level(&version)?;
+            let at_manifest = [&level.dirs, &level.linked, &level.unreadable, &level.unnamed]
+                .iter()
+                .any(|names| names.contains(MANIFEST));
+            let users_manifest = fence.is_none() && (at_manifest || under.iter().any(|(f, _)| *f == fence_key));
             rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim && *f != fence_key));
             if users_manifest {
                 rels.clear();
@@ -445,8 +472,10 @@ pub(super) fn object_rules(
         let prefix = join(&ds.rel, child);
         // its version's level unlisted, or one above it (classifying read
         // them), may hide the claim that holds it, as a claim that cannot be
-        // read may be it: kept
-        if unlisted(tree, &join(&ds.rel, version)) || unknown_writer.contains(version) {
+        // read may be it: kept. A level below the version cannot: the claim
+        // is in the version's own level, and a claim whose version holds
+        // one is judged alive above
+        if hidden(tree, &join(&ds.rel, version)) || unknown_writer.contains(version) {
             continue;
         }
         let Some(mut files) = whole(tree, &prefix)? else { continue };

@@ -46,6 +46,9 @@ pub(super) struct Level {
     /// user's folder), so what they hold, a version or a dataset perhaps,
     /// is not known.
     pub(super) unreadable: BTreeSet<String>,
+    /// Local: which of `files` are symbolic links (looked through, never
+    /// read or followed): no file of a writer's, so never one a rule counts.
+    pub(super) link_files: BTreeSet<String>,
 }
 
 /// The tree under the place given, read on demand; paths are relative to it
@@ -256,6 +259,9 @@ impl Tree for FileUrlTree {
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
         self.0.files_under(rel)
     }
+    fn closed(&self) -> Vec<String> {
+        self.0.closed()
+    }
 }
 
 /// A tree whose levels are read once: classifying a root reads each
@@ -298,6 +304,8 @@ pub(super) struct LocalTree {
     root: PathBuf,
     place: VersionDir,
     listed: RefCell<BTreeMap<String, (u64, u64)>>,
+    /// The folders this user may not read that [`Tree::files_under`] met.
+    closed: RefCell<BTreeSet<String>>,
 }
 
 impl LocalTree {
@@ -314,7 +322,7 @@ impl LocalTree {
             }
             Err(e) => return Err(e),
         };
-        Ok(LocalTree { root: root.to_path_buf(), place, listed: RefCell::default() })
+        Ok(LocalTree { root: root.to_path_buf(), place, listed: RefCell::default(), closed: RefCell::default() })
     }
 
     /// The place's path.
@@ -352,6 +360,58 @@ impl LocalTree {
     /// The identity of `rel` when it was listed.
     pub(super) fn listed(&self, rel: &str) -> Option<(u64, u64)> {
         self.listed.borrow().get(rel).copied()
+    }
+
+    /// What is directly under `dir`, the level `rel` reached, recorded as
+    /// listed with its identity.
+    fn read(&self, dir: &VersionDir, rel: &str) -> Result<Level> {
+        let path = self.root.join(rel);
+        let io = |e: Errno| Error::io(&path, e.into());
+        let itself = identity(&rustix::fs::fstat(dir).map_err(io)?);
+        self.listed.borrow_mut().insert(rel.to_string(), itself);
+        let mut level = Level::default();
+        for entry in Dir::read_from(dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            let shown = name.to_string_lossy().into_owned();
+            // an entry that cannot be examined (a directory listed but not
+            // entered) is not known: nothing is judged from an empty level
+            let st = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io(path.join(&shown), e.into())),
+            };
+            let file_type = FileType::from_raw_mode(st.st_mode);
+            // a link is looked through, never opened: one to a directory may
+            // be a linked-in version or dataset (readers follow it)
+            let target = (file_type == FileType::Symlink).then(|| {
+                link_target(
+                    statat(dir, name, AtFlags::empty())
+                        .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
+                )
+            });
+            if file_type == FileType::Directory {
+                match name.to_str() {
+                    Err(_) => level.unnamed.insert(shown),
+                    Ok(_) if !may_enter(dir, name) => level.unreadable.insert(shown),
+                    Ok(_) => level.dirs.insert(shown),
+                };
+                continue;
+            }
+            if matches!(target, Some(LinkTarget::Dir | LinkTarget::Unknown)) {
+                level.linked.insert(shown.clone());
+            }
+            if !matches!(target, Some(LinkTarget::Dir)) {
+                if target.is_some() {
+                    level.link_files.insert(shown.clone());
+                }
+                level.files.insert(shown, local::modified(&st));
+            }
+        }
+        Ok(level)
     }
 }
 
@@ -395,7 +455,6 @@ pub(super) fn identity(st: &rustix::fs::Stat) -> (u64, u64) {
 impl Tree for LocalTree {
     fn level(&self, rel: &str) -> Result<Level> {
         let path = self.root.join(rel);
-        let io = |e: Errno| Error::io(&path, e.into());
         let reached;
         let dir = match rel {
             "" => &self.place,
@@ -410,51 +469,10 @@ impl Tree for LocalTree {
                 Err(e) => return Err(Error::io(&path, e)),
             },
         };
-        let itself = identity(&rustix::fs::fstat(dir).map_err(io)?);
-        self.listed.borrow_mut().insert(rel.to_string(), itself);
         if rel.is_empty() {
             crate::storage::pause_point("gc-place-opened");
         }
-        let mut level = Level::default();
-        for entry in Dir::read_from(dir).map_err(io)? {
-            let entry = entry.map_err(io)?;
-            let name = entry.file_name();
-            if name.to_bytes() == b"." || name.to_bytes() == b".." {
-                continue;
-            }
-            let shown = name.to_string_lossy().into_owned();
-            // an entry that cannot be examined (a directory listed but not
-            // entered) is not known: nothing is judged from an empty level
-            let st = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => st,
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(Error::io(path.join(&shown), e.into())),
-            };
-            let file_type = FileType::from_raw_mode(st.st_mode);
-            // a link is looked through, never opened: one to a directory may
-            // be a linked-in version or dataset (readers follow it)
-            let target = (file_type == FileType::Symlink).then(|| {
-                link_target(
-                    statat(dir, name, AtFlags::empty())
-                        .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
-                )
-            });
-            if file_type == FileType::Directory {
-                match name.to_str() {
-                    Err(_) => level.unnamed.insert(shown),
-                    Ok(_) if !may_enter(dir, name) => level.unreadable.insert(shown),
-                    Ok(_) => level.dirs.insert(shown),
-                };
-                continue;
-            }
-            if matches!(target, Some(LinkTarget::Dir | LinkTarget::Unknown)) {
-                level.linked.insert(shown.clone());
-            }
-            if !matches!(target, Some(LinkTarget::Dir)) {
-                level.files.insert(shown, local::modified(&st));
-            }
-        }
-        Ok(level)
+        self.read(dir, rel)
     }
     fn marker(&self, _place: &Location, rel: &str, key: &str) -> Result<Marker> {
         let (dir_rel, name) = rel.rsplit_once('/').unwrap_or(("", rel));
@@ -480,24 +498,39 @@ impl Tree for LocalTree {
         };
         Ok(Marker::of(small, key))
     }
-    /// Every file under `rel` with its time, failing where a folder cannot
-    /// be read (what is not seen is not judged), links not followed. `rel` is
-    /// reached as its levels were listed, never through a link (one there
-    /// holds nothing, as gc's walk of a `file://` place reads it), and walked
-    /// from the handle reached, so nothing swapped in meanwhile is read
-    /// ([`local::walk_in`]).
+    /// Every file under `rel` with its time, sorted, read level by level as
+    /// gc's walk of a `file://` place ([`file_tree`]) reads it: a link is
+    /// never followed nor counted, nor is a folder whose name is not UTF-8
+    /// entered; a folder this user may not read is recorded as closed
+    /// ([`Tree::closed`]: the rules act on nothing around it, and it is
+    /// reported), not an error. `rel` and each level below it are reached as
+    /// their levels were listed, never through a link (one at `rel` holds
+    /// nothing), so nothing swapped in meanwhile is read ([`LocalTree::reach`]).
     fn files_under(&self, rel: &str) -> Result<Vec<(String, SystemTime)>> {
-        let dir = match self.reach(rel) {
-            Ok(Some(dir)) => dir,
-            Ok(None) => return Ok(Vec::new()),
-            Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(self.root().join(rel), e)),
-        };
-        let (entries, errors) = local::walk_in(&dir);
-        if let Some((at, why)) = errors.into_iter().next() {
-            return Err(Error::io(self.root().join(rel).join(at), io::Error::other(why)));
+        let mut files = Vec::new();
+        let mut todo = vec![rel.to_string()];
+        while let Some(at) = todo.pop() {
+            let dir = match self.reach(&at) {
+                Ok(Some(dir)) => dir,
+                // gone since it was listed (a writer committed, aborted)
+                Ok(None) => continue,
+                Err(e) if at == rel && matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => {
+                    return Ok(Vec::new())
+                }
+                Err(e) => return Err(Error::io(self.root().join(&at), e)),
+            };
+            let level = self.read(&dir, &at)?;
+            let here = |name: &String| join(&at, name);
+            self.closed.borrow_mut().extend(level.unreadable.iter().map(here));
+            files
+                .extend(level.files.iter().filter(|(f, _)| !level.link_files.contains(*f)).map(|(f, t)| (here(f), *t)));
+            todo.extend(level.dirs.iter().map(here));
         }
-        Ok(entries.into_iter().filter(|e| !e.symlink).map(|e| (join(rel, &e.rel), e.modified)).collect())
+        files.sort();
+        Ok(files)
+    }
+    fn closed(&self) -> Vec<String> {
+        self.closed.borrow().iter().cloned().collect()
     }
 }
 
