@@ -52,7 +52,8 @@ pub struct ExportSummary {
 ///
 /// # Errors
 /// The scan's errors ([`Error::Corrupt`], I/O, object store); [`Error::Io`] on
-/// `out` (`AlreadyExists` when a file is there); [`Error::Validation`] (field
+/// `out` (`AlreadyExists` when a file is there); [`Error::Missing`] naming
+/// the folder of `out` when it does not exist; [`Error::Validation`] (field
 /// `out`) when `out` is inside a committed version, which never changes.
 /// Nothing is left at `out` on error.
 pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSummary> {
@@ -70,7 +71,11 @@ pub fn export(scan: Scan, out: &Path, format: ExportFormat) -> Result<ExportSumm
     // stops it at the next batch or before the rename and the temporary file is
     // removed instead of the process exiting at once
     let _live = crate::storage::LiveGuard::new();
-    let tmp = builder.tempfile_in(parent).map_err(|e| Error::io_temp(out, e))?;
+    let tmp = builder.tempfile_in(parent).map_err(|e| match e.kind() {
+        // one rule for what does not exist (docs/format.md "Exit codes")
+        std::io::ErrorKind::NotFound => crate::storage::missing_dir(parent),
+        _ => Error::io_temp(out, e),
+    })?;
     let file = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone().map_err(|e| Error::io(out, e))?);
     let (series, chunks, values) = (scan.series_meta().len() as u64, scan.chunks(), scan.values());
     let arrow_err = |e: arrow_schema::ArrowError| Error::Arrow { path: out.to_path_buf(), source: e };

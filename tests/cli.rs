@@ -408,3 +408,83 @@ fn stderr_that_takes_nothing_leaves_the_exit_code_as_it_is() {
         .unwrap();
     assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(2), &b""[..]));
 }
+
+/// What a new user met (review 127): connector options an edit adds nothing
+/// with are refused, not ignored; an export into a folder that is not there
+/// names it missing, as every verb does (docs/format.md "Exit codes"); tasks
+/// are not read from CSV; a Parquet row file counts its rows from 0, as
+/// every refusal does (§8 "Refusals"; it counted from 1).
+#[test]
+fn edit_and_export_refusals_name_what_is_wrong() {
+    use std::sync::Arc;
+    let root = tempfile::tempdir().unwrap();
+    let dir = ingest_basic_motions(root.path());
+    let (d, r) = (dir.to_str().unwrap(), root.path().to_str().unwrap());
+    let csv = root.path().join("t.csv");
+    std::fs::write(&csv, "task_name,task_id,task_type,sample_ids\nval,x,classification,BasicMotions-train-0\n")
+        .unwrap();
+    // row 0 leaves t_start_s out (null), row 1 gives it as text
+    let rows = root.path().join("a.parquet");
+    let text = |v: [Option<&str>; 2]| Arc::new(arrow_array::StringArray::from(v.to_vec())) as arrow_array::ArrayRef;
+    let batch = arrow_array::RecordBatch::try_from_iter([
+        ("annotation_id", text([Some("a0"), Some("a1")])),
+        ("sample_id", text([Some("BasicMotions-train-0"); 2])),
+        ("annotation_type", text([Some("label"); 2])),
+        ("key", text([Some("k"); 2])),
+        ("t_start_s", text([None, Some("x")])),
+    ])
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&rows).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let before = tree(root.path());
+    let only = "timef: error: invalid option";
+    let cases: [(&[&str], String); 5] = [
+        (&["--sampling-rate-hz", "0"], format!("{only} --sampling-rate-hz: must be finite and > 0, got 0\n")),
+        (
+            &["--sampling-rate-hz", "10"],
+            format!(
+                "{only} --sampling-rate-hz: applies only with --add-arrow or --add-ucr (a .tsf file gives its own \
+                 frequency)\n"
+            ),
+        ),
+        (
+            &["--spec-type", "imu"],
+            format!("{only} --spec-type: applies only with --add-arrow, --add-ucr or --add-tsf\n"),
+        ),
+        (
+            &["--set-tasks", csv.to_str().unwrap()],
+            format!(
+                "timef: error: {}: tasks are not read from CSV (a task's sample_ids is a list): give a .jsonl or \
+                 .parquet file\n",
+                csv.display()
+            ),
+        ),
+        (
+            &["--set-annotations", rows.to_str().unwrap()],
+            format!("timef: error: {}: row 1: invalid type: string \"x\", expected f64\n", rows.display()),
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec!["edit", d, "--out-root", r, "--version", "v2", "--remove-sample", "BasicMotions-train-3"];
+        args.extend(extra);
+        assert_eq!(cli(&args), (2, String::new(), want), "{extra:?}");
+    }
+    let out = root.path().join("nodir/x.arrow");
+    let (code, _, err) = cli(&["export", d, "--out", out.to_str().unwrap()]);
+    let want = format!("timef: error: not found: {}: no such directory\n", root.path().join("nodir").display());
+    assert_eq!((code, err), (2, want));
+    assert_eq!(tree(root.path()), before);
+    // --add-ucr takes one file per flag, so the base may follow it (it took
+    // the base as a second file: "required arguments were not provided")
+    let test = real("ucr/BasicMotions_TEST.ts");
+    let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];
+    let (code, out, err) = cli(&args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let last = format!(
+        "add 40 sample(s), 240 series, 40 annotation(s), 1 task(s), 0 source(s)\n{}\n",
+        root.path().join("BasicMotions/v2").display()
+    );
+    assert!(out.ends_with(&last), "{out}");
+}

@@ -252,4 +252,14 @@ fn cli_edit_dry_run_and_exit_codes() {
         c.pages_copied, c.bytes_read
     );
     assert_eq!(err, line);
+    // the step read from the file lists it as its input (docs/format.md §7,
+    // "Lineage"; it had none): `sha256sum rm.txt`, then of "tsf-T1/context\n"
+    let d = Version::open(root.path().join("tsf/v2")).unwrap().manifest().derived_from.clone().unwrap();
+    assert_eq!(
+        d.operation,
+        serde_json::json!({"cascade": true, "steps": [{"op": "remove_samples", "count": 1,
+            "ids_sha256": "683734cbdd54a1bc62fe8dbc8928096cb1a671a6a379b7d88aa88b0898da8779",
+            "inputs": [{"file": "rm.txt",
+                        "sha256": "65d32102f8571388c61aca38a28b74f211d41fda2abe8baf56f3310acbd45304"}]}]})
+    );
 }

@@ -572,12 +572,14 @@ fn cli_relabel_resplit_and_describe_from_files() {
     );
     // a row or id file that holds none is refused by name, not read as no operation
     let (empty, header) = (tmp.path().join("empty.csv"), tmp.path().join("header.csv"));
+    let empty_jsonl = tmp.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
+    std::fs::write(&empty_jsonl, "").unwrap();
     std::fs::write(&header, "sample_id,annotation_id\n").unwrap();
     for (option, file) in [
         ("--set-annotations", &empty),
         ("--set-annotations", &header),
-        ("--set-tasks", &empty),
+        ("--set-tasks", &empty_jsonl),
         ("--set-sources", &empty),
         ("--remove-samples-from", &empty),
     ] {

@@ -200,8 +200,8 @@ const BAD_CASES: &[(&str, usize, &str)] = &[
     (
         "too_few_fields.tsf",
         7,
-        "series T2: too few fields: expected 2 attribute values (series_name, start_timestamp) \
-         and the series separated by ':', found 2 field(s)",
+        "series T2: too few fields: expected 3 separated by ':' (the attribute values series_name, \
+         start_timestamp, then the series), found 2",
     ),
     ("duplicate_series.tsf", 8, "duplicate series name \"T1\" (first on line 6)"),
     (

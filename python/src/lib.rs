@@ -61,6 +61,68 @@ pub(crate) fn json_to_py(py: Python<'_>, json: &str) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
 }
 
+/// A whole-number argument of any sign (a count, size, position or seed):
+/// [`Count::get`] refuses one below 0, or past its type, as
+/// `TimeFValidationError` naming the argument (`field`), as every other bad
+/// option is; extracted as `usize` or `u64` directly, `-1` raised a bare
+/// `OverflowError` naming nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct Count(pub(crate) i128);
+
+impl FromPyObject<'_, '_> for Count {
+    type Error = PyErr;
+
+    /// Any Python `int` (a `float` or `str` is refused with `TypeError`, as
+    /// Python's own integer arguments are).
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        obj.extract::<i128>().map(Count)
+    }
+}
+
+impl Count {
+    /// The value as `T`, or the refusal naming `option`.
+    pub(crate) fn get<T: TryFrom<i128>>(self, option: &'static str) -> PyResult<T> {
+        T::try_from(self.0).map_err(|_| {
+            let reason = match self.0 < 0 {
+                true => format!("must be at least 0, got {}", self.0),
+                false => format!("{} is too large", self.0),
+            };
+            to_py(timef::Error::InvalidOption { option, reason })
+        })
+    }
+}
+
+/// Paths given as one path (`str` or `os.PathLike`) or as a sequence of
+/// them: a `str` is one path, never a sequence of one-letter ones.
+pub(crate) enum Paths {
+    One(PathBuf),
+    Many(Vec<PathBuf>),
+}
+
+impl FromPyObject<'_, '_> for Paths {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        match obj.extract::<PathBuf>() {
+            Ok(one) => Ok(Paths::One(one)),
+            Err(_) => obj.extract::<Vec<PathBuf>>().map(Paths::Many).map_err(|e| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "expected a path (str or os.PathLike) or a sequence of paths: {e}"
+                ))
+            }),
+        }
+    }
+}
+
+impl From<Paths> for Vec<PathBuf> {
+    fn from(p: Paths) -> Self {
+        match p {
+            Paths::One(p) => vec![p],
+            Paths::Many(p) => p,
+        }
+    }
+}
+
 pub(crate) fn id_mode(ids: &str) -> PyResult<IdMode> {
     match ids {
         "string" => Ok(IdMode::String),
@@ -108,7 +170,7 @@ fn encoding(value: &str) -> PyResult<TextEncoding> {
 #[allow(clippy::too_many_arguments)]
 fn read_ucr(
     py: Python<'_>,
-    paths: Vec<PathBuf>,
+    paths: Paths,
     dataset_name: String,
     dataset_version: String,
     spec_type: Option<String>,
@@ -127,6 +189,7 @@ fn read_ucr(
         encoding: self::encoding(encoding)?,
         problem_name: None,
     };
+    let paths: Vec<PathBuf> = paths.into();
     let d = py.detach(|| timef::connectors::ucr::read_ucr(&paths, &opts)).map_err(to_py)?;
     Ok(PyDataset::wrap(d))
 }

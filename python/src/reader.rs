@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use crate::errors::to_py;
 use crate::values::to_numpy;
 use crate::windows::{PyWindowPlan, PyWindows};
-use crate::{core_root, json_to_py};
+use crate::{core_root, json_to_py, Count};
 
 /// A committed version opened for reading (`timef.open`).
 #[pyclass(name = "Version", module = "timef._timef", frozen)]
@@ -144,10 +144,11 @@ impl PyVersion {
     /// each sample stacked, shuffled with `seed` (`shuffle`) by blocks of row
     /// groups in buffers of `shuffle_buffer_row_groups` (`timef::windows`,
     /// docs/format.md §10).
-    #[pyo3(signature = (context_length, prediction_length = 0, *, task = None, split = None, samples = None,
+    #[pyo3(signature = (context_length, prediction_length = Count(0), *, task = None, split = None, samples = None,
                         channels = None, stride = None, pad = false, stack_channels = false, shuffle = true,
-                        seed = 0, shuffle_buffer_row_groups = timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
-                        threads = 0),
+                        seed = Count(0),
+                        shuffle_buffer_row_groups = Count(timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS as i128),
+                        threads = Count(0)),
            // help() shows the defaults (a constant's would show as `...`; test_write checks them)
            text_signature = "($self, /, context_length, prediction_length=0, *, task=None, split=None, samples=None, \
                              channels=None, stride=None, pad=False, stack_channels=False, shuffle=True, seed=0, \
@@ -156,29 +157,32 @@ impl PyVersion {
     fn window_plan(
         &self,
         py: Python<'_>,
-        context_length: usize,
-        prediction_length: usize,
+        context_length: Count,
+        prediction_length: Count,
         task: Option<String>,
         split: Option<String>,
         samples: Option<Vec<String>>,
         channels: Option<Vec<String>>,
-        stride: Option<usize>,
+        stride: Option<Count>,
         pad: bool,
         stack_channels: bool,
         shuffle: bool,
-        seed: u64,
-        shuffle_buffer_row_groups: usize,
-        threads: usize,
+        seed: Count,
+        shuffle_buffer_row_groups: Count,
+        threads: Count,
     ) -> PyResult<PyWindowPlan> {
         let options = timef::windows::WindowOptions {
-            stride,
+            stride: stride.map(|s| s.get("stride")).transpose()?,
             pad,
             stack_channels,
             shuffle,
-            seed,
-            shuffle_buffer_row_groups,
-            threads,
-            ..timef::windows::WindowOptions::new(context_length, prediction_length)
+            seed: seed.get("seed")?,
+            shuffle_buffer_row_groups: shuffle_buffer_row_groups.get("shuffle_buffer_row_groups")?,
+            threads: threads.get("threads")?,
+            ..timef::windows::WindowOptions::new(
+                context_length.get("context_length")?,
+                prediction_length.get("prediction_length")?,
+            )
         };
         PyWindowPlan::new(py, &self.inner, selection(samples, channels, task, split)?, options)
     }
@@ -189,19 +193,24 @@ impl PyVersion {
     /// `batch_size` numpy arrays (see `WindowPlan.windows`). Raises
     /// `TimeFValidationError` (`field` the option) for `world_size` 0, `rank`
     /// not below `world_size`, `batch_size` 0, and as `window_plan`.
-    #[pyo3(signature = (context_length, prediction_length = 0, *, epoch = 0, rank = 0, world_size = 1,
-                        batch_size = 256, **options))]
+    #[pyo3(signature = (context_length, prediction_length = Count(0), *, epoch = Count(0), rank = Count(0),
+                        world_size = Count(1), batch_size = Count(256), **options),
+           text_signature = "($self, /, context_length, prediction_length=0, *, epoch=0, rank=0, world_size=1, \
+                             batch_size=256, **options)")]
     #[allow(clippy::too_many_arguments)]
     fn windows(
         slf: &Bound<'_, Self>,
-        context_length: usize,
-        prediction_length: usize,
-        epoch: u64,
-        rank: usize,
-        world_size: usize,
-        batch_size: usize,
+        context_length: Count,
+        prediction_length: Count,
+        epoch: Count,
+        rank: Count,
+        world_size: Count,
+        batch_size: Count,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyWindows> {
+        let (epoch, rank, world_size) =
+            (epoch.get("epoch")?, rank.get::<usize>("rank")?, world_size.get("world_size")?);
+        let batch_size = batch_size.get("batch_size")?;
         // named as given here (the plan's own check names `consumer`)
         let bad = |option, reason| to_py(timef::Error::InvalidOption { option, reason });
         if world_size == 0 {
@@ -210,7 +219,7 @@ impl PyVersion {
         if rank >= world_size {
             return Err(bad("rank", format!("{rank} is not below world_size {world_size}")));
         }
-        let plan = slf.call_method("window_plan", (context_length, prediction_length), options)?;
+        let plan = slf.call_method("window_plan", (context_length.0, prediction_length.0), options)?;
         let plan = plan.cast::<PyWindowPlan>()?;
         let share = timef::windows::Share { consumer: rank, consumers: world_size, consumed: Vec::new(), taken: 0 };
         plan.get().iter(slf.py(), epoch, share, batch_size)

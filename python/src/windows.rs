@@ -11,6 +11,7 @@ use timef::scan::Selection;
 use timef::windows::{merge_consumed, Share, WindowBatch, WindowOptions, WindowPlan};
 
 use crate::errors::to_py;
+use crate::Count;
 
 /// The windows of a selection under window parameters, seed and shuffle
 /// (`Version.window_plan`): their number and their order in each epoch.
@@ -48,8 +49,13 @@ impl PyWindowPlan {
     }
 }
 
-fn share(consumer: usize, consumers: usize, consumed: Vec<(u64, u64)>, taken: u64) -> Share {
-    Share { consumer, consumers, consumed, taken }
+fn share(consumer: Count, consumers: Count, consumed: Vec<(u64, u64)>, taken: Count) -> PyResult<Share> {
+    Ok(Share {
+        consumer: consumer.get("consumer")?,
+        consumers: consumers.get("consumers")?,
+        consumed,
+        taken: taken.get("taken")?,
+    })
 }
 
 #[pymethods]
@@ -98,35 +104,38 @@ impl PyWindowPlan {
     /// iterator of dict batches of at most `batch_size` windows. Raises
     /// `TimeFValidationError` (`field` the option) for a consumer outside
     /// `consumers` and for `batch_size` 0.
-    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0, batch_size = 256),
+    #[pyo3(signature = (*, epoch = Count(0), consumer = Count(0), consumers = Count(1), consumed = Vec::new(),
+                        taken = Count(0), batch_size = Count(256)),
            text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0, batch_size=256)")]
     fn windows(
         &self,
         py: Python<'_>,
-        epoch: u64,
-        consumer: usize,
-        consumers: usize,
+        epoch: Count,
+        consumer: Count,
+        consumers: Count,
         consumed: Vec<(u64, u64)>,
-        taken: u64,
-        batch_size: usize,
+        taken: Count,
+        batch_size: Count,
     ) -> PyResult<PyWindows> {
-        self.iter(py, epoch, share(consumer, consumers, consumed, taken), batch_size)
+        self.iter(py, epoch.get("epoch")?, share(consumer, consumers, consumed, taken)?, batch_size.get("batch_size")?)
     }
 
     /// `(id, start)` of the windows the same share takes, in order, computed
     /// from the index alone (no value is read); the id is the window's
     /// `time_series_id`, or its `sample_id` with `stack_channels`.
-    #[pyo3(signature = (*, epoch = 0, consumer = 0, consumers = 1, consumed = Vec::new(), taken = 0),
+    #[pyo3(signature = (*, epoch = Count(0), consumer = Count(0), consumers = Count(1), consumed = Vec::new(),
+                        taken = Count(0)),
            text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0)")]
     fn order(
         &self,
-        epoch: u64,
-        consumer: usize,
-        consumers: usize,
+        epoch: Count,
+        consumer: Count,
+        consumers: Count,
         consumed: Vec<(u64, u64)>,
-        taken: u64,
+        taken: Count,
     ) -> PyResult<Vec<(String, i64)>> {
-        let order = self.inner.order_of(epoch, &share(consumer, consumers, consumed, taken)).map_err(to_py)?;
+        let share = share(consumer, consumers, consumed, taken)?;
+        let order = self.inner.order_of(epoch.get("epoch")?, &share).map_err(to_py)?;
         let blocks = self.inner.blocks();
         Ok(order.into_iter().map(|(k, start)| (blocks.stack_id(k).to_string(), start)).collect())
     }

@@ -103,6 +103,30 @@ def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir:
     with pytest.raises(timef.TimeFValidationError) as e:
         v.window_plan(CONTEXT).windows(batch_size=0)
     assert (str(e.value), e.value.field) == ("invalid option batch_size: must be at least 1", "batch_size")
+    # a negative number is refused naming its option (it raised a bare
+    # OverflowError, "can't convert negative int to unsigned")
+    negative = [
+        (lambda **k: v.window_plan(CONTEXT, **k), ["prediction_length", "stride", "seed",
+                                                  "shuffle_buffer_row_groups", "threads"]),
+        (lambda **k: v.windows(CONTEXT, **k), ["epoch", "rank", "world_size", "batch_size"]),
+        (lambda **k: v.window_plan(CONTEXT).windows(**k), ["epoch", "consumer", "consumers", "taken", "batch_size"]),
+        (lambda **k: v.window_plan(CONTEXT).order(**k), ["epoch", "consumer", "consumers", "taken"]),
+    ]
+    for call, fields in negative:
+        for field in fields:
+            with pytest.raises(timef.TimeFValidationError) as e:
+                call(**{field: -1})
+            assert (str(e.value), e.value.field) == (f"invalid option {field}: must be at least 0, got -1", field)
+    with pytest.raises(timef.TimeFValidationError) as e:
+        v.window_plan(-CONTEXT)
+    assert (str(e.value), e.value.field) == (f"invalid option context_length: must be at least 0, got -{CONTEXT}",
+                                             "context_length")
+    with pytest.raises(timef.TimeFValidationError) as e:
+        v.window_plan(CONTEXT, seed=2**64)
+    assert (str(e.value), e.value.field) == (f"invalid option seed: {2**64} is too large", "seed")
+    assert len(v.window_plan(CONTEXT, seed=2**64 - 1)) == len(v.window_plan(CONTEXT))
+    with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+        v.window_plan(CONTEXT, stride=2.5)
 
 
 def test_padding_masks_short_series(vdir: str) -> None:

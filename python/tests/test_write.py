@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import timef
-from conftest import check_conforming, listing, s3_bucket, s3_endpoint, s3_options, tree_bytes, wave
+from conftest import REPO, check_conforming, listing, s3_bucket, s3_endpoint, s3_options, tree_bytes, wave
 
 SMALL = dict(chunk_max_bytes=1024, row_group_target_bytes=2048, shard_target_bytes=4096)
 
@@ -110,6 +110,20 @@ def test_round_trip_is_exact_and_conforming(tmp_path: Path) -> None:
     assert np.array_equal(window["shared/acc"], values["shared/acc"][25:75])
     assert v.verify()["findings"] == []
     check_conforming(vdir)
+
+
+def test_ingest_ucr_takes_one_path_as_one_file(tmp_path: Path) -> None:
+    # a str was iterated as one-letter paths ("i: maps to split 'i' like i")
+    train = REPO / "examples/data/BasicMotions_TRAIN.ts"
+    dirs = [
+        timef.ingest_ucr(paths, tmp_path / name, dataset_name="bm", dataset_version="v1")
+        for name, paths in [("str", str(train)), ("path", train), ("list", [train])]
+    ]
+    assert tree_bytes(dirs[0]) == tree_bytes(dirs[1]) == tree_bytes(dirs[2])
+    assert len(timef.open(dirs[0]).samples()) == 40
+    assert len(timef.read_ucr(str(train), dataset_name="bm", dataset_version="v1").sample_ids) == 40
+    with pytest.raises(TypeError, match=r"^expected a path \(str or os.PathLike\) or a sequence of paths: "):
+        timef.read_ucr(3, dataset_name="bm", dataset_version="v1")
 
 
 def test_each_loader_runs_once_even_when_shared(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def _write(
 
 
 def ingest_ucr(
-    paths: Iterable[StrPath],
+    paths: StrPath | Iterable[StrPath],
     root: StrPath,
     *,
     dataset_name: str,
@@ -166,7 +166,8 @@ def ingest_ucr(
     progress_cb: Callable[[WriteProgressEvent], Any] | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> str:
-    """Writes UCR/UEA ``.ts`` files (e.g. ``X_TRAIN.ts``, ``X_TEST.ts``) as the
+    """Writes UCR/UEA ``.ts`` files (e.g. ``X_TRAIN.ts``, ``X_TEST.ts``; one
+    path, or a sequence of them) as the
     version ``<root>/<dataset_name>/<dataset_version>`` and returns its directory;
     the same bytes as ``timef ingest ucr``. ``ids`` is ``"string"`` or ``"uuid"``,
     ``on_missing`` ``"error"`` or ``"drop_case"`` (cases with missing values left
@@ -177,7 +178,7 @@ def ingest_ucr(
     Raises ``TimeFInputError`` (file, line, case), ``FileExistsError``,
     ``TimeFValidationError``, ``OSError``."""
     ds = read_ucr(
-        [os.fspath(p) for p in paths],
+        os.fspath(paths) if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths],
         dataset_name=dataset_name,
         dataset_version=dataset_version,
         spec_type=spec_type,

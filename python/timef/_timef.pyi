@@ -376,9 +376,10 @@ class Version:
         order is a function of ``seed`` and the epoch only, with locality
         (blocks of row groups permuted, windows permuted within buffers of
         ``shuffle_buffer_row_groups`` blocks; memory about two buffers of
-        decoded values); otherwise index order. Raises ``ValueError``
-        (``field`` names the option) for ``context_length`` 0, ``stride`` 0,
-        ``shuffle_buffer_row_groups`` 0; ``TimeFValidationError`` as ``scan``."""
+        decoded values); otherwise index order. Raises ``TimeFValidationError``
+        (a ``ValueError``; ``field`` names the option) for a negative number,
+        ``context_length`` 0, ``stride`` 0, ``shuffle_buffer_row_groups`` 0,
+        and as ``scan``."""
     def windows(
         self,
         context_length: int,
@@ -395,7 +396,7 @@ class Version:
         keyword argument of :meth:`window_plan`) in ``epoch`` (a contiguous
         share of the epoch's one order), as dict batches of up to
         ``batch_size`` windows (see :class:`Windows`). Raises
-        ``TimeFValidationError`` (``field`` the option) for ``world_size`` 0,
+        ``TimeFValidationError`` (``field`` the option) for a negative number, ``world_size`` 0,
         ``rank`` not below ``world_size``, ``batch_size`` 0, and as
         :meth:`window_plan`."""
     def verify(self) -> dict[str, Any]:
@@ -435,8 +436,8 @@ class WindowPlan:
         epoch's windows not in ``consumed`` (global positions, half-open
         ranges), less its first ``taken``, as dict batches of up to
         ``batch_size`` windows. Raises ``TimeFValidationError`` (a
-        ``ValueError``; ``field`` the option) for a consumer outside
-        ``consumers`` and for ``batch_size`` 0."""
+        ``ValueError``; ``field`` the option) for a negative number, a
+        consumer outside ``consumers`` and for ``batch_size`` 0."""
     def order(
         self,
         *,
@@ -554,7 +555,7 @@ def edit_version(
     the ``set_annotations``, ``set_tasks`` and ``set_sources`` ids as given)."""
 
 def read_ucr(
-    paths: Sequence[StrPath],
+    paths: StrPath | Sequence[StrPath],
     *,
     dataset_name: str,
     dataset_version: str,
@@ -564,7 +565,8 @@ def read_ucr(
     on_missing: Literal["error", "drop_case"] = "error",
     encoding: Literal["utf-8", "latin-1", "cp1252"] = "utf-8",
 ) -> TimeFDataset:
-    """UCR/UEA ``.ts`` files as a dataset whose loaders read lazily. ``on_missing``
+    """UCR/UEA ``.ts`` files (one path, or a sequence of them) as a dataset
+    whose loaders read lazily. ``on_missing``
     ``"drop_case"`` leaves out cases with missing values; ``encoding`` is the
     files' text encoding.
     Raises ``FileNotFoundError`` for a file that does not exist, ``OSError`` for

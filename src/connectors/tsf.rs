@@ -609,9 +609,9 @@ fn parse_data_line(
             _ => String::new(),
         };
         return Err(err(format!(
-            "{series}too few fields: expected {} attribute values ({}) and the series separated \
-             by ':', found {} field(s)",
-            attributes.len(),
+            "{series}too few fields: expected {} separated by ':' (the attribute values {}, then the \
+             series), found {}",
+            attributes.len() + 1,
             names.join(", "),
             line.split(':').count()
         )));

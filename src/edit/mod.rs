@@ -65,9 +65,18 @@ impl InputFile {
         let mut file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         let mut h = Sha256::new();
         std::io::copy(&mut file, &mut h).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(InputFile { name, sha256: hex::encode(h.finalize()) })
+        Ok(InputFile { name: file_name(path), sha256: hex::encode(h.finalize()) })
     }
+
+    /// The file `path` whose bytes, already read, are `bytes`.
+    pub fn of(path: &Path, bytes: &[u8]) -> InputFile {
+        InputFile { name: file_name(path), sha256: hex::encode(Sha256::digest(bytes)) }
+    }
+}
+
+/// The last component of `path`, as the lineage names an input file.
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// One copy-on-write edit: every field empty (the default) changes nothing.
@@ -104,7 +113,8 @@ pub struct Edit {
     /// What to do with samples and tasks that would lose a required reference.
     pub cascade: Cascade,
     /// The files the operations were read from, as (operation, file): the
-    /// operation is `add`, `set_annotations`, `set_tasks` or `set_sources`.
+    /// operation is `remove_samples`, `add`, `set_annotations`, `set_tasks`
+    /// or `set_sources`.
     pub inputs: Vec<(&'static str, InputFile)>,
 }
 

@@ -86,7 +86,7 @@ struct SourceRow {
 const NUMERIC: [&str; 4] = ["value_num", "t_start_s", "t_end_s", "horizon"];
 
 /// The rows of `path` as JSON objects with their 1-based line (JSON lines,
-/// CSV counting the header) or row number (Parquet, in the reason).
+/// CSV counting the header) or 0-based row (Parquet, in the reason).
 fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
@@ -161,12 +161,12 @@ fn json_rows(path: &Path) -> Result<Vec<(usize, Map<String, Value>)>> {
 fn batch_rows(path: &Path, batch: &RecordBatch, rows: &mut Vec<(usize, Map<String, Value>)>) -> Result<()> {
     let first = rows.len();
     for r in 0..batch.num_rows() {
-        rows.push((first + r + 1, Map::new()));
+        rows.push((first + r, Map::new()));
     }
     for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
         for r in 0..batch.num_rows() {
             let v = cell(col.as_ref(), r)
-                .map_err(|why| Error::input(path, None, format!("row {}: {}: {why}", first + r + 1, field.name())))?;
+                .map_err(|why| refused(path, first + r, true, format!("{}: {why}", field.name())))?;
             if !v.is_null() {
                 rows[first + r].1.insert(field.name().clone(), v);
             }
@@ -274,22 +274,31 @@ fn typed<T: for<'de> Deserialize<'de>>(
     numbered_rows: bool,
 ) -> Result<Vec<(usize, T)>> {
     rows.into_iter()
-        .map(|(line, m)| {
-            serde_json::from_value(Value::Object(m)).map(|t| (line, t)).map_err(|e| {
-                if numbered_rows {
-                    Error::input(origin, None, format!("row {line}: {e}"))
-                } else {
-                    Error::input(origin, Some(line), e.to_string())
-                }
-            })
+        .map(|(at, m)| {
+            serde_json::from_value(Value::Object(m))
+                .map(|t| (at, t))
+                .map_err(|e| refused(origin, at, numbered_rows, e.to_string()))
         })
         .collect()
 }
 
+/// The refusal of the row at `at` of `origin`: its 0-based row where rows are
+/// numbered (Parquet), else its 1-based line (docs/format.md §8, "Refusals").
+fn refused(origin: &Path, at: usize, numbered_rows: bool, why: String) -> Error {
+    match numbered_rows {
+        true => Error::input(origin, None, format!("row {at}: {why}")),
+        false => Error::input(origin, Some(at), why),
+    }
+}
+
+/// Whether the rows of `path` are numbered (Parquet), not lines.
+fn numbered_rows(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
 /// The rows of `path` (see the module doc), each as `T`.
 fn file_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<(usize, T)>> {
-    let parquet = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
-    typed(path, json_rows(path)?, parquet)
+    typed(path, json_rows(path)?, numbered_rows(path))
 }
 
 /// JSON objects given in memory (Python's dicts), numbered from 1 as lines of `origin`.
@@ -307,9 +316,13 @@ fn value_rows<T: for<'de> Deserialize<'de>>(origin: &str, rows: Vec<Value>) -> R
 
 /// The annotations of `rows`, each with the samples it is attached to (the
 /// rows of one `annotation_id` must agree on its fields).
-fn annotations(origin: &Path, rows: Vec<(usize, AnnotationRow)>) -> Result<Vec<(Annotation, BTreeSet<String>)>> {
+fn annotations(
+    origin: &Path,
+    rows: Vec<(usize, AnnotationRow)>,
+    numbered: bool,
+) -> Result<Vec<(Annotation, BTreeSet<String>)>> {
     let mut by_id: BTreeMap<String, (Annotation, BTreeSet<String>)> = BTreeMap::new();
-    for (line, r) in rows {
+    for (at, r) in rows {
         let a = Annotation {
             annotation_id: r.annotation_id,
             annotation_type: r.annotation_type,
@@ -322,9 +335,10 @@ fn annotations(origin: &Path, rows: Vec<(usize, AnnotationRow)>) -> Result<Vec<(
         };
         let entry = by_id.entry(a.annotation_id.clone()).or_insert_with(|| (a.clone(), BTreeSet::new()));
         if entry.0 != a {
-            return Err(Error::input(
+            return Err(refused(
                 origin,
-                Some(line),
+                at,
+                numbered,
                 format!("annotation {} differs from its earlier row", a.annotation_id),
             ));
         }
@@ -360,12 +374,12 @@ fn source(r: SourceRow) -> Source {
 /// [`Error::InvalidInput`] naming the file and line (or row) for a malformed
 /// row, a missing or unknown column, or rows of one id that differ; [`Error::Io`].
 pub fn read_annotation_rows(path: &Path) -> Result<Vec<(Annotation, BTreeSet<String>)>> {
-    annotations(path, file_rows(path)?)
+    annotations(path, file_rows(path)?, numbered_rows(path))
 }
 
 /// [`read_annotation_rows`] of rows given as JSON objects; errors name `origin` and the 1-based row.
 pub fn annotation_rows(origin: &str, rows: Vec<Value>) -> Result<Vec<(Annotation, BTreeSet<String>)>> {
-    annotations(Path::new(origin), value_rows(origin, rows)?)
+    annotations(Path::new(origin), value_rows(origin, rows)?, false)
 }
 
 /// The tasks of the rows of `path` (task_name, task_id, task_type, split,
@@ -375,6 +389,13 @@ pub fn annotation_rows(origin: &str, rows: Vec<Value>) -> Result<Vec<(Annotation
 /// # Errors
 /// As [`read_annotation_rows`].
 pub fn read_task_rows(path: &Path) -> Result<Vec<(String, Task)>> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) {
+        return Err(Error::input(
+            path,
+            None,
+            "tasks are not read from CSV (a task's sample_ids is a list): give a .jsonl or .parquet file",
+        ));
+    }
     Ok(file_rows(path)?.into_iter().map(|(_, r)| task(r)).collect())
 }
 

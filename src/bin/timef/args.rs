@@ -68,7 +68,9 @@ pub(super) enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Write a new version with samples removed (copy-on-write; the base is untouched).
+    /// Write a new version from a base: samples, series, channels, annotations or tasks
+    /// removed, recordings added, annotations, tasks, sources or the description set
+    /// (copy-on-write; the base is untouched).
     Edit(EditArgs),
     /// Share of a new version's shard bytes in pages byte-identical to the
     /// base's (a shard file equal to a base shard counts whole, footer included).
@@ -142,8 +144,9 @@ pub(super) struct EditArgs {
     /// Add the series, samples, annotations and tasks of a GluonTS-style Arrow IPC or Parquet file.
     #[arg(long, value_name = "FILE")]
     pub(super) add_arrow: Option<PathBuf>,
-    /// Add the cases of UCR/UEA .ts files (e.g. X_TEST.ts).
-    #[arg(long, value_name = "FILE", num_args = 1..)]
+    /// Add the cases of a UCR/UEA .ts file (e.g. X_TEST.ts; repeatable: one file per flag, so the base
+    /// directory may follow it).
+    #[arg(long, value_name = "FILE")]
     pub(super) add_ucr: Vec<PathBuf>,
     /// Add the series of a Monash .tsf file.
     #[arg(long, value_name = "FILE")]
@@ -286,7 +289,7 @@ pub(super) struct Common {
 pub(super) struct Connector {
     /// Spec type of every series (default: unknown).
     #[arg(long)]
-    spec_type: Option<String>,
+    pub(super) spec_type: Option<String>,
     /// How ids are spelled.
     #[arg(long, value_enum, default_value_t = Ids::String)]
     pub(super) ids: Ids,

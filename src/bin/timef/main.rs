@@ -464,11 +464,35 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         cascade: if a.cascade { Cascade::RemoveDependents } else { Cascade::Refuse },
         ..Default::default()
     };
+    // the connector's options act on what is added: given without it, they would be ignored
+    check_rate(a.sampling_rate_hz)?;
+    let with = |given: bool, option: &'static str, adds: bool, which: &str| match given && !adds {
+        true => Err(Error::InvalidOption { option, reason: format!("applies only with {which}") }),
+        false => Ok(()),
+    };
+    let adds = a.add_arrow.is_some() || !a.add_ucr.is_empty();
+    with(
+        a.sampling_rate_hz.is_some(),
+        "--sampling-rate-hz",
+        adds,
+        "--add-arrow or --add-ucr (a .tsf file gives its own frequency)",
+    )?;
+    with(
+        a.connector.spec_type.is_some(),
+        "--spec-type",
+        adds || a.add_tsf.is_some(),
+        "--add-arrow, --add-ucr or --add-tsf",
+    )?;
     if let Some(file) = &a.remove_samples_from {
-        let text = std::fs::read_to_string(file).map_err(|e| Error::InvalidOption {
+        let bytes = std::fs::read(file).map_err(|e| Error::InvalidOption {
             option: "--remove-samples-from",
             reason: format!("{}: {e}", file.display()),
         })?;
+        let text = String::from_utf8(bytes).map_err(|e| Error::InvalidOption {
+            option: "--remove-samples-from",
+            reason: format!("{}: not UTF-8 (at byte {})", file.display(), e.utf8_error().valid_up_to()),
+        })?;
+        e.inputs.push(("remove_samples", InputFile::of(file, text.as_bytes())));
         // a byte order mark (Windows editors write one) is not part of the first id
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let ids: Vec<String> =
@@ -478,7 +502,6 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
     }
     let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
     if a.add_arrow.is_some() || !a.add_ucr.is_empty() || a.add_tsf.is_some() {
-        check_rate(a.sampling_rate_hz)?;
         // the additions are read under the base's name, as an ingest of the same files names them
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
         let name = v.manifest().dataset.name.clone();
