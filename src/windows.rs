@@ -29,7 +29,7 @@ mod read_ahead;
 mod share;
 pub use blocks::{BlockValues, SeriesBlocks};
 use share::span;
-pub use share::{merge_consumed, Share};
+pub use share::{drop_remainder, merge_consumed, Share};
 
 /// Blocks (row groups where series start) whose windows are shuffled
 /// together, when none is set (8). Memory: about two buffers' decoded values

@@ -8,7 +8,7 @@ use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use timef::scan::Selection;
-use timef::windows::{merge_consumed, Share, WindowBatch, WindowOptions, WindowPlan};
+use timef::windows::{drop_remainder, merge_consumed, Share, WindowBatch, WindowOptions, WindowPlan};
 
 use crate::errors::to_py;
 use crate::Count;
@@ -145,6 +145,14 @@ impl PyWindowPlan {
     /// later split (sorted half-open `(start, end)` pairs).
     fn merge_consumed(&self, consumed: Vec<(u64, u64)>, taken: Vec<u64>) -> PyResult<Vec<(u64, u64)>> {
         merge_consumed(self.inner.len(), &consumed, taken.len(), &taken).map_err(to_py)
+    }
+
+    /// `consumed` and the last windows not in it past a multiple of
+    /// `ranks`: with it, every rank of a split (any workers each) takes the
+    /// same number of windows (`drop_last`; `timef::windows::drop_remainder`).
+    /// Raises `TimeFValidationError` for `ranks` 0 or a bad `consumed`.
+    fn drop_remainder(&self, consumed: Vec<(u64, u64)>, ranks: usize) -> PyResult<Vec<(u64, u64)>> {
+        drop_remainder(self.inner.len(), &consumed, ranks).map_err(to_py)
     }
 
     /// Every window of block `block`, in index order, as one dict batch.

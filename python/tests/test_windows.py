@@ -247,6 +247,56 @@ def test_ranks_and_workers_take_every_window_exactly_once(needs_torch: None, vdi
         assert Counter(seen) == Counter(whole) and len(seen) == len(whole), (ranks, workers)
 
 
+def test_drop_last_gives_every_rank_as_many_windows_and_batches(needs_torch: None, vdir: str) -> None:
+    """Review 127: ranks took floor-split shares (a DDP loop in lock step hangs
+    on the rank with a step more). With drop_last each rank yields
+    total // world_size windows, the same batches per worker, and the ranks
+    together the epoch order less its last total % world_size."""
+    plan = timef.open(vdir).window_plan(CONTEXT, HORIZON, seed=7)
+    whole = plan.order(epoch=2)
+    for ranks, workers in [(4, 0), (4, 2), (7, 2), (9, 1)]:
+        assert len(whole) % ranks, (len(whole), ranks)  # a remainder to leave out
+        even = len(whole) // ranks
+        seen: list[tuple[str, int]] = []
+        batches = []
+        for rank in range(ranks):
+            ds = dataset(vdir, rank=rank, world_size=ranks, drop_last=True)
+            ds.set_epoch(2)
+            assert len(ds) == even
+            loader = DataLoader(ds, batch_size=10, num_workers=workers,
+                                multiprocessing_context="fork" if workers else None)
+            got = [keys(b) for b in loader]
+            batches.append([len(b) for b in got])
+            got_keys = [k for b in got for k in b]
+            assert len(got_keys) == even, (ranks, workers, rank)
+            seen.extend(got_keys)
+        assert all(b == batches[0] for b in batches), batches
+        assert sorted(seen) == sorted(whole[: even * ranks]), (ranks, workers)
+    # without it, every window once, ranks differing by one
+    sizes = [len(dataset(vdir, rank=r, world_size=7)) for r in range(7)]
+    assert sum(sizes) == len(whole) and max(sizes) - min(sizes) == 1
+    # a resume by another world size: the rest once each, evenly again
+    a = dataset(vdir, rank=0, world_size=4, drop_last=True)
+    a.set_epoch(2)
+    it = iter(a)
+    head = [(w["time_series_id"], w["start"]) for _, w in zip(range(11), it)]
+    rest = []
+    for rank in range(3):
+        b = dataset(vdir, rank=rank, world_size=3, drop_last=True)
+        b.load_state_dict(a.state_dict())
+        rest.append([(w["time_series_id"], w["start"]) for w in b])
+    left = len(whole) - len(whole) % 4 - 11  # 377: 125 each, 2 more left out
+    assert [len(r) for r in rest] == [left // 3] * 3
+    assert len(set(head + rest[0] + rest[1] + rest[2])) == len(head) + 3 * (left // 3)
+    # a state without drop_last is not resumed with it
+    c = dataset(vdir, rank=0, world_size=4)
+    c.set_epoch(2)
+    with pytest.raises(ValueError, match="state of another drop_last: True, this dataset has False"):
+        c.load_state_dict(a.state_dict())
+    with pytest.raises(timef.TimeFValidationError, match="invalid option drop_last: 1 is not a bool"):
+        dataset(vdir, drop_last=1)
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_batches_through_a_dataloader_hold_ids_as_object_arrays_and_the_plans_values(
         needs_torch: None, vdir: str, workers: int) -> None:

@@ -212,6 +212,15 @@ class WindowDataset(torch.utils.data.IterableDataset):
     ``time_series_id``; see :meth:`timef.Version.window_plan`). ``shuffle`` orders by ``seed`` and the epoch
     (:meth:`set_epoch`) in buffers of ``shuffle_buffer_row_groups`` blocks of
     row groups (memory: two buffers of decoded values); otherwise index order.
+    ``drop_last`` leaves out the epoch order's last ``total_windows %
+    world_size`` windows, so that every rank yields the same number of
+    windows (and of batches, with the same workers): data-parallel training
+    in lock step (``DistributedDataParallel``) needs it, as one rank with a
+    step more waits for the others forever. Without it (the default) every
+    window is taken once and ranks differ by at most one window. As with
+    torch's ``DistributedSampler(drop_last=True)``, the windows left out
+    change with the epoch's order; after an elastic resume, the last of those
+    not yet handed out.
     ``rank`` and ``world_size`` (given together, or neither) default to
     ``torch.distributed``'s when it is initialized in the process that builds
     the dataset, pickles it for spawned DataLoader workers or calls
@@ -255,6 +264,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
         seed: int = 0,
         rank: int | None = None,
         world_size: int | None = None,
+        drop_last: bool = False,
         batch_size: int | None = None,
         shuffle_buffer_row_groups: int = timef.DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS,
         threads: int = 0,
@@ -269,6 +279,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
         world_size = check_int("world_size", world_size, 1, none=True)
         rank = check_int("rank", rank, 0, (world_size or 1) - 1, none=True)
         batch_size = check_int("batch_size", batch_size, 1, none=True)
+        if not isinstance(drop_last, (bool, np.bool_)):
+            raise invalid_option("drop_last", f"{drop_last!r} is not a bool")
+        self.drop_last = bool(drop_last)
         if worker_sharing_strategy is not None and worker_sharing_strategy not in (
                 torch.multiprocessing.get_all_sharing_strategies()):
             raise ValueError(f"worker_sharing_strategy {worker_sharing_strategy!r} is not one of "
@@ -332,13 +345,14 @@ class WindowDataset(torch.utils.data.IterableDataset):
 
     def __len__(self) -> int:
         """Items this rank yields per epoch, as ``DataLoader`` counts them:
-        the windows of its share (``total_windows`` split among the ranks),
+        the windows of its share (``total_windows`` split among the ranks;
+        with ``drop_last``, ``total_windows // world_size``),
         or with ``batch_size`` its batches (exact without workers; ``K``
         workers each cut their own part into batches, up to ``K - 1`` more)."""
         self._pin_distributed()
         rank, world = self._rank_and_world()
         total = self.total_windows
-        share = total * (rank + 1) // world - total * rank // world
+        share = total // world if self.drop_last else total * (rank + 1) // world - total * rank // world
         return share if self.batch_size is None else -(-share // self.batch_size)
 
     def set_epoch(self, epoch: int) -> None:
@@ -404,6 +418,11 @@ class WindowDataset(torch.utils.data.IterableDataset):
                     counts[resume["consumer"]] = resume["taken"]
                     merged = self._plan().merge_consumed([tuple(r) for r in consumed], counts)
                     consumed = [list(r) for r in merged]
+        if self.drop_last:
+            # what every rank leaves out, the same in each (none more for a
+            # resume of the same ranks, whose consumed holds it)
+            ranks = self._rank_and_world()[1]
+            consumed = [list(r) for r in self._plan().drop_remainder([tuple(r) for r in consumed], ranks)]
         return self._describe(consumed, consumer, consumers, taken)
 
     def _describe(self, consumed: list[list[int]], consumer: int | None, consumers: int | None, taken: int) -> dict[str, Any]:
@@ -414,6 +433,7 @@ class WindowDataset(torch.utils.data.IterableDataset):
             "windows": len(plan),
             "seed": self.plan_args["seed"],
             "plan": _order_args(self.plan_args),
+            "drop_last": self.drop_last,
             "epoch": self.epoch,
             "consumed": consumed,
             "consumer": consumer,
@@ -495,8 +515,8 @@ class WindowDataset(torch.utils.data.IterableDataset):
         they had).
 
         Raises ``ValueError`` for a state of another version, seed, window
-        count, epoch or order (``plan``: the selection, window and shuffle
-        arguments), or a state with none of a ``WindowDataset``."""
+        count, epoch, order (``plan``: the selection, window and shuffle
+        arguments) or ``drop_last``, or a state with none of a ``WindowDataset``."""
         self._pin_distributed()
         states = _find_states(state)
         if not states:
@@ -505,9 +525,9 @@ class WindowDataset(torch.utils.data.IterableDataset):
             _check_state(s)
         current = self._describe([], None, None, 0)
         for s in states:
-            for key in ("manifest_sha256", "windows", "seed", "epoch", "plan"):
-                if key == "plan" and key not in s:
-                    continue  # a state saved before the plan was recorded
+            for key in ("manifest_sha256", "windows", "seed", "epoch", "plan", "drop_last"):
+                if key in ("plan", "drop_last") and key not in s:
+                    continue  # a state saved before they were recorded
                 if s[key] != states[0].get(key):
                     raise ValueError(f"states of different {key}s: {states[0].get(key)!r} and {s[key]!r}")
                 if key != "epoch" and s[key] != current[key]:

@@ -112,21 +112,95 @@ pub fn merge_consumed(total: u64, consumed: &[(u64, u64)], consumers: usize, tak
         let lengths: u64 = whole.iter().map(|(a, b)| b - a).sum();
         all.extend(slice(&whole, 0, t.min(lengths)));
     }
-    all.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for (a, b) in all {
-        match merged.last_mut() {
+    Ok(merged(all))
+}
+
+/// `consumed` and the last `n % ranks` of the `n` windows not in it: what a
+/// split of the rest among `ranks` ranks (each of any number of consumers,
+/// [`Share`]) leaves out so that every rank takes `n / ranks` windows, a
+/// loader's `drop_last` (lock-step data-parallel training steps every rank
+/// alike: a rank with one step more waits forever for the others). The
+/// windows left out are the epoch order's last, so every rank computes the
+/// same; a resume's `consumed` that holds them already leaves out no more.
+///
+/// # Errors
+/// [`Error::InvalidOption`] (`world_size`) for 0 ranks; (`consumed`) as [`Share`].
+pub fn drop_remainder(total: u64, consumed: &[(u64, u64)], ranks: usize) -> Result<Vec<(u64, u64)>> {
+    if ranks == 0 {
+        return Err(Error::InvalidOption { option: "world_size", reason: "must be at least 1".into() });
+    }
+    check_consumed(total, consumed)?;
+    let rest = remaining(total, consumed);
+    let n: u64 = rest.iter().map(|(a, b)| b - a).sum();
+    let mut all = consumed.to_vec();
+    all.extend(slice(&rest, n - n % ranks as u64, n));
+    Ok(merged(all))
+}
+
+/// `ranges` (half-open, any order) sorted and merged where they touch or overlap, empty ones left out.
+fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in ranges {
+        match out.last_mut() {
             Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ if a < b => merged.push((a, b)),
+            _ if a < b => out.push((a, b)),
             _ => {}
         }
     }
-    Ok(merged)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank of a split after `drop_remainder` takes the same number of
+    /// windows, whatever its workers, the left-out ones are the last not
+    /// consumed, and a resume that holds them leaves out no more.
+    #[test]
+    fn dropping_the_remainder_gives_every_rank_the_same_count() {
+        assert_eq!(drop_remainder(20, &[], 3).unwrap(), [(18, 20)]);
+        // 15 left: the last 3 of them go, 14..17, next to what was consumed
+        assert_eq!(drop_remainder(20, &[(3, 5), (17, 20)], 4).unwrap(), [(3, 5), (14, 20)]);
+        // 16 left: none
+        assert_eq!(drop_remainder(20, &[(3, 5), (18, 20)], 4).unwrap(), [(3, 5), (18, 20)]);
+        // 13 left (0..3, 5..15): the last 1 of them, 14
+        assert_eq!(drop_remainder(20, &[(3, 5), (15, 20)], 4).unwrap(), [(3, 5), (14, 20)]);
+        // 16 left of 3 ranks: the last, 19
+        assert_eq!(drop_remainder(20, &[(3, 5), (12, 14)], 3).unwrap(), [(3, 5), (12, 14), (19, 20)]);
+        assert_eq!(drop_remainder(20, &[(0, 20)], 3).unwrap(), [(0, 20)]);
+        assert_eq!(drop_remainder(20, &[], 1).unwrap(), []);
+        assert_eq!(drop_remainder(2, &[], 3).unwrap(), [(0, 2)]);
+        for (total, consumed, ranks) in
+            [(20u64, vec![(3u64, 5u64), (10, 12)], 3usize), (1000, vec![(7, 300)], 7), (5, vec![], 2)]
+        {
+            let even = drop_remainder(total, &consumed, ranks).unwrap();
+            assert_eq!(drop_remainder(total, &even, ranks).unwrap(), even, "it leaves out no more");
+            let n: u64 = remaining(total, &even).iter().map(|(a, b)| b - a).sum();
+            assert_eq!(n % ranks as u64, 0);
+            for workers in [1, 2, 3] {
+                let counts: Vec<u64> = (0..ranks)
+                    .map(|r| {
+                        (0..workers)
+                            .map(|w| {
+                                let share = Share {
+                                    consumer: r * workers + w,
+                                    consumers: ranks * workers,
+                                    consumed: even.clone(),
+                                    taken: 0,
+                                };
+                                span(total, &share).unwrap().iter().map(|(a, b)| b - a).sum::<u64>()
+                            })
+                            .sum()
+                    })
+                    .collect();
+                assert_eq!(counts, vec![n / ranks as u64; ranks], "{total} {consumed:?} {ranks} {workers}");
+            }
+        }
+        assert!(drop_remainder(20, &[], 0).is_err());
+        assert!(drop_remainder(20, &[(5, 3)], 2).is_err());
+    }
 
     #[test]
     fn spans_cover_the_rest_once_and_merge() {
