@@ -61,6 +61,51 @@ pub(crate) fn json_to_py(py: Python<'_>, json: &str) -> PyResult<Py<PyAny>> {
     Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
 }
 
+/// How often [`interruptible`] looks for Python's signals.
+const SIGNAL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Runs `work` without the GIL on a thread of its own while this thread looks
+/// for Python's signals every [`SIGNAL_LOOK`]: on a Ctrl-C (whatever the
+/// SIGINT handler raises, `KeyboardInterrupt` by default) the core is asked
+/// to stop (`timef::storage::interrupt`: a write or edit aborts at its next
+/// write and removes what it wrote, a verify removes its copy), `work` is
+/// waited for, the request withdrawn, and the handler's exception raised.
+/// A Ctrl-C reached Python only once a long call returned, after an edit had
+/// committed.
+pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel();
+        // (a receiver is not shared between threads, as `detach` asks, unless locked)
+        let finished = std::sync::Mutex::new(finished);
+        let handle = scope.spawn(move || {
+            let out = work();
+            let _ = done.send(());
+            out
+        });
+        let joined = |handle: std::thread::ScopedJoinHandle<'_, T>| match handle.join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        loop {
+            let waited = py.detach(|| match finished.lock() {
+                Ok(finished) => finished.recv_timeout(SIGNAL_LOOK),
+                Err(_) => Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
+            });
+            match waited {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                // sent, or the thread ended without sending (a panic): joined
+                _ => return Ok(py.detach(|| joined(handle))),
+            }
+            if let Err(signal) = py.check_signals() {
+                timef::storage::interrupt();
+                py.detach(|| drop(joined(handle)));
+                timef::storage::clear_interrupt();
+                return Err(signal);
+            }
+        }
+    })
+}
+
 /// A whole-number argument of any sign (a count, size, position or seed):
 /// [`Count::get`] refuses one below 0, or past its type, as
 /// `TimeFValidationError` naming the argument (`field`), as every other bad

@@ -20,6 +20,7 @@ use timef::WriteProgressEvent;
 
 use crate::dataset::PyDataset;
 use crate::errors::to_py;
+use crate::interruptible;
 use crate::{core_root, json_to_py};
 use timef::storage::Location;
 
@@ -454,11 +455,11 @@ pub fn edit_version<'py>(
             "set_tasks": edit.set_tasks.iter().map(|(n, t)| [n, &t.task_id]).collect::<Vec<_>>(),
             "set_sources": edit.set_sources.iter().map(|s| &s.source_id).collect::<Vec<_>>(),
         });
-        let plan = py.detach(|| timef::edit::plan_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
+        let plan = interruptible(py, || timef::edit::plan_at(&base, &out, &dataset_version, edit))?.map_err(to_py)?;
         return dry_run_plan(py, &plan, set);
     }
     let (dir, _plan) =
-        py.detach(|| timef::edit::edit_version_at(&base, &out, &dataset_version, edit)).map_err(to_py)?;
+        interruptible(py, || timef::edit::edit_version_at(&base, &out, &dataset_version, edit))?.map_err(to_py)?;
     Ok(dir.display().to_string().into_pyobject(py)?.into_any().unbind())
 }
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -343,3 +347,31 @@ def test_a_renamed_series_in_the_index_is_refused_also_for_a_shard_copied_whole(
     with pytest.raises(timef.CorruptVersionError, match=re.escape(problem)):
         timef.edit_version(base, tmp_path / "out", dataset_version="v2", description="x")
     assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_during_an_edit_stops_it_and_leaves_no_version(tmp_path: Path) -> None:
+    """A Ctrl-C reached Python only once `edit_version` returned, after the
+    edit had committed. Now it stops the edit at its next write: the staging
+    goes, no version appears, and `KeyboardInterrupt` is raised. The edit is
+    held at the pause point `shards-written` while the signal arrives."""
+    base = timef.ingest_ucr(REPO / "examples/data/BasicMotions_TRAIN.ts", tmp_path, dataset_name="bm",
+                            dataset_version="v1")
+    before = listing(tmp_path)
+    resume = tmp_path.parent / f"{tmp_path.name}-resume"
+    script = ("import timef, sys\n"
+              "timef.edit_version(sys.argv[1], sys.argv[2], dataset_version='v2', remove_sample_ids=['bm-train-3'])\n")
+    env = {**os.environ, "TIMEF_TEST_PAUSE_AT": "shards-written", "TIMEF_TEST_RESUME_ON": str(resume)}
+    proc = subprocess.Popen([sys.executable, "-c", script, base, str(tmp_path)], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "timef: paused at shards-written\n"
+    assert (tmp_path / "bm" / "v2").exists() is False and listing(tmp_path) != before  # the staging
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # looked for within 0.1 s
+    resume.touch()
+    try:
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        resume.unlink()
+    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
+    assert listing(tmp_path) == before

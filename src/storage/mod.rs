@@ -254,6 +254,14 @@ pub fn interrupt() -> bool {
     LIVE_GUARDS.load(Ordering::SeqCst) > 0
 }
 
+/// Withdraws [`interrupt`], for a process that goes on once what it asked to
+/// stop has stopped (the Python binding, after a Ctrl-C raised
+/// `KeyboardInterrupt`). A call of another thread that did not reach a check
+/// meanwhile goes on as if never asked.
+pub fn clear_interrupt() {
+    INTERRUPTED.store(false, Ordering::SeqCst);
+}
+
 /// True once [`interrupt`] was called: a write that failed after it failed
 /// because it was asked to stop (the CLI exits with 130 then, whatever error
 /// the abort surfaced as).
