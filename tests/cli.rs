@@ -476,9 +476,29 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     let want = format!("timef: error: not found: {}: no such directory\n", root.path().join("nodir").display());
     assert_eq!((code, err), (2, want));
     assert_eq!(tree(root.path()), before);
+    // added ids spelled otherwise than the base's (it added a second source
+    // and turned a uuid16 base's id columns to string)
+    let test = real("ucr/BasicMotions_TEST.ts");
+    let (t, uuid_root) = (test.to_str().unwrap(), root.path().join("uuid"));
+    let u = uuid_root.to_str().unwrap();
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let ingest =
+        ["--quiet", "ingest", "ucr", "--root", u, "--name", "BasicMotions", "--version", "v1", "--ids", "uuid"];
+    assert_eq!(cli(&[&ingest[..], &[train.to_str().unwrap()]].concat()).0, 0);
+    let uuid_base = uuid_root.join("BasicMotions/v1");
+    let ub = uuid_base.to_str().unwrap();
+    for (base, ids, want) in [
+        (d, "uuid", "the base's sample ids are strings: add with --ids string, as it was ingested"),
+        (ub, "string", "the base's sample ids are UUIDs (uuid16): add with --ids uuid, as it was ingested"),
+    ] {
+        let args = ["edit", base, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", ids];
+        assert_eq!(cli(&args), (2, String::new(), format!("{only} --ids: {want}\n")), "{ids}");
+    }
+    let args = ["--quiet", "edit", ub, "--out-root", u, "--version", "v2", "--add-ucr", t, "--ids", "uuid"];
+    assert_eq!(cli(&args).0, 0);
+    assert!(uuid_root.join("BasicMotions/v2/manifest.json").exists());
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
-    let test = real("ucr/BasicMotions_TEST.ts");
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];
     let (code, out, err) = cli(&args);
     assert_eq!((code, err.as_str()), (0, ""));

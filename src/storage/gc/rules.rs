@@ -407,12 +407,13 @@ pub(super) fn object_rules(
             };
             // a manifest.json neither TimeF's nor gc's fence is a user's: kept,
             // with everything beside it (only the claim goes), in a dry run too;
-            // so is anything else at its name (`file://`: a folder, or a link
-            // never read through), where gc's fence cannot go either
-            let level = tree.level(&version)?;
-            let at_manifest = [&level.dirs, &level.linked, &level.unreadable, &level.unnamed]
-                .iter()
-                .any(|names| names.contains(MANIFEST));
+            // so is anything else at its name on `file://` (a folder, empty or
+            // not, a link never read through), where gc's fence cannot go
+            // either; on an object store a key and a prefix of one name are two
+            // things, and the fence goes there
+            let at_manifest = dir.as_ref().is_some_and(|dir| {
+                std::fs::symlink_metadata(dir.join(&fence_key)).is_ok_and(|m| !m.file_type().is_file())
+            });
             let users_manifest = fence.is_none() && (at_manifest || under.iter().any(|(f, _)| *f == fence_key));
             rels.extend(under.into_iter().map(|(f, _)| f).filter(|f| *f != claim && *f != fence_key));
             if users_manifest {

@@ -46,9 +46,11 @@ pub(super) struct Level {
     /// user's folder), so what they hold, a version or a dataset perhaps,
     /// is not known.
     pub(super) unreadable: BTreeSet<String>,
-    /// Local: which of `files` are symbolic links (looked through, never
-    /// read or followed): no file of a writer's, so never one a rule counts.
-    pub(super) link_files: BTreeSet<String>,
+    /// Local: which of `files` are never a writer's, so never one a rule
+    /// counts: symbolic links (looked through, never read or followed) and
+    /// files whose names are not UTF-8 (gc's walk of a `file://` place
+    /// reports and keeps them, [`file_tree`]).
+    pub(super) unread_files: BTreeSet<String>,
 }
 
 /// The tree under the place given, read on demand; paths are relative to it
@@ -405,8 +407,8 @@ impl LocalTree {
                 level.linked.insert(shown.clone());
             }
             if !matches!(target, Some(LinkTarget::Dir)) {
-                if target.is_some() {
-                    level.link_files.insert(shown.clone());
+                if target.is_some() || name.to_str().is_err() {
+                    level.unread_files.insert(shown.clone());
                 }
                 level.files.insert(shown, local::modified(&st));
             }
@@ -500,8 +502,8 @@ impl Tree for LocalTree {
     }
     /// Every file under `rel` with its time, sorted, read level by level as
     /// gc's walk of a `file://` place ([`file_tree`]) reads it: a link is
-    /// never followed nor counted, nor is a folder whose name is not UTF-8
-    /// entered; a folder this user may not read is recorded as closed
+    /// never followed nor counted, nor is a file whose name is not UTF-8, nor
+    /// a folder of such a name entered; a folder this user may not read is recorded as closed
     /// ([`Tree::closed`]: the rules act on nothing around it, and it is
     /// reported), not an error. `rel` and each level below it are reached as
     /// their levels were listed, never through a link (one at `rel` holds
@@ -512,18 +514,18 @@ impl Tree for LocalTree {
         while let Some(at) = todo.pop() {
             let dir = match self.reach(&at) {
                 Ok(Some(dir)) => dir,
-                // gone since it was listed (a writer committed, aborted)
+                // gone since it was listed (a writer committed, aborted), or a
+                // link now, which holds nothing (review 128: a folder below
+                // `rel` swapped for one failed ls)
                 Ok(None) => continue,
-                Err(e) if at == rel && matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => {
-                    return Ok(Vec::new())
-                }
+                Err(e) if matches!(Errno::from_io_error(&e), Some(Errno::LOOP | Errno::NOTDIR)) => continue,
                 Err(e) => return Err(Error::io(self.root().join(&at), e)),
             };
             let level = self.read(&dir, &at)?;
             let here = |name: &String| join(&at, name);
             self.closed.borrow_mut().extend(level.unreadable.iter().map(here));
-            files
-                .extend(level.files.iter().filter(|(f, _)| !level.link_files.contains(*f)).map(|(f, t)| (here(f), *t)));
+            let counted = level.files.iter().filter(|(f, _)| !level.unread_files.contains(*f));
+            files.extend(counted.map(|(f, t)| (here(f), *t)));
             todo.extend(level.dirs.iter().map(here));
         }
         files.sort();
