@@ -583,12 +583,12 @@ mod tests {
             got,
             vec![
                 (
-                    1,
+                    0,
                     json!({"text": "y", "id": "7", "large": "l", "big": u64::MAX, "f32": f64::from(0.1f32),
                            "f16": 1.5, "list": [1, 2]})
                 ),
-                (2, json!({"id": "7", "large": "", "big": 0, "f16": 1.5, "list": []})),
-                (3, json!({"text": "x", "id": "-8", "big": 1, "f16": 1.5})),
+                (1, json!({"id": "7", "large": "", "big": 0, "f16": 1.5, "list": []})),
+                (2, json!({"text": "x", "id": "-8", "big": 1, "f16": 1.5})),
             ]
         );
     }
