@@ -487,16 +487,46 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     assert_eq!(cli(&[&ingest[..], &[train.to_str().unwrap()]].concat()).0, 0);
     let uuid_base = uuid_root.join("BasicMotions/v1");
     let ub = uuid_base.to_str().unwrap();
-    for (base, ids, want) in [
-        (d, "uuid", "the base's sample ids are strings: add with --ids string, as it was ingested"),
-        (ub, "string", "the base's sample ids are UUIDs (uuid16): add with --ids uuid, as it was ingested"),
-    ] {
-        let args = ["edit", base, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", ids];
-        assert_eq!(cli(&args), (2, String::new(), format!("{only} --ids: {want}\n")), "{ids}");
-    }
+    let want = "the base's sample ids are UUIDs (uuid16) and BasicMotions-test-0 is not: every id of the version \
+                would turn to a string; add ids spelled as the base's (--ids uuid, if it was ingested so)";
+    let args = ["edit", ub, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", "string"];
+    assert_eq!(cli(&args), (2, String::new(), format!("{only} --ids: {want}\n")));
     let args = ["--quiet", "edit", ub, "--out-root", u, "--version", "v2", "--add-ucr", t, "--ids", "uuid"];
     assert_eq!(cli(&args).0, 0);
     assert!(uuid_root.join("BasicMotions/v2/manifest.json").exists());
+    // a base of the user's own UUIDs (read as given, --ids string) takes more
+    // of them as given (review 129: the first check went by --ids alone)
+    let own = |ids: [&str; 2], file: &str| {
+        let path = root.path().join(file);
+        let mut target = arrow_array::builder::ListBuilder::new(arrow_array::builder::Float32Builder::new());
+        for _ in ids {
+            target.values().append_slice(&[1.0, 2.0, 3.0]);
+            target.append(true);
+        }
+        let batch = arrow_array::RecordBatch::try_from_iter([
+            ("item_id", Arc::new(arrow_array::StringArray::from(ids.to_vec())) as arrow_array::ArrayRef),
+            ("target", Arc::new(target.finish()) as arrow_array::ArrayRef),
+        ])
+        .unwrap();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    };
+    let first = own(["0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a60", "0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a61"], "own.parquet");
+    let more = own(["0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a62", "0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a63"], "more.parquet");
+    let o = root.path().join("own");
+    let os = o.to_str().unwrap();
+    let args = ["--quiet", "ingest", "arrow", "--root", os, "--name", "m", "--version", "v1", first.to_str().unwrap()];
+    assert_eq!(cli(&args).0, 0);
+    let ob = o.join("m/v1");
+    let args = ["--quiet", "edit", ob.to_str().unwrap(), "--out-root", os, "--version", "v2", "--add-arrow"];
+    let (code, _, err) = cli(&[&args[..], &[more.to_str().unwrap()]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    let m = timef::reader::Version::open(o.join("m/v2")).unwrap();
+    assert_eq!(m.manifest().id_encoding["sample_id"], "uuid16");
+    assert_eq!(m.manifest().sources.len(), 1);
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];

@@ -327,7 +327,7 @@ impl PyDistributedWrite {
         let write = self.take()?.ok_or_else(|| {
             PyValueError::new_err(format!("distributed write {} was already committed or aborted", self.write_id))
         })?;
-        let dir = crate::interruptible(py, || write.commit(&records))?.map_err(to_py)?;
+        let dir = crate::interruptible(py, || write.commit(&records), |dir| crate::committed_late(dir))?;
         Ok(dir.display().to_string())
     }
 

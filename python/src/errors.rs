@@ -99,12 +99,19 @@ const ENOENT: i32 = 2;
 /// short read, an object store's or a codec's failure), so that every
 /// `OSError` names its file in `filename` and prints it once.
 const EIO: i32 = 5;
+const EINTR: i32 = 4;
 
 /// An I/O error on `path` as Python raises its own: the subclass the errno
-/// picks (`ENOENT` for a `NotFound` without one, else `EIO`), printed
+/// picks (`ENOENT` for a `NotFound` without one, `EINTR` for an
+/// `Interrupted` one, else `EIO`), printed
 /// `[Errno 21] Is a directory: 'path'` with the OS's or the error's own text.
 fn io_error(path: &std::path::Path, source: &std::io::Error) -> PyErr {
-    let fallback = if source.kind() == std::io::ErrorKind::NotFound { ENOENT } else { EIO };
+    let fallback = match source.kind() {
+        std::io::ErrorKind::NotFound => ENOENT,
+        // a write stopped by a Ctrl-C (`InterruptedError`)
+        std::io::ErrorKind::Interrupted => EINTR,
+        _ => EIO,
+    };
     let text = source.to_string();
     // without Rust's " (os error N)", which `[Errno N]` already says
     let strerror = text.rsplit_once(" (os error ").map_or(text.as_str(), |(t, _)| t);

@@ -70,9 +70,18 @@ const SIGNAL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 /// to stop (`timef::storage::interrupt`: a write or edit aborts at its next
 /// write and removes what it wrote, a verify removes its copy), `work` is
 /// waited for, the request withdrawn, and the handler's exception raised.
-/// A Ctrl-C reached Python only once a long call returned, after an edit had
-/// committed.
-pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+/// When `work` had already done what it does (a commit renamed the version
+/// in), the exception carries `late`'s note (Python 3.11's `add_note`), as
+/// the CLI says "interrupted too late". A Ctrl-C reached Python only once a
+/// long call returned, after an edit had committed.
+///
+/// The request is the process's: a write, edit or verify of another thread
+/// running meanwhile stops too, with `InterruptedError` (errno `EINTR`).
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> timef::Result<T> + Send,
+    late: impl FnOnce(&T) -> Option<String>,
+) -> PyResult<T> {
     std::thread::scope(|scope| {
         let (done, finished) = std::sync::mpsc::channel();
         // (a receiver is not shared between threads, as `detach` asks, unless locked)
@@ -82,7 +91,7 @@ pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + 
             let _ = done.send(());
             out
         });
-        let joined = |handle: std::thread::ScopedJoinHandle<'_, T>| match handle.join() {
+        let joined = |handle: std::thread::ScopedJoinHandle<'_, timef::Result<T>>| match handle.join() {
             Ok(out) => out,
             Err(panic) => std::panic::resume_unwind(panic),
         };
@@ -94,16 +103,26 @@ pub(crate) fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + 
             match waited {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 // sent, or the thread ended without sending (a panic): joined
-                _ => return Ok(py.detach(|| joined(handle))),
+                _ => return py.detach(|| joined(handle)).map_err(to_py),
             }
             if let Err(signal) = py.check_signals() {
                 timef::storage::interrupt();
-                py.detach(|| drop(joined(handle)));
+                // withdrawn whatever the work ends with, a panic included
+                let out = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| joined(handle))));
                 timef::storage::clear_interrupt();
+                let out = out.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                if let Some(note) = out.as_ref().ok().and_then(late) {
+                    let _ = signal.value(py).call_method1("add_note", (note,));
+                }
                 return Err(signal);
             }
         }
     })
+}
+
+/// [`interruptible`]'s note for a call that committed the version at `dir`.
+pub(crate) fn committed_late(dir: &std::path::Path) -> Option<String> {
+    Some(format!("timef: interrupted too late: {} was committed", dir.display()))
 }
 
 /// A whole-number argument of any sign (a count, size, position or seed):

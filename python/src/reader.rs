@@ -271,7 +271,7 @@ fn selection(
 }
 
 fn verify_at(py: Python<'_>, loc: &timef::storage::Location) -> PyResult<Py<PyAny>> {
-    let report = crate::interruptible(py, || timef::verify::verify_at(loc))?.map_err(to_py)?;
+    let report = crate::interruptible(py, || timef::verify::verify_at(loc), |_| None)?;
     let json = serde_json::to_string(&report).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     json_to_py(py, &json)
 }

@@ -20,7 +20,7 @@ use timef::WriteProgressEvent;
 
 use crate::dataset::PyDataset;
 use crate::errors::to_py;
-use crate::interruptible;
+use crate::{committed_late, interruptible};
 use crate::{core_root, json_to_py};
 use timef::storage::Location;
 
@@ -273,7 +273,7 @@ impl PyWriter {
     fn commit(&self, py: Python<'_>) -> PyResult<String> {
         let staged =
             self.staged()?.take().ok_or_else(|| PyValueError::new_err("nothing to commit: call write() first"))?;
-        let dir = py.detach(|| staged.commit()).map_err(to_py)?;
+        let dir = interruptible(py, || staged.commit(), |dir| committed_late(dir))?;
         *self.committed.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = true;
         Ok(dir.display().to_string())
     }
@@ -455,11 +455,14 @@ pub fn edit_version<'py>(
             "set_tasks": edit.set_tasks.iter().map(|(n, t)| [n, &t.task_id]).collect::<Vec<_>>(),
             "set_sources": edit.set_sources.iter().map(|s| &s.source_id).collect::<Vec<_>>(),
         });
-        let plan = interruptible(py, || timef::edit::plan_at(&base, &out, &dataset_version, edit))?.map_err(to_py)?;
+        let plan = interruptible(py, || timef::edit::plan_at(&base, &out, &dataset_version, edit), |_| None)?;
         return dry_run_plan(py, &plan, set);
     }
-    let (dir, _plan) =
-        interruptible(py, || timef::edit::edit_version_at(&base, &out, &dataset_version, edit))?.map_err(to_py)?;
+    let (dir, _plan) = interruptible(
+        py,
+        || timef::edit::edit_version_at(&base, &out, &dataset_version, edit),
+        |(dir, _)| committed_late(dir),
+    )?;
     Ok(dir.display().to_string().into_pyobject(py)?.into_any().unbind())
 }
 

@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -349,29 +350,91 @@ def test_a_renamed_series_in_the_index_is_refused_also_for_a_shard_copied_whole(
     assert not (tmp_path / "out").exists()
 
 
+def interrupted_at(point: str, script: str, *args: str) -> tuple[int, str, str]:
+    """Runs `script` (Python, given `args`) held at the pause point `point`,
+    sends it SIGINT there, lets it go on 0.5 s later (it looks every 0.1 s),
+    and returns its exit code, stdout and stderr."""
+    with tempfile.TemporaryDirectory() as tmp:
+        resume = Path(tmp) / "resume"
+        env = {**os.environ, "TIMEF_TEST_PAUSE_AT": point, "TIMEF_TEST_RESUME_ON": str(resume)}
+        proc = subprocess.Popen([sys.executable, "-c", script, *args], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == f"timef: paused at {point}\n"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        resume.touch()
+        out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+# the call of argv[3], its KeyboardInterrupt's notes printed (made a
+# function first: a KeyboardInterrupt out of `eval` itself makes CPython exit
+# by SIGINT at the end, though caught)
+CALL = """
+import sys, timef
+call = eval("lambda: " + sys.argv[3], {"timef": timef, "a": sys.argv})
+try:
+    print(call())
+except KeyboardInterrupt as e:
+    print("KeyboardInterrupt", getattr(e, "__notes__", []))
+"""
+
+
 def test_ctrl_c_during_an_edit_stops_it_and_leaves_no_version(tmp_path: Path) -> None:
     """A Ctrl-C reached Python only once `edit_version` returned, after the
     edit had committed. Now it stops the edit at its next write: the staging
-    goes, no version appears, and `KeyboardInterrupt` is raised. The edit is
-    held at the pause point `shards-written` while the signal arrives."""
+    goes, no version appears, and `KeyboardInterrupt` is raised. Held at a
+    pause point while the signal arrives; after the rename, too late, the
+    exception says the version was committed (review 129: it said nothing)."""
     base = timef.ingest_ucr(REPO / "examples/data/BasicMotions_TRAIN.ts", tmp_path, dataset_name="bm",
                             dataset_version="v1")
     before = listing(tmp_path)
-    resume = tmp_path.parent / f"{tmp_path.name}-resume"
-    script = ("import timef, sys\n"
-              "timef.edit_version(sys.argv[1], sys.argv[2], dataset_version='v2', remove_sample_ids=['bm-train-3'])\n")
-    env = {**os.environ, "TIMEF_TEST_PAUSE_AT": "shards-written", "TIMEF_TEST_RESUME_ON": str(resume)}
-    proc = subprocess.Popen([sys.executable, "-c", script, base, str(tmp_path)], env=env, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stderr is not None
-    assert proc.stderr.readline() == "timef: paused at shards-written\n"
-    assert (tmp_path / "bm" / "v2").exists() is False and listing(tmp_path) != before  # the staging
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)  # looked for within 0.1 s
-    resume.touch()
+    edit = "timef.edit_version(a[1], a[2], dataset_version='v2', remove_sample_ids=['bm-train-3'])"
+    for point in ["staging-created", "shards-written", "before-rename"]:
+        assert interrupted_at(point, CALL, base, str(tmp_path), edit) == (0, "KeyboardInterrupt []\n", ""), point
+        assert listing(tmp_path) == before, point
+    v2 = tmp_path / "bm" / "v2"
+    note = f"timef: interrupted too late: {v2} was committed"
+    assert interrupted_at("after-rename", CALL, base, str(tmp_path), edit) == (0, f"KeyboardInterrupt [{note!r}]\n", "")
+    assert timef.open(v2).verify()["findings"] == []
+    # a plain write's commit too (review 129: it committed, then raised)
+    ingest = "timef.ingest_ucr(a[1], a[2], dataset_name='bm2', dataset_version='v1')"
+    train = str(REPO / "examples/data/BasicMotions_TRAIN.ts")
+    assert interrupted_at("before-rename", CALL, train, str(tmp_path), ingest) == (0, "KeyboardInterrupt []\n", "")
+    assert not (tmp_path / "bm2").exists()
+
+
+def test_ctrl_c_stops_every_edit_of_the_process_and_the_next_call_works(tmp_path: Path) -> None:
+    """The stop a Ctrl-C asks is the process's, as the CLI's: an edit of
+    another thread that reaches a check meanwhile stops too, with
+    `InterruptedError` (it read as EIO, a disk failure), or else goes on and
+    commits; once they ended, the next call goes on (review 129). Nothing is
+    left half-written either way."""
+    base = timef.ingest_ucr(REPO / "examples/data/BasicMotions_TRAIN.ts", tmp_path, dataset_name="bm",
+                            dataset_version="v1")
+    script = """
+import sys, threading, timef
+def edit(version, out):
     try:
-        err = proc.communicate(timeout=60)[1]
-    finally:
-        resume.unlink()
-    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
-    assert listing(tmp_path) == before
+        out.append(timef.edit_version(sys.argv[1], sys.argv[2], dataset_version=version, remove_sample_ids=["bm-train-3"]))
+    except BaseException as e:
+        out.append((type(e).__name__, getattr(e, "errno", None)))
+other = []
+thread = threading.Thread(target=edit, args=("vb", other))
+thread.start()
+main = []
+edit("va", main)
+thread.join()
+print(main, other)
+print(timef.edit_version(sys.argv[1], sys.argv[2], dataset_version="vc", remove_sample_ids=["bm-train-3"]))
+"""
+    code, out, err = interrupted_at("shards-written", script, base, str(tmp_path))
+    assert code == 0 and "Traceback" not in err, err
+    vb, vc = tmp_path / "bm" / "vb", tmp_path / "bm" / "vc"
+    assert out in (f"[('KeyboardInterrupt', None)] [('InterruptedError', 4)]\n{vc}\n",
+                   f"[('KeyboardInterrupt', None)] ['{vb}']\n{vc}\n"), out
+    versions = sorted(p.name for p in (tmp_path / "bm").iterdir())
+    assert versions == (["v1", "vb", "vc"] if str(vb) in out else ["v1", "vc"])
+    for v in versions:
+        assert timef.open(tmp_path / "bm" / v).verify()["findings"] == []

@@ -939,7 +939,11 @@ mod tests {
             (format!("{h}a:1979-01-01 00-00-00:1e300\n"), 4, "float32 range"),
             (format!("{h}a:1979-01-01 00-00-00:  \n"), 4, "series a has no values"),
             (format!("{h}a:1979-01-01 00-00-00\n"), 4, "series a: too few fields"),
-            ("@attribute s string\n@data\n1,2\n".into(), 3, "expected 2 separated by ':' (the attribute values s, then"),
+            (
+                "@attribute s string\n@data\n1,2\n".into(),
+                3,
+                "expected 2 separated by ':' (the attribute values s, then",
+            ),
             (format!("{h}a:1979-01-01 00-00-00:1:2\n"), 4, "series a: too many fields"),
             (format!("{h}a:1979-02-30 00-00-00:1\n"), 4, "series a: attribute start_timestamp"),
             (format!("{h}:1979-01-01 00-00-00:1\n"), 4, "empty series name"),

@@ -506,16 +506,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
         let name = v.manifest().dataset.name.clone();
         let (c, version) = (&a.connector, a.version.as_str());
-        // ids spelled otherwise than the base's would add a second spelling of
-        // its source and turn every uuid16 id column of the version to string
         let base_uuid = v.manifest().id_encoding.get("sample_id").is_some_and(|e| e == "uuid16");
-        if base_uuid != (IdMode::from(c.ids) == IdMode::Uuid) {
-            let (base_ids, flag) = if base_uuid { ("UUIDs (uuid16)", "uuid") } else { ("strings", "string") };
-            return Err(Error::InvalidOption {
-                option: "--ids",
-                reason: format!("the base's sample ids are {base_ids}: add with --ids {flag}, as it was ingested"),
-            });
-        }
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
             let o = c.arrow(&name, version, a.sampling_rate_hz);
@@ -535,6 +526,21 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
         for (files, (dataset, dropped)) in added {
+            // ids that are not UUIDs added to a base whose ids all are would turn
+            // every id column of the version to string (and, spelled otherwise
+            // than the base's by --ids, add a second source): refused, naming one
+            if let Some(s) = dataset.samples().find(|s| base_uuid && !timef::dataset::is_canonical_uuid(&s.sample_id)) {
+                let flag =
+                    if IdMode::from(c.ids) == IdMode::Uuid { "" } else { " (--ids uuid, if it was ingested so)" };
+                return Err(Error::InvalidOption {
+                    option: "--ids",
+                    reason: format!(
+                        "the base's sample ids are UUIDs (uuid16) and {} is not: every id of the version would turn \
+                         to a string; add ids spelled as the base's{flag}",
+                        s.sample_id
+                    ),
+                });
+            }
             if let Some(summary) = dropped.summary() {
                 errln!("timef: {summary}");
             }
