@@ -487,10 +487,17 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     assert_eq!(cli(&[&ingest[..], &[train.to_str().unwrap()]].concat()).0, 0);
     let uuid_base = uuid_root.join("BasicMotions/v1");
     let ub = uuid_base.to_str().unwrap();
-    let want = "the base's sample ids are UUIDs (uuid16) and BasicMotions-test-0 is not: every id of the version \
-                would turn to a string; add ids spelled as the base's (--ids uuid, if it was ingested so)";
-    let args = ["edit", ub, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", "string"];
-    assert_eq!(cli(&args), (2, String::new(), format!("{only} --ids: {want}\n")));
+    // the source spelled otherwise than the base's: a second one (review 130)
+    let uuid_source = "81bb92bd-080f-548b-b15b-3706d76ff22b";
+    for (base, ids, want) in [
+        (ub, "string", format!("the base's source BasicMotions is spelled {uuid_source} (--ids uuid)")),
+        (d, "uuid", "the base's source BasicMotions is spelled BasicMotions (--ids string)".to_string()),
+    ] {
+        let args = ["edit", base, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", ids];
+        let want =
+            format!("{only} --ids: {want}: add with it, or the version gets a second source for the same data\n");
+        assert_eq!(cli(&args), (2, String::new(), want), "{ids}");
+    }
     let args = ["--quiet", "edit", ub, "--out-root", u, "--version", "v2", "--add-ucr", t, "--ids", "uuid"];
     assert_eq!(cli(&args).0, 0);
     assert!(uuid_root.join("BasicMotions/v2/manifest.json").exists());
@@ -527,6 +534,13 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     let m = timef::reader::Version::open(o.join("m/v2")).unwrap();
     assert_eq!(m.manifest().id_encoding["sample_id"], "uuid16");
     assert_eq!(m.manifest().sources.len(), 1);
+    // ids that are not UUIDs onto it would turn its ids to strings
+    let plain = own(["meter-1", "meter-2"], "plain.parquet");
+    let args = ["edit", ob.to_str().unwrap(), "--out-root", os, "--version", "v3", "--add-arrow"];
+    let want = "the base's sample ids are UUIDs (uuid16) and meter-1 is not: every id of the version would turn to a \
+                string; add ids spelled as the base's (--ids uuid, if it was ingested so)";
+    let got = cli(&[&args[..], &[plain.to_str().unwrap()]].concat());
+    assert_eq!(got, (2, String::new(), format!("{only} --ids: {want}\n")));
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];

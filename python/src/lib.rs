@@ -95,15 +95,27 @@ pub(crate) fn interruptible<T: Send>(
             Ok(out) => out,
             Err(panic) => std::panic::resume_unwind(panic),
         };
+        // the handler's exception, with `late`'s note when `out` did its work
+        let raise = |signal: PyErr, out: &timef::Result<T>| {
+            if let Some(note) = out.as_ref().ok().and_then(late) {
+                let _ = signal.value(py).call_method1("add_note", (note,));
+            }
+            Err(signal)
+        };
         loop {
             let waited = py.detach(|| match finished.lock() {
                 Ok(finished) => finished.recv_timeout(SIGNAL_LOOK),
                 Err(_) => Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
             });
-            match waited {
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                // sent, or the thread ended without sending (a panic): joined
-                _ => return py.detach(|| joined(handle)).map_err(to_py),
+            if !matches!(waited, Err(std::sync::mpsc::RecvTimeoutError::Timeout)) {
+                // sent, or the thread ended without sending (a panic): joined,
+                // then a signal that came since the last look (review 130: one
+                // in the last 0.1 s was raised by Python after the call, bare)
+                let out = py.detach(|| joined(handle));
+                return match py.check_signals() {
+                    Err(signal) => raise(signal, &out),
+                    Ok(()) => out.map_err(to_py),
+                };
             }
             if let Err(signal) = py.check_signals() {
                 timef::storage::interrupt();
@@ -111,10 +123,7 @@ pub(crate) fn interruptible<T: Send>(
                 let out = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| joined(handle))));
                 timef::storage::clear_interrupt();
                 let out = out.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                if let Some(note) = out.as_ref().ok().and_then(late) {
-                    let _ = signal.value(py).call_method1("add_note", (note,));
-                }
-                return Err(signal);
+                return raise(signal, &out);
             }
         }
     })

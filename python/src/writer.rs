@@ -271,10 +271,24 @@ impl PyWriter {
 
     /// Publishes the written version atomically and returns its directory.
     fn commit(&self, py: Python<'_>) -> PyResult<String> {
+        if self.committed() {
+            return Err(PyValueError::new_err(format!("{} is already committed", self.target)));
+        }
         let staged =
             self.staged()?.take().ok_or_else(|| PyValueError::new_err("nothing to commit: call write() first"))?;
-        let dir = interruptible(py, || staged.commit(), |dir| committed_late(dir))?;
-        *self.committed.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"))? = true;
+        let committed = || self.committed.lock().map_err(|_| PyValueError::new_err("writer lock poisoned"));
+        let dir = interruptible(
+            py,
+            || staged.commit(),
+            |dir| {
+                // committed, though a Ctrl-C came too late to stop it (review 130)
+                if let Ok(mut c) = committed() {
+                    *c = true;
+                }
+                committed_late(dir)
+            },
+        )?;
+        *committed()? = true;
         Ok(dir.display().to_string())
     }
 

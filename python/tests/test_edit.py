@@ -350,10 +350,10 @@ def test_a_renamed_series_in_the_index_is_refused_also_for_a_shard_copied_whole(
     assert not (tmp_path / "out").exists()
 
 
-def interrupted_at(point: str, script: str, *args: str) -> tuple[int, str, str]:
+def interrupted_at(point: str, script: str, *args: str, gap_s: float = 0.5) -> tuple[int, str, str]:
     """Runs `script` (Python, given `args`) held at the pause point `point`,
-    sends it SIGINT there, lets it go on 0.5 s later (it looks every 0.1 s),
-    and returns its exit code, stdout and stderr."""
+    sends it SIGINT there, lets it go on `gap_s` later (it looks every 0.1 s;
+    0: it goes on before it looked), and returns its exit code, stdout and stderr."""
     with tempfile.TemporaryDirectory() as tmp:
         resume = Path(tmp) / "resume"
         env = {**os.environ, "TIMEF_TEST_PAUSE_AT": point, "TIMEF_TEST_RESUME_ON": str(resume)}
@@ -362,7 +362,7 @@ def interrupted_at(point: str, script: str, *args: str) -> tuple[int, str, str]:
         assert proc.stderr is not None
         assert proc.stderr.readline() == f"timef: paused at {point}\n"
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)
+        time.sleep(gap_s)
         resume.touch()
         out, err = proc.communicate(timeout=60)
     return proc.returncode, out, err
@@ -398,9 +398,34 @@ def test_ctrl_c_during_an_edit_stops_it_and_leaves_no_version(tmp_path: Path) ->
     note = f"timef: interrupted too late: {v2} was committed"
     assert interrupted_at("after-rename", CALL, base, str(tmp_path), edit) == (0, f"KeyboardInterrupt [{note!r}]\n", "")
     assert timef.open(v2).verify()["findings"] == []
+    # a Ctrl-C that came before the rename but was not looked for before the
+    # call ended commits, and says so (review 130: a bare KeyboardInterrupt);
+    # looked for in time (a look may fall in the 10 ms the pause takes to end),
+    # it stops the edit
+    v3 = tmp_path / "bm" / "v3"
+    note = f"timef: interrupted too late: {v3} was committed"
+    code, out, err = interrupted_at("before-rename", CALL, base, str(tmp_path), edit.replace("'v2'", "'v3'"), gap_s=0)
+    assert (code, out, err) == (0, f"KeyboardInterrupt [{note!r}]\n" if v3.exists() else "KeyboardInterrupt []\n", "")
+    # a writer so interrupted counts as committed (review 130: committed was False)
+    write = """
+import sys, timef
+w = timef.TimeFWriter(sys.argv[2], timef.read_ucr(sys.argv[1], dataset_name="bm3", dataset_version="v1"))
+w.write()
+try:
+    w.commit()
+except KeyboardInterrupt as e:
+    print(e.__notes__, w.committed)
+try:
+    w.commit()
+except ValueError as e:
+    print(e)
+"""
+    train = str(REPO / "examples/data/BasicMotions_TRAIN.ts")
+    v1 = tmp_path / "bm3" / "v1"
+    out = f"['timef: interrupted too late: {v1} was committed'] True\n{v1} is already committed\n"
+    assert interrupted_at("after-rename", write, train, str(tmp_path)) == (0, out, "")
     # a plain write's commit too (review 129: it committed, then raised)
     ingest = "timef.ingest_ucr(a[1], a[2], dataset_name='bm2', dataset_version='v1')"
-    train = str(REPO / "examples/data/BasicMotions_TRAIN.ts")
     assert interrupted_at("before-rename", CALL, train, str(tmp_path), ingest) == (0, "KeyboardInterrupt []\n", "")
     assert not (tmp_path / "bm2").exists()
 

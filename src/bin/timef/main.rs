@@ -22,7 +22,7 @@ use timef::storage::{Location, StorageOptions};
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
 mod args;
-use args::{CatFormat, Cli, Command, Common, EditArgs, ExportArgs, ExportFormatArg, Ingest};
+use args::{CatFormat, Cli, Command, Common, EditArgs, ExportArgs, ExportFormatArg, Ids, Ingest};
 
 /// `eprintln!` that never panics: a line stderr cannot take (`/dev/full`, a
 /// closed pipe) is lost, and the exit code stays the verb's.
@@ -506,6 +506,22 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
         let name = v.manifest().dataset.name.clone();
         let (c, version) = (&a.connector, a.version.as_str());
+        // the connectors name the added source after the dataset, spelled by
+        // --ids: spelled otherwise than the base's, it would be a second one
+        let spelled = |ids: Ids| IdMode::from(ids).id(&name);
+        let other = if IdMode::from(c.ids) == IdMode::Uuid { Ids::String } else { Ids::Uuid };
+        let base_sources: Vec<&str> = v.manifest().sources.iter().map(|s| s.source_id.as_str()).collect();
+        if !base_sources.contains(&spelled(c.ids).as_str()) && base_sources.contains(&spelled(other).as_str()) {
+            return Err(Error::InvalidOption {
+                option: "--ids",
+                reason: format!(
+                    "the base's source {name} is spelled {} (--ids {}): add with it, or the version gets a second \
+                     source for the same data",
+                    spelled(other),
+                    other.flag()
+                ),
+            });
+        }
         let base_uuid = v.manifest().id_encoding.get("sample_id").is_some_and(|e| e == "uuid16");
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
