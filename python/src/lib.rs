@@ -82,6 +82,9 @@ pub(crate) fn interruptible<T: Send>(
     work: impl FnOnce() -> timef::Result<T> + Send,
     late: impl FnOnce(&T) -> Option<String>,
 ) -> PyResult<T> {
+    // a Ctrl-C while the arguments were taken in stops the call before it starts
+    // (review 131: a short call found it only once it had committed)
+    py.check_signals()?;
     std::thread::scope(|scope| {
         let (done, finished) = std::sync::mpsc::channel();
         // (a receiver is not shared between threads, as `detach` asks, unless locked)
