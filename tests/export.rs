@@ -201,8 +201,34 @@ fn cli_export_writes_every_selected_chunk_as_read_series_reads_it() {
         cli(&["export", g, "--count", "--channels", "I", "--channels", "chest"]).1,
         "3 series, 15 chunks, 3400 values\n"
     );
+    // without --format, the file's name says which (review 127: `x.parquet`
+    // got Arrow IPC), and --format says otherwise when given
+    let magic = |p: &std::path::Path| std::fs::read(p).unwrap()[..4].to_vec();
+    for (name, format, want) in [
+        ("named.parquet", None, &b"PAR1"[..]),
+        ("named.PARQUET", None, b"PAR1"),
+        ("named.feather", None, b"ARRO"),
+        ("ipc.parquet", Some("arrow"), b"ARRO"),
+    ] {
+        let out = tmp.path().join(name);
+        let mut args = vec!["export", g, "--out", out.to_str().unwrap()];
+        args.extend(format.map(|f| ["--format", f]).iter().flatten());
+        assert_eq!(cli(&args).0, 0, "{name}");
+        assert_eq!(magic(&out), want, "{name}");
+    }
     // only the written files are there: no temporary file left beside them
-    assert_eq!(tree(tmp.path()), ["all.arrow", "all.parquet", "train-II.arrow"]);
+    assert_eq!(
+        tree(tmp.path()),
+        [
+            "all.arrow",
+            "all.parquet",
+            "ipc.parquet",
+            "named.PARQUET",
+            "named.feather",
+            "named.parquet",
+            "train-II.arrow"
+        ]
+    );
 }
 
 #[test]

@@ -194,9 +194,9 @@ pub(super) struct ExportArgs {
     /// The file to write (never replaced if it exists).
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ExportFormatArg::Arrow)]
-    pub(super) format: ExportFormatArg,
+    /// Output format [default: parquet for a FILE named *.parquet, else arrow].
+    #[arg(long, value_enum)]
+    pub(super) format: Option<ExportFormatArg>,
     /// Only the series of these samples (comma-separated, or repeat the flag).
     #[arg(long, value_name = "ID,...", value_delimiter = ',')]
     pub(super) samples: Vec<String>,

@@ -399,9 +399,14 @@ fn export(a: ExportArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
             outln!("{series} series, {chunks} chunks, {values} values");
         }
         Some(out) => {
+            // the file's name says which, unless --format does (review 127:
+            // `--out x.parquet` wrote Arrow IPC)
+            let parquet_named = out.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
             let format = match a.format {
-                ExportFormatArg::Arrow => timef::export::ExportFormat::ArrowIpc,
-                ExportFormatArg::Parquet => timef::export::ExportFormat::Parquet,
+                Some(ExportFormatArg::Arrow) => timef::export::ExportFormat::ArrowIpc,
+                Some(ExportFormatArg::Parquet) => timef::export::ExportFormat::Parquet,
+                None if parquet_named => timef::export::ExportFormat::Parquet,
+                None => timef::export::ExportFormat::ArrowIpc,
             };
             let s = timef::export::export(scan, &out, format)?;
             outln!("{series} series, {chunks} chunks, {values} values -> {} ({} bytes)", out.display(), s.bytes);
