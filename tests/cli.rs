@@ -220,7 +220,7 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
     let r = root.to_str().unwrap();
     let train = real("ucr/BasicMotions_TRAIN.ts");
     let t = train.to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["ingest", "ucr", "--root", r, "--name", "my data", "--version", "v1", t],
             "timef: error: invalid option --name: \"my data\" must be 1-128 characters of [A-Za-z0-9._-] not starting with '.'\n",
@@ -236,6 +236,12 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
         (
             &["ingest", "tsf", "--root", r, "--name", "m", "--version", "v1", "/nonexistent/x.tsf"],
             "timef: error: not found: /nonexistent/x.tsf: no such input file\n",
+        ),
+        // a series ending past the largest float (review 127: its windows started at inf)
+        (
+            &["ingest", "ucr", "--root", r, "--name", "m", "--version", "v1", "--sampling-rate-hz", "1e-320", t],
+            "timef: error: invalid sampling_rate_hz of m-train-0/0: 100 values at 1e-320 Hz from t_start_s 0 end at \
+             no finite time\n",
         ),
     ];
     for (args, want) in cases {

@@ -377,6 +377,15 @@ pub(crate) fn validate_count(
     if n_values == 0 {
         return Err(Error::validation(id, "values", "a series needs at least one value"));
     }
+    // a rate so small that the series ends past the largest float gives its
+    // windows no finite start time (review 127: 1e-320 Hz was taken)
+    if !(t_start_s + n_values as f64 / sampling_rate_hz).is_finite() {
+        return Err(Error::validation(
+            id,
+            "sampling_rate_hz",
+            format!("{n_values} values at {sampling_rate_hz:e} Hz from t_start_s {t_start_s} end at no finite time"),
+        ));
+    }
     if let Some(end) = t_end_s {
         let expected = ((end - t_start_s) * sampling_rate_hz).round_ties_even();
         if expected != n_values as f64 {
