@@ -344,15 +344,22 @@ const PATH_STYLE_HOSTS: [&str; 5] = [
 impl ObjectLocation {
     /// Parses `text` as an object-store URL and builds its client.
     pub(crate) fn parse(text: &str, options: &StorageOptions) -> Result<ObjectLocation> {
-        let url = url::Url::parse(text).map_err(|e| invalid(&redact(text), e.to_string()))?;
         let shown = redact(text);
         // the clients' own error texts repeat the URL, so one that carries a
-        // secret is refused before any of them sees it
-        if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
-            return Err(invalid(
+        // secret is refused before any of them sees it (review 132: before the
+        // URL parser, which named `file://u:p@/path` an invalid domain name)
+        let refused = || {
+            invalid(
                 &shown,
                 "user info, a query or a fragment is not accepted in a store URL: give credentials through the environment or storage options",
-            ));
+            )
+        };
+        if client::has_user_info(text) {
+            return Err(refused());
+        }
+        let url = url::Url::parse(text).map_err(|e| invalid(&shown, e.to_string()))?;
+        if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+            return Err(refused());
         }
         let (scheme, path) =
             object_store::ObjectStoreScheme::parse(&url).map_err(|e| invalid(&shown, e.to_string()))?;

@@ -224,12 +224,24 @@ macro_rules! json_methods {
             /// # Errors
             /// [`Error::InvalidInput`] naming the type when the text is not one.
             pub fn from_json(text: &str) -> Result<Self> {
-                serde_json::from_str(text)
-                    .map_err(|e| Error::input(stringify!($t), None, format!("not a valid {}: {e}", stringify!($t))))
+                serde_json::from_str(text).map_err(|e| json_refusal(stringify!($t), &e))
             }
         }
     };
 }
+/// The refusal of JSON that is not a `what`. A value of the wrong type or
+/// shape is named by its place only: serde's text repeats it, and a string
+/// there may be a URL with credentials (review 132).
+fn json_refusal(what: &str, e: &serde_json::Error) -> Error {
+    let why = match e.classify() {
+        serde_json::error::Category::Data => {
+            format!("a value of the wrong type or shape at line {} column {}", e.line(), e.column())
+        }
+        _ => e.to_string(),
+    };
+    Error::input(what, None, format!("not a valid {what}: {why}"))
+}
+
 json_methods!(Plan);
 json_methods!(PartTask);
 json_methods!(PartRecord);
@@ -715,4 +727,26 @@ pub fn write_part(
         Ok(())
     })?;
     Ok(PartRecord { write_id: task.write_id.clone(), part: task.part, files, index })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value of the wrong type is named by its place, never repeated: a
+    /// string there may be a URL with credentials (review 132: a `staging`
+    /// given as a string was echoed whole).
+    #[test]
+    fn a_malformed_part_task_is_refused_without_repeating_its_values() {
+        let text = r#"{"task": {"staging": "s3://AKIA:hunter2@b/x"}}"#;
+        let err = PartTask::from_json(text).unwrap_err().to_string();
+        assert!(!err.contains("hunter2") && !err.contains("AKIA"), "{err}");
+        assert!(
+            err.starts_with("PartTask: not a valid PartTask: a value of the wrong type or shape at line 1 column "),
+            "{err}"
+        );
+        // a syntax error says what it is
+        let err = PartTask::from_json("{").unwrap_err().to_string();
+        assert_eq!(err, "PartTask: not a valid PartTask: EOF while parsing an object at line 1 column 1");
+    }
 }

@@ -386,6 +386,11 @@ fn export(a: ExportArgs, opts: &StorageOptions) -> Result<ExitCode, Error> {
     if let Some(task) = a.task {
         selection = selection.task(task, a.split.as_deref());
     }
+    // a URL was read as a relative local path (`s3://b/x` as `s3:/b/x`); it is
+    // not repeated, as it may carry a secret
+    if a.out.as_ref().is_some_and(|out| timef::storage::is_url(&out.to_string_lossy())) {
+        return Err(Error::InvalidOption { option: "--out", reason: "takes a local file, not a URL".into() });
+    }
     let options = ScanOptions::builder().threads(a.threads).try_build()?;
     keep_freed_memory();
     let v = Version::open_at(location(&a.version_dir, opts)?)?;

@@ -25,8 +25,27 @@ pub fn install_tls_provider() {
 pub(super) fn redact(text: &str) -> String {
     match url::Url::parse(text) {
         Ok(u) => format!("{}://{}{}", u.scheme(), u.host_str().unwrap_or(""), u.path()),
-        Err(_) => text.split(['?', '#']).next().unwrap_or("").split('@').next_back().unwrap_or("").to_string(),
+        Err(_) => {
+            let text = text.split(['?', '#']).next().unwrap_or("");
+            match text.split_once("://") {
+                // the scheme and path kept, the authority's user info dropped
+                Some((scheme, rest)) => {
+                    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+                    let host = authority.rsplit('@').next().unwrap_or("");
+                    let slash = if rest.contains('/') { "/" } else { "" };
+                    format!("{scheme}://{host}{slash}{path}")
+                }
+                None => text.rsplit('@').next().unwrap_or("").to_string(),
+            }
+        }
     }
+}
+
+/// True when the authority of the URL `text` (between `://` and the next
+/// `/`) holds user info (`user:password@`), which the URL parser may reject
+/// for another reason first (an empty host after it: `file://u:p@/path`).
+pub(super) fn has_user_info(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(_, rest)| rest.split('/').next().is_some_and(|a| a.contains('@')))
 }
 
 /// Builds a cloud store: the builder's `from_env`, the URL, then each option
