@@ -1628,6 +1628,25 @@ fn age_2h(dir: &std::path::Path) {
     }
 }
 
+/// A dead writer's marked parts' prefix of `version` under `dataset`
+/// (`.tmp-<version>-<write id>/`: its marker and one part), as made now.
+fn dead_parts(dataset: &std::path::Path, version: &str) -> std::path::PathBuf {
+    let id = "0123456789abcdef0123456789abcdef";
+    let parts = dataset.join(format!(".tmp-{version}-{id}"));
+    std::fs::create_dir_all(parts.join("time_series")).unwrap();
+    std::fs::write(parts.join(PARTS_MARKER), format!(r#"{{"write_id": "{id}"}}"#)).unwrap();
+    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    parts
+}
+
+/// Gives `dir` and everything under it (links themselves) to the user
+/// [`timef_as_a_user`] runs as.
+fn give_to_the_user(dir: &std::path::Path) {
+    for entry in walkdir::WalkDir::new(dir) {
+        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
+    }
+}
+
 /// `timef ARGS` as a user who is not root (root reads any file), with its
 /// exit code and stdout; fails the test after 30 s (a read that blocks).
 fn timef_as_a_user(args: &[&str]) -> (i32, String) {
@@ -1834,9 +1853,7 @@ fn what_a_marker_gc_cannot_read_may_mark_is_never_removed() {
         std::fs::create_dir_all(&users).unwrap();
         std::fs::write(users.join("notes.txt"), b"mine").unwrap();
         // everything the user's, but the three markers
-        for entry in walkdir::WalkDir::new(&case) {
-            let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-        }
+        give_to_the_user(&case);
         if fifo {
             std::fs::remove_file(dataset.join("v1/manifest.json")).unwrap();
         }
@@ -1912,9 +1929,7 @@ fn a_place_a_marker_leaves_unknown_keeps_its_leftovers() {
     std::fs::create_dir_all(&parts).unwrap();
     std::fs::write(parts.join(PARTS_MARKER), &marker).unwrap();
     std::fs::write(parts.join("part-0.parquet"), b"part").unwrap();
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     let _ = std::os::unix::fs::lchown(root.join("other/manifest.json"), Some(0), Some(0));
     std::fs::set_permissions(root.join("other/manifest.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
     for dir in [dataset.join("v1"), url_root.join("ds/v2")] {
@@ -2229,9 +2244,7 @@ fn a_folder_this_user_may_not_read_is_kept_and_reported_and_the_rest_is_cleared(
     for dir in shut {
         std::fs::create_dir_all(root.join(dir).join("inside")).unwrap();
     }
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     // no read, write or search for anyone but root: run as 65534 when root
     for dir in shut {
         std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -2278,9 +2291,7 @@ fn gc_of_a_file_url_keeps_and_reports_a_folder_this_user_may_not_read_and_clears
     for dir in &shut[..3] {
         std::fs::create_dir_all(root.join(dir).join("inside")).unwrap();
     }
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     for dir in shut {
         std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o000)).unwrap();
     }
@@ -2318,14 +2329,9 @@ fn ls_of_a_file_url_reads_a_folder_this_user_may_not_read_as_gc_does() {
     std::fs::create_dir_all(v4.join("time_series")).unwrap();
     std::fs::write(v4.join(CLAIM), DEAD_CLAIM).unwrap();
     std::fs::write(v4.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
-    let parts = root.join(format!("b/.tmp-v5-{}", "0123456789abcdef".repeat(2)));
-    std::fs::create_dir_all(parts.join("time_series")).unwrap();
-    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
-    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    let parts = dead_parts(&root.join("b"), "v5");
     age_2h(&root.join("b"));
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     let shut = [v4.join("time_series"), parts.join("time_series")];
     for dir in &shut {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -2358,14 +2364,9 @@ fn a_folder_below_a_version_this_user_may_not_read_does_not_keep_its_dead_parts(
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("r");
     commit_v1(Location::local(&root), "b");
-    let parts = root.join(format!("b/.tmp-v1-{}", "0123456789abcdef".repeat(2)));
-    std::fs::create_dir_all(parts.join("time_series")).unwrap();
-    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
-    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    let parts = dead_parts(&root.join("b"), "v1");
     age_2h(&parts);
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     let tasks = root.join("b/v1/tasks");
     std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o000)).unwrap();
     let url = format!("file://{}", root.display());
@@ -2402,9 +2403,7 @@ fn ls_names_a_staging_directory_it_could_not_examine() {
     std::fs::create_dir_all(staging.join("time_series")).unwrap();
     std::fs::create_dir_all(staging.join("closed")).unwrap();
     std::fs::write(staging.join("time_series/shard-00000.parquet"), b"a dead writer's").unwrap();
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     std::fs::set_permissions(staging.join("closed"), std::fs::Permissions::from_mode(0o000)).unwrap();
     let (s, rel) = (staging.display(), staging.strip_prefix(&root).unwrap().display().to_string());
     let why = format!("{rel}/closed: Permission denied (os error 13)");
@@ -2506,10 +2505,7 @@ fn ls_of_a_file_url_does_not_count_a_file_gc_does_not_name() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("r");
     commit_v1(Location::local(&root), "b");
-    let parts = root.join(format!("b/.tmp-v2-{}", "0123456789abcdef".repeat(2)));
-    std::fs::create_dir_all(parts.join("time_series")).unwrap();
-    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
-    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    let parts = dead_parts(&root.join("b"), "v2");
     age_2h(&parts);
     std::fs::write(parts.join(std::ffi::OsStr::from_bytes(b"bad\xfe")), b"fresh").unwrap();
     let url = format!("file://{}", root.display());
@@ -2537,10 +2533,7 @@ fn gc_of_a_file_url_removes_a_dead_writers_directories_with_its_files() {
     std::fs::create_dir_all(v2.join("tasks/task=train")).unwrap();
     std::fs::write(v2.join(CLAIM), DEAD_CLAIM).unwrap();
     std::fs::write(v2.join("tasks/task=train/part-0.parquet"), b"a dead writer's").unwrap();
-    let parts = root.join(format!("b/.tmp-v3-{}", "0123456789abcdef".repeat(2)));
-    std::fs::create_dir_all(parts.join("time_series")).unwrap();
-    std::fs::write(parts.join(PARTS_MARKER), br#"{"write_id": "0123456789abcdef0123456789abcdef"}"#).unwrap();
-    std::fs::write(parts.join("time_series/shard-00000.parquet"), b"a dead writer's part").unwrap();
+    let parts = dead_parts(&root.join("b"), "v3");
     std::fs::create_dir_all(root.join("b/empty/inside")).unwrap();
     age_2h(&parts);
     age_2h(&v2);
@@ -2703,9 +2696,7 @@ fn gc_of_a_file_url_sees_what_its_walk_does_not_read() {
     std::fs::create_dir_all(p6.join("BM")).unwrap();
     symlink(closed.join("v1"), p6.join("BM/v1")).unwrap();
     let p6_parts = parts(&p6.join("BM"), "v1");
-    for entry in walkdir::WalkDir::new(&p6) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(&p6);
     std::fs::set_permissions(&closed, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let url = format!("file://{}", p6.join("BM").display());
     let (code, out) = timef_as_a_user(&["gc", &url, "--older-than-s", "3600"]);
@@ -2802,9 +2793,7 @@ fn a_staging_this_user_may_not_read_keeps_a_users_folder_beside_it() {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("f"), b"mine").unwrap();
     }
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o000)).unwrap();
     let p = place.display();
     let staging = "is named like a writer's staging, in a folder this user may not read: what it holds is not \
@@ -2853,9 +2842,7 @@ fn what_root_keeps_a_user_for_whom_a_folder_is_closed_keeps() {
         let old = format!("@{}", now - 3 * 3600);
         assert!(std::process::Command::new("touch").args(["-h", "-d", &old]).arg(&file).status().unwrap().success());
     }
-    for entry in walkdir::WalkDir::new(tmp.path()) {
-        let _ = std::os::unix::fs::lchown(entry.unwrap().path(), Some(65534), Some(65534));
-    }
+    give_to_the_user(tmp.path());
     for dir in [&shut, &v2] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o000)).unwrap();
     }
