@@ -35,7 +35,7 @@ pub fn check_files(v: &Version) -> Result<()> {
                 if let Some((dir, why)) = unreadable_dirs.iter().find(|(dir, _)| within(dir)) {
                     return Err(Error::io(v.dir().join(dir), std::io::Error::other(format!("cannot list: {why}"))));
                 }
-                "listed in manifest.json but missing".to_string()
+                crate::storage::LISTED_BUT_MISSING.to_string()
             }
         };
         return Err(Error::Corrupt { path: v.dir().join(&f.path), reason });

@@ -211,7 +211,7 @@ impl Version {
         let problem =
             path_problem(rel).or_else(|| (!self.listed.contains(rel)).then_some("is not listed in manifest.json"));
         match problem {
-            None => self.loc.version_file(rel),
+            None => self.loc.listed_file(rel),
             Some(problem) => {
                 Err(Error::Corrupt { path: self.dir.clone(), reason: format!("{}: path {rel:?} {problem}", origin()) })
             }

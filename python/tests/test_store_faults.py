@@ -445,15 +445,43 @@ def test_a_server_gone_mute_mid_iteration_fails_the_windows_within_one_timeout(c
     assert took < 2.5, f"{took:.2f} s, {muted} requests"
 
 
-def test_an_object_gone_mid_read_is_file_not_found_as_a_local_file_is(tmp_path: Path) -> None:
-    """Review 24: a shard deleted from the store mid-iteration raised a bare OSError (errno 0)."""
-    endpoint, bucket, version = small_s3_version(tmp_path)
-    plan = timef.open(version, storage_options=s3_options(endpoint)).window_plan(32)
-    key = "root/ds/v1/time_series/shard-00001.parquet"
-    s3_client(endpoint).delete_object(Bucket=bucket, Key=key)
-    with pytest.raises(FileNotFoundError) as e:
-        for _ in plan.windows(batch_size=8):
-            pass
-    assert (e.value.errno, e.value.filename) == (2, f"s3://{bucket}/{key}")
-    # the URL printed once, as Python prints an OSError's filename
-    assert str(e.value).count(f"s3://{bucket}/{key}") == 1, str(e.value)
+def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: Path, tmp_path: Path) -> None:
+    """A shard the manifest lists, deleted after the commit (review 24: mid-iteration on
+    S3 it raised a bare OSError): every verb that reads it, and the Python reads, report
+    one corrupt version on a local path, a file:// URL and S3 alike, where `cat`,
+    `export`, `edit` and `dedup` said I/O (exit 3 on S3, a local "No such file")."""
+    endpoint, bucket, on_s3 = small_s3_version(tmp_path)
+    opts = s3_options(endpoint)
+    small = dict(chunk_max_bytes=1024, row_group_target_bytes=4096, shard_target_bytes=16384)
+    data = write_ipc(gluonts_rows(40, seed=3), tmp_path / "rows.arrow")
+    local = timef.ingest_arrow(data, str(tmp_path / "root"), dataset_name="ds", dataset_version="v1", **small)
+    index = timef.open(local).index().to_pylist()
+    gone = "time_series/shard-00001.parquet"
+    series = next(r["time_series_id"] for r in index if r["shard_path"] == gone)
+    sample = timef.open(local).samples().column("sample_id")[0].as_py()
+    s3_client(endpoint).delete_object(Bucket=bucket, Key=f"root/ds/v1/{gone}")
+    (Path(local) / gone).unlink()
+    for version in (local, f"file://{local}", on_s3):
+        storage = opts if version.startswith("s3://") else None
+        args = storage_args(opts) if storage else []
+        file = f"{version}/{gone}"
+        want = f"timef: error: corrupt version: {file}: listed in manifest.json but missing\n"
+        out_root = f"s3://{bucket}/edits" if storage else str(tmp_path / "edits")
+        for verb in (["info", version], ["cat", version, series], ["export", version, "--out", str(tmp_path / "x.arrow")],
+                     ["dedup", version, version],
+                     ["edit", version, "--out-root", out_root, "--version", "v2", "--remove-sample", sample]):
+            out = run(cli, *verb, *args)
+            assert (out.returncode, out.stdout, out.stderr) == (2, "", want), (version, verb)
+        out = run(cli, "verify", version, *args)
+        assert out.returncode == 1, out.stderr
+        assert f"FAIL [listing] {gone} manifest files[" in out.stdout, out.stdout
+        assert not (tmp_path / "x.arrow").exists() and not (tmp_path / "edits").exists()
+        v = timef.open(version, storage_options=storage)
+        with pytest.raises(timef.CorruptVersionError) as e:
+            v.read_series(series)
+        assert (e.value.path, e.value.reason) == (file, "listed in manifest.json but missing")
+        with pytest.raises(timef.CorruptVersionError) as e:
+            for _ in v.window_plan(32).windows(batch_size=8):
+                pass
+        assert (e.value.path, e.value.reason) == (file, "listed in manifest.json but missing")
+    assert s3_keys(endpoint, bucket, "edits/") == []

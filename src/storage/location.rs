@@ -7,7 +7,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{local, object, ReadFailure, Source, SourceInner, StorageOptions, MANIFEST, MAX_OBJECT_COPY_BYTES};
+use super::{
+    local, object, ReadFailure, Source, SourceInner, StorageOptions, LISTED_BUT_MISSING, MANIFEST,
+    MAX_OBJECT_COPY_BYTES,
+};
 use crate::error::{Error, Result};
 
 /// Where a version, a dataset or a root lives: a local path or an object-store URL.
@@ -15,7 +18,16 @@ use crate::error::{Error, Result};
 /// Cloning is cheap (an object-store client is shared). `Display` gives the path
 /// or the URL without credentials, query or fragment.
 #[derive(Clone)]
-pub struct Location(pub(super) Inner);
+pub struct Location(pub(super) Inner, Listed);
+
+/// Whether a location is a file the manifest of an opened version lists
+/// ([`Location::listed_file`]): a read that finds nothing there finds a
+/// corrupt version, not a missing place (docs/format.md "Exit codes").
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Listed {
+    No,
+    Yes,
+}
 
 #[derive(Clone)]
 pub(super) enum Inner {
@@ -88,7 +100,12 @@ pub fn takes_storage_options(text: &str) -> bool {
 impl Location {
     /// A local path.
     pub fn local(path: impl Into<PathBuf>) -> Location {
-        Location(Inner::Local(path.into(), None))
+        Location(Inner::Local(path.into(), None), Listed::No)
+    }
+
+    /// The object `o` (not a listed file: [`Location::listed_file`]).
+    pub(super) fn object(o: object::ObjectLocation) -> Location {
+        Location(Inner::Object(o), Listed::No)
     }
 
     /// A local path, or a URL when `text` starts with `<scheme>://`. URLs take
@@ -101,7 +118,7 @@ impl Location {
     /// [`Error::UnknownStorageOption`] for a key the store does not take.
     pub fn parse(text: &str, options: &StorageOptions) -> Result<Location> {
         if is_url(text) {
-            Ok(Location(Inner::Object(object::ObjectLocation::parse(text, options)?)))
+            Ok(Location::object(object::ObjectLocation::parse(text, options)?))
         } else {
             Ok(Location::local(text))
         }
@@ -126,7 +143,7 @@ impl Location {
         label: &str,
         prefix: &str,
     ) -> Result<Location> {
-        Ok(Location(Inner::Object(object::ObjectLocation::from_store(store, label, prefix)?)))
+        Ok(Location::object(object::ObjectLocation::from_store(store, label, prefix)?))
     }
 
     /// The local path, when this is one.
@@ -141,7 +158,7 @@ impl Location {
     pub fn join(&self, rel: &str) -> Location {
         match &self.0 {
             Inner::Local(p, _) => Location::local(p.join(rel)),
-            Inner::Object(o) => Location(Inner::Object(o.join(rel))),
+            Inner::Object(o) => Location::object(o.join(rel)),
         }
     }
 
@@ -157,7 +174,9 @@ impl Location {
     pub(crate) fn open_version(&self) -> Result<Location> {
         match &self.0 {
             Inner::Local(p, Some(dir)) if dir.path() == p => Ok(self.clone()),
-            Inner::Local(p, _) => Ok(Location(Inner::Local(p.clone(), Some(Arc::new(local::VersionDir::open(p)?))))),
+            Inner::Local(p, _) => {
+                Ok(Location(Inner::Local(p.clone(), Some(Arc::new(local::VersionDir::open(p)?))), Listed::No))
+            }
             Inner::Object(_) => Ok(self.clone()),
         }
     }
@@ -183,8 +202,31 @@ impl Location {
     /// As [`Location::open_version`], when `self` was not opened by it.
     pub(crate) fn version_file(&self, rel: &str) -> Result<Location> {
         match &self.open_version()?.0 {
-            Inner::Local(p, dir) => Ok(Location(Inner::Local(p.join(rel), dir.clone()))),
-            Inner::Object(o) => Ok(Location(Inner::Object(o.join(rel)))),
+            Inner::Local(p, dir) => Ok(Location(Inner::Local(p.join(rel), dir.clone()), Listed::No)),
+            Inner::Object(o) => Ok(Location::object(o.join(rel))),
+        }
+    }
+
+    /// [`Location::version_file`] of a file the version's manifest lists:
+    /// opening, fetching or streaming it where nothing is fails with
+    /// [`Error::Corrupt`] ("listed in manifest.json but missing"), on every
+    /// backend alike, where another location's read fails with the backend's
+    /// [`Error::Io`] or [`Error::ObjectStore`] (docs/format.md "Exit codes").
+    pub(crate) fn listed_file(&self, rel: &str) -> Result<Location> {
+        Ok(Location(self.version_file(rel)?.0, Listed::Yes))
+    }
+
+    /// `e` of a read of this location, a listed file's "nothing there" as
+    /// [`Location::listed_file`] says.
+    fn listed_missing(&self, e: Error) -> Error {
+        let missing = match &e {
+            Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            Error::ObjectStore { source, .. } => matches!(**source, object_store::Error::NotFound { .. }),
+            _ => false,
+        };
+        match self.1 == Listed::Yes && missing {
+            true => Error::Corrupt { path: self.to_path_buf(), reason: LISTED_BUT_MISSING.into() },
+            false => e,
         }
     }
 
@@ -218,14 +260,14 @@ impl Location {
     /// # Errors
     /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
     pub fn open(&self) -> Result<Source> {
-        match &self.0 {
-            Inner::Local(p, v) => {
-                let file = local::open(p, v.as_deref())?;
+        let inner = match &self.0 {
+            Inner::Local(p, v) => local::open(p, v.as_deref()).and_then(|file| {
                 let len = file.metadata().map_err(|e| Error::io(p, e))?.len();
-                Ok(Source(SourceInner::File(file, len), ReadFailure::default()))
-            }
-            Inner::Object(o) => Ok(Source(SourceInner::Object(o.reader()?), ReadFailure::default())),
-        }
+                Ok(SourceInner::File(file, len))
+            }),
+            Inner::Object(o) => o.reader().map(SourceInner::Object),
+        };
+        Ok(Source(inner.map_err(|e| self.listed_missing(e))?, ReadFailure::default()))
     }
 
     /// Fetches `ranges` of this file ahead of its reads (an object:
@@ -239,7 +281,10 @@ impl Location {
     pub(crate) fn read_ahead(&self, ranges: Vec<std::ops::Range<u64>>) -> Result<Prefetched> {
         match &self.0 {
             Inner::Local(..) => Ok(Prefetched(None)),
-            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead(ranges)?)))),
+            Inner::Object(o) => {
+                let owner = o.read_ahead(ranges).map_err(|e| self.listed_missing(e))?;
+                Ok(Prefetched(Some((o.clone(), owner))))
+            }
         }
     }
 
@@ -313,10 +358,11 @@ impl Location {
     /// returned as it is; so does a Ctrl-C ([`super::interrupt`]) while it
     /// waits for an object store's next block.
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
-        match &self.0 {
+        let streamed = match &self.0 {
             Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
             Inner::Object(o) => o.stream(f),
-        }
+        };
+        streamed.map_err(|e| self.listed_missing(e))
     }
 
     /// The largest file a part of a distributed write may stage here (see
@@ -362,7 +408,7 @@ impl Location {
             // file://: the directories themselves, their links resolved
             Inner::Object(o) => match o.file_path() {
                 Some(dir) => resolved(&dir).ancestors().skip(1).map(Location::local).collect(),
-                None => o.ancestors().into_iter().map(|a| Location(Inner::Object(a))).collect(),
+                None => o.ancestors().into_iter().map(Location::object).collect(),
             },
         };
         for version in ancestors {
@@ -401,7 +447,10 @@ impl Location {
     pub(crate) fn read_ahead_tail(&self, bytes: u64) -> Result<Prefetched> {
         match &self.0 {
             Inner::Local(..) => Ok(Prefetched(None)),
-            Inner::Object(o) => Ok(Prefetched(Some((o.clone(), o.read_ahead_tail(bytes)?)))),
+            Inner::Object(o) => {
+                let owner = o.read_ahead_tail(bytes).map_err(|e| self.listed_missing(e))?;
+                Ok(Prefetched(Some((o.clone(), owner))))
+            }
         }
     }
 }

@@ -125,6 +125,10 @@ pub const DEFAULT_SINGLE_PUT_BYTES: usize = 10 << 20;
 pub const DEFAULT_UPLOAD_CONCURRENCY: usize = 2;
 pub use crate::runtime::IO_THREADS;
 
+/// How a file the manifest lists but the store does not hold is reported
+/// ([`crate::Error::Corrupt`]'s reason, by `info`, `verify` and every read).
+pub(crate) const LISTED_BUT_MISSING: &str = "listed in manifest.json but missing";
+
 /// The directory, inside a local staging directory, where parts write their
 /// files under temporary names before renaming them into place; made by the
 /// coordinator, removed by the commit or abort (docs/format.md §1 "Distributed writes").

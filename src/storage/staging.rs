@@ -126,7 +126,7 @@ impl Staging {
     pub fn open_staged(&self, rel: &str) -> Result<Source> {
         match &self.0 {
             StagingInner::Local(s) => Location::local(s.dir().join(rel)).open(),
-            StagingInner::Object(s) => Location(Inner::Object(s.location().join(rel))).open(),
+            StagingInner::Object(s) => Location::object(s.location().join(rel)).open(),
         }
     }
 
@@ -207,7 +207,7 @@ impl Staging {
     pub(crate) fn take_part_file(&mut self, rel: &str) -> Result<(WrittenFile, Location)> {
         let loc = match &mut self.0 {
             StagingInner::Local(s) => Location::local(s.dir().join(rel)),
-            StagingInner::Object(s) => Location(Inner::Object(s.copy_part_file(rel)?)),
+            StagingInner::Object(s) => Location::object(s.copy_part_file(rel)?),
         };
         let mut hasher = Sha256::new();
         let bytes = loc.stream(&mut |b| {
@@ -382,7 +382,7 @@ impl FileSink for PartStaging {
     fn open_staged(&self, rel: &str) -> Result<Source> {
         match &self.0 {
             PartInner::Local(dir) => Location::local(dir.join(rel)).open(),
-            PartInner::Object(o) => Location(Inner::Object(o.location().join(rel))).open(),
+            PartInner::Object(o) => Location::object(o.location().join(rel)).open(),
         }
     }
 }

@@ -138,7 +138,7 @@ impl Verifier<'_> {
             }
             let mut file = match open_in(self.handle, rel) {
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    self.report.push(rel, location, Check::Listing, "listed in manifest.json but missing");
+                    self.report.push(rel, location, Check::Listing, crate::storage::LISTED_BUT_MISSING);
                     continue;
                 }
                 Err(Error::Corrupt { reason, .. }) => {
