@@ -493,16 +493,33 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     assert_eq!(cli(&[&ingest[..], &[train.to_str().unwrap()]].concat()).0, 0);
     let uuid_base = uuid_root.join("BasicMotions/v1");
     let ub = uuid_base.to_str().unwrap();
-    // the source spelled otherwise than the base's: a second one (review 130)
+    // the source spelled otherwise than the base's: a second one (review
+    // 130), and onto a uuid16 base every id space turned to string; the
+    // edit's rules (timef::edit), so the same for Python's edit_version
     let uuid_source = "81bb92bd-080f-548b-b15b-3706d76ff22b";
-    for (base, ids, want) in [
-        (ub, "string", format!("the base's source BasicMotions is spelled {uuid_source} (--ids uuid)")),
-        (d, "uuid", "the base's source BasicMotions is spelled BasicMotions (--ids string)".to_string()),
-    ] {
+    let twice = |added: &str, held: &str| {
+        format!(
+            "source {added} is the base's source {held} spelled otherwise (a connector's ids \"uuid\" spells a name \
+             as its UUID): add it as {held}, or the version gets a second source for the same data"
+        )
+    };
+    let not_uuid = |space: &str, id: &str| {
+        format!(
+            "{space} {id} is not a UUID but the base's are (uuid16): string ids would rewrite every file; spell them \
+             as UUIDs (a connector's ids \"uuid\")"
+        )
+    };
+    let onto_uuid = [
+        not_uuid("sample_id", "BasicMotions-test-0"),
+        not_uuid("time_series_id", "BasicMotions-test-0/0"),
+        not_uuid("annotation_id", "BasicMotions-test-0/class"),
+        not_uuid("task_id", "BasicMotions-test"),
+        not_uuid("source_id", "BasicMotions"),
+        twice("BasicMotions", uuid_source),
+    ];
+    for (base, ids, want) in [(ub, "string", onto_uuid.join("; ")), (d, "uuid", twice(uuid_source, "BasicMotions"))] {
         let args = ["edit", base, "--out-root", r, "--version", "v2", "--add-ucr", t, "--ids", ids];
-        let want =
-            format!("{only} --ids: {want}: add with it, or the version gets a second source for the same data\n");
-        assert_eq!(cli(&args), (2, String::new(), want), "{ids}");
+        assert_eq!(cli(&args), (2, String::new(), format!("timef: error: edit refused: {want}\n")), "{ids}");
     }
     let args = ["--quiet", "edit", ub, "--out-root", u, "--version", "v2", "--add-ucr", t, "--ids", "uuid"];
     assert_eq!(cli(&args).0, 0);
@@ -543,10 +560,9 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     // ids that are not UUIDs onto it would turn its ids to strings
     let plain = own(["meter-1", "meter-2"], "plain.parquet");
     let args = ["edit", ob.to_str().unwrap(), "--out-root", os, "--version", "v3", "--add-arrow"];
-    let want = "the base's sample ids are UUIDs (uuid16) and meter-1 is not: every id of the version would turn to a \
-                string; add ids spelled as the base's (--ids uuid, if it was ingested so)";
+    let want = [not_uuid("sample_id", "meter-1"), not_uuid("time_series_id", "meter-1")].join("; ");
     let got = cli(&[&args[..], &[plain.to_str().unwrap()]].concat());
-    assert_eq!(got, (2, String::new(), format!("{only} --ids: {want}\n")));
+    assert_eq!(got, (2, String::new(), format!("timef: error: edit refused: {want}\n")));
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];

@@ -28,12 +28,14 @@ use sha2::{Digest, Sha256};
 pub use apply::apply;
 pub use rows::{annotation_rows, read_annotation_rows, read_source_rows, read_task_rows, source_rows, task_rows};
 
-use crate::dataset::{Annotation, Source, Task, TimeFDataset};
-use crate::error::{Error, Result};
-use crate::manifest::DerivedFrom;
+use crate::connectors::IdMode;
+use crate::dataset::{is_canonical_uuid, Annotation, Source, Task, TimeFDataset};
+use crate::error::{EditBlocker, Error, Result};
+use crate::manifest::{DerivedFrom, Manifest};
 use crate::options::WriterOptions;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
+use crate::tables::IdSpace;
 use crate::writer::{CopyStats, TimeFWriter};
 
 /// What to do with samples left without series and tasks that would lose a
@@ -264,8 +266,51 @@ fn prepare(
     let mut d = base.to_dataset(&name, new_version)?;
     out_root.join(&name).join(new_version).ensure_absent()?;
     let plan = apply(&mut d, edit, &|id| base.read_series(id))?;
+    refuse_id_changes(base.manifest(), &d)?;
     d.validate_references()?;
     Ok((base, d, plan))
+}
+
+/// Refuses the edited dataset `d` when what it adds or sets would turn an id
+/// space `base` stores as UUIDs (uuid16) to strings, which rewrites every
+/// file holding such a column, or adds a source that is one of `base`'s
+/// spelled otherwise (a name and its UUID, as a connector's ids "string" and
+/// "uuid" spell it): a second source for the same data (docs/format.md §7
+/// "Ids of what an edit adds").
+///
+/// # Errors
+/// [`Error::Edit`], a blocker per space (naming its first id that is not a
+/// UUID) and per source spelled twice.
+fn refuse_id_changes(base: &Manifest, d: &TimeFDataset) -> Result<()> {
+    let mut blockers = Vec::new();
+    for (space, mut values) in IdSpace::ALL.into_iter().zip(crate::writer::id_values(d)) {
+        if base.id_encoding.get(space.name()).is_none_or(|e| e != "uuid16") {
+            continue;
+        }
+        if let Some(id) = values.find(|v| !is_canonical_uuid(v)) {
+            let reason = format!(
+                "{} {id} is not a UUID but the base's are (uuid16): string ids would rewrite every file; spell them \
+                 as UUIDs (a connector's ids \"uuid\")",
+                space.name()
+            );
+            blockers.push(EditBlocker { id: id.to_string(), field: space.name(), reason });
+        }
+    }
+    let held: BTreeSet<&str> = base.sources.iter().map(|s| s.source_id.as_str()).collect();
+    for added in d.sources.keys().filter(|s| !held.contains(s.as_str())) {
+        let uuid = |id: &str| IdMode::Uuid.id(id);
+        if let Some(b) = held.iter().find(|b| uuid(b) == *added || uuid(added) == **b) {
+            let reason = format!(
+                "source {added} is the base's source {b} spelled otherwise (a connector's ids \"uuid\" spells a \
+                 name as its UUID): add it as {b}, or the version gets a second source for the same data"
+            );
+            blockers.push(EditBlocker { id: added.clone(), field: "source_id", reason });
+        }
+    }
+    match blockers.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Edit { blockers }),
+    }
 }
 
 /// Plans the edit that [`edit_version`] with the same arguments would write,

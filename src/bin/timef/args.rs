@@ -392,16 +392,6 @@ pub(super) enum Ids {
     Uuid,
 }
 
-impl Ids {
-    /// How `--ids` spells it.
-    pub(super) fn flag(self) -> &'static str {
-        match self {
-            Ids::String => "string",
-            Ids::Uuid => "uuid",
-        }
-    }
-}
-
 impl From<Ids> for IdMode {
     fn from(i: Ids) -> Self {
         match i {

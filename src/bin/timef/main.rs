@@ -22,7 +22,7 @@ use timef::storage::{Location, StorageOptions};
 use timef::{Error, TimeFDataset, TimeFWriter, WriteProgressEvent, WriterOptions};
 
 mod args;
-use args::{CatFormat, Cli, Command, Common, EditArgs, ExportArgs, ExportFormatArg, Ids, Ingest};
+use args::{CatFormat, Cli, Command, Common, EditArgs, ExportArgs, ExportFormatArg, Ingest};
 
 /// `eprintln!` that never panics: a line stderr cannot take (`/dev/full`, a
 /// closed pipe) is lost, and the exit code stays the verb's.
@@ -451,49 +451,6 @@ fn keep_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
 
-/// Refuses `--ids` that spell the source the connectors add (named after the
-/// dataset `name`) otherwise than `base` does: the version would get a second
-/// source for the same data (and, onto a uuid16 base, string ids).
-fn refuse_another_spelling(base: &timef::manifest::Manifest, name: &str, ids: Ids) -> Result<(), Error> {
-    let other = if IdMode::from(ids) == IdMode::Uuid { Ids::String } else { Ids::Uuid };
-    let has = |ids: Ids| base.sources.iter().any(|s| s.source_id == IdMode::from(ids).id(name));
-    match !has(ids) && has(other) {
-        true => Err(Error::InvalidOption {
-            option: "--ids",
-            reason: format!(
-                "the base's source {name} is spelled {} (--ids {}): add with it, or the version gets a second source \
-                 for the same data",
-                IdMode::from(other).id(name),
-                other.flag()
-            ),
-        }),
-        false => Ok(()),
-    }
-}
-
-/// Refuses `added`, read with `--ids`, when `base`'s sample ids are all UUIDs
-/// (uuid16) and one of its own is not: every id column of the version would
-/// turn to string. Names the first such id.
-fn refuse_ids_turning_to_strings(
-    base: &timef::manifest::Manifest,
-    added: &TimeFDataset,
-    ids: Ids,
-) -> Result<(), Error> {
-    if base.id_encoding.get("sample_id").is_none_or(|e| e != "uuid16") {
-        return Ok(());
-    }
-    let Some(s) = added.samples().find(|s| !timef::dataset::is_canonical_uuid(&s.sample_id)) else { return Ok(()) };
-    let hint = if IdMode::from(ids) == IdMode::Uuid { "" } else { " (--ids uuid, if it was ingested so)" };
-    Err(Error::InvalidOption {
-        option: "--ids",
-        reason: format!(
-            "the base's sample ids are UUIDs (uuid16) and {} is not: every id of the version would turn to a string; \
-             add ids spelled as the base's{hint}",
-            s.sample_id
-        ),
-    })
-}
-
 /// Refuses a row or id file of `option` that holds none (`rows`): an edit
 /// it was meant to drive would silently do something else, or nothing.
 fn empty_file(option: &'static str, file: &std::path::Path, rows: usize) -> Result<(), Error> {
@@ -559,7 +516,6 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
         let name = v.manifest().dataset.name.clone();
         let (c, version) = (&a.connector, a.version.as_str());
-        refuse_another_spelling(v.manifest(), &name, c.ids)?;
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
             let o = c.arrow(&name, version, a.sampling_rate_hz);
@@ -579,7 +535,6 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
         for (files, (dataset, dropped)) in added {
-            refuse_ids_turning_to_strings(v.manifest(), &dataset, c.ids)?;
             if let Some(summary) = dropped.summary() {
                 errln!("timef: {summary}");
             }
