@@ -378,9 +378,9 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
 /// and a refused edit included (an added series that the base holds with the
 /// same id and metadata has its values loaded to compare them with the
 /// base's, and loaders run once), so a retry builds them again. A refused
-/// edit raises `TimeFEditError` listing every blocker (docs/format.md §7),
-/// additions whose ids are spelled otherwise than the base's included (read
-/// them with the base's `ids=`).
+/// edit raises `TimeFEditError` naming its blockers (docs/format.md §7), a
+/// new source spelled as another's UUID or the reverse included (read
+/// additions with the base's `ids=`).
 #[pyfunction]
 #[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(),
                     remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),

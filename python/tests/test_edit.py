@@ -117,54 +117,57 @@ def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
 
 
 
-def test_additions_spelled_otherwise_than_the_base_are_refused_as_on_the_cli(tmp_path: Path) -> None:
-    """The base's ids spelled otherwise by what an edit adds (a connector's
-    ids "string" onto a uuid16 base, "uuid" onto a string one): a second
-    source for the same data, and every uuid16 column of the version turned
-    to string. The CLI refused it, Python's edit_version wrote it."""
+def test_a_source_spelled_otherwise_than_another_is_refused_as_on_the_cli(tmp_path: Path) -> None:
+    """Additions read with other connector ids than the base's spell its source
+    otherwise (a name and its UUIDv5): a second source for the same data. The
+    CLI refused it, Python's edit_version wrote it. Readable ids of any other
+    kind are taken (review 134: refusing them refused ordinary curation)."""
     train, test = real("ucr/BasicMotions_TRAIN.ts"), real("ucr/BasicMotions_TEST.ts")
     kw = dict(dataset_name="BasicMotions", dataset_version="v1")
     uuid_base = timef.ingest_ucr(train, tmp_path / "u", ids="uuid", **kw)
     string_base = timef.ingest_ucr(train, tmp_path / "s", **kw)
     uuid_source = "81bb92bd-080f-548b-b15b-3706d76ff22b"
-    hint = 'string ids would rewrite every file; spell them as UUIDs (a connector\'s ids "uuid")'
-    twice = ("source {} is the base's source {} spelled otherwise (a connector's ids \"uuid\" spells a name as its "
-             "UUID): add it as {}, or the version gets a second source for the same data")
+
+    def twice(added: str, other: str) -> str:
+        return (f"source {added} is source {other} spelled otherwise (a name and its UUID, as a connector's ids "
+                "\"string\" and \"uuid\" spell it): read the additions with the base's ids option (CLI --ids, "
+                f"Python ids=) or give the source as {other}, or the version gets a second source for the same data")
+
     before = listing(tmp_path)
-    for base, ids, blockers, fields in [
-        (uuid_base, "string", [
-            f"sample_id BasicMotions-test-0 is not a UUID but the base's are (uuid16): {hint}",
-            f"time_series_id BasicMotions-test-0/0 is not a UUID but the base's are (uuid16): {hint}",
-            f"annotation_id BasicMotions-test-0/class is not a UUID but the base's are (uuid16): {hint}",
-            f"task_id BasicMotions-test is not a UUID but the base's are (uuid16): {hint}",
-            f"source_id BasicMotions is not a UUID but the base's are (uuid16): {hint}",
-            twice.format("BasicMotions", uuid_source, uuid_source),
-        ], ["sample_id", "time_series_id", "annotation_id", "task_id", "source_id", "source_id"]),
-        (string_base, "uuid", [twice.format(uuid_source, "BasicMotions", "BasicMotions")], ["source_id"]),
-    ]:
+    for base, ids, want in [(uuid_base, "string", twice("BasicMotions", uuid_source)),
+                            (string_base, "uuid", twice(uuid_source, "BasicMotions"))]:
         for dry_run in (True, False):
             added = timef.read_ucr(test, ids=ids, **kw)
             with pytest.raises(timef.TimeFEditError) as e:
                 timef.edit_version(base, tmp_path / "o", dataset_version="v2", add=[added], dry_run=dry_run)
-            assert e.value.blockers == blockers, ids
-            assert e.value.field == fields[0]
+            assert (e.value.blockers, e.value.id, e.value.field) == ([want], want.split()[1], "source_id")
             assert listing(tmp_path) == before
-    # a set source's id spelled as the UUID of the base's, or not a UUID onto a uuid16 base
+    # a set source spelled as the UUID of the base's; two new sources, one the other's UUID (review 134)
     with pytest.raises(timef.TimeFEditError) as e:
         timef.edit_version(string_base, tmp_path / "o", dataset_version="v2",
                            set_sources=[{"source_id": uuid_source, "name": "BasicMotions"}])
-    assert e.value.blockers == [twice.format(uuid_source, "BasicMotions", "BasicMotions")]
+    assert e.value.blockers == [twice(uuid_source, "BasicMotions")]
+    walk = [timef.read_ucr(test, ids=i, dataset_name="Walk", dataset_version="v1") for i in ("string", "uuid")]
+    assert (walk[0].source_ids, walk[1].source_ids) == (["Walk"], ["e26ee268-043c-573f-889e-380f9c144c88"])
     with pytest.raises(timef.TimeFEditError) as e:
-        timef.edit_version(uuid_base, tmp_path / "o", dataset_version="v2",
-                           set_sources=[{"source_id": "extra", "name": "Extra"}])
-    assert e.value.blockers == [f"source_id extra is not a UUID but the base's are (uuid16): {hint}"]
+        timef.edit_version(string_base, tmp_path / "o", dataset_version="v2", add=walk)
+    assert e.value.blockers == [twice("Walk", "e26ee268-043c-573f-889e-380f9c144c88")]
     assert listing(tmp_path) == before
+    # readable ids onto a uuid16 base (set rows a curator writes) are taken as given
+    sample = timef.open(uuid_base).to_dataset("x").sample_ids[0]
+    fixed = timef.edit_version(uuid_base, tmp_path / "o", dataset_version="v2",
+                               set_sources=[{"source_id": "site-b", "name": "Second lab"}],
+                               set_annotations=[{"annotation_id": "qc-1", "sample_id": sample,
+                                                 "annotation_type": "note", "key": "qc", "value_str": "clipped"}])
+    m = timef.open(fixed).manifest
+    assert (m["id_encoding"]["annotation_id"], m["id_encoding"]["source_id"], m["id_encoding"]["sample_id"]) == (
+        "string", "string", "uuid16")
     # spelled as the base's, the additions are taken, and the ids stay uuid16
-    new = timef.edit_version(uuid_base, tmp_path / "o", dataset_version="v2",
+    new = timef.edit_version(uuid_base, tmp_path / "o", dataset_version="v3",
                              add=[timef.read_ucr(test, ids="uuid", **kw)])
     m = timef.open(new).manifest
     assert m["id_encoding"] == timef.open(uuid_base).manifest["id_encoding"]
-    assert m["id_encoding"]["sample_id"] == "uuid16" and m["sources"] == timef.open(uuid_base).manifest["sources"]
+    assert m["sources"] == timef.open(uuid_base).manifest["sources"]
 
 # what a write of one values page without a base takes from none
 FRESH_WRITE_COPIES = {"pages_copied": 0, "pages_encoded": 1, "pages_decoded": 0, "shards_copied": 0, "bytes_read": 0}

@@ -459,6 +459,12 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
     gone = "time_series/shard-00001.parquet"
     series = next(r["time_series_id"] for r in index if r["shard_path"] == gone)
     sample = timef.open(local).samples().column("sample_id")[0].as_py()
+    # opened, and samples.parquet read once, before the deletes (review 133: a
+    # later read's GET, past the size then known, said I/O on file:// and S3)
+    warm = {}
+    for version in (local, f"file://{local}", on_s3):
+        warm[version] = timef.open(version, storage_options=opts if version.startswith("s3://") else None)
+        warm[version].samples()
     s3_client(endpoint).delete_object(Bucket=bucket, Key=f"root/ds/v1/{gone}")
     (Path(local) / gone).unlink()
     for version in (local, f"file://{local}", on_s3):
@@ -485,3 +491,17 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
                 pass
         assert (e.value.path, e.value.reason) == (file, "listed in manifest.json but missing")
     assert s3_keys(endpoint, bucket, "edits/") == []
+    s3_client(endpoint).delete_object(Bucket=bucket, Key="root/ds/v1/samples.parquet")
+    (Path(local) / "samples.parquet").unlink()
+    for version, v in warm.items():
+        with pytest.raises(timef.CorruptVersionError) as e:
+            v.samples()
+        assert (e.value.path, e.value.reason) == (f"{version}/samples.parquet", "listed in manifest.json but missing")
+    # the bucket gone since the version was opened is missing, not a corrupt version (review 133)
+    s3 = s3_client(endpoint)
+    s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in s3_keys(endpoint, bucket, "")]})
+    s3.delete_bucket(Bucket=bucket)
+    for read in (lambda v: v.samples(), lambda v: v.read_series(series), lambda v: v.annotations()):
+        with pytest.raises(FileNotFoundError) as e:
+            read(warm[on_s3])
+        assert str(e.value) == f"[Errno 2] not found: no such bucket: 's3://{bucket}'"

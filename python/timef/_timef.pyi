@@ -549,9 +549,8 @@ def edit_version(
     blocker listed, ``id`` and ``field`` of the first) for an unknown id, an
     added id with other content, or a sample left without series or a task
     losing a required reference unless ``cascade=True`` removes those,
-    transitively, or ids spelled otherwise than the base's (an id that is not
-    a UUID where the base stores them as uuid16, a source that is one of the
-    base's spelled as its UUID: read additions with the base's ``ids=``);
+    transitively, or a new source that is another spelled as its UUID or the
+    reverse (read additions with the base's ``ids=``);
     ``TimeFInputError`` for a malformed row, ``TimeFValidationError``
     for an entity breaking a rule. Returns the new version's directory.
 

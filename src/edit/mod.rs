@@ -29,13 +29,12 @@ pub use apply::apply;
 pub use rows::{annotation_rows, read_annotation_rows, read_source_rows, read_task_rows, source_rows, task_rows};
 
 use crate::connectors::IdMode;
-use crate::dataset::{is_canonical_uuid, Annotation, Source, Task, TimeFDataset};
+use crate::dataset::{Annotation, Source, Task, TimeFDataset};
 use crate::error::{EditBlocker, Error, Result};
 use crate::manifest::{DerivedFrom, Manifest};
 use crate::options::WriterOptions;
 use crate::reader::Version;
 use crate::storage::{Location, MANIFEST};
-use crate::tables::IdSpace;
 use crate::writer::{CopyStats, TimeFWriter};
 
 /// What to do with samples left without series and tasks that would lose a
@@ -266,46 +265,41 @@ fn prepare(
     let mut d = base.to_dataset(&name, new_version)?;
     out_root.join(&name).join(new_version).ensure_absent()?;
     let plan = apply(&mut d, edit, &|id| base.read_series(id))?;
-    refuse_id_changes(base.manifest(), &d)?;
     d.validate_references()?;
+    refuse_sources_spelled_twice(base.manifest(), &d)?;
     Ok((base, d, plan))
 }
 
-/// Refuses the edited dataset `d` when what it adds or sets would turn an id
-/// space `base` stores as UUIDs (uuid16) to strings, which rewrites every
-/// file holding such a column, or adds a source that is one of `base`'s
-/// spelled otherwise (a name and its UUID, as a connector's ids "string" and
-/// "uuid" spell it): a second source for the same data (docs/format.md §7
-/// "Ids of what an edit adds").
+/// Refuses the edited dataset `d` when a source it adds (or sets) is another
+/// source of it spelled otherwise: a name and its UUIDv5, as a connector's ids
+/// "string" and "uuid" spell it (docs/format.md §2 "Connector ids"), the other
+/// one held by `base` or added too. The version would get a second source for
+/// the same data (docs/format.md §7 "Sources of what an edit adds").
 ///
 /// # Errors
-/// [`Error::Edit`], a blocker per space (naming its first id that is not a
-/// UUID) and per source spelled twice.
-fn refuse_id_changes(base: &Manifest, d: &TimeFDataset) -> Result<()> {
+/// [`Error::Edit`], a blocker per new source spelled so (field `source_id`).
+fn refuse_sources_spelled_twice(base: &Manifest, d: &TimeFDataset) -> Result<()> {
+    let held: BTreeSet<&str> = base.sources.iter().map(|s| s.source_id.as_str()).collect();
+    // each source by its id's UUIDv5 spelling: one hash per source, not per pair
+    let by_uuid: BTreeMap<String, &str> = d.sources.keys().map(|id| (IdMode::Uuid.id(id), id.as_str())).collect();
     let mut blockers = Vec::new();
-    for (space, mut values) in IdSpace::ALL.into_iter().zip(crate::writer::id_values(d)) {
-        if base.id_encoding.get(space.name()).is_none_or(|e| e != "uuid16") {
+    for added in d.sources.keys().filter(|s| !held.contains(s.as_str())) {
+        let spelled_as = IdMode::Uuid.id(added);
+        let other = match (d.sources.contains_key(&spelled_as), by_uuid.get(added.as_str())) {
+            (true, _) => spelled_as.as_str(),
+            (false, Some(name)) => name,
+            (false, None) => continue,
+        };
+        // a pair of new sources is one blocker, named by the first of them
+        if other < added.as_str() && !held.contains(other) {
             continue;
         }
-        if let Some(id) = values.find(|v| !is_canonical_uuid(v)) {
-            let reason = format!(
-                "{} {id} is not a UUID but the base's are (uuid16): string ids would rewrite every file; spell them \
-                 as UUIDs (a connector's ids \"uuid\")",
-                space.name()
-            );
-            blockers.push(EditBlocker { id: id.to_string(), field: space.name(), reason });
-        }
-    }
-    let held: BTreeSet<&str> = base.sources.iter().map(|s| s.source_id.as_str()).collect();
-    for added in d.sources.keys().filter(|s| !held.contains(s.as_str())) {
-        let uuid = |id: &str| IdMode::Uuid.id(id);
-        if let Some(b) = held.iter().find(|b| uuid(b) == *added || uuid(added) == **b) {
-            let reason = format!(
-                "source {added} is the base's source {b} spelled otherwise (a connector's ids \"uuid\" spells a \
-                 name as its UUID): add it as {b}, or the version gets a second source for the same data"
-            );
-            blockers.push(EditBlocker { id: added.clone(), field: "source_id", reason });
-        }
+        let reason = format!(
+            "source {added} is source {other} spelled otherwise (a name and its UUID, as a connector's ids \"string\" \
+             and \"uuid\" spell it): read the additions with the base's ids option (CLI --ids, Python ids=) or give \
+             the source as {other}, or the version gets a second source for the same data"
+        );
+        blockers.push(EditBlocker { id: added.clone(), field: "source_id", reason });
     }
     match blockers.is_empty() {
         true => Ok(()),

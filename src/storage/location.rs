@@ -217,17 +217,22 @@ impl Location {
     }
 
     /// `e` of a read of this location, a listed file's "nothing there" as
-    /// [`Location::listed_file`] says.
-    fn listed_missing(&self, e: Error) -> Error {
-        let missing = match &e {
-            Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
-            Error::ObjectStore { source, .. } => matches!(**source, object_store::Error::NotFound { .. }),
-            _ => false,
-        };
-        match self.1 == Listed::Yes && missing {
-            true => Error::Corrupt { path: self.to_path_buf(), reason: LISTED_BUT_MISSING.into() },
-            false => e,
+    /// [`Location::listed_file`] says, unless what is gone is the version's
+    /// local directory or the store's bucket (a store's 404 to a HEAD has no
+    /// body to tell them apart: one listing of the store's root does), which
+    /// is [`Error::Missing`] as at open.
+    pub(super) fn listed_missing(&self, e: Error) -> Error {
+        if self.1 == Listed::No || !super::not_there(&e) {
+            return e;
         }
+        let gone = match &self.0 {
+            Inner::Local(_, Some(dir)) => std::fs::symlink_metadata(dir.path())
+                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+                .then(|| missing_dir(dir.path())),
+            Inner::Local(_, None) => None,
+            Inner::Object(o) => o.store_missing(),
+        };
+        gone.unwrap_or_else(|| Error::Corrupt { path: self.to_path_buf(), reason: LISTED_BUT_MISSING.into() })
     }
 
     /// The last path segment.
@@ -358,11 +363,14 @@ impl Location {
     /// returned as it is; so does a Ctrl-C ([`super::interrupt`]) while it
     /// waits for an object store's next block.
     pub(crate) fn stream(&self, f: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<u64> {
+        // only the read's own failure is this file's: `f`'s is returned as it is
+        let mut failed_in_f = false;
+        let mut g = |block: &[u8]| f(block).inspect_err(|_| failed_in_f = true);
         let streamed = match &self.0 {
-            Inner::Local(p, v) => local::stream(p, v.as_deref(), f),
-            Inner::Object(o) => o.stream(f),
+            Inner::Local(p, v) => local::stream(p, v.as_deref(), &mut g),
+            Inner::Object(o) => o.stream(&mut g),
         };
-        streamed.map_err(|e| self.listed_missing(e))
+        streamed.map_err(|e| if failed_in_f { e } else { self.listed_missing(e) })
     }
 
     /// The largest file a part of a distributed write may stage here (see

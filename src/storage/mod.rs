@@ -43,7 +43,7 @@ pub use staging::{PartStaging, StagedFile, Staging, StagingRef, WrittenFile};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -129,6 +129,50 @@ pub use crate::runtime::IO_THREADS;
 /// ([`crate::Error::Corrupt`]'s reason, by `info`, `verify` and every read).
 pub(crate) const LISTED_BUT_MISSING: &str = "listed in manifest.json but missing";
 
+/// True when `e` says nothing is at the path read: a local `NotFound`, or a
+/// component that is a file where a directory was expected (`NotADirectory`,
+/// also as `file://`'s error), or a store's 404.
+pub(crate) fn not_there(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => io_not_there(source),
+        Error::ObjectStore { source, .. } => match &**source {
+            object_store::Error::NotFound { .. } => true,
+            other => {
+                let mut cause = std::error::Error::source(other);
+                while let Some(c) = cause {
+                    if c.downcast_ref::<io::Error>().is_some_and(io_not_there) {
+                        return true;
+                    }
+                    cause = c.source();
+                }
+                false
+            }
+        },
+        _ => false,
+    }
+}
+
+/// The error of a failed read (`io`) of `path`, a file the version's
+/// manifest lists, once it was opened (a decoder's or a hash's read): the
+/// store's bucket gone is [`Error::Missing`], nothing there
+/// [`Error::Corrupt`] ([`LISTED_BUT_MISSING`]) as at open, else [`Error::Io`].
+pub(crate) fn listed_read_failed(path: &Path, io: io::Error) -> Error {
+    if let Some(Error::Missing { path, what }) = io.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
+        return Error::Missing { path: path.clone(), what: what.clone() };
+    }
+    match io_not_there(&io) {
+        true => Error::Corrupt { path: path.into(), reason: LISTED_BUT_MISSING.into() },
+        false => Error::io(path, io),
+    }
+}
+
+/// [`not_there`] of an I/O error, or of the store's error it carries (a
+/// ranged read of an object).
+pub(crate) fn io_not_there(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+        || e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()).is_some_and(not_there)
+}
+
 /// The directory, inside a local staging directory, where parts write their
 /// files under temporary names before renaming them into place; made by the
 /// coordinator, removed by the commit or abort (docs/format.md §1 "Distributed writes").
@@ -161,9 +205,20 @@ pub struct Source(SourceInner, ReadFailure);
 pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>);
 
 impl ReadFailure {
-    fn record(&self, e: &dyn std::error::Error) {
+    fn record(&self, e: &(dyn std::error::Error + 'static)) {
         if let Ok(mut first) = self.0.lock() {
-            first.get_or_insert_with(|| io::Error::other(e.to_string()));
+            first.get_or_insert_with(|| {
+                let io = e.downcast_ref::<io::Error>();
+                // nothing there, or the store's bucket gone, is kept as such (listed_read_failed)
+                match io.and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<Error>()) {
+                    Some(Error::Missing { path, what }) => io::Error::new(
+                        io::ErrorKind::NotFound,
+                        Error::Missing { path: path.clone(), what: what.clone() },
+                    ),
+                    _ if io.is_some_and(io_not_there) => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
+                    _ => io::Error::other(e.to_string()),
+                }
+            });
         }
     }
 

@@ -497,6 +497,15 @@ impl ObjectLocation {
         }
     }
 
+    /// [`Error::Missing`] when the store's bucket or container is gone (one
+    /// listing of its root), else `None`.
+    pub(crate) fn store_missing(&self) -> Option<Error> {
+        match self.at(ObjPath::default()).exists() {
+            Err(e @ Error::Missing { .. }) => Some(e),
+            _ => None,
+        }
+    }
+
     /// True when the store holds something at this location: an object under
     /// the prefix, or (the store's root) the bucket itself.
     ///

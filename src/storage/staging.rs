@@ -115,11 +115,17 @@ impl Staging {
     /// the write is over (object store: the claim is gone).
     pub fn copy_file(&mut self, rel: &str, from: &Location) -> Result<Option<u64>> {
         check_interrupted(&self.dir())?;
-        match (&mut self.0, &from.0) {
+        let placed = match (&mut self.0, &from.0) {
             (StagingInner::Local(s), Inner::Local(path, _)) => s.link_file(rel, path),
             (StagingInner::Object(s), Inner::Object(o)) => s.copy_file(rel, o),
             _ => Ok(None),
-        }
+        };
+        // a store's copy names `from` in its error when `from` is what failed
+        // (the write's own failures name its staging, its claim or its files)
+        placed.map_err(|e| match &e {
+            Error::ObjectStore { url, .. } if *url == from.to_string() => from.listed_missing(e),
+            _ => e,
+        })
     }
 
     /// A file this staging wrote and finished, for reading back (the self-check).

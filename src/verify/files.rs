@@ -137,7 +137,7 @@ impl Verifier<'_> {
                 self.report.push(rel, &location, Check::Listing, "not a file of the format (FORMAT-BRIEF §1)");
             }
             let mut file = match open_in(self.handle, rel) {
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Err(Error::Io { source, .. }) if crate::storage::io_not_there(&source) => {
                     self.report.push(rel, location, Check::Listing, crate::storage::LISTED_BUT_MISSING);
                     continue;
                 }

@@ -198,7 +198,16 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
             });
             // a stop while it streamed (or waited for a block) names the version
             check_interrupted(&shown)?;
-            streamed?;
+            match streamed {
+                // gone since the listing: left out of the copy, so it is the
+                // finding of a listed file that is missing, not a failed verify
+                Err(e) if crate::storage::not_there(&e) => {
+                    drop(out);
+                    std::fs::remove_file(&dst).map_err(|e| Error::io(&dst, e))?;
+                    continue;
+                }
+                streamed => streamed?,
+            };
         }
         std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
     }

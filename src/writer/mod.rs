@@ -401,11 +401,6 @@ pub(crate) fn validate_count(
 
 /// The uuid16-or-string decision for each space over every value used anywhere.
 pub(crate) fn decide_ids(d: &TimeFDataset) -> IdEncodings {
-    IdEncodings::decide(id_values(d))
-}
-
-/// Every id value `d` uses, by space ([`IdSpace::ALL`](crate::tables::IdSpace::ALL) order).
-pub(crate) fn id_values(d: &TimeFDataset) -> [Box<dyn Iterator<Item = &str> + '_>; 6] {
     let samples = Box::new(d.samples.ids());
     let series = Box::new(d.series.ids());
     let annotations = Box::new(d.annotations.keys().map(String::as_str));
@@ -414,5 +409,5 @@ pub(crate) fn id_values(d: &TimeFDataset) -> [Box<dyn Iterator<Item = &str> + '_
     let sources =
         Box::new(d.sources.keys().map(String::as_str).chain((0..d.samples.len()).map(|r| d.samples.source_id(r))));
     let subjects = Box::new((0..d.samples.len()).filter_map(|r| d.samples.subject_id(r)));
-    [samples, series, annotations, tasks, sources, subjects]
+    IdEncodings::decide([samples, series, annotations, tasks, sources, subjects])
 }
