@@ -85,7 +85,7 @@ fn for_each_page(loc: &Location, mut f: impl FnMut(&[u8])) -> Result<u64> {
             let bytes =
                 source.get_bytes(start, usize::try_from(len).unwrap_or(usize::MAX)).map_err(|e| {
                     match failure.take() {
-                        Some(io) => crate::storage::listed_read_failed(path, io),
+                        Some(io) => crate::storage::read_failed(path, io),
                         None => version_parquet_error(path, e),
                     }
                 })?;

@@ -556,7 +556,7 @@ pub fn version_parquet_error(path: &Path, e: ParquetError) -> Error {
                 Ok(io) if io.get_ref().is_some_and(|e| e.is::<PageRefused>()) => {
                     corrupt(path, format!("parquet: {io}"))
                 }
-                Ok(io) => crate::storage::listed_read_failed(path, *io),
+                Ok(io) => crate::storage::read_failed(path, *io),
                 Err(inner) => corrupt(path, format!("parquet: {inner}")),
             },
         },
@@ -569,7 +569,7 @@ pub fn version_parquet_error(path: &Path, e: ParquetError) -> Error {
 pub fn version_arrow_error(path: &Path, e: arrow_schema::ArrowError) -> Error {
     use arrow_schema::ArrowError;
     match e {
-        ArrowError::IoError(_, io) => crate::storage::listed_read_failed(path, io),
+        ArrowError::IoError(_, io) => crate::storage::read_failed(path, io),
         ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
             Ok(e) => *e,
             Err(inner) => match inner.downcast::<ParquetError>() {

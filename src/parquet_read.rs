@@ -99,7 +99,7 @@ pub(crate) fn open_parquet(
 /// one failed (I/O, object store), else [`Error::Corrupt`].
 pub(crate) fn decode_error(path: &Path, failure: &ReadFailure, e: arrow_schema::ArrowError) -> Error {
     match failure.take() {
-        Some(io) => crate::storage::listed_read_failed(path, io),
+        Some(io) => crate::storage::read_failed(path, io),
         None => version_arrow_error(path, e),
     }
 }

@@ -243,7 +243,7 @@ impl Version {
         // streamed through the hash: a large index is not held twice
         let mut hasher = Sha256::new();
         let mut read = source.get_read(0).map_err(|e| version_parquet_error(&path, e))?.take(len);
-        std::io::copy(&mut read, &mut hasher).map_err(|e| crate::storage::listed_read_failed(&path, e))?;
+        std::io::copy(&mut read, &mut hasher).map_err(|e| crate::storage::read_failed(&path, e))?;
         let sha256 = hex::encode(hasher.finalize());
         if sha256 != entry.sha256 {
             return Err(corrupt(format!("sha256 {sha256}, manifest.json says {}", entry.sha256)));

@@ -9,6 +9,7 @@ front of the S3 server `.ci/run` starts (moto).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -505,3 +506,12 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
         with pytest.raises(FileNotFoundError) as e:
             read(warm[on_s3])
         assert str(e.value) == f"[Errno 2] not found: no such bucket: 's3://{bucket}'"
+    # the whole version gone since the open is missing too, as at open (review 135: file:// said corrupt)
+    for version, what in [(tmp_path / "whole" / "v1", "no such directory"),
+                          (f"file://{tmp_path}/whole/v1", "no object under this prefix")]:
+        shutil.copytree(Path(local).parent.parent / "ds" / "v1", tmp_path / "whole" / "v1", dirs_exist_ok=True)
+        v = timef.open(str(version))
+        shutil.rmtree(tmp_path / "whole")
+        with pytest.raises(FileNotFoundError) as e:
+            v.read_series(next(r["time_series_id"] for r in index if r["shard_path"] != gone))
+        assert str(e.value) == f"[Errno 2] not found: {what}: '{version}'"

@@ -21,12 +21,13 @@ use crate::error::{Error, Result};
 pub struct Location(pub(super) Inner, Listed);
 
 /// Whether a location is a file the manifest of an opened version lists
-/// ([`Location::listed_file`]): a read that finds nothing there finds a
-/// corrupt version, not a missing place (docs/format.md "Exit codes").
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// ([`Location::listed_file`]), and that version: a read that finds nothing
+/// there finds a corrupt version, not a missing place, while the version is
+/// there (docs/format.md "Exit codes").
+#[derive(Clone)]
 pub(super) enum Listed {
     No,
-    Yes,
+    Yes(Arc<Location>),
 }
 
 #[derive(Clone)]
@@ -213,26 +214,25 @@ impl Location {
     /// backend alike, where another location's read fails with the backend's
     /// [`Error::Io`] or [`Error::ObjectStore`] (docs/format.md "Exit codes").
     pub(crate) fn listed_file(&self, rel: &str) -> Result<Location> {
-        Ok(Location(self.version_file(rel)?.0, Listed::Yes))
+        let version = Arc::new(self.open_version()?);
+        Ok(Location(version.version_file(rel)?.0, Listed::Yes(version)))
     }
 
     /// `e` of a read of this location, a listed file's "nothing there" as
-    /// [`Location::listed_file`] says, unless what is gone is the version's
-    /// local directory or the store's bucket (a store's 404 to a HEAD has no
-    /// body to tell them apart: one listing of the store's root does), which
-    /// is [`Error::Missing`] as at open.
+    /// [`Location::listed_file`] says, unless the version's place itself is
+    /// gone (its directory, its prefix's objects, the store's bucket: a
+    /// store's 404 to a HEAD has no body to tell them apart, one listing
+    /// does), which is [`Error::Missing`] as at open.
     pub(super) fn listed_missing(&self, e: Error) -> Error {
-        if self.1 == Listed::No || !super::not_there(&e) {
+        let Listed::Yes(version) = &self.1 else { return e };
+        if !super::not_there(&e) {
             return e;
         }
-        let gone = match &self.0 {
-            Inner::Local(_, Some(dir)) => std::fs::symlink_metadata(dir.path())
-                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
-                .then(|| missing_dir(dir.path())),
-            Inner::Local(_, None) => None,
-            Inner::Object(o) => o.store_missing(),
-        };
-        gone.unwrap_or_else(|| Error::Corrupt { path: self.to_path_buf(), reason: LISTED_BUT_MISSING.into() })
+        match version.place_exists() {
+            Ok(false) => version.missing(),
+            Err(gone @ Error::Missing { .. }) => gone,
+            _ => Error::Corrupt { path: self.to_path_buf(), reason: LISTED_BUT_MISSING.into() },
+        }
     }
 
     /// The last path segment.
@@ -272,7 +272,11 @@ impl Location {
             }),
             Inner::Object(o) => o.reader().map(SourceInner::Object),
         };
-        Ok(Source(inner.map_err(|e| self.listed_missing(e))?, ReadFailure::default()))
+        let failure = match self.1 {
+            Listed::Yes(_) => ReadFailure::listed(self.to_path_buf()),
+            Listed::No => ReadFailure::default(),
+        };
+        Ok(Source(inner.map_err(|e| self.listed_missing(e))?, failure))
     }
 
     /// Fetches `ranges` of this file ahead of its reads (an object:
@@ -338,23 +342,32 @@ impl Location {
     /// there (no directory; no bucket or container; no object under the
     /// prefix), [`Error::NotAVersion`] for a place that exists.
     pub(crate) fn no_manifest(&self) -> Error {
-        let exists = match &self.0 {
+        match self.place_exists() {
+            Ok(true) => Error::NotAVersion { path: self.to_path_buf(), reason: "no manifest.json".into() },
+            Ok(false) => self.missing(),
+            Err(e) => e,
+        }
+    }
+
+    /// Whether anything is at this place: a local directory or file (not
+    /// followed), an object under the prefix (the bucket: [`Error::Missing`]
+    /// when it is not there).
+    fn place_exists(&self) -> Result<bool> {
+        match &self.0 {
             Inner::Local(p, _) => match p.symlink_metadata() {
                 Ok(_) => Ok(true),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
                 Err(e) => Err(Error::io(p, e)),
             },
             Inner::Object(o) => o.exists(),
-        };
-        match exists {
-            Ok(true) => Error::NotAVersion { path: self.to_path_buf(), reason: "no manifest.json".into() },
-            Ok(false) => match &self.0 {
-                Inner::Local(p, _) => missing_dir(p),
-                Inner::Object(_) => {
-                    Error::Missing { path: self.to_path_buf(), what: "no object under this prefix".into() }
-                }
-            },
-            Err(e) => e,
+        }
+    }
+
+    /// The [`Error::Missing`] of this place when nothing is there.
+    fn missing(&self) -> Error {
+        match &self.0 {
+            Inner::Local(p, _) => missing_dir(p),
+            Inner::Object(_) => Error::Missing { path: self.to_path_buf(), what: "no object under this prefix".into() },
         }
     }
 

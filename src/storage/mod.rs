@@ -152,17 +152,15 @@ pub(crate) fn not_there(e: &Error) -> bool {
     }
 }
 
-/// The error of a failed read (`io`) of `path`, a file the version's
-/// manifest lists, once it was opened (a decoder's or a hash's read): the
-/// store's bucket gone is [`Error::Missing`], nothing there
-/// [`Error::Corrupt`] ([`LISTED_BUT_MISSING`]) as at open, else [`Error::Io`].
-pub(crate) fn listed_read_failed(path: &Path, io: io::Error) -> Error {
-    if let Some(Error::Missing { path, what }) = io.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
-        return Error::Missing { path: path.clone(), what: what.clone() };
-    }
-    match io_not_there(&io) {
-        true => Error::Corrupt { path: path.into(), reason: LISTED_BUT_MISSING.into() },
-        false => Error::io(path, io),
+/// The error of a failed read (`io`) of `path` once it was opened (a
+/// decoder's or a hash's read): what a [`Source`] of a listed file found
+/// ([`Error::Corrupt`] when nothing was there, [`Error::Missing`] when the
+/// store's bucket was gone) as it found it, else [`Error::Io`].
+pub(crate) fn read_failed(path: &Path, io: io::Error) -> Error {
+    match io.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
+        Some(Error::Missing { path, what }) => Error::Missing { path: path.clone(), what: what.clone() },
+        Some(Error::Corrupt { path, reason }) => Error::Corrupt { path: path.clone(), reason: reason.clone() },
+        _ => Error::io(path, io),
     }
 }
 
@@ -200,22 +198,49 @@ pub struct Source(SourceInner, ReadFailure);
 
 /// The first failure to read a [`Source`]'s bytes (I/O, object store), kept
 /// because a decoder's error only carries its text: with it, a failed read is
-/// told from corrupt bytes (docs/format.md "Exit codes").
+/// told from corrupt bytes (docs/format.md "Exit codes"). The source of a
+/// file a manifest lists ([`Location::listed_file`]) carries its path: a read
+/// of it that finds nothing there fails as its open would.
 #[derive(Clone, Default)]
-pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>);
+pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>, Option<Arc<PathBuf>>);
 
 impl ReadFailure {
+    /// The failure record of the listed file shown as `path`.
+    pub(crate) fn listed(path: PathBuf) -> ReadFailure {
+        ReadFailure(Arc::default(), Some(Arc::new(path)))
+    }
+
+    /// A record of its own for another handle on the same file.
+    fn fresh(&self) -> ReadFailure {
+        ReadFailure(Arc::default(), self.1.clone())
+    }
+
+    /// `e` of a read, a listed file's "nothing there" as
+    /// [`Error::Corrupt`] ([`LISTED_BUT_MISSING`]) inside it.
+    fn relabel(&self, e: io::Error) -> io::Error {
+        match &self.1 {
+            Some(path) if io_not_there(&e) => io::Error::new(
+                io::ErrorKind::NotFound,
+                Error::Corrupt { path: path.to_path_buf(), reason: LISTED_BUT_MISSING.into() },
+            ),
+            _ => e,
+        }
+    }
+
     fn record(&self, e: &(dyn std::error::Error + 'static)) {
         if let Ok(mut first) = self.0.lock() {
             first.get_or_insert_with(|| {
                 let io = e.downcast_ref::<io::Error>();
-                // nothing there, or the store's bucket gone, is kept as such (listed_read_failed)
+                // a listed file gone, or the store's bucket gone, is kept as such (read_failed)
                 match io.and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<Error>()) {
                     Some(Error::Missing { path, what }) => io::Error::new(
                         io::ErrorKind::NotFound,
                         Error::Missing { path: path.clone(), what: what.clone() },
                     ),
-                    _ if io.is_some_and(io_not_there) => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
+                    Some(Error::Corrupt { path, reason }) => io::Error::new(
+                        io::ErrorKind::NotFound,
+                        Error::Corrupt { path: path.clone(), reason: reason.clone() },
+                    ),
                     _ => io::Error::other(e.to_string()),
                 }
             });
@@ -246,7 +271,7 @@ impl Source {
             SourceInner::File(f, len) => SourceInner::File(f.try_clone()?, *len),
             SourceInner::Object(o) => SourceInner::Object(o.clone()),
         };
-        Ok(Source(inner, ReadFailure::default()))
+        Ok(Source(inner, self.1.fresh()))
     }
 }
 
@@ -258,7 +283,7 @@ struct Recording<R> {
 
 impl<R: Read> Read for Recording<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).inspect_err(|e| self.failure.record(e))
+        self.inner.read(buf).map_err(|e| self.failure.relabel(e)).inspect_err(|e| self.failure.record(e))
     }
 }
 
@@ -288,12 +313,20 @@ impl parquet::file::reader::ChunkReader for Source {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        use parquet::errors::ParquetError;
         let got = match &self.0 {
             SourceInner::File(f, _) => f.get_bytes(start, length),
             SourceInner::Object(o) => o.get_bytes(start, length),
         };
+        let got = got.map_err(|e| match e {
+            ParquetError::External(e) => match e.downcast::<io::Error>() {
+                Ok(io) => ParquetError::External(Box::new(self.1.relabel(*io))),
+                Err(e) => ParquetError::External(e),
+            },
+            e => e,
+        });
         // a range beyond the end is the footer's fault (corrupt), not a failed read
-        if let Err(parquet::errors::ParquetError::External(e)) = &got {
+        if let Err(ParquetError::External(e)) = &got {
             self.1.record(e.as_ref());
         }
         got
