@@ -1,47 +1,11 @@
 //! The summary `timef info` prints: counts, channels with rates and statistics,
-//! tasks, files and sizes, from the manifest; [`check_files`] lists the
-//! version once to find a listed file missing or of another size (no data file
-//! is read: `timef verify` checks the bytes).
-
-use std::collections::BTreeMap;
+//! tasks, files and sizes, from the manifest (`timef info` first checks the
+//! files with [`Version::check_files`]; `timef verify` checks the bytes).
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::reader::Version;
-
-/// Checks that every file `manifest.json` lists is in the version with the
-/// size in bytes it lists, by one listing of the version (a directory walk, or
-/// one LIST of the prefix on an object store; no file is opened).
-///
-/// # Errors
-/// [`Error::Corrupt`] naming the first listed file, in the manifest's order,
-/// that is missing or whose size differs; I/O and store errors of the listing.
-pub fn check_files(v: &Version) -> Result<()> {
-    let (found, unreadable_dirs) = v.location().list_files()?;
-    let sizes: BTreeMap<&str, u64> = found.iter().map(|(rel, bytes)| (rel.as_str(), *bytes)).collect();
-    let local = v.location().as_local();
-    for f in &v.manifest().files {
-        let reason = match sizes.get(f.path.as_str()) {
-            Some(&bytes) if bytes == f.bytes => continue,
-            // a link is listed with its own size: name it for what it is
-            Some(_) if local.is_some_and(|d| d.join(&f.path).is_symlink()) => {
-                crate::storage::local::SYMLINK.to_string()
-            }
-            Some(&bytes) => format!("{bytes} bytes, manifest.json says {}", f.bytes),
-            None => {
-                // not seen because a folder on its way could not be listed: that is I/O, not damage
-                let within = |dir: &str| dir == "." || f.path.starts_with(&format!("{dir}/"));
-                if let Some((dir, why)) = unreadable_dirs.iter().find(|(dir, _)| within(dir)) {
-                    return Err(Error::io(v.dir().join(dir), std::io::Error::other(format!("cannot list: {why}"))));
-                }
-                crate::storage::LISTED_BUT_MISSING.to_string()
-            }
-        };
-        return Err(Error::Corrupt { path: v.dir().join(&f.path), reason });
-    }
-    Ok(())
-}
 
 /// The summary as JSON: dataset, counts, id encodings, channels, tasks, files and
 /// total bytes, statistics.

@@ -251,6 +251,46 @@ impl Version {
         Ok((path.clone(), read_table(&loc, entry.rows)?))
     }
 
+    /// Checks that every file `manifest.json` lists is in the version with the
+    /// size in bytes it lists, by one listing of the version (a directory walk, or
+    /// one LIST of the prefix on an object store; no file is opened).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming the first listed file, in the manifest's order,
+    /// that is missing or whose size differs; I/O and store errors of the listing.
+    pub fn check_files(&self) -> Result<()> {
+        let (found, unreadable_dirs) = self.location().list_files()?;
+        let sizes: BTreeMap<&str, u64> = found.iter().map(|(rel, bytes)| (rel.as_str(), *bytes)).collect();
+        // its manifest gone since the open: the version (or its place) is, not a file of it
+        if !sizes.contains_key(MANIFEST) && unreadable_dirs.is_empty() {
+            return Err(self.location().no_manifest());
+        }
+        let local = self.location().as_local();
+        for f in &self.manifest.files {
+            let reason = match sizes.get(f.path.as_str()) {
+                Some(&bytes) if bytes == f.bytes => continue,
+                // a link is listed with its own size: name it for what it is
+                Some(_) if local.is_some_and(|d| d.join(&f.path).is_symlink()) => {
+                    crate::storage::local::SYMLINK.to_string()
+                }
+                Some(&bytes) => format!("{bytes} bytes, manifest.json says {}", f.bytes),
+                None => {
+                    // not seen because a folder on its way could not be listed: that is I/O, not damage
+                    let within = |dir: &str| dir == "." || f.path.starts_with(&format!("{dir}/"));
+                    if let Some((dir, why)) = unreadable_dirs.iter().find(|(dir, _)| within(dir)) {
+                        return Err(Error::io(
+                            self.dir().join(dir),
+                            std::io::Error::other(format!("cannot list: {why}")),
+                        ));
+                    }
+                    crate::storage::LISTED_BUT_MISSING.to_string()
+                }
+            };
+            return Err(Error::Corrupt { path: self.dir().join(&f.path), reason });
+        }
+        Ok(())
+    }
+
     /// The manifest.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest

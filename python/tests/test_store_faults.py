@@ -476,7 +476,9 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
         out_root = f"s3://{bucket}/edits" if storage else str(tmp_path / "edits")
         for verb in (["info", version], ["cat", version, series], ["export", version, "--out", str(tmp_path / "x.arrow")],
                      ["dedup", version, version],
-                     ["edit", version, "--out-root", out_root, "--version", "v2", "--remove-sample", sample]):
+                     ["edit", version, "--out-root", out_root, "--version", "v2", "--remove-sample", sample],
+                     ["edit", version, "--out-root", out_root, "--version", "v2", "--remove-sample", sample,
+                      "--dry-run"]):
             out = run(cli, *verb, *args)
             assert (out.returncode, out.stdout, out.stderr) == (2, "", want), (version, verb)
         out = run(cli, "verify", version, *args)
@@ -506,12 +508,48 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
         with pytest.raises(FileNotFoundError) as e:
             read(warm[on_s3])
         assert str(e.value) == f"[Errno 2] not found: no such bucket: 's3://{bucket}'"
-    # the whole version gone since the open is missing too, as at open (review 135: file:// said corrupt)
+    # the whole version gone since the open is missing too, as at open, whether
+    # read before (review 136) or not (review 135: file:// said corrupt)
+    other = next(r["time_series_id"] for r in index if r["shard_path"] != gone)
     for version, what in [(tmp_path / "whole" / "v1", "no such directory"),
                           (f"file://{tmp_path}/whole/v1", "no object under this prefix")]:
-        shutil.copytree(Path(local).parent.parent / "ds" / "v1", tmp_path / "whole" / "v1", dirs_exist_ok=True)
-        v = timef.open(str(version))
-        shutil.rmtree(tmp_path / "whole")
-        with pytest.raises(FileNotFoundError) as e:
-            v.read_series(next(r["time_series_id"] for r in index if r["shard_path"] != gone))
-        assert str(e.value) == f"[Errno 2] not found: {what}: '{version}'"
+        for warm_first in (False, True):
+            shutil.copytree(local, tmp_path / "whole" / "v1")
+            v = timef.open(str(version))
+            if warm_first:
+                v.index(), v.annotations()
+            shutil.rmtree(tmp_path / "whole")
+            for read in (lambda: v.read_series(other), lambda: v.annotations()):
+                with pytest.raises(FileNotFoundError) as e:
+                    read()
+                assert str(e.value) == f"[Errno 2] not found: {what}: '{version}'", (version, warm_first)
+    # a local version read through its handle: its path leading elsewhere
+    # (a folder above renamed) is not its removal (review 136)
+    shutil.copytree(local, tmp_path / "here" / "v1")
+    v = timef.open(str(tmp_path / "here" / "v1"))
+    v.index()
+    (tmp_path / "here").rename(tmp_path / "moved")
+    (tmp_path / "moved" / "v1" / "time_series" / "shard-00000.parquet").unlink()
+    first = next(r["time_series_id"] for r in index if r["shard_path"] == "time_series/shard-00000.parquet")
+    with pytest.raises(timef.CorruptVersionError) as e:
+        v.read_series(first)
+    assert (e.value.path, e.value.reason) == (f"{tmp_path}/here/v1/time_series/shard-00000.parquet",
+                                              "listed in manifest.json but missing")
+    # verify's copy of a file:// version, the version or its manifest gone
+    # while it copies: named by the URL, never by its copy (review 136)
+    for removed, want in [("whole", "not found: {v}: no object under this prefix"),
+                          ("manifest", "not a TimeF version: {v}: no manifest.json")]:
+        on_disk = tmp_path / "copied" / "v1"
+        shutil.copytree(local, on_disk)
+        url = f"file://{on_disk}"
+        resume = tmp_path / f"resume-{removed}"
+        proc = subprocess.Popen([str(cli), "verify", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=paused_env("verify-copying", resume))
+        wait_paused(proc, "verify-copying")
+        if removed == "whole":
+            shutil.rmtree(on_disk)
+        else:
+            (on_disk / "manifest.json").unlink()
+        resume.touch()
+        assert finish(proc) == (2, "timef: error: " + want.format(v=url) + "\n"), removed
+        shutil.rmtree(tmp_path / "copied", ignore_errors=True)

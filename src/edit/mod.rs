@@ -262,6 +262,9 @@ fn prepare(
     let base = Arc::new(Version::open_at(base_dir.clone())?);
     let name = base.manifest().dataset.name.clone();
     base_options(&base)?;
+    // a base missing a file is refused before anything is written, a dry run
+    // too (the edit would find it only when it copies the file)
+    base.check_files()?;
     let mut d = base.to_dataset(&name, new_version)?;
     out_root.join(&name).join(new_version).ensure_absent()?;
     let plan = apply(&mut d, edit, &|id| base.read_series(id))?;

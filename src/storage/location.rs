@@ -209,10 +209,12 @@ impl Location {
     }
 
     /// [`Location::version_file`] of a file the version's manifest lists:
-    /// opening, fetching or streaming it where nothing is fails with
+    /// opening, fetching, streaming or reading it where nothing is fails with
     /// [`Error::Corrupt`] ("listed in manifest.json but missing"), on every
-    /// backend alike, where another location's read fails with the backend's
-    /// [`Error::Io`] or [`Error::ObjectStore`] (docs/format.md "Exit codes").
+    /// backend alike, or [`Error::Missing`] when the version's place is gone
+    /// ([`Location::listed_missing`]), where another location's read fails with
+    /// the backend's [`Error::Io`] or [`Error::ObjectStore`] (docs/format.md
+    /// "Exit codes").
     pub(crate) fn listed_file(&self, rel: &str) -> Result<Location> {
         let version = Arc::new(self.open_version()?);
         Ok(Location(version.version_file(rel)?.0, Listed::Yes(version)))
@@ -263,7 +265,8 @@ impl Location {
     /// ranged GETs of the object.
     ///
     /// # Errors
-    /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included.
+    /// [`Error::Io`] / [`Error::ObjectStore`], `NotFound` included; a listed
+    /// file's as [`Location::listed_file`] says.
     pub fn open(&self) -> Result<Source> {
         let inner = match &self.0 {
             Inner::Local(p, v) => local::open(p, v.as_deref()).and_then(|file| {
@@ -273,7 +276,7 @@ impl Location {
             Inner::Object(o) => o.reader().map(SourceInner::Object),
         };
         let failure = match self.1 {
-            Listed::Yes(_) => ReadFailure::listed(self.to_path_buf()),
+            Listed::Yes(_) => ReadFailure::listed(self.clone()),
             Listed::No => ReadFailure::default(),
         };
         Ok(Source(inner.map_err(|e| self.listed_missing(e))?, failure))
@@ -354,6 +357,9 @@ impl Location {
     /// when it is not there).
     fn place_exists(&self) -> Result<bool> {
         match &self.0 {
+            // an opened version: its handle says, not its path (which a
+            // rename or another working directory leads elsewhere)
+            Inner::Local(p, Some(dir)) if dir.path() == p => Ok(!dir.removed()),
             Inner::Local(p, _) => match p.symlink_metadata() {
                 Ok(_) => Ok(true),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),

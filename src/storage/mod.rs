@@ -155,7 +155,8 @@ pub(crate) fn not_there(e: &Error) -> bool {
 /// The error of a failed read (`io`) of `path` once it was opened (a
 /// decoder's or a hash's read): what a [`Source`] of a listed file found
 /// ([`Error::Corrupt`] when nothing was there, [`Error::Missing`] when the
-/// store's bucket was gone) as it found it, else [`Error::Io`].
+/// version's place or the store's bucket was gone) as it found it, else
+/// [`Error::Io`].
 pub(crate) fn read_failed(path: &Path, io: io::Error) -> Error {
     match io.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
         Some(Error::Missing { path, what }) => Error::Missing { path: path.clone(), what: what.clone() },
@@ -199,15 +200,15 @@ pub struct Source(SourceInner, ReadFailure);
 /// The first failure to read a [`Source`]'s bytes (I/O, object store), kept
 /// because a decoder's error only carries its text: with it, a failed read is
 /// told from corrupt bytes (docs/format.md "Exit codes"). The source of a
-/// file a manifest lists ([`Location::listed_file`]) carries its path: a read
-/// of it that finds nothing there fails as its open would.
+/// file a manifest lists ([`Location::listed_file`]) carries that location: a
+/// read of it that finds nothing there fails as its open would.
 #[derive(Clone, Default)]
-pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>, Option<Arc<PathBuf>>);
+pub(crate) struct ReadFailure(Arc<Mutex<Option<io::Error>>>, Option<Arc<Location>>);
 
 impl ReadFailure {
-    /// The failure record of the listed file shown as `path`.
-    pub(crate) fn listed(path: PathBuf) -> ReadFailure {
-        ReadFailure(Arc::default(), Some(Arc::new(path)))
+    /// The failure record of the listed file at `file` ([`Location::listed_file`]).
+    pub(crate) fn listed(file: Location) -> ReadFailure {
+        ReadFailure(Arc::default(), Some(Arc::new(file)))
     }
 
     /// A record of its own for another handle on the same file.
@@ -215,14 +216,13 @@ impl ReadFailure {
         ReadFailure(Arc::default(), self.1.clone())
     }
 
-    /// `e` of a read, a listed file's "nothing there" as
-    /// [`Error::Corrupt`] ([`LISTED_BUT_MISSING`]) inside it.
+    /// `e` of a read, a listed file's "nothing there" as its open says it
+    /// ([`Location::listed_file`]: the error inside it).
     fn relabel(&self, e: io::Error) -> io::Error {
         match &self.1 {
-            Some(path) if io_not_there(&e) => io::Error::new(
-                io::ErrorKind::NotFound,
-                Error::Corrupt { path: path.to_path_buf(), reason: LISTED_BUT_MISSING.into() },
-            ),
+            Some(file) if io_not_there(&e) => {
+                io::Error::new(io::ErrorKind::NotFound, file.listed_missing(Error::io(file.to_path_buf(), e)))
+            }
             _ => e,
         }
     }

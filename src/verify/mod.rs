@@ -158,6 +158,7 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         .filter(|(rel, _)| rel != CLAIM)
         .partition(|(rel, _)| rel == MANIFEST || listed.contains(rel));
     objects.extend(others);
+    let mut vanished = false;
     for (i, (rel, _)) in objects.into_iter().enumerate() {
         if i == 1 {
             pause_point("verify-copying");
@@ -199,11 +200,14 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
             // a stop while it streamed (or waited for a block) names the version
             check_interrupted(&shown)?;
             match streamed {
-                // gone since the listing: left out of the copy, so it is the
-                // finding of a listed file that is missing, not a failed verify
+                // the manifest gone since the listing: the version is (or its place)
+                Err(e) if crate::storage::not_there(&e) && rel == MANIFEST => return Err(loc.no_manifest()),
+                // a file gone since the listing: left out of the copy, so it is
+                // the finding of a listed file that is missing, not a failed verify
                 Err(e) if crate::storage::not_there(&e) => {
                     drop(out);
                     std::fs::remove_file(&dst).map_err(|e| Error::io(&dst, e))?;
+                    vanished = true;
                     continue;
                 }
                 streamed => streamed?,
@@ -212,6 +216,12 @@ pub fn verify_at(loc: &Location) -> Result<VerifyReport> {
         std::io::Write::flush(&mut out).map_err(|e| Error::io(&dst, e))?;
     }
     pause_point("verify-copied");
+    // files gone meanwhile, the version's place with them: missing, as at open
+    if vanished {
+        if let gone @ Error::Missing { .. } = loc.no_manifest() {
+            return Err(gone);
+        }
+    }
     let report = verify_local(&copy);
     // a stop there names the version, not its copy
     check_interrupted(&shown)?;

@@ -175,7 +175,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let v = Version::open_at(loc(&version_dir)?)?;
             // the index is read and checked, and every listed file is there with its size:
             // a version that breaks its rules is refused, not summarised
-            timef::info::check_files(&v)?;
+            v.check_files()?;
             v.index()?;
             if json {
                 let mut doc = timef::info::summary(&v)?;

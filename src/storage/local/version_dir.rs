@@ -63,6 +63,13 @@ impl VersionDir {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+
+    /// True when the directory itself was removed since it was opened (no
+    /// link to it is left), whatever its path now leads to: the handle, not
+    /// the path, is what the version's files are read through.
+    pub(crate) fn removed(&self) -> bool {
+        rustix::fs::fstat(&self.fd).is_ok_and(|st| st.st_nlink == 0)
+    }
 }
 
 impl rustix::fd::AsFd for VersionDir {
