@@ -511,7 +511,7 @@ def test_a_listed_file_that_is_gone_is_a_corrupt_version_on_every_backend(cli: P
     # the whole version gone since the open is missing too, as at open, whether
     # read before (review 136) or not (review 135: file:// said corrupt)
     other = next(r["time_series_id"] for r in index if r["shard_path"] != gone)
-    for version, what in [(tmp_path / "whole" / "v1", "no such directory"),
+    for version, what in [(tmp_path / "whole" / "v1", "the directory was removed since it was opened"),
                           (f"file://{tmp_path}/whole/v1", "no object under this prefix")]:
         for warm_first in (False, True):
             shutil.copytree(local, tmp_path / "whole" / "v1")

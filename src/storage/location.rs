@@ -372,6 +372,10 @@ impl Location {
     /// The [`Error::Missing`] of this place when nothing is there.
     fn missing(&self) -> Error {
         match &self.0 {
+            // its path may lead to another directory by now
+            Inner::Local(p, Some(dir)) if dir.path() == p && dir.removed() => {
+                Error::Missing { path: p.clone(), what: "the directory was removed since it was opened".into() }
+            }
             Inner::Local(p, _) => missing_dir(p),
             Inner::Object(_) => Error::Missing { path: self.to_path_buf(), what: "no object under this prefix".into() },
         }
