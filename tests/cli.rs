@@ -539,21 +539,18 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     let args = ["--quiet", "ingest", "arrow", "--root", os, "--name", "m", "--version", "v1", first.to_str().unwrap()];
     assert_eq!(cli(&args).0, 0);
     let ob = o.join("m/v1");
-    let args = ["--quiet", "edit", ob.to_str().unwrap(), "--out-root", os, "--version", "v2", "--add-arrow"];
-    let (code, _, err) = cli(&[&args[..], &[more.to_str().unwrap()]].concat());
-    assert_eq!((code, err.as_str()), (0, ""));
-    let m = timef::reader::Version::open(o.join("m/v2")).unwrap();
-    assert_eq!(m.manifest().id_encoding["sample_id"], "uuid16");
-    assert_eq!(m.manifest().sources.len(), 1);
+    // the version `file` added to it makes: its sample ids' encoding and sources
+    let add = |file: &std::path::Path, version: &str| {
+        let args = ["--quiet", "edit", ob.to_str().unwrap(), "--out-root", os, "--version", version, "--add-arrow"];
+        let (code, _, err) = cli(&[&args[..], &[file.to_str().unwrap()]].concat());
+        assert_eq!((code, err.as_str()), (0, ""));
+        let m = timef::reader::Version::open(o.join("m").join(version)).unwrap().manifest().clone();
+        (m.id_encoding["sample_id"].clone(), m.sources.len())
+    };
+    assert_eq!(add(&more, "v2"), ("uuid16".to_string(), 1));
     // readable ids onto it are taken as given: those spaces turn to string
     // (review 134: refusing them refused ordinary curation)
-    let plain = own(["meter-1", "meter-2"], "plain.parquet");
-    let args = ["--quiet", "edit", ob.to_str().unwrap(), "--out-root", os, "--version", "v3", "--add-arrow"];
-    let (code, _, err) = cli(&[&args[..], &[plain.to_str().unwrap()]].concat());
-    assert_eq!((code, err.as_str()), (0, ""));
-    let m = timef::reader::Version::open(o.join("m/v3")).unwrap();
-    assert_eq!(m.manifest().id_encoding["sample_id"], "string");
-    assert_eq!(m.manifest().sources.len(), 1);
+    assert_eq!(add(&own(["meter-1", "meter-2"], "plain.parquet"), "v3"), ("string".to_string(), 1));
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];
