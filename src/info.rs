@@ -23,6 +23,7 @@ pub fn summary(v: &Version) -> Result<Value> {
         "statistics": m.statistics,
         "files": m.files.iter().map(|f| json!({"path": f.path, "bytes": f.bytes, "rows": f.rows})).collect::<Vec<_>>(),
         "total_bytes": total,
+        "sources": m.sources,
         "derived_from": m.derived_from,
     }))
 }
@@ -53,6 +54,20 @@ pub fn render(v: &Version) -> Result<String> {
     if let Some(d) = &m.dataset.description {
         // every line, the later ones indented under the first
         let _ = writeln!(s, "description: {}", d.lines().collect::<Vec<_>>().join("\n  "));
+    }
+    // what a curation sets is seen here, not only in manifest.json (review 138)
+    for (field, value) in [("license", &m.dataset.license), ("citation", &m.dataset.citation)] {
+        if let Some(value) = value {
+            let _ = writeln!(s, "{field}: {}", value.lines().collect::<Vec<_>>().join("\n  "));
+        }
+    }
+    for src in &m.sources {
+        let extra: Vec<String> = [("url", &src.url), ("license", &src.license), ("citation", &src.citation)]
+            .into_iter()
+            .filter_map(|(field, value)| value.as_ref().map(|v| format!("{field} {}", v.replace('\n', " "))))
+            .collect();
+        let extra = if extra.is_empty() { String::new() } else { format!("  ({})", extra.join("; ")) };
+        let _ = writeln!(s, "source {}: {}{extra}", src.source_id, src.name);
     }
     let _ = writeln!(
         s,

@@ -135,12 +135,27 @@ fn info_prints_the_whole_description_and_refuses_a_missing_or_resized_file() {
         "v2",
         "--description",
         "Smart-watch IMU.\nFour activities.",
+        "--license",
+        "CC-BY-4.0",
     ]);
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
-    let (code, out, _) = cli(&["info", root.path().join("BasicMotions/v2").to_str().unwrap()]);
+    let v2 = root.path().join("BasicMotions/v2");
+    let (code, out, _) = cli(&["info", v2.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().nth(1), Some("description: Smart-watch IMU."));
-    assert_eq!(out.lines().nth(2), Some("  Four activities."));
+    // what a curation sets is shown (review 138: license, citation and sources were not)
+    let head: Vec<&str> = out.lines().skip(1).take(4).collect();
+    assert_eq!(
+        head,
+        [
+            "description: Smart-watch IMU.",
+            "  Four activities.",
+            "license: CC-BY-4.0",
+            "source BasicMotions: BasicMotions"
+        ]
+    );
+    let (code, out, _) = cli(&["info", v2.to_str().unwrap(), "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((code, &doc["sources"][0]["source_id"]), (0, &serde_json::json!("BasicMotions")));
 
     let shard = dir.join("time_series/shard-00000.parquet");
     let bytes = std::fs::metadata(&shard).unwrap().len();

@@ -203,6 +203,11 @@ fn cli_edit_dry_run_and_exit_codes() {
         cli(&["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T2", "--dry-run"]);
     assert_eq!((code, out.as_str()), (0, "remove sample tsf-T2\nremove series tsf-T2\n"));
     assert_eq!(tree(root.path()), before);
+    // the dataset's fields an edit sets are in its plan too (review 138: a dry run printed nothing)
+    let (code, out, _) =
+        cli(&["edit", b, "--out-root", r, "--version", "v2", "--license", "MIT", "--citation", "x", "--dry-run"]);
+    assert_eq!((code, out.as_str()), (0, "set dataset license\nset dataset citation\n"));
+    assert_eq!(tree(root.path()), before);
     let (code, _, err) = cli(&["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T1/context"]);
     assert_eq!(code, 2);
     assert_eq!(

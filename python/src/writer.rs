@@ -372,7 +372,8 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
 /// `remove_tasks` and `strip_samples_from_tasks` (`[task_name, task_id]`),
 /// `remove_annotations`, `remove_series`, `add_samples`, `add_series`,
 /// `add_annotations`, `add_tasks`, `add_sources` (ids), and `set` (the ids of
-/// `set_annotations`, `set_tasks` and `set_sources` as given). The datasets
+/// `set_annotations`, `set_tasks` and `set_sources` as given, and in
+/// `set_dataset` the fields of `description`, `license` and `citation` given). The datasets
 /// in `add` are handed to the edit as to `TimeFWriter.write`, once the other
 /// arguments are read: the call spends them whatever its outcome, a dry run
 /// and a refused edit included (an added series that the base holds with the
@@ -467,10 +468,13 @@ pub fn edit_version<'py>(
         inputs: Vec::new(),
     };
     if dry_run {
+        let fields = [("description", &edit.description), ("license", &edit.license), ("citation", &edit.citation)];
+        let set_dataset: Vec<&str> = fields.into_iter().filter_map(|(f, value)| value.as_ref().map(|_| f)).collect();
         let set = json!({
             "set_annotations": edit.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect::<Vec<_>>(),
             "set_tasks": edit.set_tasks.iter().map(|(n, t)| [n, &t.task_id]).collect::<Vec<_>>(),
             "set_sources": edit.set_sources.iter().map(|s| &s.source_id).collect::<Vec<_>>(),
+            "set_dataset": set_dataset,
         });
         let plan = interruptible(py, || timef::edit::plan_at(&base, &out, &dataset_version, edit), |_| None)?;
         return dry_run_plan(py, &plan, set);

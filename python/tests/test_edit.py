@@ -250,7 +250,8 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
                "key": "class", "value_str": "Walking"}
     before = listing(tmp_path)
     kwargs = dict(remove_sample_ids=["bm-train-0"], remove_channels=["5"], add=[added],
-                  set_annotations=[relabel], set_sources=[{"source_id": "bm", "name": "BasicMotions"}])
+                  set_annotations=[relabel], set_sources=[{"source_id": "bm", "name": "BasicMotions"}],
+                  license="MIT", citation="a paper")
     plan = timef.edit_version(base, tmp_path, dataset_version="v2", dry_run=True, **kwargs)
     assert listing(tmp_path) == before
     removed_series = sorted({f"bm-train-0/{d}" for d in range(6)} | {f"bm-train-{i}/5" for i in range(40)})
@@ -265,7 +266,8 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
         "add_annotations": [],
         "add_tasks": [],
         "add_sources": [],
-        "set": {"set_annotations": ["bm-train-1/class"], "set_tasks": [], "set_sources": ["bm"]},
+        "set": {"set_annotations": ["bm-train-1/class"], "set_tasks": [], "set_sources": ["bm"],
+                "set_dataset": ["license", "citation"]},
     }
     # the dataset handed to `add` was taken by the dry run as by a write
     with pytest.raises(ValueError) as e:

@@ -560,7 +560,9 @@ def edit_version(
     ``strip_samples_from_tasks`` (``[task_name, task_id]`` pairs),
     ``remove_annotations``, ``remove_series``, ``add_samples``, ``add_series``,
     ``add_annotations``, ``add_tasks``, ``add_sources``, and ``set`` (a dict of
-    the ``set_annotations``, ``set_tasks`` and ``set_sources`` ids as given)."""
+    the ``set_annotations``, ``set_tasks`` and ``set_sources`` ids as given, and
+    ``set_dataset``: the fields among ``description``, ``license`` and
+    ``citation`` given)."""
 
 def read_ucr(
     paths: StrPath | Sequence[StrPath],
