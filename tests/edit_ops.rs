@@ -524,7 +524,8 @@ fn cli_relabel_resplit_and_describe_from_files() {
         assert_eq!(
             out,
             format!(
-                "set annotation s001/class\nset task diagnosis/t-diagnosis\nset task holdout/t-holdout\n{}\n",
+                "set annotation s001/class\nset task diagnosis/t-diagnosis\nset task holdout/t-holdout\nset dataset \
+                 description\n{}\n",
                 dir.display()
             )
         );
