@@ -569,7 +569,7 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     // --add-ucr takes one file per flag, so the base may follow it (it took
     // the base as a second file: "required arguments were not provided")
     let args = ["--quiet", "edit", "--out-root", r, "--version", "v2", "--add-ucr", test.to_str().unwrap(), d];
-    let (code, out, err) = cli(&args);
+    let (code, out, err) = cli(&[&args[..], &["--spec-type", "imu", "--sampling-rate-hz", "10"]].concat());
     assert_eq!((code, err.as_str()), (0, ""));
     let last = format!(
         "add 40 sample(s), 240 series, 40 annotation(s), 1 task(s), 0 source(s)\n{}\n",

@@ -268,3 +268,28 @@ fn cli_edit_dry_run_and_exit_codes() {
                         "sha256": "65d32102f8571388c61aca38a28b74f211d41fda2abe8baf56f3310acbd45304"}]}]})
     );
 }
+
+/// Review 138: a `.ts` split added without `--spec-type`/`--sampling-rate-hz`
+/// came in as `unknown` at 1 Hz beside the base's `imu` at 10 Hz, silently.
+#[test]
+fn added_series_of_no_kind_of_the_base_are_warned_about() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let (train, test) = (real("ucr/BasicMotions_TRAIN.ts"), real("ucr/BasicMotions_TEST.ts"));
+    let args = ["--quiet", "ingest", "ucr", "--root", r, "--name", "BM", "--version", "v1", "--spec-type", "imu"];
+    let (code, _, err) = cli(&[&args[..], &["--sampling-rate-hz", "10", train.to_str().unwrap()]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    let base = root.path().join("BM/v1");
+    let edit = |version: &str, options: &[&str]| {
+        let args = ["--quiet", "edit", base.to_str().unwrap(), "--out-root", r, "--version", version, "--add-ucr"];
+        let (code, _, err) = cli(&[&args[..], &[test.to_str().unwrap()], options].concat());
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    assert_eq!(
+        edit("v2", &[]),
+        "timef: warning: the added series are unknown at 1 Hz, the base's imu at 10 Hz: give --spec-type and \
+         --sampling-rate-hz to read them as the base's\n"
+    );
+    assert_eq!(edit("v3", &["--spec-type", "imu", "--sampling-rate-hz", "10"]), "");
+}

@@ -451,6 +451,34 @@ fn keep_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
 
+/// The warning when none of the series added (read with the connector's
+/// defaults: no `--spec-type` and no `--sampling-rate-hz` given) has a spec
+/// type and a rate of the base's: a `.ts` split read as `unknown` at 1 Hz
+/// beside the base's `imu` at 10 Hz is likely a forgotten option (review 138),
+/// not a new kind of recording. Given once the edit is done or planned.
+fn other_kinds(base: &timef::manifest::Manifest, added: &TimeFDataset) -> Option<String> {
+    let kinds = |spec: &str, hz: f64| format!("{spec} at {hz} Hz");
+    let held: std::collections::BTreeSet<String> = base
+        .schema
+        .time_series
+        .iter()
+        .flat_map(|(spec, channels)| {
+            channels.values().flat_map(move |c| c.sampling_rates_hz.iter().map(move |&hz| kinds(spec, hz)))
+        })
+        .collect();
+    let new: std::collections::BTreeSet<String> =
+        added.series().map(|m| kinds(&m.spec_type, m.sampling_rate_hz)).collect();
+    let list = |set: &std::collections::BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+    (!held.is_empty() && !new.is_empty() && held.is_disjoint(&new)).then(|| {
+        format!(
+            "the added series are {}, the base's {}: give --spec-type and --sampling-rate-hz to read them as the \
+             base's",
+            list(&new),
+            list(&held)
+        )
+    })
+}
+
 /// Refuses a row or id file of `option` that holds none (`rows`): an edit
 /// it was meant to drive would silently do something else, or nothing.
 fn empty_file(option: &'static str, file: &std::path::Path, rows: usize) -> Result<(), Error> {
@@ -511,6 +539,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         e.remove_sample_ids.extend(ids);
     }
     let (base, out_root) = (location(&a.base_dir, opts)?, location(&a.out_root, opts)?);
+    let mut kinds_warning = None;
     if a.add_arrow.is_some() || !a.add_ucr.is_empty() || a.add_tsf.is_some() {
         // the additions are read under the base's name, as an ingest of the same files names them
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
@@ -535,6 +564,9 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
         for (files, (dataset, dropped)) in added {
+            if c.spec_type.is_none() && a.sampling_rate_hz.is_none() {
+                kinds_warning = kinds_warning.or(other_kinds(v.manifest(), &dataset));
+            }
             if let Some(summary) = dropped.summary() {
                 errln!("timef: {summary}");
             }
@@ -630,10 +662,16 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
     };
     if a.dry_run {
         print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
+        if let Some(w) = &kinds_warning {
+            errln!("timef: warning: {w}");
+        }
     } else {
         let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
         committed_despite_ctrl_c(&dir);
         print(&plan)?;
+        if let Some(w) = &kinds_warning {
+            errln!("timef: warning: {w}");
+        }
         // on stderr, as the connectors' notes: stdout stays the plan and the version
         if !quiet {
             errln!(
