@@ -275,9 +275,17 @@ fn typed<T: for<'de> Deserialize<'de>>(
 ) -> Result<Vec<(usize, T)>> {
     rows.into_iter()
         .map(|(at, m)| {
-            serde_json::from_value(Value::Object(m))
-                .map(|t| (at, t))
-                .map_err(|e| refused(origin, at, numbered_rows, e.to_string()))
+            serde_json::from_value(Value::Object(m)).map(|t| (at, t)).map_err(|e| {
+                let why = e.to_string();
+                // a CSV's columns are its header's, a Parquet file's its schema's: a
+                // column of another name is named there, not at the first row (review 138)
+                let ext = origin.extension().map(|x| x.to_string_lossy().to_lowercase());
+                match (why.starts_with("unknown field"), ext.as_deref()) {
+                    (true, Some("csv")) => Error::input(origin, Some(1), why),
+                    (true, Some("parquet")) => Error::input(origin, None, why),
+                    _ => refused(origin, at, numbered_rows, why),
+                }
+            })
         })
         .collect()
 }
@@ -511,6 +519,12 @@ mod tests {
             let p = write(dir.path(), "e.csv", &format!("{head}{body}"));
             assert_eq!(invalid(json_rows(&p).unwrap_err()), want, "{body}");
         }
+        // a column of another name: the header's line, not the first row's (review 138)
+        let p = write(dir.path(), "h.csv", "annotation_id,sample_id,annotation_type,key,valu_str\nx,s1,label,c,W\n");
+        let e = read_annotation_rows(&p).unwrap_err();
+        let known = "`annotation_id`, `sample_id`, `annotation_type`, `key`, `value_str`, `value_num`, `t_start_s`, \
+                     `t_end_s`, `channel`";
+        assert_eq!(invalid(e), (Some(1), format!("unknown field `valu_str`, expected one of {known}")));
         let p = write(dir.path(), "r.csv", &format!("{head}a1,s1,m,hr,1\na2,s2,m\n"));
         assert_eq!(invalid(json_rows(&p).unwrap_err()), (Some(3), "3 fields where the header has 5".to_string()));
         let p = write(dir.path(), "u.csv", &format!("{head}a1,s1,m,hr,1,extra\n"));
@@ -538,6 +552,23 @@ mod tests {
                 assert_eq!((path, source.kind()), (dir.path().join("missing.csv"), std::io::ErrorKind::NotFound))
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_column_of_another_name_is_named_at_the_header_or_the_schema() {
+        let mut row = Map::new();
+        for (key, value) in [("source_id", "s"), ("name", "n"), ("urls", "x")] {
+            row.insert(key.into(), Value::String(value.into()));
+        }
+        let why = "unknown field `urls`, expected one of `source_id`, `name`, `url`, `license`, `citation`";
+        // a CSV's header is its line 1, a Parquet file's schema no row; a JSON line's keys are its own
+        for (file, line) in [("x.csv", Some(1)), ("x.parquet", None), ("x.jsonl", Some(3))] {
+            let rows = vec![(3, row.clone())];
+            let Err(e) = typed::<SourceRow>(Path::new(file), rows, numbered_rows(Path::new(file))) else {
+                panic!("{file}: taken")
+            };
+            assert_eq!(invalid(e), (line, why.to_string()), "{file}");
         }
     }
 
