@@ -468,13 +468,11 @@ pub fn edit_version<'py>(
         inputs: Vec::new(),
     };
     if dry_run {
-        let fields = [("description", &edit.description), ("license", &edit.license), ("citation", &edit.citation)];
-        let set_dataset: Vec<&str> = fields.into_iter().filter_map(|(f, value)| value.as_ref().map(|_| f)).collect();
         let set = json!({
             "set_annotations": edit.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect::<Vec<_>>(),
             "set_tasks": edit.set_tasks.iter().map(|(n, t)| [n, &t.task_id]).collect::<Vec<_>>(),
             "set_sources": edit.set_sources.iter().map(|s| &s.source_id).collect::<Vec<_>>(),
-            "set_dataset": set_dataset,
+            "set_dataset": edit.dataset_fields(),
         });
         let plan = interruptible(py, || timef::edit::plan_at(&base, &out, &dataset_version, edit), |_| None)?;
         return dry_run_plan(py, &plan, set);

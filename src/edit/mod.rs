@@ -125,6 +125,16 @@ impl Edit {
         Edit { remove_sample_ids: sample_ids.into_iter().map(Into::into).collect(), cascade, ..Default::default() }
     }
 
+    /// The dataset fields the edit sets, of `description`, `license` and
+    /// `citation` in that order (the lineage's `set_dataset` step, and what a
+    /// dry run says it sets).
+    pub fn dataset_fields(&self) -> Vec<&'static str> {
+        [("description", &self.description), ("license", &self.license), ("citation", &self.citation)]
+            .into_iter()
+            .filter_map(|(field, value)| value.as_ref().map(|_| field))
+            .collect()
+    }
+
     /// The `derived_from.operation` object: `cascade` and one step per
     /// operation present, in the order they apply, each with its counts and
     /// the sha256 of its id list (`docs/format.md` §7, "Lineage").
@@ -169,12 +179,7 @@ impl Edit {
         step("set_annotations", self.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect(), None);
         step("set_tasks", self.set_tasks.iter().map(|(_, t)| &t.task_id).collect(), None);
         step("set_sources", self.set_sources.iter().map(|s| &s.source_id).collect(), None);
-        let fields: Vec<&str> =
-            [("description", &self.description), ("license", &self.license), ("citation", &self.citation)]
-                .into_iter()
-                .filter(|(_, v)| v.is_some())
-                .map(|(k, _)| k)
-                .collect();
+        let fields = self.dataset_fields();
         if !fields.is_empty() {
             steps.push(json!({"op": "set_dataset", "fields": fields}));
         }

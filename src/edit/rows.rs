@@ -279,10 +279,10 @@ fn typed<T: for<'de> Deserialize<'de>>(
                 let why = e.to_string();
                 // a CSV's columns are its header's, a Parquet file's its schema's: a
                 // column of another name is named there, not at the first row (review 138)
-                let ext = origin.extension().map(|x| x.to_string_lossy().to_lowercase());
-                match (why.starts_with("unknown field"), ext.as_deref()) {
-                    (true, Some("csv")) => Error::input(origin, Some(1), why),
-                    (true, Some("parquet")) => Error::input(origin, None, why),
+                let csv = origin.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+                match why.starts_with("unknown field") {
+                    true if csv => Error::input(origin, Some(1), why),
+                    true if numbered_rows => Error::input(origin, None, why),
                     _ => refused(origin, at, numbered_rows, why),
                 }
             })

@@ -618,12 +618,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         .map(|(x, _)| format!("set annotation {}", x.annotation_id))
         .chain(e.set_tasks.iter().map(|(n, t)| format!("set task {n}/{}", t.task_id)))
         .chain(e.set_sources.iter().map(|s| format!("set source {}", s.source_id)))
-        .chain(
-            [("description", &e.description), ("license", &e.license), ("citation", &e.citation)]
-                .into_iter()
-                .filter(|(_, value)| value.is_some())
-                .map(|(field, _)| format!("set dataset {field}")),
-        )
+        .chain(e.dataset_fields().into_iter().map(|field| format!("set dataset {field}")))
         .collect();
     let print = |plan: &timef::edit::EditPlan| -> Result<(), Error> {
         for s in &plan.samples {
