@@ -23,6 +23,18 @@ pub struct EditBlocker {
     pub reason: String,
 }
 
+/// How many of an [`Error::Edit`]'s blockers its message shows, one line
+/// each joined by `; `; the rest are counted (`… and 230 more`).
+pub const BLOCKERS_SHOWN: usize = 10;
+
+fn refusal(blockers: &[EditBlocker]) -> String {
+    let shown: Vec<&str> = blockers.iter().take(BLOCKERS_SHOWN).map(|b| b.reason.as_str()).collect();
+    match blockers.len().saturating_sub(BLOCKERS_SHOWN) {
+        0 => shown.join("; "),
+        more => format!("{}; … and {more} more", shown.join("; ")),
+    }
+}
+
 /// Every failure the library reports.
 ///
 /// Variants separate the cases a caller handles differently: a version that
@@ -112,9 +124,10 @@ pub enum Error {
 
     /// A copy-on-write edit cannot be applied (unknown ids, required
     /// references that would be lost without `cascade`, an added id that
-    /// exists with other content). Every blocker is listed, sorted as found
-    /// (`docs/format.md` §7).
-    #[error("edit refused: {}", blockers.iter().map(|b| b.reason.as_str()).collect::<Vec<_>>().join("; "))]
+    /// exists with other content, naming the fields that differ). Every
+    /// blocker is in `blockers`, sorted as found (`docs/format.md` §7); the
+    /// message shows the first [`BLOCKERS_SHOWN`] and counts the rest.
+    #[error("edit refused: {}", refusal(blockers))]
     Edit {
         /// One per blocking (entity, field); never empty.
         blockers: Vec<EditBlocker>,

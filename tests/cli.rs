@@ -531,20 +531,7 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     // of them as given (review 129: the first check went by --ids alone)
     let own = |ids: [&str; 2], file: &str| {
         let path = root.path().join(file);
-        let mut target = arrow_array::builder::ListBuilder::new(arrow_array::builder::Float32Builder::new());
-        for _ in ids {
-            target.values().append_slice(&[1.0, 2.0, 3.0]);
-            target.append(true);
-        }
-        let batch = arrow_array::RecordBatch::try_from_iter([
-            ("item_id", Arc::new(arrow_array::StringArray::from(ids.to_vec())) as arrow_array::ArrayRef),
-            ("target", Arc::new(target.finish()) as arrow_array::ArrayRef),
-        ])
-        .unwrap();
-        let mut w =
-            parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
+        common::gluonts_parquet(&path, &ids);
         path
     };
     let first = own(["0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a60", "0b8e4a52-5d1f-4c3e-9a7b-1c2d3e4f5a61"], "own.parquet");

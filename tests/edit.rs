@@ -293,3 +293,54 @@ fn added_series_of_no_kind_of_the_base_are_warned_about() {
     );
     assert_eq!(edit("v3", &["--spec-type", "imu", "--sampling-rate-hz", "10"]), "");
 }
+
+/// What `timef edit --add-*` reads is under the base's name, so of the
+/// base's source, described as the base describes it (review 138 #1: a
+/// `.tsf` file's `@relation` or an Arrow file's dataset name clashed with a
+/// UCR base's `@problemName`, "added source … exists with other content",
+/// a record the CLI gives no option to write).
+#[test]
+fn what_the_cli_adds_is_of_the_base_source() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let args = ["--quiet", "ingest", "ucr", "--root", r, "--name", "BM", "--version", "v1", "--spec-type", "imu"];
+    let (code, _, err) = cli(&[&args[..], &["--sampling-rate-hz", "10", train.to_str().unwrap()]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    let base = root.path().join("BM/v1");
+    let sources = |version: &str| {
+        let v = Version::open(root.path().join("BM").join(version)).unwrap();
+        v.manifest().sources.iter().map(|s| (s.source_id.clone(), s.name.clone())).collect::<Vec<_>>()
+    };
+    let held = vec![("BM".to_string(), "BasicMotions".to_string())];
+    assert_eq!(sources("v1"), held);
+    let edit = |version: &str, add: &[&str]| {
+        let args = ["--quiet", "edit", base.to_str().unwrap(), "--out-root", r, "--version", version];
+        let (code, _, err) = cli(&[&args[..], add].concat());
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    let tsf = real("tsf/UnitTest_Tsf_Loader.tsf");
+    let named = format!(
+        "timef: warning: {} names its source \"test\"; what it adds is the base's source BM (\"BasicMotions\")\n",
+        tsf.display()
+    );
+    assert_eq!(edit("v2", &["--add-tsf", tsf.to_str().unwrap(), "--spec-type", "imu"]), named);
+    assert_eq!(sources("v2"), held);
+    // a .tsf file's rate is its own: only the spec type is the user's to give
+    let kinds =
+        "timef: warning: the added series are unknown, the base's imu: give --spec-type to read them as the base's\n";
+    assert_eq!(edit("v3", &["--add-tsf", tsf.to_str().unwrap()]), format!("{named}{kinds}"));
+    let arrow = root.path().join("more.parquet");
+    common::gluonts_parquet(&arrow, &["meter-1", "meter-2"]);
+    assert_eq!(
+        edit("v4", &["--add-arrow", arrow.to_str().unwrap(), "--spec-type", "imu", "--sampling-rate-hz", "10"]),
+        ""
+    );
+    assert_eq!(sources("v4"), held);
+    // the base's own file again: nothing to add, and the plan says so (it printed nothing)
+    let args = ["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v5", "--dry-run", "--add-ucr"];
+    let again = [train.to_str().unwrap(), "--spec-type", "imu", "--sampling-rate-hz", "10"];
+    let zero = "add 0 sample(s), 0 series, 0 annotation(s), 0 task(s), 0 source(s)\n";
+    assert_eq!(cli(&[&args[..], &again].concat()), (0, zero.to_string(), String::new()));
+}

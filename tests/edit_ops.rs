@@ -379,18 +379,53 @@ fn an_added_id_is_refused_unless_identical() {
         })
         .unwrap();
     other.add_annotation(Annotation { value_str: Some("x".into()), ..label(1) }, &["s000".to_string()]).unwrap();
+    // the base's task under another task name, of another type, over other samples
+    let task = Task { split: Some("train".into()), ..Task::new("t-diagnosis", TaskType::Regression, vec![sid(0)]) };
+    other.add_task("severity", task).unwrap();
     let err = edit_version(&base, root, "v3", Edit { add: vec![other], ..Default::default() }).unwrap_err();
     let t = |id: &str, field: &'static str, reason: &str| (id.to_string(), field, reason.to_string());
+    // each names the fields that differ, the held value first, in the entity's field order
     assert_eq!(
         blockers(err),
         vec![
-            t("src", "source_id", "added source src exists with other content"),
-            t("s000/II", "time_series_id", "added series s000/II exists with other content"),
-            t("s000", "sample_id", "added sample s000 exists with other content"),
-            t("s001/class", "annotation_id", "added annotation s001/class exists with other content"),
-            t("s000/I", "values", "added series s000/I exists with other values"),
+            t("src", "name", r#"added source src exists with other content: name "test source" (added "renamed")"#),
+            t(
+                "s000/II",
+                "sampling_rate_hz",
+                "added series s000/II exists with other content: sampling_rate_hz 250 (added 100)"
+            ),
+            t(
+                "s000",
+                "subject_id",
+                r#"added sample s000 exists with other content: subject_id "p0" (added none), series 2 entries (added 1), metadata["site"] "site-0" (added none)"#
+            ),
+            t(
+                "s001/class",
+                "value_str",
+                r#"added annotation s001/class exists with other content: value_str "afib" (added "x")"#
+            ),
+            t(
+                "t-diagnosis",
+                "task_name",
+                r#"added task t-diagnosis exists with other content: task_name "diagnosis" (added "severity"), task_type "classification" (added "regression"), sample_ids 2 entries (added 1)"#
+            ),
+            t("s000/I", "values", "added series s000/I exists with other values: values[0] 0 (added 1)"),
         ]
     );
+}
+
+#[test]
+fn a_refusal_shows_ten_blockers_and_counts_the_rest() {
+    let blocker = |i: usize| EditBlocker {
+        id: format!("s{i}"),
+        field: "remove_sample_ids",
+        reason: format!("unknown sample id s{i}"),
+    };
+    let shown: Vec<String> = (0..10).map(|i| format!("unknown sample id s{i}")).collect();
+    let err = Error::Edit { blockers: (0..10).map(blocker).collect() };
+    assert_eq!(err.to_string(), format!("edit refused: {}", shown.join("; ")));
+    let err = Error::Edit { blockers: (0..240).map(blocker).collect() };
+    assert_eq!(err.to_string(), format!("edit refused: {}; … and 230 more", shown.join("; ")));
 }
 
 #[test]

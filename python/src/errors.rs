@@ -28,7 +28,7 @@ pyo3::create_exception!(
     "A copy-on-write edit was refused before any I/O. Attributes: `id` and `field` (the first \
      blocker's entity and field, e.g. the unknown id and \"remove_sample_ids\", or a task id and \
      \"target_sample_id\"), `reason` (every blocker, joined with \"; \"), `blockers` (list of str, one \
-     per blocker), `ids` (list of str, each blocker's entity)."
+     per blocker), `ids` and `fields` (lists of str, each blocker's entity and field). The message      shows the first 10 blockers and counts the rest."
 );
 pyo3::create_exception!(
     timef,
@@ -187,6 +187,7 @@ pub fn to_py(e: Error) -> PyErr {
             Error::Edit { blockers } => {
                 let reasons: Vec<&str> = blockers.iter().map(|b| b.reason.as_str()).collect();
                 let ids: Vec<&str> = blockers.iter().map(|b| b.id.as_str()).collect();
+                let fields: Vec<&str> = blockers.iter().map(|b| b.field).collect();
                 let list =
                     |v: &[&str]| PyList::new(py, v).map(|l| l.into_any()).unwrap_or_else(|_| py.None().into_bound(py));
                 let (id, field) = blockers.first().map(|b| (b.id.as_str(), b.field)).unwrap_or(("", ""));
@@ -199,6 +200,7 @@ pub fn to_py(e: Error) -> PyErr {
                         ("reason", s(&reasons.join("; "))),
                         ("blockers", list(&reasons)),
                         ("ids", list(&ids)),
+                        ("fields", list(&fields)),
                     ],
                 )
             }

@@ -99,17 +99,36 @@ def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
     assert v.manifest["counts"]["time_series"] == 40 * 5 - 1
     assert v.manifest["derived_from"]["removed"] == {"annotations": 0, "samples": 0, "tasks": 0, "time_series": 41}
     assert list(v.read_sample("bm-train-0")) == [f"bm-train-0/{d}" for d in range(1, 5)]
-    # an added series that exists with other values
+    # an added series that exists with other values: the first that differs, the held one first
+    held = timef.open(base).read_series("bm-train-0/0")
+    values = held.copy()
+    values[5] = 0.5
     other = timef.TimeFDataset("bm", "x")
     other.add_source(source_id="bm", name="BasicMotions")
     meta = timef.open(base).index().to_pylist()[0]
     other.add_series(time_series_id="bm-train-0/0", spec_type=meta["spec_type"], channel="0",
-                     sampling_rate_hz=meta["sampling_rate_hz"], values=np.zeros(100, np.float32))
+                     sampling_rate_hz=meta["sampling_rate_hz"], values=values)
     other.add_sample(sample_id="bm-train-0-copy", source_id="bm", series=["bm-train-0/0"])
     with pytest.raises(timef.TimeFEditError) as e:
         timef.edit_version(base, tmp_path, dataset_version="v3", add=[other])
     assert (e.value.id, e.value.field) == ("bm-train-0/0", "values")
-    assert e.value.blockers == ["added series bm-train-0/0 exists with other values"]
+    assert e.value.blockers == [f"added series bm-train-0/0 exists with other values: values[5] {str(held[5])} (added 0.5)"]
+    # other metadata and another source name: each blocker names the fields that differ
+    other = timef.TimeFDataset("bm", "x")
+    other.add_source(source_id="bm", name="Basic Motions", url="https://example.org/bm")
+    other.add_series(time_series_id="bm-train-0/0", spec_type="imu", channel="0", sampling_rate_hz=20.0,
+                     values=held)
+    other.add_sample(sample_id="bm-train-0-copy", source_id="bm", series=["bm-train-0/0"])
+    with pytest.raises(timef.TimeFEditError) as e:
+        timef.edit_version(base, tmp_path, dataset_version="v3", add=[other])
+    assert e.value.blockers == [
+        'added source bm exists with other content: name "BasicMotions" (added "Basic Motions"), '
+        'url none (added "https://example.org/bm")',
+        'added series bm-train-0/0 exists with other content: spec_type "unknown" (added "imu"), '
+        'sampling_rate_hz 1 (added 20)',
+    ]
+    assert e.value.fields == ["name", "spec_type"]
+    assert e.value.ids == ["bm", "bm-train-0/0"]
     with pytest.raises(timef.TimeFInputError) as e:
         timef.edit_version(base, tmp_path, dataset_version="v3", set_annotations=[{"annotation_id": "a"}])
     assert (e.value.path, e.value.line) == ("<set_annotations>", 1)

@@ -55,19 +55,24 @@ class TimeFValidationError(ValueError):
     """The rule it breaks."""
 
 class TimeFEditError(ValueError):
-    """A copy-on-write edit was refused before any I/O."""
+    """A copy-on-write edit was refused before any I/O.
+
+    ``str(e)`` shows the first 10 blockers and counts the rest; ``blockers`` holds every one."""
 
     id: str
     """The first blocker's entity (sample, series, annotation, task or source id, or a channel)."""
     field: str
     """The first blocker's field: the argument naming an unknown id (``"remove_sample_ids"``, ...), or
-    the entity's field at fault (``"target_sample_id"``, ``"series"``, ``"values"``, ``"sample_id"``, ...)."""
+    the entity's field at fault (``"target_sample_id"``, ``"series"``, ``"values"``, ...); for an added
+    id that exists with other content, the first field that differs (``"sampling_rate_hz"``, ``"name"``, ...)."""
     reason: str
     """Every blocker, joined with ``"; "``."""
     blockers: list[str]
     """One line per blocker."""
     ids: list[str]
     """Each blocker's entity, in the order of ``blockers``."""
+    fields: list[str]
+    """Each blocker's field, in the order of ``blockers``."""
 
 class TimeFInputError(ValueError):
     """A connector's input file is malformed."""

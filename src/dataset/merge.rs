@@ -1,11 +1,11 @@
 //! Merging one dataset into another: what an edit adds (`docs/format.md` §7,
 //! "Adding"). An entity whose id the target already holds is taken when it is
-//! identical and refused otherwise; the refusals are collected, not returned at
-//! the first, so an edit lists every one.
+//! identical and refused otherwise, naming the fields that differ; the
+//! refusals are collected, not returned at the first, so an edit lists every one.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Loader, TimeFDataset, ValuesSource};
+use super::{Annotation, Loader, Sample, SeriesMeta, SeriesRef, Source, Task, TaskType, TimeFDataset, ValuesSource};
 use crate::error::{EditBlocker, Result};
 
 /// What [`TimeFDataset::absorb`] found.
@@ -14,7 +14,8 @@ pub(crate) struct Absorbed {
     /// Ids the target holds with other content.
     pub(crate) conflicts: Vec<EditBlocker>,
     /// Series the target holds with equal metadata, with the added values'
-    /// loader: identical only when the values are too (the caller compares).
+    /// loader: identical only when the values are too (the caller compares,
+    /// with [`values_differ`]).
     pub(crate) same_metadata: Vec<(String, Loader)>,
     /// Ids added, by kind.
     pub(crate) samples: Vec<String>,
@@ -24,12 +25,185 @@ pub(crate) struct Absorbed {
     pub(crate) sources: Vec<String>,
 }
 
-fn conflict(out: &mut Absorbed, id: &str, field: &'static str, what: &str) {
-    out.conflicts.push(EditBlocker {
+/// A value as a refusal shows it: text quoted (so a trailing space shows),
+/// numbers as written, an unset field `none`.
+trait Shown {
+    fn shown(&self) -> String;
+}
+impl Shown for String {
+    fn shown(&self) -> String {
+        format!("{self:?}")
+    }
+}
+impl Shown for f64 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+impl Shown for i32 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+impl Shown for TaskType {
+    fn shown(&self) -> String {
+        format!("{:?}", self.as_str())
+    }
+}
+impl Shown for SeriesRef {
+    fn shown(&self) -> String {
+        format!("{:?} as {:?}", self.time_series_id, self.view)
+    }
+}
+impl<T: Shown> Shown for Option<T> {
+    fn shown(&self) -> String {
+        self.as_ref().map_or_else(|| "none".to_string(), T::shown)
+    }
+}
+impl<T: Shown> Shown for Vec<T> {
+    fn shown(&self) -> String {
+        format!("{} entries", self.len())
+    }
+}
+
+/// The fields in which an added entity differs from the held one of the same
+/// id, in the entity's field order, each as `field held (added other)`; a
+/// list by its first differing entry or its length, a map by its first
+/// differing key.
+#[derive(Default)]
+struct Differences(Vec<(&'static str, String)>);
+
+impl Differences {
+    fn value<T: PartialEq + Shown>(&mut self, field: &'static str, held: &T, added: &T) -> &mut Self {
+        if held != added {
+            self.0.push((field, format!("{field} {} (added {})", held.shown(), added.shown())));
+        }
+        self
+    }
+
+    fn list<T: PartialEq + Shown>(&mut self, field: &'static str, held: &[T], added: &[T]) -> &mut Self {
+        match held.iter().zip(added).position(|(h, a)| h != a) {
+            Some(i) => self.0.push((field, format!("{field}[{i}] {} (added {})", held[i].shown(), added[i].shown()))),
+            None if held.len() != added.len() => {
+                self.0.push((field, format!("{field} {} entries (added {})", held.len(), added.len())))
+            }
+            None => {}
+        }
+        self
+    }
+
+    fn optional_list<T: PartialEq + Shown>(
+        &mut self,
+        field: &'static str,
+        held: &Option<Vec<T>>,
+        added: &Option<Vec<T>>,
+    ) -> &mut Self {
+        match (held, added) {
+            (Some(h), Some(a)) => self.list(field, h, a),
+            _ => self.value(field, held, added),
+        }
+    }
+
+    fn map(
+        &mut self,
+        field: &'static str,
+        held: &BTreeMap<String, String>,
+        added: &BTreeMap<String, String>,
+    ) -> &mut Self {
+        let keys: BTreeSet<&String> = held.keys().chain(added.keys()).collect();
+        if let Some(k) = keys.into_iter().find(|k| held.get(*k) != added.get(*k)) {
+            let (h, a) = (held.get(k).cloned(), added.get(k).cloned());
+            self.0.push((field, format!("{field}[{k:?}] {} (added {})", h.shown(), a.shown())));
+        }
+        self
+    }
+
+    /// The refusal of added `what` `id`: its field is the first that differs
+    /// (`id_field` when none does, which the callers never pass).
+    fn blocker(&self, what: &str, id: &str, id_field: &'static str) -> EditBlocker {
+        let shown: Vec<&str> = self.0.iter().map(|(_, s)| s.as_str()).collect();
+        EditBlocker {
+            id: id.to_string(),
+            field: self.0.first().map_or(id_field, |(f, _)| f),
+            reason: format!("added {what} {id} exists with other content: {}", shown.join(", ")),
+        }
+    }
+}
+
+fn source_conflict(held: &Source, added: &Source) -> EditBlocker {
+    Differences::default()
+        .value("name", &held.name, &added.name)
+        .value("url", &held.url, &added.url)
+        .value("license", &held.license, &added.license)
+        .value("citation", &held.citation, &added.citation)
+        .blocker("source", &added.source_id, "source_id")
+}
+
+fn series_conflict(held: &SeriesMeta, added: &SeriesMeta) -> EditBlocker {
+    Differences::default()
+        .value("spec_type", &held.spec_type, &added.spec_type)
+        .value("channel", &held.channel, &added.channel)
+        .value("units", &held.units, &added.units)
+        .value("sampling_rate_hz", &held.sampling_rate_hz, &added.sampling_rate_hz)
+        .value("t_start_s", &held.t_start_s, &added.t_start_s)
+        .value("t_end_s", &held.t_end_s, &added.t_end_s)
+        .blocker("series", &added.time_series_id, "time_series_id")
+}
+
+fn sample_conflict(held: &Sample, added: &Sample) -> EditBlocker {
+    Differences::default()
+        .value("source_id", &held.source_id, &added.source_id)
+        .value("subject_id", &held.subject_id, &added.subject_id)
+        .value("t_start_s", &held.t_start_s, &added.t_start_s)
+        .value("t_end_s", &held.t_end_s, &added.t_end_s)
+        .list("series", &held.series, &added.series)
+        .map("metadata", &held.metadata, &added.metadata)
+        .blocker("sample", &added.sample_id, "sample_id")
+}
+
+fn annotation_conflict(held: &Annotation, added: &Annotation) -> EditBlocker {
+    Differences::default()
+        .value("annotation_type", &held.annotation_type, &added.annotation_type)
+        .value("key", &held.key, &added.key)
+        .value("value_str", &held.value_str, &added.value_str)
+        .value("value_num", &held.value_num, &added.value_num)
+        .value("t_start_s", &held.t_start_s, &added.t_start_s)
+        .value("t_end_s", &held.t_end_s, &added.t_end_s)
+        .value("channel", &held.channel, &added.channel)
+        .blocker("annotation", &added.annotation_id, "annotation_id")
+}
+
+/// `held` is task `added.task_id` as the target holds it, under task name `held_name`.
+fn task_conflict(held_name: &str, held: &Task, name: &str, added: &Task) -> EditBlocker {
+    Differences::default()
+        .value("task_name", &held_name.to_string(), &name.to_string())
+        .value("task_type", &held.task_type, &added.task_type)
+        .value("split", &held.split, &added.split)
+        .list("sample_ids", &held.sample_ids, &added.sample_ids)
+        .value("target", &held.target, &added.target)
+        .value("target_sample_id", &held.target_sample_id, &added.target_sample_id)
+        .optional_list("context_sample_ids", &held.context_sample_ids, &added.context_sample_ids)
+        .value("from_task", &held.from_task, &added.from_task)
+        .value("horizon", &held.horizon, &added.horizon)
+        .value("prompt", &held.prompt, &added.prompt)
+        .value("answer", &held.answer, &added.answer)
+        .blocker("task", &added.task_id, "task_id")
+}
+
+/// The refusal of added series `id` whose metadata the target holds but
+/// whose values differ from `held`'s, bit for bit; `None` when they do not.
+pub(crate) fn values_differ(id: &str, held: &[f32], added: &[f32]) -> Option<EditBlocker> {
+    let first = held.iter().zip(added).position(|(h, a)| h.to_bits() != a.to_bits());
+    let what = match first {
+        Some(i) => format!("values[{i}] {} (added {})", held[i], added[i]),
+        None if held.len() != added.len() => format!("values {} entries (added {})", held.len(), added.len()),
+        None => return None,
+    };
+    Some(EditBlocker {
         id: id.to_string(),
-        field,
-        reason: format!("added {what} {id} exists with other content"),
-    });
+        field: "values",
+        reason: format!("added series {id} exists with other values: {what}"),
+    })
 }
 
 impl TimeFDataset {
@@ -43,7 +217,7 @@ impl TimeFDataset {
         for (id, source) in std::mem::take(&mut other.sources) {
             match self.sources.get(&id) {
                 Some(s) if *s == source => {}
-                Some(_) => conflict(&mut out, &id, "source_id", "source"),
+                Some(s) => out.conflicts.push(source_conflict(s, &source)),
                 None => {
                     out.sources.push(id.clone());
                     self.sources.insert(id, source);
@@ -68,7 +242,7 @@ impl TimeFDataset {
                         .unwrap_or_else(|| Box::new(|| Err("the loader already ran".into())));
                     out.same_metadata.push((meta.time_series_id, loader));
                 }
-                Some(_) => conflict(&mut out, &meta.time_series_id, "time_series_id", "series"),
+                Some(r) => out.conflicts.push(series_conflict(&self.series.meta(r as usize), &meta)),
                 None => {
                     out.series.push(meta.time_series_id.clone());
                     self.insert_series(meta, values)?;
@@ -79,7 +253,7 @@ impl TimeFDataset {
             let sample = other.samples.sample(row as usize, &other.series);
             match self.sample(&sample.sample_id) {
                 Some(s) if s == sample => {}
-                Some(_) => conflict(&mut out, &sample.sample_id, "sample_id", "sample"),
+                Some(s) => out.conflicts.push(sample_conflict(&s, &sample)),
                 None => {
                     out.samples.push(sample.sample_id.clone());
                     self.add_sample(sample)?;
@@ -88,7 +262,7 @@ impl TimeFDataset {
         }
         for (id, (a, samples)) in std::mem::take(&mut other.annotations) {
             match self.annotations.get_mut(&id) {
-                Some((existing, _)) if *existing != a => conflict(&mut out, &id, "annotation_id", "annotation"),
+                Some((existing, _)) if *existing != a => out.conflicts.push(annotation_conflict(existing, &a)),
                 Some((_, attached)) => attached.extend(samples),
                 None => {
                     out.annotations.push(id.clone());
@@ -96,14 +270,21 @@ impl TimeFDataset {
                 }
             }
         }
-        let held: BTreeSet<String> = self.tasks.values().flat_map(|t| t.keys().cloned()).collect();
+        // task ids are unique across task names: the held task of an id, under its name
+        let held: BTreeMap<String, String> = self
+            .tasks
+            .iter()
+            .flat_map(|(name, tasks)| tasks.keys().map(move |id| (id.clone(), name.clone())))
+            .collect();
         for (name, tasks) in std::mem::take(&mut other.tasks) {
             for (id, task) in tasks {
-                if !held.contains(&id) {
-                    out.tasks.push(id.clone());
-                    self.tasks.entry(name.clone()).or_default().insert(id, task);
-                } else if self.tasks.get(&name).and_then(|t| t.get(&id)) != Some(&task) {
-                    conflict(&mut out, &id, "task_id", "task");
+                match held.get(&id).and_then(|n| Some((n, self.tasks.get(n)?.get(&id)?))) {
+                    Some((held_name, t)) if *held_name == name && *t == task => {}
+                    Some((held_name, t)) => out.conflicts.push(task_conflict(held_name, t, &name, &task)),
+                    None => {
+                        out.tasks.push(id.clone());
+                        self.tasks.entry(name.clone()).or_default().insert(id, task);
+                    }
                 }
             }
         }

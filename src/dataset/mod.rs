@@ -8,7 +8,7 @@
 //! depends on insertion order.
 
 pub(crate) mod columns;
-mod merge;
+pub(crate) mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -408,6 +408,16 @@ impl TimeFDataset {
     pub fn add_source(&mut self, source: Source) -> Result<()> {
         non_empty(&source.source_id, "source_id", &source.source_id)?;
         insert_unique(&mut self.sources, source.source_id.clone(), source, "source_id")
+    }
+
+    /// Sets the source of id `source.source_id`, adding it or replacing the
+    /// one held (its samples keep naming it); returns the one replaced.
+    ///
+    /// # Errors
+    /// [`Error::Validation`] for an empty `source_id`.
+    pub fn set_source(&mut self, source: Source) -> Result<Option<Source>> {
+        non_empty(&source.source_id, "source_id", &source.source_id)?;
+        Ok(self.sources.insert(source.source_id.clone(), source))
     }
 
     /// Adds a series and its loader. The same id with equal metadata is deduplicated

@@ -177,10 +177,7 @@ pub fn apply(
         for (id, loader) in a.same_metadata {
             let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
             let held = base_values(&id)?;
-            let same = new.len() == held.len() && new.iter().zip(held.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
-            if !same {
-                conflicts.push(blocker(&id, "values", format!("added series {id} exists with other values")));
-            }
+            conflicts.extend(crate::dataset::merge::values_differ(&id, &held, &new));
         }
         plan.added_samples.extend(a.samples);
         plan.added.series.extend(a.series);

@@ -104,6 +104,26 @@ pub fn input(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/inputs").join(rel)
 }
 
+/// Writes a GluonTS-style Parquet file at `path`: one row per id of `ids`
+/// (`item_id`), each with the `target` values 1, 2, 3.
+pub fn gluonts_parquet(path: &Path, ids: &[&str]) {
+    use std::sync::Arc;
+    let mut target = arrow_array::builder::ListBuilder::new(arrow_array::builder::Float32Builder::new());
+    for _ in ids {
+        target.values().append_slice(&[1.0, 2.0, 3.0]);
+        target.append(true);
+    }
+    let batch = arrow_array::RecordBatch::try_from_iter([
+        ("item_id", Arc::new(arrow_array::StringArray::from(ids.to_vec())) as arrow_array::ArrayRef),
+        ("target", Arc::new(target.finish()) as arrow_array::ArrayRef),
+    ])
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
 /// Small options that make every layout rule fire on tiny data:
 /// 1 KiB chunks (256 values), 4 KiB row groups, 16 KiB shards.
 pub fn small_options() -> WriterOptions {

@@ -456,8 +456,14 @@ fn keep_freed_memory() {}
 /// type and a rate of the base's: a `.ts` split read as `unknown` at 1 Hz
 /// beside the base's `imu` at 10 Hz is likely a forgotten option (review 138),
 /// not a new kind of recording. Given once the edit is done or planned.
-fn other_kinds(base: &timef::manifest::Manifest, added: &TimeFDataset) -> Option<String> {
-    let kinds = |spec: &str, hz: f64| format!("{spec} at {hz} Hz");
+/// With `file_rates` (a `.tsf` file gives its own frequency, no option
+/// overrides it) spec types alone are compared.
+fn other_kinds(base: &timef::manifest::Manifest, added: &TimeFDataset, file_rates: bool) -> Option<String> {
+    let kinds = |spec: &str, hz: f64| match file_rates {
+        true => spec.to_string(),
+        false => format!("{spec} at {hz} Hz"),
+    };
+    let options = if file_rates { "--spec-type" } else { "--spec-type and --sampling-rate-hz" };
     let held: std::collections::BTreeSet<String> = base
         .schema
         .time_series
@@ -471,8 +477,7 @@ fn other_kinds(base: &timef::manifest::Manifest, added: &TimeFDataset) -> Option
     let list = |set: &std::collections::BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
     (!held.is_empty() && !new.is_empty() && held.is_disjoint(&new)).then(|| {
         format!(
-            "the added series are {}, the base's {}: give --spec-type and --sampling-rate-hz to read them as the \
-             base's",
+            "the added series are {}, the base's {}: give {options} to read them as the base's",
             list(&new),
             list(&held)
         )
@@ -545,27 +550,42 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         let v = std::sync::Arc::new(Version::open_at(base.clone())?);
         let name = v.manifest().dataset.name.clone();
         let (c, version) = (&a.connector, a.version.as_str());
+        let source_id = IdMode::from(c.ids).id(&name);
+        let base_source = v.to_dataset(&name, version)?.sources().find(|s| s.source_id == source_id).cloned();
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
             let o = c.arrow(&name, version, a.sampling_rate_hz);
-            added.push((vec![file.clone()], timef::connectors::arrow::read_arrow_with_report(file, &o)?));
+            added.push((vec![file.clone()], false, timef::connectors::arrow::read_arrow_with_report(file, &o)?));
         }
         if !a.add_ucr.is_empty() {
             let mut o = c.ucr(&name, version, a.sampling_rate_hz, a.text);
             // splits of the base's problem: its source is named by the base's `@problemName`
             // (the TEST file's may differ by a suffix, as aeon ships them)
-            let source_id = IdMode::from(c.ids).id(&name);
-            let base_source = v.to_dataset(&name, version)?.sources().find(|s| s.source_id == source_id).cloned();
-            o.problem_name = base_source.map(|s| s.name);
-            added.push((a.add_ucr.clone(), timef::connectors::ucr::read_ucr_with_report(&a.add_ucr, &o)?));
+            o.problem_name = base_source.as_ref().map(|s| s.name.clone());
+            added.push((a.add_ucr.clone(), false, timef::connectors::ucr::read_ucr_with_report(&a.add_ucr, &o)?));
         }
         if let Some(file) = &a.add_tsf {
             let o = c.tsf(&name, version, a.text);
-            added.push((vec![file.clone()], timef::connectors::tsf::read_tsf_with_report(file, &o)?));
+            added.push((vec![file.clone()], true, timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
-        for (files, (dataset, dropped)) in added {
+        for (files, file_rates, (mut dataset, dropped)) in added {
+            // read under the base's name, the additions are of the base's source, described as
+            // the base describes it (a connector's own name for it would clash, §7 "Adding")
+            if let Some(held) = &base_source {
+                if let Some(own) =
+                    dataset.set_source(held.clone())?.filter(|own| own.name != held.name && own.name != name)
+                {
+                    errln!(
+                        "timef: warning: {} names its source {:?}; what it adds is the base's source {} ({:?})",
+                        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+                        own.name,
+                        held.source_id,
+                        held.name
+                    );
+                }
+            }
             if c.spec_type.is_none() && a.sampling_rate_hz.is_none() {
-                kinds_warning = kinds_warning.or(other_kinds(v.manifest(), &dataset));
+                kinds_warning = kinds_warning.or(other_kinds(v.manifest(), &dataset, file_rates));
             }
             if let Some(summary) = dropped.summary() {
                 errln!("timef: {summary}");
@@ -620,6 +640,8 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         .chain(e.set_sources.iter().map(|s| format!("set source {}", s.source_id)))
         .chain(e.dataset_fields().into_iter().map(|field| format!("set dataset {field}")))
         .collect();
+    // files added whose every entity the base holds as it is still get the count line, all zeros
+    let adding = !e.add.is_empty();
     let print = |plan: &timef::edit::EditPlan| -> Result<(), Error> {
         for s in &plan.samples {
             outln!("remove sample {s}");
@@ -640,7 +662,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             outln!("add sample {x}");
         }
         let ad = &plan.added;
-        if !(plan.added_samples.is_empty() && *ad == timef::edit::Added::default()) {
+        if adding || !(plan.added_samples.is_empty() && *ad == timef::edit::Added::default()) {
             outln!(
                 "add {} sample(s), {} series, {} annotation(s), {} task(s), {} source(s)",
                 plan.added_samples.len(),
