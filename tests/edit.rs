@@ -338,6 +338,15 @@ fn what_the_cli_adds_is_of_the_base_source() {
         ""
     );
     assert_eq!(sources("v4"), held);
+    // more blockers than the message shows: the CLI lists every one, a line each
+    let mut args = vec!["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v6", "--dry-run"];
+    let unknown: Vec<String> = (0..11).map(|i| format!("nope{i:02}")).collect();
+    for id in &unknown {
+        args.extend(["--remove-sample", id.as_str()]);
+    }
+    let lines: String = unknown.iter().map(|id| format!("  unknown sample id {id}\n")).collect();
+    let want = format!("timef: error: edit refused: 11 blockers, a line each:\n{lines}");
+    assert_eq!(cli(&args), (2, String::new(), want));
     // the base's own file again: nothing to add, and the plan says so (it printed nothing)
     let args = ["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v5", "--dry-run", "--add-ucr"];
     let again = [train.to_str().unwrap(), "--spec-type", "imu", "--sampling-rate-hz", "10"];

@@ -384,30 +384,34 @@ fn an_added_id_is_refused_unless_identical() {
     other.add_task("severity", task).unwrap();
     let err = edit_version(&base, root, "v3", Edit { add: vec![other], ..Default::default() }).unwrap_err();
     let t = |id: &str, field: &'static str, reason: &str| (id.to_string(), field, reason.to_string());
-    // each names the fields that differ, the held value first, in the entity's field order
+    // each on its id's field, naming the fields that differ, the held value first, in the entity's field order
     assert_eq!(
         blockers(err),
         vec![
-            t("src", "name", r#"added source src exists with other content: name "test source" (added "renamed")"#),
+            t(
+                "src",
+                "source_id",
+                r#"added source src exists with other content: name "test source" (added "renamed")"#
+            ),
             t(
                 "s000/II",
-                "sampling_rate_hz",
+                "time_series_id",
                 "added series s000/II exists with other content: sampling_rate_hz 250 (added 100)"
             ),
             t(
                 "s000",
-                "subject_id",
-                r#"added sample s000 exists with other content: subject_id "p0" (added none), series 2 entries (added 1), metadata["site"] "site-0" (added none)"#
+                "sample_id",
+                r#"added sample s000 exists with other content: subject_id "p0" (added none), series 2 entries (added 1 entry), metadata["site"] "site-0" (added none)"#
             ),
             t(
                 "s001/class",
-                "value_str",
+                "annotation_id",
                 r#"added annotation s001/class exists with other content: value_str "afib" (added "x")"#
             ),
             t(
                 "t-diagnosis",
-                "task_name",
-                r#"added task t-diagnosis exists with other content: task_name "diagnosis" (added "severity"), task_type "classification" (added "regression"), sample_ids 2 entries (added 1)"#
+                "task_id",
+                r#"added task t-diagnosis exists with other content: task_name "diagnosis" (added "severity"), task_type "classification" (added "regression"), sample_ids 2 entries (added 1 entry)"#
             ),
             t("s000/I", "values", "added series s000/I exists with other values: values[0] 0 (added 1)"),
         ]

@@ -28,7 +28,8 @@ pyo3::create_exception!(
     "A copy-on-write edit was refused before any I/O. Attributes: `id` and `field` (the first \
      blocker's entity and field, e.g. the unknown id and \"remove_sample_ids\", or a task id and \
      \"target_sample_id\"), `reason` (every blocker, joined with \"; \"), `blockers` (list of str, one \
-     per blocker), `ids` and `fields` (lists of str, each blocker's entity and field). The message      shows the first 10 blockers and counts the rest."
+     per blocker), `ids` and `fields` (lists of str, each blocker's entity and field). The message \
+     shows the first 10 blockers and counts the rest."
 );
 pyo3::create_exception!(
     timef,

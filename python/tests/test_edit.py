@@ -127,7 +127,7 @@ def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
         'added series bm-train-0/0 exists with other content: spec_type "unknown" (added "imu"), '
         'sampling_rate_hz 1 (added 20)',
     ]
-    assert e.value.fields == ["name", "spec_type"]
+    assert e.value.fields == ["source_id", "time_series_id"]
     assert e.value.ids == ["bm", "bm-train-0/0"]
     with pytest.raises(timef.TimeFInputError) as e:
         timef.edit_version(base, tmp_path, dataset_version="v3", set_annotations=[{"annotation_id": "a"}])

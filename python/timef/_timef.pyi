@@ -63,8 +63,8 @@ class TimeFEditError(ValueError):
     """The first blocker's entity (sample, series, annotation, task or source id, or a channel)."""
     field: str
     """The first blocker's field: the argument naming an unknown id (``"remove_sample_ids"``, ...), or
-    the entity's field at fault (``"target_sample_id"``, ``"series"``, ``"values"``, ...); for an added
-    id that exists with other content, the first field that differs (``"sampling_rate_hz"``, ``"name"``, ...)."""
+    the entity's field at fault (``"target_sample_id"``, ``"series"``, ``"values"``, ``"sample_id"``, ...);
+    an added id that exists with other content is on its id field, its reason naming the fields that differ."""
     reason: str
     """Every blocker, joined with ``"; "``."""
     blockers: list[str]

@@ -25,19 +25,27 @@ pub(crate) struct Absorbed {
     pub(crate) sources: Vec<String>,
 }
 
-/// A value as a refusal shows it: text quoted (so a trailing space shows),
-/// numbers as written, an unset field `none`.
+/// Most characters of a text a refusal shows; a longer one is cut, with `…`.
+const TEXT_SHOWN: usize = 60;
+
+/// A value as a refusal shows it, bounded: text quoted and escaped (so a
+/// trailing space or a newline shows) and cut at [`TEXT_SHOWN`] characters,
+/// numbers in their shortest form that reads back (with an exponent when
+/// tiny or huge), an unset field `none`, a list by its length.
 trait Shown {
     fn shown(&self) -> String;
 }
 impl Shown for String {
     fn shown(&self) -> String {
-        format!("{self:?}")
+        match self.char_indices().nth(TEXT_SHOWN) {
+            Some((cut, _)) => format!("{:?}…", &self[..cut]),
+            None => format!("{self:?}"),
+        }
     }
 }
 impl Shown for f64 {
     fn shown(&self) -> String {
-        self.to_string()
+        number(*self)
     }
 }
 impl Shown for i32 {
@@ -62,7 +70,24 @@ impl<T: Shown> Shown for Option<T> {
 }
 impl<T: Shown> Shown for Vec<T> {
     fn shown(&self) -> String {
-        format!("{} entries", self.len())
+        entries(self.len())
+    }
+}
+
+fn entries(n: usize) -> String {
+    match n {
+        1 => "1 entry".to_string(),
+        n => format!("{n} entries"),
+    }
+}
+
+/// `v` in its shortest form that reads back, with an exponent below 1e-4 or
+/// from 1e15 on (Rust's `Display` would write every digit: 326 for 5e-324).
+fn number<T: std::fmt::Display + std::fmt::LowerExp + Into<f64> + Copy>(v: T) -> String {
+    let x: f64 = v.into();
+    match x != 0.0 && x.is_finite() && (x.abs() < 1e-4 || x.abs() >= 1e15) {
+        true => format!("{v:e}"),
+        false => v.to_string(),
     }
 }
 
@@ -71,21 +96,21 @@ impl<T: Shown> Shown for Vec<T> {
 /// list by its first differing entry or its length, a map by its first
 /// differing key.
 #[derive(Default)]
-struct Differences(Vec<(&'static str, String)>);
+struct Differences(Vec<String>);
 
 impl Differences {
     fn value<T: PartialEq + Shown>(&mut self, field: &'static str, held: &T, added: &T) -> &mut Self {
         if held != added {
-            self.0.push((field, format!("{field} {} (added {})", held.shown(), added.shown())));
+            self.0.push(format!("{field} {} (added {})", held.shown(), added.shown()));
         }
         self
     }
 
     fn list<T: PartialEq + Shown>(&mut self, field: &'static str, held: &[T], added: &[T]) -> &mut Self {
         match held.iter().zip(added).position(|(h, a)| h != a) {
-            Some(i) => self.0.push((field, format!("{field}[{i}] {} (added {})", held[i].shown(), added[i].shown()))),
+            Some(i) => self.0.push(format!("{field}[{i}] {} (added {})", held[i].shown(), added[i].shown())),
             None if held.len() != added.len() => {
-                self.0.push((field, format!("{field} {} entries (added {})", held.len(), added.len())))
+                self.0.push(format!("{field} {} (added {})", entries(held.len()), entries(added.len())))
             }
             None => {}
         }
@@ -113,19 +138,19 @@ impl Differences {
         let keys: BTreeSet<&String> = held.keys().chain(added.keys()).collect();
         if let Some(k) = keys.into_iter().find(|k| held.get(*k) != added.get(*k)) {
             let (h, a) = (held.get(k).cloned(), added.get(k).cloned());
-            self.0.push((field, format!("{field}[{k:?}] {} (added {})", h.shown(), a.shown())));
+            self.0.push(format!("{field}[{}] {} (added {})", k.shown(), h.shown(), a.shown()));
         }
         self
     }
 
-    /// The refusal of added `what` `id`: its field is the first that differs
-    /// (`id_field` when none does, which the callers never pass).
+    /// The refusal of added `what` `id`, on its id field `id_field` (the id
+    /// exists with other content; a field of its own would read as another
+    /// blocker's, e.g. a sample's `series` as one left without series).
     fn blocker(&self, what: &str, id: &str, id_field: &'static str) -> EditBlocker {
-        let shown: Vec<&str> = self.0.iter().map(|(_, s)| s.as_str()).collect();
         EditBlocker {
             id: id.to_string(),
-            field: self.0.first().map_or(id_field, |(f, _)| f),
-            reason: format!("added {what} {id} exists with other content: {}", shown.join(", ")),
+            field: id_field,
+            reason: format!("added {what} {id} exists with other content: {}", self.0.join(", ")),
         }
     }
 }
@@ -195,8 +220,8 @@ fn task_conflict(held_name: &str, held: &Task, name: &str, added: &Task) -> Edit
 pub(crate) fn values_differ(id: &str, held: &[f32], added: &[f32]) -> Option<EditBlocker> {
     let first = held.iter().zip(added).position(|(h, a)| h.to_bits() != a.to_bits());
     let what = match first {
-        Some(i) => format!("values[{i}] {} (added {})", held[i], added[i]),
-        None if held.len() != added.len() => format!("values {} entries (added {})", held.len(), added.len()),
+        Some(i) => format!("values[{i}] {} (added {})", number(held[i]), number(added[i])),
+        None if held.len() != added.len() => format!("values {} (added {})", entries(held.len()), entries(added.len())),
         None => return None,
     };
     Some(EditBlocker {
@@ -290,5 +315,55 @@ impl TimeFDataset {
         }
         out.tasks.sort();
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_shown_bounded_and_as_they_read_back() {
+        assert_eq!(number(250.0f64), "250");
+        assert_eq!(number(0.1f64), "0.1");
+        assert_eq!(number(5e-324f64), "5e-324");
+        assert_eq!(number(-1e300f64), "-1e300");
+        assert_eq!(number(0.0f64), "0");
+        assert_eq!(number(f64::NAN), "NaN");
+        // an f32 as f32 (1.003448, not the f64 1.0034480094909668)
+        assert_eq!(number(1.003448f32), "1.003448");
+        assert_eq!(number(-0.0f32), "-0");
+        let long = format!("a\"b\n{}", "x".repeat(100));
+        assert_eq!(long.shown(), format!("{:?}…", format!("a\"b\n{}", "x".repeat(56))));
+        assert_eq!("é".repeat(60).shown(), format!("\"{}\"", "é".repeat(60)));
+        assert_eq!("é".repeat(61).shown(), format!("\"{}\"…", "é".repeat(60)));
+        assert_eq!(None::<String>.shown(), "none");
+        let mut d = Differences::default();
+        d.list("sample_ids", &["a".to_string()], &[]).list(
+            "context",
+            &["a".to_string(), "b".to_string()],
+            &["a".to_string(), "c".to_string()],
+        );
+        let held = BTreeMap::from([("k".to_string(), "1".to_string())]);
+        d.map("metadata", &held, &BTreeMap::new()).value("horizon", &Some(1), &None);
+        assert_eq!(
+            d.0,
+            [
+                "sample_ids 1 entry (added 0 entries)",
+                r#"context[1] "b" (added "c")"#,
+                r#"metadata["k"] "1" (added none)"#,
+                "horizon 1 (added none)"
+            ]
+        );
+        assert_eq!(values_differ("s", &[1.0, 2.0], &[1.0, 2.0]), None);
+        let why = |h: &[f32], a: &[f32]| values_differ("s", h, a).map(|b| (b.field, b.reason));
+        assert_eq!(
+            why(&[1.0], &[1.0, 2.0]),
+            Some(("values", "added series s exists with other values: values 1 entry (added 2 entries)".to_string()))
+        );
+        assert_eq!(
+            why(&[0.0, 1e-30], &[0.0, 2.0]),
+            Some(("values", "added series s exists with other values: values[1] 1e-30 (added 2)".to_string()))
+        );
     }
 }

@@ -791,9 +791,20 @@ fn main() -> ExitCode {
                 }
                 _ => "",
             };
-            // one line, whatever a dependency's message holds
-            let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
-            errln!("timef: error: {}{hint}", text.join(" "));
+            match &e {
+                // the message shows a few; a user fixing a file of ids needs every one, a line each
+                Error::Edit { blockers } if blockers.len() > timef::error::BLOCKERS_SHOWN => {
+                    errln!("timef: error: edit refused: {} blockers, a line each{hint}:", blockers.len());
+                    for b in blockers {
+                        errln!("  {}", b.reason);
+                    }
+                }
+                _ => {
+                    // one line, whatever a dependency's message holds
+                    let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
+                    errln!("timef: error: {}{hint}", text.join(" "));
+                }
+            }
             ExitCode::from(exit_code(&e))
         }
     }
