@@ -340,11 +340,15 @@ fn what_the_cli_adds_is_of_the_base_source() {
     assert_eq!(sources("v4"), held);
     // more blockers than the message shows: the CLI lists every one, a line each
     let mut args = vec!["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v6", "--dry-run"];
-    let unknown: Vec<String> = (0..11).map(|i| format!("nope{i:02}")).collect();
+    // (an id that holds a line break or a direction override stays on its line, escaped)
+    let forged = "a\u{202e}\ntimef: error: fake";
+    let unknown: Vec<String> = (0..10).map(|i| format!("nope{i:02}")).chain([forged.to_string()]).collect();
     for id in &unknown {
         args.extend(["--remove-sample", id.as_str()]);
     }
-    let lines: String = unknown.iter().map(|id| format!("  unknown sample id {id}\n")).collect();
+    let lines: String =
+        unknown[10..].iter().chain(&unknown[..10]).map(|id| format!("  unknown sample id {id}\n")).collect();
+    let lines = lines.replace(forged, r"a\u{202e}\ntimef: error: fake");
     let want = format!("timef: error: edit refused: 11 blockers, a line each:\n{lines}");
     assert_eq!(cli(&args), (2, String::new(), want));
     // the base's own file again: nothing to add, and the plan says so (it printed nothing)

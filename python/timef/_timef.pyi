@@ -68,7 +68,7 @@ class TimeFEditError(ValueError):
     reason: str
     """Every blocker, joined with ``"; "``."""
     blockers: list[str]
-    """One line per blocker."""
+    """Every blocker's reason, one per blocker (ids in it as given)."""
     ids: list[str]
     """Each blocker's entity, in the order of ``blockers``."""
     fields: list[str]

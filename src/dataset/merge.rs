@@ -34,13 +34,32 @@ const TEXT_SHOWN: usize = 60;
 /// tiny or huge), an unset field `none`, a list by its length.
 trait Shown {
     fn shown(&self) -> String;
+    /// `self` and `other`, which differ, shown so that the difference shows.
+    fn pair(&self, other: &Self) -> (String, String) {
+        (self.shown(), other.shown())
+    }
 }
 impl Shown for String {
     fn shown(&self) -> String {
-        match self.char_indices().nth(TEXT_SHOWN) {
-            Some((cut, _)) => format!("{:?}…", &self[..cut]),
-            None => format!("{self:?}"),
-        }
+        text(self, 0)
+    }
+    /// Two texts from a little before their first differing character when
+    /// it lies past the cut (two citations that differ in their year).
+    fn pair(&self, other: &Self) -> (String, String) {
+        let first = self.chars().zip(other.chars()).take_while(|(a, b)| a == b).count();
+        let from = if first < TEXT_SHOWN { 0 } else { first - TEXT_SHOWN / 3 };
+        (text(self, from), text(other, from))
+    }
+}
+
+/// `s` from its character `from` on (`…` before it when not its start), cut
+/// at [`TEXT_SHOWN`] characters (`…` after it), quoted and escaped.
+fn text(s: &str, from: usize) -> String {
+    let rest = s.char_indices().nth(from).map_or("", |(i, _)| &s[i..]);
+    let lead = if from > 0 { "…" } else { "" };
+    match rest.char_indices().nth(TEXT_SHOWN) {
+        Some((cut, _)) => format!("{lead}{:?}…", &rest[..cut]),
+        None => format!("{lead}{rest:?}"),
     }
 }
 impl Shown for f64 {
@@ -55,17 +74,23 @@ impl Shown for i32 {
 }
 impl Shown for TaskType {
     fn shown(&self) -> String {
-        format!("{:?}", self.as_str())
+        text(self.as_str(), 0)
     }
 }
 impl Shown for SeriesRef {
     fn shown(&self) -> String {
-        format!("{:?} as {:?}", self.time_series_id, self.view)
+        format!("{} as {}", text(&self.time_series_id, 0), text(&self.view, 0))
     }
 }
 impl<T: Shown> Shown for Option<T> {
     fn shown(&self) -> String {
         self.as_ref().map_or_else(|| "none".to_string(), T::shown)
+    }
+    fn pair(&self, other: &Self) -> (String, String) {
+        match (self, other) {
+            (Some(a), Some(b)) => a.pair(b),
+            _ => (self.shown(), other.shown()),
+        }
     }
 }
 impl<T: Shown> Shown for Vec<T> {
@@ -101,14 +126,18 @@ struct Differences(Vec<String>);
 impl Differences {
     fn value<T: PartialEq + Shown>(&mut self, field: &'static str, held: &T, added: &T) -> &mut Self {
         if held != added {
-            self.0.push(format!("{field} {} (added {})", held.shown(), added.shown()));
+            let (held, added) = held.pair(added);
+            self.0.push(format!("{field} {held} (added {added})"));
         }
         self
     }
 
     fn list<T: PartialEq + Shown>(&mut self, field: &'static str, held: &[T], added: &[T]) -> &mut Self {
         match held.iter().zip(added).position(|(h, a)| h != a) {
-            Some(i) => self.0.push(format!("{field}[{i}] {} (added {})", held[i].shown(), added[i].shown())),
+            Some(i) => {
+                let (h, a) = held[i].pair(&added[i]);
+                self.0.push(format!("{field}[{i}] {h} (added {a})"))
+            }
             None if held.len() != added.len() => {
                 self.0.push(format!("{field} {} (added {})", entries(held.len()), entries(added.len())))
             }
@@ -137,8 +166,8 @@ impl Differences {
     ) -> &mut Self {
         let keys: BTreeSet<&String> = held.keys().chain(added.keys()).collect();
         if let Some(k) = keys.into_iter().find(|k| held.get(*k) != added.get(*k)) {
-            let (h, a) = (held.get(k).cloned(), added.get(k).cloned());
-            self.0.push(format!("{field}[{}] {} (added {})", k.shown(), h.shown(), a.shown()));
+            let (h, a) = held.get(k).cloned().pair(&added.get(k).cloned());
+            self.0.push(format!("{field}[{}] {h} (added {a})", k.shown()));
         }
         self
     }
@@ -338,6 +367,17 @@ mod tests {
         assert_eq!("é".repeat(60).shown(), format!("\"{}\"", "é".repeat(60)));
         assert_eq!("é".repeat(61).shown(), format!("\"{}\"…", "é".repeat(60)));
         assert_eq!(None::<String>.shown(), "none");
+        // two texts that differ past the cut: from 20 characters before the difference (at 73)
+        let (cite, other) = (format!("{}2023", "x".repeat(70)), format!("{}2024", "x".repeat(70)));
+        let from = format!("…\"{}", "x".repeat(17));
+        assert_eq!(Some(cite).pair(&Some(other)), (format!("{from}2023\""), format!("{from}2024\"")));
+        assert_eq!("ab".to_string().pair(&"ac".to_string()), (r#""ab""#.to_string(), r#""ac""#.to_string()));
+        let (long, longer) = ("y".repeat(61), "y".repeat(100));
+        assert_eq!(long.pair(&longer), (format!("…\"{}\"", "y".repeat(20)), format!("…\"{}\"", "y".repeat(59))));
+        let kind = TaskType::Other("q".repeat(100));
+        assert_eq!(kind.shown(), format!("\"{}\"…", "q".repeat(60)));
+        let view = SeriesRef { time_series_id: "s".into(), view: "v".repeat(61) };
+        assert_eq!(view.shown(), format!("\"s\" as \"{}\"…", "v".repeat(60)));
         let mut d = Differences::default();
         d.list("sample_ids", &["a".to_string()], &[]).list(
             "context",

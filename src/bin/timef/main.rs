@@ -759,6 +759,14 @@ fn on_ctrl_c() {
 /// (a live writer's claim differs from a dead one's only by age there).
 const LS_CLAIM_IDLE_S: u64 = 3600;
 
+/// `text` (a blocker's reason, which holds ids as given) escaped onto one
+/// line: control characters and the bidirectional overrides as Rust escapes
+/// them, so no id breaks or reorders the list a line each.
+fn one_line(text: &str) -> String {
+    let hidden = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    text.chars().map(|c| if hidden(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 /// The name standard output goes by in errors.
 const STDOUT: &str = "<stdout>";
 
@@ -796,7 +804,7 @@ fn main() -> ExitCode {
                 Error::Edit { blockers } if blockers.len() > timef::error::BLOCKERS_SHOWN => {
                     errln!("timef: error: edit refused: {} blockers, a line each{hint}:", blockers.len());
                     for b in blockers {
-                        errln!("  {}", b.reason);
+                        errln!("  {}", one_line(&b.reason));
                     }
                 }
                 _ => {
