@@ -215,6 +215,18 @@ fn cli_edit_dry_run_and_exit_codes() {
         "timef: error: edit refused: task forecast/tsf-T1/forecast: context_sample_ids entry tsf-T1/context would be \
          removed (--cascade removes those tasks, and the tasks derived from them, too)\n"
     );
+    // blockers of both kinds: one hint for both (it named the tasks alone)
+    let args = ["edit", b, "--out-root", r, "--version", "v2", "--remove-sample", "tsf-T1/context", "--remove-series"];
+    let (code, _, err) = cli(&[&args[..], &["tsf-T2"]].concat());
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            2,
+            "timef: error: edit refused: sample tsf-T2: its last series would be removed; task forecast/tsf-T1/forecast: \
+             context_sample_ids entry tsf-T1/context would be removed (--cascade removes those samples and tasks, and \
+             the tasks that would lose them or derive from them, too)\n"
+        )
+    );
     // a dry run checks the target too
     let (code, _, err) =
         cli(&["edit", b, "--out-root", r, "--version", "v1", "--remove-sample", "tsf-T2", "--dry-run"]);

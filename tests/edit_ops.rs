@@ -506,7 +506,7 @@ fn cli_add_ucr_whose_problem_name_differs_by_a_suffix() {
         (
             2,
             format!(
-                "timef: error: {}: @problemName \"yot\" differ from the base's; the files are not one dataset\n",
+                "timef: error: {}: @problemName \"yot\" differs from \"toy\" of the base; the files are not one dataset\n",
                 other.display()
             )
         )

@@ -450,7 +450,10 @@ fn problem_names_differing_by_a_suffix_are_one_dataset_with_a_warning() {
             assert_eq!(path, other);
             assert_eq!(
                 reason,
-                format!("@problemName \"yot\" differ from {}'s; the files are not one dataset", train.display())
+                format!(
+                    "@problemName \"yot\" differs from \"toy\" of {}; the files are not one dataset",
+                    train.display()
+                )
             );
         }
         e => panic!("{e}"),

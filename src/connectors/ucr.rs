@@ -178,7 +178,9 @@ pub fn read_ucr_with_report(paths: &[impl AsRef<Path>], opts: &UcrOptions) -> Re
             // one problem whose name differs by a suffix is read as one dataset, named by the option
             (Some(this), Some((known, of))) => {
                 if !(this.starts_with(known.as_str()) || known.starts_with(this.as_str())) {
-                    return Err(differs(format!("@problemName {this:?}"), of));
+                    let why =
+                        format!("@problemName {this:?} differs from {known:?} of {of}; the files are not one dataset");
+                    return Err(Error::input(path, None, why));
                 }
                 if this != known {
                     dropped.warnings.push(format!(

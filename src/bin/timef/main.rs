@@ -785,13 +785,15 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            let cascades = |e: &Error, of: fn(&timef::error::EditBlocker) -> bool| matches!(e, Error::Edit { blockers } if blockers.iter().any(of));
+            let (tasks, samples) =
+                (cascades(&e, |b| b.reason.starts_with("task ")), cascades(&e, |b| b.field == "series"));
             let hint = match &e {
-                Error::Edit { blockers } if blockers.iter().any(|b| b.reason.starts_with("task ")) => {
-                    " (--cascade removes those tasks, and the tasks derived from them, too)"
+                _ if tasks && samples => {
+                    " (--cascade removes those samples and tasks, and the tasks that would lose them or derive from them, too)"
                 }
-                Error::Edit { blockers } if blockers.iter().any(|b| b.field == "series") => {
-                    " (--cascade removes those samples, and the tasks that would lose them, too)"
-                }
+                _ if tasks => " (--cascade removes those tasks, and the tasks derived from them, too)",
+                _ if samples => " (--cascade removes those samples, and the tasks that would lose them, too)",
                 Error::AlreadyExists { path } if timef::storage::is_url(&path.to_string_lossy()) => {
                     " (committed, claimed by another writer, or fenced by gc; a claim whose writer died stays \
                      until `timef gc ROOT --older-than-s N` clears it, and gc's fence until a later run finds it N \
