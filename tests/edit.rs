@@ -363,6 +363,14 @@ fn what_the_cli_adds_is_of_the_base_source() {
     let lines = lines.replace(forged, r"a\u{202e}\ntimef: error: fake");
     let want = format!("timef: error: edit refused: 11 blockers, a line each:\n{lines}");
     assert_eq!(cli(&args), (2, String::new(), want));
+    // fewer: on one line, escaped as well (an erase-line and a carriage return rewrote it
+    // as another error on a terminal; a line separator split it in editors)
+    let args = ["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v6", "--remove-sample"];
+    let want = "timef: error: edit refused: unknown sample id \\u{1b}[2K\\rtimef: error: disk full\\u{2028}x\n";
+    assert_eq!(
+        cli(&[&args[..], &["\u{1b}[2K\rtimef: error: disk full\u{2028}x"]].concat()),
+        (2, String::new(), want.into())
+    );
     // the base's own file again: nothing to add, and the plan says so (it printed nothing)
     let args = ["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v5", "--dry-run", "--add-ucr"];
     let again = [train.to_str().unwrap(), "--spec-type", "imu", "--sampling-rate-hz", "10"];

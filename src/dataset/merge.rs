@@ -76,10 +76,19 @@ impl Shown for TaskType {
     fn shown(&self) -> String {
         text(self.as_str(), 0)
     }
+    fn pair(&self, other: &Self) -> (String, String) {
+        self.as_str().to_string().pair(&other.as_str().to_string())
+    }
 }
 impl Shown for SeriesRef {
     fn shown(&self) -> String {
         format!("{} as {}", text(&self.time_series_id, 0), text(&self.view, 0))
+    }
+    fn pair(&self, other: &Self) -> (String, String) {
+        let part = |h: &String, a: &String| if h == a { (text(h, 0), text(a, 0)) } else { h.pair(a) };
+        let (held_id, added_id) = part(&self.time_series_id, &other.time_series_id);
+        let (held_view, added_view) = part(&self.view, &other.view);
+        (format!("{held_id} as {held_view}"), format!("{added_id} as {added_view}"))
     }
 }
 impl<T: Shown> Shown for Option<T> {
@@ -378,6 +387,14 @@ mod tests {
         assert_eq!(kind.shown(), format!("\"{}\"…", "q".repeat(60)));
         let view = SeriesRef { time_series_id: "s".into(), view: "v".repeat(61) };
         assert_eq!(view.shown(), format!("\"s\" as \"{}\"…", "v".repeat(60)));
+        // a task type and a series' view or id that differ past the cut, as other text
+        let (q0, q1) =
+            (TaskType::Other(format!("{}0", "q".repeat(70))), TaskType::Other(format!("{}1", "q".repeat(70))));
+        let q = "q".repeat(20);
+        assert_eq!(q0.pair(&q1), (format!("…\"{q}0\""), format!("…\"{q}1\"")));
+        let other = SeriesRef { time_series_id: "s".into(), view: format!("{}w", "v".repeat(60)) };
+        let v = "v".repeat(20);
+        assert_eq!(view.pair(&other), (format!("\"s\" as …\"{v}v\""), format!("\"s\" as …\"{v}w\"")));
         let mut d = Differences::default();
         d.list("sample_ids", &["a".to_string()], &[]).list(
             "context",

@@ -759,11 +759,14 @@ fn on_ctrl_c() {
 /// (a live writer's claim differs from a dead one's only by age there).
 const LS_CLAIM_IDLE_S: u64 = 3600;
 
-/// `text` (a blocker's reason, which holds ids as given) escaped onto one
-/// line: control characters and the bidirectional overrides as Rust escapes
-/// them, so no id breaks or reorders the list a line each.
+/// `text` (an error, whose ids, names and paths are as given) escaped onto
+/// one line: control characters, Unicode's line and paragraph separators and
+/// the bidirectional overrides as Rust escapes them, so no id breaks,
+/// rewrites or reorders the line it is on, or a list of a line each.
 fn one_line(text: &str) -> String {
-    let hidden = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let hidden = |c: char| {
+        c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     text.chars().map(|c| if hidden(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
@@ -809,10 +812,14 @@ fn main() -> ExitCode {
                         errln!("  {}", one_line(&b.reason));
                     }
                 }
+                Error::Edit { blockers } => {
+                    let reasons: Vec<String> = blockers.iter().map(|b| one_line(&b.reason)).collect();
+                    errln!("timef: error: edit refused: {}{hint}", reasons.join("; "));
+                }
                 _ => {
                     // one line, whatever a dependency's message holds
                     let text: Vec<String> = e.to_string().lines().map(|l| l.trim().to_string()).collect();
-                    errln!("timef: error: {}{hint}", text.join(" "));
+                    errln!("timef: error: {}{hint}", one_line(&text.join(" ")));
                 }
             }
             ExitCode::from(exit_code(&e))
