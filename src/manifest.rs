@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{Annotation, SeriesMeta, Task};
+use crate::dataset::{Annotation, SeriesMeta, Source, Task};
 use crate::error::{Error, Result};
 use crate::options::WriterOptions;
 
@@ -263,6 +263,19 @@ pub struct SourceEntry {
     pub license: Option<String>,
     /// Citation.
     pub citation: Option<String>,
+}
+
+impl SourceEntry {
+    /// The source this entry records, as a dataset holds it.
+    pub fn source(&self) -> Source {
+        Source {
+            source_id: self.source_id.clone(),
+            name: self.name.clone(),
+            url: self.url.clone(),
+            license: self.license.clone(),
+            citation: self.citation.clone(),
+        }
+    }
 }
 
 /// `derived_from` block of an edited version.

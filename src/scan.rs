@@ -24,7 +24,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::chunks::{self, chunk_schema, Plan};
-use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, Source, TimeFDataset};
+use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::pages::RowValues;
 use crate::reader::Version;
@@ -553,13 +553,7 @@ impl Version {
             citation: m.dataset.citation.clone(),
         };
         for s in &m.sources {
-            d.add_source(Source {
-                source_id: s.source_id.clone(),
-                name: s.name.clone(),
-                url: s.url.clone(),
-                license: s.license.clone(),
-                citation: s.citation.clone(),
-            })?;
+            d.add_source(s.source())?;
         }
         // the writer loads series in index order: one scan answers them all
         let cursor = SeriesCursor::new(Arc::clone(self));

@@ -551,7 +551,8 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         let name = v.manifest().dataset.name.clone();
         let (c, version) = (&a.connector, a.version.as_str());
         let source_id = IdMode::from(c.ids).id(&name);
-        let base_source = v.to_dataset(&name, version)?.sources().find(|s| s.source_id == source_id).cloned();
+        // from the manifest, which lists the sources: the base's samples and series need not be read
+        let base_source = v.manifest().sources.iter().find(|s| s.source_id == source_id).map(|s| s.source());
         let mut added = Vec::new();
         if let Some(file) = &a.add_arrow {
             let o = c.arrow(&name, version, a.sampling_rate_hz);
