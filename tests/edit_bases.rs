@@ -86,7 +86,7 @@ fn an_edit_of_a_base_rewritten_by_pyarrow_writes_its_values() {
         }
         let write = |under: &str, with_base: bool| {
             let mut d = base.to_dataset("ds", "v2").unwrap();
-            apply(&mut d, &mut Edit::remove_samples(["s009"], Cascade::Refuse), &|id| panic!("asked for {id}"))
+            apply(&mut d, &mut Edit::remove_samples(["s009"], Cascade::Refuse), &|ids| panic!("asked for {ids:?}"))
                 .unwrap();
             let mut w = TimeFWriter::new(tmp.path().join(under), base_options(&base).unwrap());
             if with_base {
@@ -282,7 +282,7 @@ fn dedup_shares_a_shard_copied_whole_with_its_footer_and_a_rebuilt_one_by_its_pa
     assert_eq!(r.shared_ratio(), 1.0);
     // the last sample removed: the shards before it are the base's, the last is rebuilt
     let removed = write("removed", &|d| {
-        apply(d, &mut Edit::remove_samples(["s009"], Cascade::Refuse), &|id| panic!("asked for {id}")).unwrap();
+        apply(d, &mut Edit::remove_samples(["s009"], Cascade::Refuse), &|ids| panic!("asked for {ids:?}")).unwrap();
     });
     let files = shards(&removed);
     let equal: Vec<&(String, Vec<u8>)> = files.iter().filter(|f| base_shards.contains(f)).collect();

@@ -418,6 +418,39 @@ fn an_added_id_is_refused_unless_identical() {
     );
 }
 
+/// Series added again with the base's metadata have their values compared
+/// with the base's, read in the base's index order (one scan) while the
+/// blockers stay in id order, whatever the spec types put first.
+#[test]
+fn values_added_again_are_compared_in_index_order_and_refused_in_id_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // ids against their index order: spec type "z" holds "a…", "a" holds "b…"
+    let series = [("a1", "z"), ("a2", "z"), ("b1", "a"), ("b2", "a")];
+    let build = |version: &str, seed: u32| {
+        let mut d = common::dataset_with_source("x", version);
+        for (i, (id, spec)) in series.iter().enumerate() {
+            let seed = if *id == "a2" || *id == "b1" { seed } else { 0 } + i as u32;
+            common::add_series(&mut d, id, spec, "c", 10.0, seed, 600);
+            common::add_sample_of(&mut d, &format!("s-{id}"), &[id]);
+        }
+        d
+    };
+    let base = common::commit(root, build("v1", 0), small_options());
+    // the same values again: taken
+    let (_, plan) = edit_version(&base, root, "v2", Edit { add: vec![build("y", 0)], ..Default::default() }).unwrap();
+    assert!(plan.added_samples.is_empty() && plan.added == Default::default());
+    let err = edit_version(&base, root, "v3", Edit { add: vec![build("y", 100)], ..Default::default() }).unwrap_err();
+    let held = |seed: u32| common::values(seed, 600)[0];
+    let reason = |id: &str, seed: u32| {
+        format!("added series {id} exists with other values: values[0] {} (added {})", held(seed), held(seed + 100))
+    };
+    assert_eq!(
+        blockers(err),
+        vec![("a2".to_string(), "values", reason("a2", 1)), ("b1".to_string(), "values", reason("b1", 2)),]
+    );
+}
+
 #[test]
 fn a_refusal_shows_ten_blockers_and_counts_the_rest() {
     let blocker = |i: usize| EditBlocker {

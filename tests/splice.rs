@@ -106,7 +106,7 @@ fn assert_same_bytes(a: &Path, b: &Path) {
 /// so no base values are read.
 fn remove(d: &mut TimeFDataset, ids: &[&str]) {
     let mut edit = Edit::remove_samples(ids.iter().copied(), Cascade::Refuse);
-    apply(d, &mut edit, &|id| panic!("no added series to compare, asked for {id}")).unwrap();
+    apply(d, &mut edit, &|ids| panic!("no added series to compare, asked for {ids:?}")).unwrap();
 }
 
 /// 40 series of 500..1100 values under `small_options` (256-value chunks,

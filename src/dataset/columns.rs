@@ -323,12 +323,18 @@ impl SeriesColumns {
     /// Every row in write order: `(spec_type, channel, time_series_id)`
     /// (FORMAT-BRIEF §5).
     pub(crate) fn write_order(&self) -> Vec<u32> {
+        let mut rows: Vec<u32> = (0..self.len() as u32).collect();
+        self.sort_in_write_order(&mut rows);
+        rows
+    }
+
+    /// Sorts `rows` (rows of these columns) into write order, the order of a
+    /// version's index.
+    pub(crate) fn sort_in_write_order(&self, rows: &mut [u32]) {
         let ranks = self.cats.ranks();
         let key =
             |r: u32| (ranks[self.spec_type.get(r as usize) as usize], ranks[self.channel.get(r as usize) as usize]);
-        let mut rows: Vec<u32> = (0..self.len() as u32).collect();
-        sort_rows(&mut rows, |a, b| key(a).cmp(&key(b)).then_with(|| self.id(a as usize).cmp(self.id(b as usize))));
-        rows
+        sort_rows(rows, |a, b| key(a).cmp(&key(b)).then_with(|| self.id(a as usize).cmp(self.id(b as usize))));
     }
 
     /// The rows `keep` marks, in order, as new columns; and each old row's new

@@ -1,10 +1,10 @@
 //! Applying an [`Edit`] to a dataset in memory: the referential rules of
 //! `docs/format.md` §7.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Cascade, Edit, EditPlan};
-use crate::dataset::{SeriesValues, Task, TimeFDataset};
+use crate::dataset::{Loader, Task, TimeFDataset};
 use crate::error::{EditBlocker, Error, Result};
 
 fn blocker(id: &str, field: &'static str, reason: String) -> EditBlocker {
@@ -44,6 +44,44 @@ fn unknown<'a>(
     ids.into_iter().filter(|id| !exists(id)).map(|id| blocker(id, field, format!("unknown {what} {id}"))).collect()
 }
 
+/// What differs between the values of the series added again with the
+/// base's metadata (`same`: id and the added values' loader) and the base's,
+/// a blocker per series, sorted by id. The base's are asked of `base_values`
+/// in write order, the order of the base's index, so that one scan reads
+/// them (a series read alone decodes each page it lies on: thousands of short
+/// series added again decoded the same page thousands of times).
+fn changed_values(
+    d: &TimeFDataset,
+    same: Vec<(String, Loader)>,
+    base_values: &dyn Fn(&[String]) -> Vec<Loader>,
+) -> Result<Vec<EditBlocker>> {
+    let (mut rows, mut by_row, mut rest) = (Vec::new(), BTreeMap::new(), Vec::new());
+    for (id, loader) in same {
+        match d.series.ids.find(&id) {
+            Some(row) => {
+                rows.push(row);
+                by_row.insert(row, (id, loader));
+            }
+            None => rest.push((id, loader)),
+        }
+    }
+    d.series.sort_in_write_order(&mut rows);
+    let added: Vec<(String, Loader)> = rows.iter().filter_map(|r| by_row.remove(r)).chain(rest).collect();
+    let ids: Vec<String> = added.iter().map(|(id, _)| id.clone()).collect();
+    let mut blockers = Vec::new();
+    for ((id, loader), held) in added.into_iter().zip(base_values(&ids)) {
+        let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
+        // the base's read error as it is (a corrupt page is a corrupt version, not a loader's failure)
+        let held = held().map_err(|e| match e.downcast::<Error>() {
+            Ok(e) => *e,
+            Err(source) => Error::loading(id.clone(), source),
+        })?;
+        blockers.extend(crate::dataset::merge::values_differ(&id, &held, &new));
+    }
+    blockers.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(blockers)
+}
+
 fn refused(blockers: Vec<EditBlocker>) -> Result<()> {
     if blockers.is_empty() {
         Ok(())
@@ -53,9 +91,10 @@ fn refused(blockers: Vec<EditBlocker>) -> Result<()> {
 }
 
 /// Applies `edit` to `dataset` (the base read as a dataset) in memory and
-/// returns what it did; `base_values` reads a base series' values (to compare
-/// an added series whose id and metadata the base holds). `edit.add` is
-/// consumed.
+/// returns what it did. `base_values` gives a loader of the base's values
+/// for each series id it is given (series added whose id and metadata the
+/// base holds, to compare their values), in the order given: the base's
+/// index order, for one scan. `edit.add` is consumed.
 ///
 /// Order: every id to remove is checked to exist; series of removed channels
 /// join the removed series; a sample left with no series is refused (or, with
@@ -76,7 +115,7 @@ fn refused(blockers: Vec<EditBlocker>) -> Result<()> {
 pub fn apply(
     dataset: &mut TimeFDataset,
     edit: &mut Edit,
-    base_values: &dyn Fn(&str) -> Result<SeriesValues>,
+    base_values: &dyn Fn(&[String]) -> Vec<Loader>,
 ) -> Result<EditPlan> {
     let d = dataset;
     let channels: BTreeSet<&str> = (0..d.series.len()).map(|r| d.series.channel(r)).collect();
@@ -171,20 +210,19 @@ pub fn apply(
     plan.samples = removed.into_iter().collect();
 
     let mut conflicts = Vec::new();
+    let mut same = Vec::new();
     for added in std::mem::take(&mut edit.add) {
         let a = d.absorb(added)?;
         conflicts.extend(a.conflicts);
-        for (id, loader) in a.same_metadata {
-            let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
-            let held = base_values(&id)?;
-            conflicts.extend(crate::dataset::merge::values_differ(&id, &held, &new));
-        }
+        same.extend(a.same_metadata);
         plan.added_samples.extend(a.samples);
         plan.added.series.extend(a.series);
         plan.added.annotations.extend(a.annotations);
         plan.added.tasks.extend(a.tasks);
         plan.added.sources.extend(a.sources);
     }
+    // after every addition's metadata: values differ only where the metadata are the same
+    conflicts.extend(changed_values(d, same, base_values)?);
     refused(conflicts)?;
     for ids in [
         &mut plan.added_samples,
