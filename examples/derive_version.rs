@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(ids) = remove {
         let sample_ids = ids.lines().filter(|l| !l.is_empty());
         let mut edit = Edit::remove_samples(sample_ids, Cascade::RemoveDependents);
-        apply(&mut d, &mut edit, &|id| base.read_series(id))?;
+        apply(&mut d, &mut edit, &|ids| base.series_loaders(ids))?;
     }
     let samples: Vec<Sample> = d.samples().collect();
     if let Some(every) = add {

@@ -536,6 +536,17 @@ impl SeriesCursor {
 }
 
 impl Version {
+    /// A loader of the values of each series of `ids`, in order. Called in
+    /// the version's index order (spec type, channel, id), they share one
+    /// scan of those series, each page decoded once; out of order, or once
+    /// the scan failed, a loader reads its series alone
+    /// ([`Version::read_series`]). A loader's error is this crate's
+    /// [`crate::Error`], boxed (an unknown id: [`crate::Error::Validation`]).
+    pub fn series_loaders(self: &Arc<Self>, ids: &[String]) -> Vec<crate::dataset::Loader> {
+        let cursor = SeriesCursor::new(Arc::clone(self));
+        ids.iter().map(|id| SeriesCursor::loader(&cursor, id.clone())).collect()
+    }
+
     /// The whole version as a dataset whose series loaders read lazily from this
     /// version's shards, named `name`/`version`. The base of a copy-on-write
     /// edit. Loaders called in index order (as the writer calls them) share one

@@ -445,10 +445,26 @@ fn values_added_again_are_compared_in_index_order_and_refused_in_id_order() {
     let reason = |id: &str, seed: u32| {
         format!("added series {id} exists with other values: values[0] {} (added {})", held(seed), held(seed + 100))
     };
-    assert_eq!(
-        blockers(err),
-        vec![("a2".to_string(), "values", reason("a2", 1)), ("b1".to_string(), "values", reason("b1", 2)),]
-    );
+    let want = vec![("a2".to_string(), "values", reason("a2", 1)), ("b1".to_string(), "values", reason("b1", 2))];
+    assert_eq!(blockers(err), want);
+    // each addition is compared, in either order: the changed one before or after the same
+    // (review 142: one comparison per series took only the last addition's values)
+    for add in [vec![build("y", 100), build("z", 0)], vec![build("y", 0), build("z", 100)]] {
+        let err = edit_version(&base, root, "v3", Edit { add, ..Default::default() }).unwrap_err();
+        assert_eq!(blockers(err), want);
+    }
+    // a series the base does not hold, carried by two additions: refused as such
+    // (it was compared with the base, which said "no such series in this version")
+    let with_new = |version: &str| {
+        let mut d = build(version, 0);
+        common::add_series(&mut d, "c1", "a", "c", 10.0, 9, 600);
+        common::add_sample_of(&mut d, "s-c1", &["c1"]);
+        d
+    };
+    let err = edit_version(&base, root, "v3", Edit { add: vec![with_new("y"), with_new("z")], ..Default::default() })
+        .unwrap_err();
+    let twice = "added series c1 is added by two of the edit's additions: give it once".to_string();
+    assert_eq!(blockers(err), vec![("c1".to_string(), "time_series_id", twice)]);
 }
 
 #[test]

@@ -45,31 +45,40 @@ fn unknown<'a>(
 }
 
 /// What differs between the values of the series added again with the
-/// base's metadata (`same`: id and the added values' loader) and the base's,
-/// a blocker per series, sorted by id. The base's are asked of `base_values`
-/// in write order, the order of the base's index, so that one scan reads
-/// them (a series read alone decodes each page it lies on: thousands of short
-/// series added again decoded the same page thousands of times).
+/// base's metadata (`same`: id and the added values' loader, of every
+/// addition in turn) and the base's, a blocker per series and addition,
+/// sorted by id. The base's are asked of `base_values` in write order, the
+/// order of the base's index, so that one scan reads them (a series read
+/// alone decodes each page it lies on: thousands of short series added again
+/// decoded the same page thousands of times). Rows from `base_rows` on are
+/// not the base's: a series two additions carry is refused as such.
 fn changed_values(
     d: &TimeFDataset,
+    base_rows: usize,
     same: Vec<(String, Loader)>,
     base_values: &dyn Fn(&[String]) -> Vec<Loader>,
 ) -> Result<Vec<EditBlocker>> {
-    let (mut rows, mut by_row, mut rest) = (Vec::new(), BTreeMap::new(), Vec::new());
+    let mut blockers = Vec::new();
+    let mut of_base = Vec::new();
     for (id, loader) in same {
         match d.series.ids.find(&id) {
-            Some(row) => {
-                rows.push(row);
-                by_row.insert(row, (id, loader));
-            }
-            None => rest.push((id, loader)),
+            Some(row) if (row as usize) < base_rows => of_base.push((row, id, loader)),
+            _ => blockers.push(blocker(
+                &id,
+                "time_series_id",
+                format!("added series {id} is added by two of the edit's additions: give it once"),
+            )),
         }
     }
+    // each addition's series in write order, the additions of one series in their order
+    let mut rows: Vec<u32> = of_base.iter().map(|(row, ..)| *row).collect();
+    rows.sort_unstable();
+    rows.dedup();
     d.series.sort_in_write_order(&mut rows);
-    let added: Vec<(String, Loader)> = rows.iter().filter_map(|r| by_row.remove(r)).chain(rest).collect();
-    let ids: Vec<String> = added.iter().map(|(id, _)| id.clone()).collect();
-    let mut blockers = Vec::new();
-    for ((id, loader), held) in added.into_iter().zip(base_values(&ids)) {
+    let rank: BTreeMap<u32, usize> = rows.iter().enumerate().map(|(i, row)| (*row, i)).collect();
+    of_base.sort_by_key(|(row, ..)| rank.get(row).copied());
+    let ids: Vec<String> = of_base.iter().map(|(_, id, _)| id.clone()).collect();
+    for ((_, id, loader), held) in of_base.into_iter().zip(base_values(&ids)) {
         let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
         // the base's read error as it is (a corrupt page is a corrupt version, not a loader's failure)
         let held = held().map_err(|e| match e.downcast::<Error>() {
@@ -210,7 +219,7 @@ pub fn apply(
     plan.samples = removed.into_iter().collect();
 
     let mut conflicts = Vec::new();
-    let mut same = Vec::new();
+    let (mut same, base_rows) = (Vec::new(), d.series.len());
     for added in std::mem::take(&mut edit.add) {
         let a = d.absorb(added)?;
         conflicts.extend(a.conflicts);
@@ -222,7 +231,7 @@ pub fn apply(
         plan.added.sources.extend(a.sources);
     }
     // after every addition's metadata: values differ only where the metadata are the same
-    conflicts.extend(changed_values(d, same, base_values)?);
+    conflicts.extend(changed_values(d, base_rows, same, base_values)?);
     refused(conflicts)?;
     for ids in [
         &mut plan.added_samples,

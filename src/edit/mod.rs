@@ -272,11 +272,7 @@ fn prepare(
     base.check_files()?;
     let mut d = base.to_dataset(&name, new_version)?;
     out_root.join(&name).join(new_version).ensure_absent()?;
-    // one cursor over the base for the series an edit compares, read in index order (one scan)
-    let plan = apply(&mut d, edit, &|ids| {
-        let cursor = crate::scan::SeriesCursor::new(Arc::clone(&base));
-        ids.iter().map(|id| crate::scan::SeriesCursor::loader(&cursor, id.clone())).collect()
-    })?;
+    let plan = apply(&mut d, edit, &|ids| base.series_loaders(ids))?;
     d.validate_references()?;
     refuse_sources_spelled_twice(base.manifest(), &d)?;
     Ok((base, d, plan))
