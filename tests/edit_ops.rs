@@ -461,9 +461,10 @@ fn values_added_again_are_compared_in_index_order_and_refused_in_id_order() {
         common::add_sample_of(&mut d, "s-c1", &["c1"]);
         d
     };
-    let err = edit_version(&base, root, "v3", Edit { add: vec![with_new("y"), with_new("z")], ..Default::default() })
-        .unwrap_err();
-    let twice = "added series c1 is added by two of the edit's additions: give it once".to_string();
+    // (once, however many carry it: review 143)
+    let add = vec![with_new("y"), with_new("z"), with_new("w")];
+    let err = edit_version(&base, root, "v3", Edit { add, ..Default::default() }).unwrap_err();
+    let twice = "added series c1 is added by more than one of the edit's additions: give it once".to_string();
     assert_eq!(blockers(err), vec![("c1".to_string(), "time_series_id", twice)]);
 }
 

@@ -51,25 +51,30 @@ fn unknown<'a>(
 /// order of the base's index, so that one scan reads them (a series read
 /// alone decodes each page it lies on: thousands of short series added again
 /// decoded the same page thousands of times). Rows from `base_rows` on are
-/// not the base's: a series two additions carry is refused as such.
+/// not the base's: a series more than one addition carries is refused as such,
+/// once.
 fn changed_values(
     d: &TimeFDataset,
     base_rows: usize,
     same: Vec<(String, Loader)>,
     base_values: &dyn Fn(&[String]) -> Vec<Loader>,
 ) -> Result<Vec<EditBlocker>> {
-    let mut blockers = Vec::new();
-    let mut of_base = Vec::new();
+    let (mut of_base, mut twice) = (Vec::new(), BTreeSet::new());
     for (id, loader) in same {
         match d.series.ids.find(&id) {
             Some(row) if (row as usize) < base_rows => of_base.push((row, id, loader)),
-            _ => blockers.push(blocker(
-                &id,
-                "time_series_id",
-                format!("added series {id} is added by two of the edit's additions: give it once"),
-            )),
+            _ => {
+                twice.insert(id);
+            }
         }
     }
+    let mut blockers: Vec<EditBlocker> = twice
+        .into_iter()
+        .map(|id| {
+            let reason = format!("added series {id} is added by more than one of the edit's additions: give it once");
+            blocker(&id, "time_series_id", reason)
+        })
+        .collect();
     // each addition's series in write order, the additions of one series in their order
     let mut rows: Vec<u32> = of_base.iter().map(|(row, ..)| *row).collect();
     rows.sort_unstable();
@@ -78,7 +83,13 @@ fn changed_values(
     let rank: BTreeMap<u32, usize> = rows.iter().enumerate().map(|(i, row)| (*row, i)).collect();
     of_base.sort_by_key(|(row, ..)| rank.get(row).copied());
     let ids: Vec<String> = of_base.iter().map(|(_, id, _)| id.clone()).collect();
-    for ((_, id, loader), held) in of_base.into_iter().zip(base_values(&ids)) {
+    // asked only when there is something to compare (a caller may hold no base)
+    let mut held_values = if ids.is_empty() { Vec::new() } else { base_values(&ids) }.into_iter();
+    for (_, id, loader) in of_base {
+        // a reader that gives fewer loaders than asked must not skip a comparison
+        let Some(held) = held_values.next() else {
+            return Err(Error::loading(id, "the base reader gave no loader for this series".into()));
+        };
         let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
         // the base's read error as it is (a corrupt page is a corrupt version, not a loader's failure)
         let held = held().map_err(|e| match e.downcast::<Error>() {
