@@ -82,21 +82,30 @@ fn changed_values(
     d.series.sort_in_write_order(&mut rows);
     let rank: BTreeMap<u32, usize> = rows.iter().enumerate().map(|(i, row)| (*row, i)).collect();
     of_base.sort_by_key(|(row, ..)| rank.get(row).copied());
-    let ids: Vec<String> = of_base.iter().map(|(_, id, _)| id.clone()).collect();
-    // asked only when there is something to compare (a caller may hold no base)
+    // each base series asked once (the additions of one series are adjacent), so the scan
+    // never has to go back for one; asked only when there is something to compare
+    let mut ids: Vec<String> = of_base.iter().map(|(_, id, _)| id.clone()).collect();
+    ids.dedup();
     let mut held_values = if ids.is_empty() { Vec::new() } else { base_values(&ids) }.into_iter();
+    let mut held: Option<(String, crate::dataset::SeriesValues)> = None;
     for (_, id, loader) in of_base {
-        // a reader that gives fewer loaders than asked must not skip a comparison
-        let Some(held) = held_values.next() else {
-            return Err(Error::loading(id, "the base reader gave no loader for this series".into()));
+        let values = match held.take() {
+            Some((of, values)) if of == id => values,
+            _ => {
+                // a reader that gives fewer loaders than asked must not skip a comparison
+                let Some(base) = held_values.next() else {
+                    return Err(Error::loading(id, "the base reader gave no loader for this series".into()));
+                };
+                // the base's read error as it is (a corrupt page is a corrupt version, not a loader's failure)
+                base().map_err(|e| match e.downcast::<Error>() {
+                    Ok(e) => *e,
+                    Err(source) => Error::loading(id.clone(), source),
+                })?
+            }
         };
         let new = loader().map_err(|source| Error::loading(id.clone(), source))?;
-        // the base's read error as it is (a corrupt page is a corrupt version, not a loader's failure)
-        let held = held().map_err(|e| match e.downcast::<Error>() {
-            Ok(e) => *e,
-            Err(source) => Error::loading(id.clone(), source),
-        })?;
-        blockers.extend(crate::dataset::merge::values_differ(&id, &held, &new));
+        blockers.extend(crate::dataset::merge::values_differ(&id, &values, &new));
+        held = Some((id, values));
     }
     blockers.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(blockers)
