@@ -465,7 +465,23 @@ fn values_added_again_are_compared_in_index_order_and_refused_in_id_order() {
     let add = vec![with_new("y"), with_new("z"), with_new("w")];
     let err = edit_version(&base, root, "v3", Edit { add, ..Default::default() }).unwrap_err();
     let twice = "added series c1 is added by more than one of the edit's additions: give it once".to_string();
-    assert_eq!(blockers(err), vec![("c1".to_string(), "time_series_id", twice)]);
+    assert_eq!(blockers(err), vec![("c1".to_string(), "time_series_id", twice.clone())]);
+    // ... also with other metadata in each (review 143: "exists with other content: sampling_rate_hz
+    // 10 (added 20)", the first addition's rate as the held one, then "give it once" at the next try);
+    // a sample two additions carry with other content differs between them, not from the base
+    let other_rate = |version: &str| {
+        let mut d = build(version, 0);
+        common::add_series(&mut d, "c1", "a", "c", 20.0, 9, 600);
+        common::add_sample_of(&mut d, "s-c1", &["c1", "a1"]);
+        d
+    };
+    let add = vec![with_new("y"), other_rate("z")];
+    let err = edit_version(&base, root, "v3", Edit { add, ..Default::default() }).unwrap_err();
+    let between = r#"added sample s-c1 differs between the edit's additions: series 1 entry (added 2 entries)"#;
+    assert_eq!(
+        blockers(err),
+        vec![("c1".to_string(), "time_series_id", twice), ("s-c1".to_string(), "sample_id", between.to_string())]
+    );
 }
 
 #[test]

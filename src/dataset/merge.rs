@@ -13,16 +13,49 @@ use crate::error::{EditBlocker, Result};
 pub(crate) struct Absorbed {
     /// Ids the target holds with other content.
     pub(crate) conflicts: Vec<EditBlocker>,
-    /// Series the target holds with equal metadata, with the added values'
-    /// loader: identical only when the values are too (the caller compares,
-    /// with [`values_differ`]).
-    pub(crate) same_metadata: Vec<(String, Loader)>,
+    /// Series the target held before the edit's additions (their row) with
+    /// equal metadata, with the added values' loader: identical only when the
+    /// values are too (the caller compares, with [`values_differ`]).
+    pub(crate) same_metadata: Vec<(u32, String, Loader)>,
     /// Ids added, by kind.
     pub(crate) samples: Vec<String>,
     pub(crate) series: Vec<String>,
     pub(crate) annotations: Vec<String>,
     pub(crate) tasks: Vec<String>,
     pub(crate) sources: Vec<String>,
+}
+
+/// The ids the edit's additions absorbed so far added, by kind: an id held
+/// with other content that one of them added differs between two additions,
+/// not from the base.
+#[derive(Default)]
+pub(crate) struct AddedBefore {
+    sources: BTreeSet<String>,
+    series: BTreeSet<String>,
+    samples: BTreeSet<String>,
+    annotations: BTreeSet<String>,
+    tasks: BTreeSet<String>,
+    /// Series refused as added twice (each refused once).
+    twice: BTreeSet<String>,
+}
+
+/// Who holds the entity an added one is compared with.
+#[derive(Clone, Copy)]
+enum HeldBy {
+    /// The target as it was before the additions (the base).
+    Target,
+    /// One of the edit's additions before this one.
+    Addition,
+}
+
+impl AddedBefore {
+    fn held_by(set: &BTreeSet<String>, id: &str) -> HeldBy {
+        if set.contains(id) {
+            HeldBy::Addition
+        } else {
+            HeldBy::Target
+        }
+    }
 }
 
 /// Most characters of a text a refusal shows; a longer one is cut, with `…`.
@@ -173,10 +206,18 @@ impl Differences {
         held: &BTreeMap<String, String>,
         added: &BTreeMap<String, String>,
     ) -> &mut Self {
-        let keys: BTreeSet<&String> = held.keys().chain(added.keys()).collect();
-        if let Some(k) = keys.into_iter().find(|k| held.get(*k) != added.get(*k)) {
-            let (h, a) = held.get(k).cloned().pair(&added.get(k).cloned());
-            self.0.push(format!("{field}[{}] {h} (added {a})", k.shown()));
+        let keys: Vec<&String> = held.keys().chain(added.keys()).collect::<BTreeSet<_>>().into_iter().collect();
+        if let Some(i) = keys.iter().position(|k| held.get(*k) != added.get(*k)) {
+            let (h, a) = held.get(keys[i]).cloned().pair(&added.get(keys[i]).cloned());
+            // the key as told from its nearest neighbour: two long keys that
+            // differ past the cut would otherwise show as one (review 141)
+            let common = |o: &&&String| keys[i].chars().zip(o.chars()).take_while(|(x, y)| x == y).count();
+            let near = [i.checked_sub(1), Some(i + 1)].into_iter().flatten().filter_map(|j| keys.get(j));
+            let key = match near.max_by_key(common) {
+                Some(other) => keys[i].pair(other).0,
+                None => keys[i].shown(),
+            };
+            self.0.push(format!("{field}[{key}] {h} (added {a})"));
         }
         self
     }
@@ -184,22 +225,26 @@ impl Differences {
     /// The refusal of added `what` `id`, on its id field `id_field` (the id
     /// exists with other content; a field of its own would read as another
     /// blocker's, e.g. a sample's `series` as one left without series).
-    fn blocker(&self, what: &str, id: &str, id_field: &'static str) -> EditBlocker {
+    fn blocker(&self, what: &str, id: &str, id_field: &'static str, held_by: HeldBy) -> EditBlocker {
+        let how = match held_by {
+            HeldBy::Target => "exists with other content",
+            HeldBy::Addition => "differs between the edit's additions",
+        };
         EditBlocker {
             id: id.to_string(),
             field: id_field,
-            reason: format!("added {what} {id} exists with other content: {}", self.0.join(", ")),
+            reason: format!("added {what} {id} {how}: {}", self.0.join(", ")),
         }
     }
 }
 
-fn source_conflict(held: &Source, added: &Source) -> EditBlocker {
+fn source_conflict(held: &Source, added: &Source, held_by: HeldBy) -> EditBlocker {
     Differences::default()
         .value("name", &held.name, &added.name)
         .value("url", &held.url, &added.url)
         .value("license", &held.license, &added.license)
         .value("citation", &held.citation, &added.citation)
-        .blocker("source", &added.source_id, "source_id")
+        .blocker("source", &added.source_id, "source_id", held_by)
 }
 
 fn series_conflict(held: &SeriesMeta, added: &SeriesMeta) -> EditBlocker {
@@ -210,10 +255,10 @@ fn series_conflict(held: &SeriesMeta, added: &SeriesMeta) -> EditBlocker {
         .value("sampling_rate_hz", &held.sampling_rate_hz, &added.sampling_rate_hz)
         .value("t_start_s", &held.t_start_s, &added.t_start_s)
         .value("t_end_s", &held.t_end_s, &added.t_end_s)
-        .blocker("series", &added.time_series_id, "time_series_id")
+        .blocker("series", &added.time_series_id, "time_series_id", HeldBy::Target)
 }
 
-fn sample_conflict(held: &Sample, added: &Sample) -> EditBlocker {
+fn sample_conflict(held: &Sample, added: &Sample, held_by: HeldBy) -> EditBlocker {
     Differences::default()
         .value("source_id", &held.source_id, &added.source_id)
         .value("subject_id", &held.subject_id, &added.subject_id)
@@ -221,10 +266,10 @@ fn sample_conflict(held: &Sample, added: &Sample) -> EditBlocker {
         .value("t_end_s", &held.t_end_s, &added.t_end_s)
         .list("series", &held.series, &added.series)
         .map("metadata", &held.metadata, &added.metadata)
-        .blocker("sample", &added.sample_id, "sample_id")
+        .blocker("sample", &added.sample_id, "sample_id", held_by)
 }
 
-fn annotation_conflict(held: &Annotation, added: &Annotation) -> EditBlocker {
+fn annotation_conflict(held: &Annotation, added: &Annotation, held_by: HeldBy) -> EditBlocker {
     Differences::default()
         .value("annotation_type", &held.annotation_type, &added.annotation_type)
         .value("key", &held.key, &added.key)
@@ -233,11 +278,11 @@ fn annotation_conflict(held: &Annotation, added: &Annotation) -> EditBlocker {
         .value("t_start_s", &held.t_start_s, &added.t_start_s)
         .value("t_end_s", &held.t_end_s, &added.t_end_s)
         .value("channel", &held.channel, &added.channel)
-        .blocker("annotation", &added.annotation_id, "annotation_id")
+        .blocker("annotation", &added.annotation_id, "annotation_id", held_by)
 }
 
 /// `held` is task `added.task_id` as the target holds it, under task name `held_name`.
-fn task_conflict(held_name: &str, held: &Task, name: &str, added: &Task) -> EditBlocker {
+fn task_conflict(held_name: &str, held: &Task, name: &str, added: &Task, held_by: HeldBy) -> EditBlocker {
     Differences::default()
         .value("task_name", &held_name.to_string(), &name.to_string())
         .value("task_type", &held.task_type, &added.task_type)
@@ -250,7 +295,7 @@ fn task_conflict(held_name: &str, held: &Task, name: &str, added: &Task) -> Edit
         .value("horizon", &held.horizon, &added.horizon)
         .value("prompt", &held.prompt, &added.prompt)
         .value("answer", &held.answer, &added.answer)
-        .blocker("task", &added.task_id, "task_id")
+        .blocker("task", &added.task_id, "task_id", held_by)
 }
 
 /// The refusal of added series `id` whose metadata the target holds but
@@ -270,17 +315,22 @@ pub(crate) fn values_differ(id: &str, held: &[f32], added: &[f32]) -> Option<Edi
 }
 
 impl TimeFDataset {
-    /// Adds every entity of `other` (its `info` aside) to `self`; see the module doc.
+    /// Adds every entity of `other` (its `info` aside) to `self`; see the
+    /// module doc. `before` holds what the edit's earlier additions added,
+    /// and takes what this one adds: an id held with other content that one
+    /// of them added is refused as differing between additions, and a series
+    /// any of them added as given twice (its values are compared with the
+    /// base's only), once however many additions carry it.
     ///
     /// # Errors
     /// [`crate::Error::Validation`] only for limits (2^31 rows); differing
     /// content is reported in [`Absorbed::conflicts`].
-    pub(crate) fn absorb(&mut self, mut other: TimeFDataset) -> Result<Absorbed> {
+    pub(crate) fn absorb(&mut self, mut other: TimeFDataset, before: &mut AddedBefore) -> Result<Absorbed> {
         let mut out = Absorbed::default();
         for (id, source) in std::mem::take(&mut other.sources) {
             match self.sources.get(&id) {
                 Some(s) if *s == source => {}
-                Some(s) => out.conflicts.push(source_conflict(s, &source)),
+                Some(s) => out.conflicts.push(source_conflict(s, &source, AddedBefore::held_by(&before.sources, &id))),
                 None => {
                     out.sources.push(id.clone());
                     self.sources.insert(id, source);
@@ -298,12 +348,21 @@ impl TimeFDataset {
                 }
                 v => v,
             };
-            match self.series.ids.find(&meta.time_series_id) {
+            let id = &meta.time_series_id;
+            match self.series.ids.find(id) {
+                Some(_) if before.series.contains(id) => {
+                    if before.twice.insert(id.clone()) {
+                        let reason = format!(
+                            "added series {id} is added by more than one of the edit's additions: give it once"
+                        );
+                        out.conflicts.push(EditBlocker { id: id.clone(), field: "time_series_id", reason });
+                    }
+                }
                 Some(r) if self.series.equals(r as usize, &meta) => {
                     let loader: Loader = values
                         .into_loader(&self.stores)
                         .unwrap_or_else(|| Box::new(|| Err("the loader already ran".into())));
-                    out.same_metadata.push((meta.time_series_id, loader));
+                    out.same_metadata.push((r, meta.time_series_id, loader));
                 }
                 Some(r) => out.conflicts.push(series_conflict(&self.series.meta(r as usize), &meta)),
                 None => {
@@ -316,7 +375,10 @@ impl TimeFDataset {
             let sample = other.samples.sample(row as usize, &other.series);
             match self.sample(&sample.sample_id) {
                 Some(s) if s == sample => {}
-                Some(s) => out.conflicts.push(sample_conflict(&s, &sample)),
+                Some(s) => {
+                    let held_by = AddedBefore::held_by(&before.samples, &sample.sample_id);
+                    out.conflicts.push(sample_conflict(&s, &sample, held_by))
+                }
                 None => {
                     out.samples.push(sample.sample_id.clone());
                     self.add_sample(sample)?;
@@ -325,7 +387,11 @@ impl TimeFDataset {
         }
         for (id, (a, samples)) in std::mem::take(&mut other.annotations) {
             match self.annotations.get_mut(&id) {
-                Some((existing, _)) if *existing != a => out.conflicts.push(annotation_conflict(existing, &a)),
+                Some((existing, _)) if *existing != a => out.conflicts.push(annotation_conflict(
+                    existing,
+                    &a,
+                    AddedBefore::held_by(&before.annotations, &id),
+                )),
                 Some((_, attached)) => attached.extend(samples),
                 None => {
                     out.annotations.push(id.clone());
@@ -343,7 +409,10 @@ impl TimeFDataset {
             for (id, task) in tasks {
                 match held.get(&id).and_then(|n| Some((n, self.tasks.get(n)?.get(&id)?))) {
                     Some((held_name, t)) if *held_name == name && *t == task => {}
-                    Some((held_name, t)) => out.conflicts.push(task_conflict(held_name, t, &name, &task)),
+                    Some((held_name, t)) => {
+                        let held_by = AddedBefore::held_by(&before.tasks, &id);
+                        out.conflicts.push(task_conflict(held_name, t, &name, &task, held_by))
+                    }
                     None => {
                         out.tasks.push(id.clone());
                         self.tasks.entry(name.clone()).or_default().insert(id, task);
@@ -352,6 +421,15 @@ impl TimeFDataset {
             }
         }
         out.tasks.sort();
+        for (set, ids) in [
+            (&mut before.sources, &out.sources),
+            (&mut before.series, &out.series),
+            (&mut before.samples, &out.samples),
+            (&mut before.annotations, &out.annotations),
+            (&mut before.tasks, &out.tasks),
+        ] {
+            set.extend(ids.iter().cloned());
+        }
         Ok(out)
     }
 }
@@ -412,6 +490,19 @@ mod tests {
                 "horizon 1 (added none)"
             ]
         );
+        // two long keys that differ past the cut: each told from the other (review 141 #5)
+        let key = |end: &str| format!("{}{end}", "k".repeat(70));
+        let held = BTreeMap::from([(key("a"), "v".to_string()), ("z".to_string(), "1".to_string())]);
+        let added = BTreeMap::from([(key("b"), "v".to_string()), ("z".to_string(), "1".to_string())]);
+        let k = "k".repeat(20);
+        let mut d = Differences::default();
+        d.map("metadata", &held, &added);
+        assert_eq!(d.0, [format!(r#"metadata[…"{k}a"] "v" (added none)"#)]);
+        // a short key as it is, whatever its neighbours
+        let held = BTreeMap::from([(key("a"), "v".to_string()), ("m".to_string(), "1".to_string())]);
+        let mut d = Differences::default();
+        d.map("metadata", &held, &BTreeMap::from([(key("a"), "v".to_string())]));
+        assert_eq!(d.0, [r#"metadata["m"] "1" (added none)"#]);
         assert_eq!(values_differ("s", &[1.0, 2.0], &[1.0, 2.0]), None);
         let why = |h: &[f32], a: &[f32]| values_differ("s", h, a).map(|b| (b.field, b.reason));
         assert_eq!(

@@ -45,36 +45,18 @@ fn unknown<'a>(
 }
 
 /// What differs between the values of the series added again with the
-/// base's metadata (`same`: id and the added values' loader, of every
+/// base's metadata (`of_base`: row, id and the added values' loader, of every
 /// addition in turn) and the base's, a blocker per series and addition,
 /// sorted by id. The base's are asked of `base_values` in write order, the
 /// order of the base's index, so that one scan reads them (a series read
 /// alone decodes each page it lies on: thousands of short series added again
-/// decoded the same page thousands of times). Rows from `base_rows` on are
-/// not the base's: a series more than one addition carries is refused as such,
-/// once.
+/// decoded the same page thousands of times).
 fn changed_values(
     d: &TimeFDataset,
-    base_rows: usize,
-    same: Vec<(String, Loader)>,
+    mut of_base: Vec<(u32, String, Loader)>,
     base_values: &dyn Fn(&[String]) -> Vec<Loader>,
 ) -> Result<Vec<EditBlocker>> {
-    let (mut of_base, mut twice) = (Vec::new(), BTreeSet::new());
-    for (id, loader) in same {
-        match d.series.ids.find(&id) {
-            Some(row) if (row as usize) < base_rows => of_base.push((row, id, loader)),
-            _ => {
-                twice.insert(id);
-            }
-        }
-    }
-    let mut blockers: Vec<EditBlocker> = twice
-        .into_iter()
-        .map(|id| {
-            let reason = format!("added series {id} is added by more than one of the edit's additions: give it once");
-            blocker(&id, "time_series_id", reason)
-        })
-        .collect();
+    let mut blockers = Vec::new();
     // each addition's series in write order, the additions of one series in their order
     let mut rows: Vec<u32> = of_base.iter().map(|(row, ..)| *row).collect();
     rows.sort_unstable();
@@ -238,10 +220,9 @@ pub fn apply(
     });
     plan.samples = removed.into_iter().collect();
 
-    let mut conflicts = Vec::new();
-    let (mut same, base_rows) = (Vec::new(), d.series.len());
+    let (mut conflicts, mut same, mut before) = (Vec::new(), Vec::new(), crate::dataset::merge::AddedBefore::default());
     for added in std::mem::take(&mut edit.add) {
-        let a = d.absorb(added)?;
+        let a = d.absorb(added, &mut before)?;
         conflicts.extend(a.conflicts);
         same.extend(a.same_metadata);
         plan.added_samples.extend(a.samples);
@@ -251,7 +232,7 @@ pub fn apply(
         plan.added.sources.extend(a.sources);
     }
     // after every addition's metadata: values differ only where the metadata are the same
-    conflicts.extend(changed_values(d, base_rows, same, base_values)?);
+    conflicts.extend(changed_values(d, same, base_values)?);
     refused(conflicts)?;
     for ids in [
         &mut plan.added_samples,
