@@ -376,4 +376,23 @@ fn what_the_cli_adds_is_of_the_base_source() {
     let again = [train.to_str().unwrap(), "--spec-type", "imu", "--sampling-rate-hz", "10"];
     let zero = "add 0 sample(s), 0 series, 0 annotation(s), 0 task(s), 0 source(s)\n";
     assert_eq!(cli(&[&args[..], &again].concat()), (0, zero.to_string(), String::new()));
+    // a base without a source of its name (built in Python, say): the additions take the
+    // first one's record (review 144: two connectors' own records clashed between additions)
+    let mut d = common::dataset_with_source("D", "v1");
+    common::add_series(&mut d, "s1", "imu", "0", 10.0, 0, 30);
+    common::add_sample_of(&mut d, "s1", &["s1"]);
+    let base = common::commit(root.path(), d, timef::WriterOptions::default());
+    let args = ["--quiet", "edit", base.to_str().unwrap(), "--out-root", r, "--version", "v2", "--add-arrow"];
+    let add = [arrow.to_str().unwrap(), "--add-tsf", tsf.to_str().unwrap(), "--spec-type", "imu"];
+    let named = format!(
+        "timef: warning: {} names its source \"test\"; what it adds is the source of {} D (\"D\")\n",
+        tsf.display(),
+        arrow.display()
+    );
+    let (code, out, err) = cli(&[&args[..], &add].concat());
+    assert_eq!((code, err), (0, named));
+    assert!(out.contains("\nadd 7 sample(s), 5 series, 0 annotation(s), 2 task(s), 1 source(s)\n"), "{out}");
+    let v = Version::open(root.path().join("D/v2")).unwrap();
+    let sources: Vec<(&str, &str)> = v.manifest().sources.iter().map(|s| (&*s.source_id, &*s.name)).collect();
+    assert_eq!(sources, [("D", "D"), ("src", "test source")]);
 }

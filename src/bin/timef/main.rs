@@ -569,20 +569,29 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             let o = c.tsf(&name, version, a.text);
             added.push((vec![file.clone()], true, timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
+        // read under the base's name, the additions are of one source, described as the base
+        // describes it or, when the base has no such source, as the first addition read does (a
+        // connector's own name for it would clash, §7 "The CLI's additions")
+        let shown = |files: &[PathBuf]| files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+        let mut record = base_source.map(|s| (s, "the base's source".to_string()));
         for (files, file_rates, (mut dataset, dropped)) in added {
-            // read under the base's name, the additions are of the base's source, described as
-            // the base describes it (a connector's own name for it would clash, §7 "Adding")
-            if let Some(held) = &base_source {
-                if let Some(own) =
-                    dataset.set_source(held.clone())?.filter(|own| own.name != held.name && own.name != name)
-                {
-                    errln!(
-                        "timef: warning: {} names its source {:?}; what it adds is the base's source {} ({:?})",
-                        files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
-                        own.name,
-                        held.source_id,
-                        held.name
-                    );
+            match &record {
+                Some((held, whose)) => {
+                    if let Some(own) =
+                        dataset.set_source(held.clone())?.filter(|own| own.name != held.name && own.name != name)
+                    {
+                        errln!(
+                            "timef: warning: {} names its source {:?}; what it adds is {whose} {} ({:?})",
+                            shown(&files),
+                            own.name,
+                            held.source_id,
+                            held.name
+                        );
+                    }
+                }
+                None => {
+                    let own = dataset.sources().find(|s| s.source_id == source_id).cloned();
+                    record = own.map(|s| (s, format!("the source of {}", shown(&files))));
                 }
             }
             if c.spec_type.is_none() && a.sampling_rate_hz.is_none() {
