@@ -753,3 +753,26 @@ fn readme_curation_round_trip_runs() {
     assert_fresh(&dir.join("v2"), &tmp.path().join("c/BasicMotions/v2"));
     assert!(stdout.lines().last().unwrap().contains(" pages shared; "), "{stdout}");
 }
+
+/// A task whose `context_sample_ids` holds a removed sample twice blocks
+/// the removal once (review 145: the same line came twice).
+#[test]
+fn a_context_entry_held_twice_is_one_blocker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = common::dataset_with_source("x", "v1");
+    for id in ["x1", "x2"] {
+        common::add_series(&mut d, id, "ecg", "c", 10.0, 0, 40);
+        common::add_sample_of(&mut d, id, &[id]);
+    }
+    let task = Task {
+        context_sample_ids: Some(vec!["x1".into(), "x1".into()]),
+        target_sample_id: Some("x2".into()),
+        ..Task::new("t1", TaskType::Forecasting, vec!["x2".into()])
+    };
+    d.add_task("fc", task).unwrap();
+    let base = common::commit(tmp.path(), d, small_options());
+    let edit = Edit { remove_sample_ids: BTreeSet::from(["x1".to_string()]), ..Default::default() };
+    let err = edit_version(&base, tmp.path(), "v2", edit).unwrap_err();
+    let why = "task fc/t1: context_sample_ids entry x1 would be removed".to_string();
+    assert_eq!(blockers(err), vec![("t1".to_string(), "context_sample_ids", why)]);
+}

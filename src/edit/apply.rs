@@ -18,7 +18,9 @@ fn task_blockers(name: &str, t: &Task, removed: &BTreeSet<String>, gone: &BTreeS
     if let Some(s) = t.target_sample_id.as_ref().filter(|s| removed.contains(*s)) {
         out.push(blocker(id, "target_sample_id", format!("task {name}/{id}: target_sample_id {s} would be removed")));
     }
-    for s in t.context_sample_ids.iter().flatten().filter(|s| removed.contains(*s)) {
+    // an entry the list holds twice is one blocker (review 145)
+    let mut seen = BTreeSet::new();
+    for s in t.context_sample_ids.iter().flatten().filter(|s| removed.contains(*s) && seen.insert(*s)) {
         out.push(blocker(
             id,
             "context_sample_ids",

@@ -33,6 +33,14 @@ macro_rules! errln {
     }};
 }
 
+/// A note or warning on standard error, on one line ([`one_line`]): it
+/// names input files, ids and values, which must not break or forge lines.
+macro_rules! noteln {
+    ($($arg:tt)*) => {
+        errln!("{}", one_line(&format!($($arg)*)))
+    };
+}
+
 fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
@@ -162,10 +170,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             };
             if let Some(summary) = dropped.summary() {
-                errln!("timef: {summary}");
+                noteln!("timef: {summary}");
             }
             for w in &dropped.warnings {
-                errln!("timef: warning: {w}");
+                noteln!("timef: warning: {w}");
             }
             let dir = write(loc(&root)?, dataset, cli.quiet)?;
             outln!("{}", dir.display());
@@ -554,10 +562,6 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         // from the manifest, which lists the sources: the base's samples and series need not be read
         let base_source = v.manifest().sources.iter().find(|s| s.source_id == source_id).map(|s| s.source());
         let mut added = Vec::new();
-        if let Some(file) = &a.add_arrow {
-            let o = c.arrow(&name, version, a.sampling_rate_hz);
-            added.push((vec![file.clone()], false, timef::connectors::arrow::read_arrow_with_report(file, &o)?));
-        }
         if !a.add_ucr.is_empty() {
             let mut o = c.ucr(&name, version, a.sampling_rate_hz, a.text);
             // splits of the base's problem: its source is named by the base's `@problemName`
@@ -569,8 +573,13 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
             let o = c.tsf(&name, version, a.text);
             added.push((vec![file.clone()], true, timef::connectors::tsf::read_tsf_with_report(file, &o)?));
         }
+        if let Some(file) = &a.add_arrow {
+            let o = c.arrow(&name, version, a.sampling_rate_hz);
+            added.push((vec![file.clone()], false, timef::connectors::arrow::read_arrow_with_report(file, &o)?));
+        }
         // read under the base's name, the additions are of one source, described as the base
-        // describes it or, when the base has no such source, as the first addition read does (a
+        // describes it or, when the base has no such source, as the first addition read does:
+        // UCR's first, its problem's name is what a later split is checked against (a
         // connector's own name for it would clash, §7 "The CLI's additions")
         let shown = |files: &[PathBuf]| files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
         let mut record = base_source.map(|s| (s, "the base's source".to_string()));
@@ -580,7 +589,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
                     if let Some(own) =
                         dataset.set_source(held.clone())?.filter(|own| own.name != held.name && own.name != name)
                     {
-                        errln!(
+                        noteln!(
                             "timef: warning: {} names its source {:?}; what it adds is {whose} {} ({:?})",
                             shown(&files),
                             own.name,
@@ -598,10 +607,10 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
                 kinds_warning = kinds_warning.or(other_kinds(v.manifest(), &dataset, file_rates));
             }
             if let Some(summary) = dropped.summary() {
-                errln!("timef: {summary}");
+                noteln!("timef: {summary}");
             }
             for w in &dropped.warnings {
-                errln!("timef: warning: {w}");
+                noteln!("timef: warning: {w}");
             }
             for f in &files {
                 e.inputs.push(("add", InputFile::hash(f)?));
@@ -690,14 +699,14 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
     if a.dry_run {
         print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
         if let Some(w) = &kinds_warning {
-            errln!("timef: warning: {w}");
+            noteln!("timef: warning: {w}");
         }
     } else {
         let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
         committed_despite_ctrl_c(&dir);
         print(&plan)?;
         if let Some(w) = &kinds_warning {
-            errln!("timef: warning: {w}");
+            noteln!("timef: warning: {w}");
         }
         // on stderr, as the connectors' notes: stdout stays the plan and the version
         if !quiet {
