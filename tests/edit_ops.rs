@@ -475,8 +475,7 @@ fn values_added_again_are_compared_in_index_order_and_refused_in_id_order() {
         common::add_sample_of(&mut d, "s-c1", &["c1", "a1"]);
         d
     };
-    // (a third addition like the second: the same blockers, each once)
-    let add = vec![with_new("y"), other_rate("z"), other_rate("w")];
+    let add = vec![with_new("y"), other_rate("z")];
     let err = edit_version(&base, root, "v3", Edit { add, ..Default::default() }).unwrap_err();
     let between = r#"added sample s-c1 differs between the edit's additions: series 1 entry (added 2 entries)"#;
     assert_eq!(

@@ -235,9 +235,6 @@ pub fn apply(
     }
     // after every addition's metadata: values differ only where the metadata are the same
     conflicts.extend(changed_values(d, same, base_values)?);
-    // an addition that repeats another's refused content is one blocker, not two alike
-    let mut seen = BTreeSet::new();
-    conflicts.retain(|b| seen.insert((b.id.clone(), b.field, b.reason.clone())));
     refused(conflicts)?;
     for ids in [
         &mut plan.added_samples,
