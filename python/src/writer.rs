@@ -381,7 +381,8 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
 /// base's, and loaders run once), so a retry builds them again. A refused
 /// edit raises `TimeFEditError` naming its blockers (docs/format.md §7), a
 /// new source spelled as another's UUID or the reverse included (read
-/// additions with the base's `ids=`).
+/// additions with the base's `ids=`). An edit that names no operation raises
+/// `ValueError`, as the CLI refuses it.
 #[pyfunction]
 #[pyo3(signature = (base_dir, out_root, *, dataset_version, remove_sample_ids = Vec::new(),
                     remove_series_ids = Vec::new(), remove_channels = Vec::new(), remove_annotation_ids = Vec::new(),
@@ -467,6 +468,13 @@ pub fn edit_version<'py>(
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
         inputs: Vec::new(),
     };
+    if edit.is_empty() {
+        return Err(PyValueError::new_err(
+            "no operation given: name at least one of remove_sample_ids, remove_series_ids, remove_channels, \
+             remove_annotation_ids, remove_task_ids, add, set_annotations, set_tasks, set_sources, description, \
+             license, citation (the CLI refuses the same)",
+        ));
+    }
     if dry_run {
         let set = json!({
             "set_annotations": edit.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect::<Vec<_>>(),

@@ -557,7 +557,8 @@ def edit_version(
     transitively, or a new source that is another spelled as its UUID or the
     reverse (read additions with the base's ``ids=``);
     ``TimeFInputError`` for a malformed row, ``TimeFValidationError``
-    for an entity breaking a rule. Returns the new version's directory.
+    for an entity breaking a rule; ``ValueError`` for an edit that names no
+    operation (as the CLI). Returns the new version's directory.
 
     ``dry_run=True`` makes every check (the target's absence included) and
     writes nothing, as ``timef edit --dry-run``: it returns what the edit

@@ -125,6 +125,22 @@ impl Edit {
         Edit { remove_sample_ids: sample_ids.into_iter().map(Into::into).collect(), cascade, ..Default::default() }
     }
 
+    /// True when the edit names no operation: no id to remove, no dataset to
+    /// add, no row to set, no dataset field to change. Written, it would be a
+    /// copy of its base; the CLI and Python refuse it as a likely mistake.
+    pub fn is_empty(&self) -> bool {
+        self.remove_sample_ids.is_empty()
+            && self.remove_series_ids.is_empty()
+            && self.remove_channels.is_empty()
+            && self.remove_annotation_ids.is_empty()
+            && self.remove_task_ids.is_empty()
+            && self.add.is_empty()
+            && self.set_annotations.is_empty()
+            && self.set_tasks.is_empty()
+            && self.set_sources.is_empty()
+            && self.dataset_fields().is_empty()
+    }
+
     /// The dataset fields the edit sets, of `description`, `license` and
     /// `citation` in that order (the lineage's `set_dataset` step, and what a
     /// dry run says it sets).

@@ -633,19 +633,7 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         empty_file("--set-sources", file, e.set_sources.len())?;
         e.inputs.push(("set_sources", InputFile::hash(file)?));
     }
-    let touched = !(e.remove_sample_ids.is_empty()
-        && e.remove_series_ids.is_empty()
-        && e.remove_channels.is_empty()
-        && e.remove_annotation_ids.is_empty()
-        && e.remove_task_ids.is_empty()
-        && e.add.is_empty()
-        && e.set_annotations.is_empty()
-        && e.set_tasks.is_empty()
-        && e.set_sources.is_empty()
-        && e.description.is_none()
-        && e.license.is_none()
-        && e.citation.is_none());
-    if !touched {
+    if e.is_empty() {
         return Err(Error::InvalidOption {
             option: "of timef edit",
             reason: "no operation given: name at least one (--remove-*, --add-*, --set-*, --description, --license, --citation; see timef edit --help)".into(),
