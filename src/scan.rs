@@ -24,7 +24,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::chunks::{self, chunk_schema, Plan};
-use crate::dataset::{DatasetInfo, SeriesMeta, SeriesValues, TimeFDataset};
+use crate::dataset::{unknown_channel_hint, DatasetInfo, SeriesMeta, SeriesValues, TimeFDataset};
 use crate::error::{Error, Result};
 use crate::pages::RowValues;
 use crate::reader::Version;
@@ -236,7 +236,8 @@ fn plan(version: &Version, selection: &Selection) -> Result<Plan> {
     if let Some(channels) = &selection.channels {
         let known: BTreeSet<&str> = index.entries().iter().map(|e| e.meta.channel.as_str()).collect();
         if let Some(missing) = channels.iter().find(|c| !known.contains(c.as_str())) {
-            return Err(Error::validation(missing, "channel", "no such channel in this version"));
+            let why = format!("no such channel in this version{}", unknown_channel_hint(missing, known));
+            return Err(Error::validation(missing, "channel", why));
         }
     }
     let take = |m: &SeriesMeta| {

@@ -305,7 +305,7 @@ fn refusals_name_every_id_and_field_before_any_io() {
     let e = Edit {
         remove_sample_ids: ["nope".to_string()].into(),
         remove_series_ids: ["s000/III".to_string()].into(),
-        remove_channels: ["V1".to_string()].into(),
+        remove_channels: ["V1".to_string(), "ecg/I".to_string()].into(),
         remove_annotation_ids: ["s000/label".to_string()].into(),
         remove_task_ids: ["t-none".to_string()].into(),
         ..Default::default()
@@ -313,7 +313,8 @@ fn refusals_name_every_id_and_field_before_any_io() {
     let err = edit_version(&base, root, "v2", e).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "edit refused: unknown sample id nope; unknown series id s000/III; unknown channel V1; \
+        "edit refused: unknown sample id nope; unknown series id s000/III; unknown channel V1 (channels: I, II); \
+         unknown channel ecg/I (a channel is named without its spec type: I; channels: I, II); \
          unknown annotation id s000/label; unknown task id t-none"
     );
     assert_eq!(
@@ -321,7 +322,13 @@ fn refusals_name_every_id_and_field_before_any_io() {
         vec![
             t("nope", "remove_sample_ids", "unknown sample id nope"),
             t("s000/III", "remove_series_ids", "unknown series id s000/III"),
-            t("V1", "remove_channels", "unknown channel V1"),
+            // the base's channels, and a channel named as `info` shows it (review 146)
+            t("V1", "remove_channels", "unknown channel V1 (channels: I, II)"),
+            t(
+                "ecg/I",
+                "remove_channels",
+                "unknown channel ecg/I (a channel is named without its spec type: I; channels: I, II)"
+            ),
             t("s000/label", "remove_annotation_ids", "unknown annotation id s000/label"),
             t("t-none", "remove_task_ids", "unknown task id t-none"),
         ]

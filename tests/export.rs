@@ -139,7 +139,16 @@ fn unknown_samples_channels_tasks_and_splits_are_refused_by_name() {
     let v = Version::open(golden()).unwrap();
     let err = |s: Selection| scan(&v, &s, &ScanOptions::default()).err().unwrap().to_string();
     assert_eq!(err(Selection::all().samples(["nope"])), "invalid sample_id of nope: no such sample in this version");
-    assert_eq!(err(Selection::all().channels(["V9"])), "invalid channel of V9: no such channel in this version");
+    assert_eq!(
+        err(Selection::all().channels(["V9"])),
+        "invalid channel of V9: no such channel in this version (channels: I, II, chest)"
+    );
+    // a channel named as `info` shows it, with its spec type (review 146)
+    assert_eq!(
+        err(Selection::all().channels(["ecg/II"])),
+        "invalid channel of ecg/II: no such channel in this version (a channel is named without its spec type: \
+         II; channels: I, II, chest)"
+    );
     assert_eq!(err(Selection::all().task("sleep", None)), "invalid task_name of sleep: no such task in this version");
     assert_eq!(
         err(Selection::all().task("diagnosis", Some("val"))),
@@ -252,7 +261,10 @@ fn bad_export_options_give_one_exact_error_line_and_exit_2() {
             format!("invalid option --out: {} exists; export never replaces a file", existing.display()),
         ),
         (vec!["--out", out, "--samples", "nope"], "invalid sample_id of nope: no such sample in this version".into()),
-        (vec!["--out", out, "--channels", "V9"], "invalid channel of V9: no such channel in this version".into()),
+        (
+            vec!["--out", out, "--channels", "V9"],
+            "invalid channel of V9: no such channel in this version (channels: I, II, chest)".into(),
+        ),
         (vec!["--out", out, "--task", "sleep"], "invalid task_name of sleep: no such task in this version".into()),
         (
             vec!["--out", out, "--task", "diagnosis", "--split", "val"],

@@ -84,9 +84,10 @@ def test_remove_channels_series_and_refusals(tmp_path: Path) -> None:
         timef.edit_version(base, tmp_path, dataset_version="v2", remove_channels=["9", "5"],
                            remove_series_ids=["bm-train-0/0"], remove_sample_ids=["nope"])
     assert (e.value.id, e.value.field) == ("nope", "remove_sample_ids")
-    assert e.value.blockers == ["unknown sample id nope", "unknown channel 9"]
+    channel = "unknown channel 9 (channels: 0, 1, 2, 3, 4, 5)"
+    assert e.value.blockers == ["unknown sample id nope", channel]
     assert e.value.ids == ["nope", "9"]
-    assert str(e.value) == "edit refused: unknown sample id nope; unknown channel 9"
+    assert str(e.value) == f"edit refused: unknown sample id nope; {channel}"
     all_channels = [str(c) for c in range(6)]
     with pytest.raises(timef.TimeFEditError) as e:
         timef.edit_version(base, tmp_path, dataset_version="v2", remove_channels=all_channels)

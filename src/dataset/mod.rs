@@ -758,6 +758,26 @@ fn insert_unique<T: PartialEq>(map: &mut BTreeMap<String, T>, id: String, value:
     }
 }
 
+/// Channels a refusal of an unknown channel lists at most.
+const CHANNELS_LISTED: usize = 20;
+
+/// What a refusal of channel `given`, which `known` (sorted) lacks, adds:
+/// the channels there are, the first [`CHANNELS_LISTED`], and, for a name
+/// given with its spec type as `info` shows it (`imu/0`), the name alone.
+pub(crate) fn unknown_channel_hint<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    let known: Vec<&str> = known.into_iter().collect();
+    let mut listed = known.iter().take(CHANNELS_LISTED).copied().collect::<Vec<_>>().join(", ");
+    if known.len() > CHANNELS_LISTED {
+        listed.push_str(&format!(" and {} more", known.len() - CHANNELS_LISTED));
+    }
+    let alone = given.split_once('/').map(|(_, c)| c).filter(|c| known.contains(c));
+    match alone {
+        Some(c) => format!(" (a channel is named without its spec type: {c}; channels: {listed})"),
+        None if known.is_empty() => String::new(),
+        None => format!(" (channels: {listed})"),
+    }
+}
+
 /// The index of the first NaN or infinity in `values`. Blocks of 64 are
 /// tested whole, without a branch a value, so the test vectorizes; only the
 /// block holding one is searched value by value.

@@ -135,7 +135,10 @@ pub fn apply(
     let task_ids: BTreeSet<&str> = d.tasks().map(|(_, t)| t.task_id.as_str()).collect();
     let mut blockers = unknown(&edit.remove_sample_ids, "remove_sample_ids", "sample id", |s| d.contains_sample(s));
     blockers.extend(unknown(&edit.remove_series_ids, "remove_series_ids", "series id", |s| d.contains_series(s)));
-    blockers.extend(unknown(&edit.remove_channels, "remove_channels", "channel", |c| channels.contains(c)));
+    for c in edit.remove_channels.iter().filter(|c| !channels.contains(c.as_str())) {
+        let hint = crate::dataset::unknown_channel_hint(c, channels.iter().copied());
+        blockers.push(blocker(c, "remove_channels", format!("unknown channel {c}{hint}")));
+    }
     blockers.extend(unknown(&edit.remove_annotation_ids, "remove_annotation_ids", "annotation id", |a| {
         d.annotations.contains_key(a)
     }));
