@@ -292,10 +292,13 @@ fn bad_options_and_paths_name_the_flag_and_leave_nothing() {
         )
     );
     assert!(!root.exists(), "a failed ingest left {:?}", tree(tmp.path()));
-    // an unreadable removal list names its option
+    // a removal list that is not there is missing, as an input file (review 146: "invalid option")
     let (code, _, err) = cli(&["edit", t, "--out-root", r, "--version", "v2", "--remove-samples-from", "/nonexistent"]);
+    assert_eq!((code, err.as_str()), (2, "timef: error: not found: /nonexistent: no such file\n"));
+    // an unreadable one names its option
+    let (code, _, err) = cli(&["edit", t, "--out-root", r, "--version", "v2", "--remove-samples-from", "/"]);
     assert_eq!(code, 2);
-    assert!(err.starts_with("timef: error: invalid option --remove-samples-from: /nonexistent: "), "{err}");
+    assert!(err.starts_with("timef: error: invalid option --remove-samples-from: /: "), "{err}");
 }
 
 /// Damaged versions give one clear line and exit 2, never a panic or a hang.

@@ -269,6 +269,27 @@ fn cli_edit_dry_run_and_exit_codes() {
         c.pages_copied, c.bytes_read
     );
     assert_eq!(err, line);
+    // an unknown id of the list is refused at its line (review 146), one given as an option as it is
+    let list9 = root.path().join("rm9.txt");
+    std::fs::write(&list9, "# ids\ntsf-T1/context\n\n  tsf-T9  \n").unwrap();
+    let (code9, _, err9) = cli(&[
+        "edit",
+        b,
+        "--out-root",
+        r,
+        "--version",
+        "v9",
+        "--remove-samples-from",
+        list9.to_str().unwrap(),
+        "--remove-sample",
+        "tsf-T8",
+        "--dry-run",
+    ]);
+    let want = format!(
+        "timef: error: edit refused: unknown sample id tsf-T8; unknown sample id tsf-T9 ({}:4)\n",
+        list9.display()
+    );
+    assert_eq!((code9, err9), (2, want));
     // the step read from the file lists it as its input (docs/format.md §7,
     // "Lineage"; it had none): `sha256sum rm.txt`, then of "tsf-T1/context\n"
     let d = Version::open(root.path().join("tsf/v2")).unwrap().manifest().derived_from.clone().unwrap();

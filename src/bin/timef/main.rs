@@ -534,10 +534,12 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         adds || a.add_tsf.is_some(),
         "--add-arrow, --add-ucr or --add-tsf",
     )?;
+    // where each id of --remove-samples-from is, for its refusal (review 146)
+    let mut listed_at: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     if let Some(file) = &a.remove_samples_from {
-        let bytes = std::fs::read(file).map_err(|e| Error::InvalidOption {
-            option: "--remove-samples-from",
-            reason: format!("{}: {e}", file.display()),
+        let bytes = std::fs::read(file).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::Missing { path: file.clone(), what: "no such file".into() },
+            _ => Error::InvalidOption { option: "--remove-samples-from", reason: format!("{}: {e}", file.display()) },
         })?;
         let text = String::from_utf8(bytes).map_err(|e| Error::InvalidOption {
             option: "--remove-samples-from",
@@ -546,8 +548,14 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         e.inputs.push(("remove_samples", InputFile::of(file, text.as_bytes())));
         // a byte order mark (Windows editors write one) is not part of the first id
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let ids: Vec<String> =
-            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect();
+        let mut ids = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let id = line.trim();
+            if !id.is_empty() && !id.starts_with('#') {
+                listed_at.entry(id.to_string()).or_insert_with(|| format!("{}:{}", file.display(), n + 1));
+                ids.push(id.to_string());
+            }
+        }
         empty_file("--remove-samples-from", file, ids.len())?;
         e.remove_sample_ids.extend(ids);
     }
@@ -684,13 +692,25 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         }
         Ok(())
     };
+    // an unknown id read from --remove-samples-from is refused at its line
+    let placed = |err: Error| match err {
+        Error::Edit { mut blockers } => {
+            for b in blockers.iter_mut().filter(|b| b.field == "remove_sample_ids") {
+                if let Some(at) = listed_at.get(&b.id) {
+                    b.reason = format!("{} ({at})", b.reason);
+                }
+            }
+            Error::Edit { blockers }
+        }
+        other => other,
+    };
     if a.dry_run {
-        print(&timef::edit::plan_at(&base, &out_root, &a.version, e)?)?;
+        print(&timef::edit::plan_at(&base, &out_root, &a.version, e).map_err(placed)?)?;
         if let Some(w) = &kinds_warning {
             noteln!("timef: warning: {w}");
         }
     } else {
-        let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e)?;
+        let (dir, plan, c) = timef::edit::edit_version_counted_at(&base, &out_root, &a.version, e).map_err(placed)?;
         committed_despite_ctrl_c(&dir);
         print(&plan)?;
         if let Some(w) = &kinds_warning {
