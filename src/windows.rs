@@ -203,6 +203,19 @@ impl WindowPlan {
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }
+    /// Why an epoch has no window though the selection holds values: every
+    /// series (or stack) is shorter than one window and `pad` is off. `None`
+    /// when there are windows, or no values to cut.
+    pub fn why_empty(&self) -> Option<String> {
+        let longest = (0..self.blocks.stacks()).map(|k| self.blocks.stack_len(k)).max().filter(|&n| n > 0)?;
+        (self.total == 0).then(|| {
+            format!(
+                "no series of the selection holds one window of {} values (the longest holds {longest}); \
+                 pad=True gives each shorter one a window, padded",
+                self.options.window_length()
+            )
+        })
+    }
     /// The options.
     pub fn options(&self) -> &WindowOptions {
         &self.options

@@ -143,7 +143,8 @@ impl PyVersion {
     /// them), each series alone or with `stack_channels` the selected series of
     /// each sample stacked, shuffled with `seed` (`shuffle`) by blocks of row
     /// groups in buffers of `shuffle_buffer_row_groups` (`timef::windows`,
-    /// docs/format.md §10).
+    /// docs/format.md §10). A plan of no window over series that hold values
+    /// (each shorter than a window, `pad` off) warns (`UserWarning`).
     #[pyo3(signature = (context_length, prediction_length = Count(0), *, task = None, split = None, samples = None,
                         channels = None, stride = None, pad = false, stack_channels = false, shuffle = true,
                         seed = Count(0),

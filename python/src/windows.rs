@@ -31,6 +31,13 @@ impl PyWindowPlan {
     ) -> PyResult<PyWindowPlan> {
         let v = Arc::clone(version);
         let plan = py.detach(|| WindowPlan::new(&v, &selection, options)).map_err(to_py)?;
+        if let Some(why) = plan.why_empty() {
+            // a plan of no window trains on nothing: said, not left to `len 0` (review 146)
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            let message =
+                std::ffi::CString::new(why).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+            PyErr::warn(py, &category, &message, 1)?;
+        }
         Ok(PyWindowPlan { inner: Arc::new(plan) })
     }
 

@@ -131,6 +131,12 @@ def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir:
 
 def test_padding_masks_short_series(vdir: str) -> None:
     v = timef.open(vdir)
+    # without pad, no window at all: said (review 146: a len 0 without a word)
+    with pytest.warns(UserWarning) as caught:
+        assert len(v.window_plan(3000, shuffle=False)) == 0
+    assert [str(w.message) for w in caught] == [
+        "no series of the selection holds one window of 3000 values (the longest holds 2400); pad=True gives each "
+        "shorter one a window, padded"]
     plan = v.window_plan(1000, 500, pad=True, shuffle=False)
     (batch,) = list(plan.windows(batch_size=len(plan)))
     padded = [i for i, s in enumerate(batch["start"]) if s < 0]
@@ -693,12 +699,15 @@ def test_bad_loader_arguments_are_refused_naming_the_option(needs_torch: None, v
             dataset(vdir, **kw)
         assert (e.value.field, e.value.id) == (field, None), kw
         assert str(e.value).startswith(f"invalid option {field}: "), str(e.value)
-    with pytest.raises(timef.TimeFValidationError, match="invalid option context_length: -1 is outside 1..="):
-        timef.torch.WindowDataset(vdir, -1)
-    with pytest.raises(timef.TimeFValidationError, match="invalid option prediction_length: -1 is outside 0..="):
-        timef.torch.WindowDataset(vdir, CONTEXT, -1)
-    with pytest.raises(timef.TimeFValidationError, match="invalid option epoch: -1 is outside 0..="):
-        dataset(vdir).set_epoch(-1)
+    # as the core words it (review 146: "0 is outside 1..=18446744073709551615")
+    for call, why in [(lambda: timef.torch.WindowDataset(vdir, 0), "context_length: must be at least 1"),
+                      (lambda: timef.torch.WindowDataset(vdir, -1), "context_length: must be at least 1"),
+                      (lambda: timef.torch.WindowDataset(vdir, CONTEXT, -1), "prediction_length: must be at least 0"),
+                      (lambda: dataset(vdir).set_epoch(-1), "epoch: must be at least 0"),
+                      (lambda: dataset(vdir, seed=2**64), f"seed: {2**64} is too large")]:
+        with pytest.raises(timef.TimeFValidationError) as e:
+            call()
+        assert str(e.value) == f"invalid option {why}"
     # numpy's integers are integers
     ds = dataset(vdir, seed=np.int64(7), rank=np.int32(0), world_size=np.uint8(1), batch_size=np.int64(8))
     ds.set_epoch(np.int64(1))

@@ -371,7 +371,9 @@ class Version:
         """The windows of ``context_length + prediction_length`` values at
         ``stride`` (default: the window length, no overlap) over the series
         ``scan`` would select (docs/format.md §10). ``pad``: a series shorter
-        than a window gives one, zeros first (masked). ``stack_channels``: each
+        than a window gives one, zeros first (masked); without it, a plan of
+        no window over series that hold values warns (``UserWarning``, the
+        longest series' length). ``stack_channels``: each
         window stacks the selected series of one sample as ``[channels,
         length]`` rows, in the sample's series order (``channels`` selects,
         it does not reorder); every such sample must have the first one's

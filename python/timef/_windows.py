@@ -49,8 +49,11 @@ def check_int(option: str, value: Any, minimum: int, maximum: int = U64_MAX, *, 
     if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
         raise invalid_option(option, f"{value!r} is not an integer" + (" or None" if none else ""))
     value = int(value)
-    if not minimum <= value <= maximum:
-        raise invalid_option(option, f"{value} is outside {minimum}..={maximum}")
+    if value < minimum:
+        # as the core says it (`must be at least 1`), not as a range to 2**64 - 1 (review 146)
+        raise invalid_option(option, f"must be at least {minimum}")
+    if value > maximum:
+        raise invalid_option(option, f"{value} is too large")
     return value
 
 
