@@ -45,6 +45,26 @@ fn every_bad_input_fails_with_one_line_naming_file_and_line_and_leaves_nothing()
     }
 }
 
+/// A text file given to `ingest arrow` is named as text, with the connectors
+/// of the text formats (review 146: "message of 1701336099 bytes beyond the
+/// end of the file").
+#[test]
+fn a_text_file_read_as_arrow_names_the_text_connectors() {
+    let root = tempfile::tempdir().unwrap();
+    let ts = real("ucr/BasicMotions_TRAIN.ts");
+    let r = root.path().to_str().unwrap();
+    let (code, out, err) =
+        cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", ts.to_str().unwrap()]);
+    let want = format!(
+        "timef: error: {}: not a readable Arrow IPC file or stream: it starts as text (\"#The data was generated \"…), \
+         not as Arrow or Parquet: a UCR/UEA .ts file is read by `timef ingest ucr`, a Monash .tsf file by `timef \
+         ingest tsf`\n",
+        ts.display()
+    );
+    assert_eq!((code, out.as_str(), err), (2, "", want));
+    assert_eq!(tree(root.path()), Vec::<String>::new());
+}
+
 fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {
     let train = real("ucr/BasicMotions_TRAIN.ts");
     let (code, stdout, stderr) = cli(&[

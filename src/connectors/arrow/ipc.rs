@@ -162,9 +162,25 @@ pub(super) fn decode_ipc(
     };
     match result {
         Ok(()) => Ok(()),
-        Err(IpcStop::Bad(why)) => Err(bad(why)),
+        Err(IpcStop::Bad(why)) => Err(bad(starts_as_text(&buffer).unwrap_or(why))),
         Err(IpcStop::Batch(e)) => Err(e),
     }
+}
+
+/// Why an input that starts as text is no Arrow input, naming the connectors
+/// of the text formats: an IPC stream starts with a message length (or the
+/// continuation marker), whose bytes are never all text (review 146: a `.ts`
+/// file gave "message of 1701336099 bytes beyond the end of the file").
+fn starts_as_text(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(8)];
+    let text = head.len() == 8 && head.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
+    text.then(|| {
+        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(24)]).into_owned();
+        format!(
+            "it starts as text ({shown:?}…), not as Arrow or Parquet: a UCR/UEA .ts file is read by \
+             `timef ingest ucr`, a Monash .tsf file by `timef ingest tsf`"
+        )
+    })
 }
 
 /// The record batches of an IPC file (`ARROW1` magic, footer with blocks).
