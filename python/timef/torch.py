@@ -483,7 +483,11 @@ class WindowDataset(torch.utils.data.IterableDataset):
         ``seed``, ``epoch`` and the arguments that fix the order (``plan``)
         it applies to. Before this process iterated (a DataLoader worker
         before its first batch), where its iteration will start: from the
-        loaded resume, in the form this consumer's iteration gives it."""
+        loaded resume, in the form this consumer's iteration gives it. So in
+        the training process of a plain ``DataLoader`` with workers, which
+        iterate copies of this dataset and report nothing back, it is the
+        epoch's start: checkpoint a ``StatefulDataLoader``'s ``state_dict()``
+        instead (each worker's position at the last batch handed out)."""
         self._pin_distributed()
         # the progress of an iteration of the current epoch (a persistent
         # worker's of an earlier epoch is not where it stands after set_epoch)
