@@ -732,6 +732,11 @@ fn readme_curation_round_trip_runs() {
     let v3 = timef::reader::Version::open(dir.join("v3")).unwrap();
     assert_eq!(v3.manifest().counts.samples, 80);
     assert_eq!(v3.task_names(), ["test", "train", "val"]);
+    // the re-split leaves no sample in two splits (review 146: val's two were in test too)
+    let of = |name: &str| v3.tasks(name).unwrap().into_iter().flat_map(|t| t.sample_ids).collect::<Vec<_>>();
+    let (val, test) = (of("val"), of("test"));
+    assert_eq!((val.len(), test.len()), (2, 38));
+    assert!(val.iter().all(|s| !test.contains(s)));
     let label = v3.annotations().unwrap().into_iter().find(|(s, _)| s == "BasicMotions-train-0").unwrap().1;
     assert_eq!(label.value_str.as_deref(), Some("Walking"));
     let ops: Vec<String> =
@@ -781,4 +786,26 @@ fn a_context_entry_held_twice_is_one_blocker() {
     let err = edit_version(&base, tmp.path(), "v2", edit).unwrap_err();
     let why = "task fc/t1: context_sample_ids entry x1 would be removed".to_string();
     assert_eq!(blockers(err), vec![("t1".to_string(), "context_sample_ids", why)]);
+}
+
+/// A task the edit sets replaces one an addition of the same edit brings, as
+/// a set annotation or source does (review 144: refused as "added twice with
+/// different content").
+#[test]
+fn a_set_task_replaces_an_added_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = common::dataset_with_source("x", "v1");
+    common::add_series(&mut d, "x1", "ecg", "c", 10.0, 0, 40);
+    common::add_sample_of(&mut d, "x1", &["x1"]);
+    let base = common::commit(tmp.path(), d, small_options());
+    let mut added = common::dataset_with_source("x", "a");
+    common::add_series(&mut added, "x2", "ecg", "c", 10.0, 1, 40);
+    common::add_sample_of(&mut added, "x2", &["x2"]);
+    added.add_task("test", Task::new("t9", TaskType::Classification, vec!["x2".into()])).unwrap();
+    let set = Task { split: Some("val".into()), ..Task::new("t9", TaskType::Classification, vec!["x1".into()]) };
+    let edit = Edit { add: vec![added], set_tasks: vec![("val".into(), set.clone())], ..Default::default() };
+    let (dir, _) = edit_version(&base, tmp.path(), "v2", edit).unwrap();
+    let v = timef::reader::Version::open(&dir).unwrap();
+    assert_eq!(v.task_names(), ["val"]);
+    assert_eq!(v.tasks("val").unwrap(), [set]);
 }

@@ -255,6 +255,14 @@ pub fn apply(
     for (a, samples) in &edit.set_annotations {
         d.add_annotation(a.clone(), &samples.iter().cloned().collect::<Vec<_>>())?;
     }
+    // a set task replaces one an addition brought too, as a set annotation or
+    // source does (the base's were replaced above; review 144: it was refused
+    // as "added twice with different content")
+    let set_ids: BTreeSet<&str> = edit.set_tasks.iter().map(|(_, t)| t.task_id.as_str()).collect();
+    for tasks in d.tasks.values_mut() {
+        tasks.retain(|id, _| !set_ids.contains(id.as_str()));
+    }
+    d.tasks.retain(|_, tasks| !tasks.is_empty());
     for (name, t) in &edit.set_tasks {
         d.add_task(name, t.clone())?;
     }
