@@ -428,3 +428,29 @@ fn what_the_cli_adds_is_of_the_base_source() {
     );
     assert_eq!(on_d(&base, "v4", &add), (0, named, held("BasicMotions")));
 }
+
+/// An unknown readable id of a space the base stores as UUIDs is shown the
+/// UUID a connector gives it, which the edit then takes (review 146: "unknown
+/// sample id" alone, though the id was the one the user ingested).
+#[test]
+fn an_unknown_readable_id_of_a_uuid_space_is_shown_its_uuid() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let ingest = ["--quiet", "ingest", "ucr", "--root", r, "--name", "BM", "--version", "v1", "--ids", "uuid"];
+    let (code, _, err) = cli(&[&ingest[..], &["--spec-type", "imu", train.to_str().unwrap()]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    let base = root.path().join("BM/v1");
+    let edit = |id: &str| {
+        cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v2", "--dry-run", "--remove-sample", id])
+    };
+    let uuid = timef::connectors::IdMode::Uuid.id("BM-train-3");
+    let want = format!(
+        "timef: error: edit refused: unknown sample id BM-train-3 (this version's sample ids are UUIDs; a connector \
+         with --ids uuid names BM-train-3 {uuid})\n"
+    );
+    assert_eq!(edit("BM-train-3"), (2, String::new(), want));
+    let (code, out, _) = edit(&uuid);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(&format!("remove sample {uuid}\n")), "{out}");
+}

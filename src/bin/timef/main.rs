@@ -693,11 +693,28 @@ fn edit(a: EditArgs, opts: &StorageOptions, quiet: bool) -> Result<ExitCode, Err
         Ok(())
     };
     // an unknown id read from --remove-samples-from is refused at its line
+    // and an unknown readable id of a space the base stores as UUIDs is shown its UUID (review 146)
     let placed = |err: Error| match err {
         Error::Edit { mut blockers } => {
-            for b in blockers.iter_mut().filter(|b| b.field == "remove_sample_ids") {
-                if let Some(at) = listed_at.get(&b.id) {
+            let uuids = Version::open_at(base.clone()).map(|v| v.manifest().id_encoding.clone()).unwrap_or_default();
+            for b in &mut blockers {
+                if let Some(at) = listed_at.get(&b.id).filter(|_| b.field == "remove_sample_ids") {
                     b.reason = format!("{} ({at})", b.reason);
+                }
+                let (space, what) = match b.field {
+                    "remove_sample_ids" => ("sample_id", "sample"),
+                    "remove_series_ids" => ("time_series_id", "series"),
+                    "remove_annotation_ids" => ("annotation_id", "annotation"),
+                    "remove_task_ids" => ("task_id", "task"),
+                    _ => continue,
+                };
+                if uuids.get(space).is_some_and(|e| e == "uuid16") && uuid::Uuid::parse_str(&b.id).is_err() {
+                    b.reason = format!(
+                        "{} (this version's {what} ids are UUIDs; a connector with --ids uuid names {} {})",
+                        b.reason,
+                        b.id,
+                        IdMode::Uuid.id(&b.id)
+                    );
                 }
             }
             Error::Edit { blockers }
