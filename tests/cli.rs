@@ -587,3 +587,15 @@ fn edit_and_export_refusals_name_what_is_wrong() {
     );
     assert!(out.ends_with(&last), "{out}");
 }
+
+/// `ls` lists versions as people order them: v2 before v10 (review 146).
+#[test]
+fn ls_lists_versions_in_natural_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    for version in ["v10", "v2", "v1", "v02", "release-b", "release-a"] {
+        assert_eq!(ingest_train(tmp.path(), version).0, 0);
+    }
+    let (code, out, err) = cli(&["ls", tmp.path().to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "BasicMotions\n  release-a\n  release-b\n  v1\n  v02\n  v2\n  v10\n");
+}

@@ -237,7 +237,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             for ds in &survey.datasets {
                 // a TimeF manifest that does not open (damaged, a later format_version) is named, not hidden
                 let (mut versions, mut unopened) = (Vec::new(), Vec::new());
-                for v in &ds.versions {
+                // v2 before v10 (review 146)
+                let mut names: Vec<&String> = ds.versions.iter().collect();
+                names.sort_by(|a, b| natural_order(a, b));
+                for v in names {
                     match Version::open_at(ds.location.join(v)) {
                         Ok(_) => versions.push(v),
                         Err(e) => unopened.push((v, e)),
@@ -812,6 +815,26 @@ fn one_line(text: &str) -> String {
         c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     };
     text.chars().map(|c| if hidden(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// `a` against `b` as people order names: runs of digits by their number
+/// (`v2` before `v10`), the rest by its text, and ties as plain text (so
+/// `v01` and `v1` keep an order).
+fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    // a number by its digits' count once leading zeros go, then its digits
+    fn key(s: &str) -> Vec<(u8, usize, &str)> {
+        let (mut out, mut rest) = (Vec::new(), s);
+        while let Some(c) = rest.chars().next() {
+            let digit = c.is_ascii_digit();
+            let end = rest.find(|p: char| p.is_ascii_digit() != digit).unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(end);
+            let number = run.trim_start_matches('0');
+            out.push(if digit { (0, number.len(), number) } else { (1, 0, run) });
+            rest = tail;
+        }
+        out
+    }
+    key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 
 /// The name standard output goes by in errors.
