@@ -63,6 +63,15 @@ fn a_text_file_read_as_arrow_names_the_text_connectors() {
     );
     assert_eq!((code, out.as_str(), err), (2, "", want));
     assert_eq!(tree(root.path()), Vec::<String>::new());
+    // after a byte order mark, and not ASCII (review 147: the old message)
+    let odd = root.path().join("x.arrow");
+    std::fs::write(&odd, "\u{feff}#Données générées\n@problemName x\n").unwrap();
+    let (code, _, err) =
+        cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", odd.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let prefix =
+        format!("timef: error: {}: not a readable Arrow IPC file or stream: it starts as text (", odd.display());
+    assert!(err.starts_with(&format!("{prefix}\"#Données générées\\n@probl\"…)")), "{err}");
 }
 
 fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {

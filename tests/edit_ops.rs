@@ -804,8 +804,16 @@ fn a_set_task_replaces_an_added_one() {
     added.add_task("test", Task::new("t9", TaskType::Classification, vec!["x2".into()])).unwrap();
     let set = Task { split: Some("val".into()), ..Task::new("t9", TaskType::Classification, vec!["x1".into()]) };
     let edit = Edit { add: vec![added], set_tasks: vec![("val".into(), set.clone())], ..Default::default() };
-    let (dir, _) = edit_version(&base, tmp.path(), "v2", edit).unwrap();
+    let (dir, plan) = edit_version(&base, tmp.path(), "v2", edit).unwrap();
     let v = timef::reader::Version::open(&dir).unwrap();
     assert_eq!(v.task_names(), ["val"]);
-    assert_eq!(v.tasks("val").unwrap(), [set]);
+    assert_eq!(v.tasks("val").unwrap(), [set.clone()]);
+    assert_eq!(plan.added.tasks, ["t9"]);
+    // a base task the edit sets that an addition brings again is not added (review 147: counted so)
+    let again = std::sync::Arc::new(timef::reader::Version::open(&dir).unwrap()).to_dataset("x", "a").unwrap();
+    let set = Task { split: Some("test".into()), ..set };
+    let edit = Edit { add: vec![again], set_tasks: vec![("val".into(), set.clone())], ..Default::default() };
+    let (dir, plan) = edit_version(&dir, tmp.path(), "v3", edit).unwrap();
+    assert!(plan.added == Default::default() && plan.added_samples.is_empty(), "{plan:?}");
+    assert_eq!(timef::reader::Version::open(&dir).unwrap().tasks("val").unwrap(), [set]);
 }

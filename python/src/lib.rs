@@ -160,7 +160,8 @@ impl Count {
     pub(crate) fn get<T: TryFrom<i128>>(self, option: &'static str) -> PyResult<T> {
         T::try_from(self.0).map_err(|_| {
             let reason = match self.0 < 0 {
-                true => format!("must be at least 0, got {}", self.0),
+                // not "at least 0": an option's own minimum may be 1 (review 147)
+                true => format!("{} is negative", self.0),
                 false => format!("{} is too large", self.0),
             };
             to_py(timef::Error::InvalidOption { option, reason })

@@ -116,11 +116,14 @@ def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir:
         for field in fields:
             with pytest.raises(timef.TimeFValidationError) as e:
                 call(**{field: -1})
-            assert (str(e.value), e.value.field) == (f"invalid option {field}: must be at least 0, got -1", field)
+            assert (str(e.value), e.value.field) == (f"invalid option {field}: -1 is negative", field)
     with pytest.raises(timef.TimeFValidationError) as e:
         v.window_plan(-CONTEXT)
-    assert (str(e.value), e.value.field) == (f"invalid option context_length: must be at least 0, got -{CONTEXT}",
+    assert (str(e.value), e.value.field) == (f"invalid option context_length: -{CONTEXT} is negative",
                                              "context_length")
+    with pytest.raises(timef.TimeFValidationError) as e:
+        v.window_plan(0)
+    assert (str(e.value), e.value.field) == ("invalid option context_length: must be at least 1", "context_length")
     with pytest.raises(timef.TimeFValidationError) as e:
         v.window_plan(CONTEXT, seed=2**64)
     assert (str(e.value), e.value.field) == (f"invalid option seed: {2**64} is too large", "seed")
@@ -704,7 +707,9 @@ def test_bad_loader_arguments_are_refused_naming_the_option(needs_torch: None, v
                       (lambda: timef.torch.WindowDataset(vdir, -1), "context_length: must be at least 1"),
                       (lambda: timef.torch.WindowDataset(vdir, CONTEXT, -1), "prediction_length: must be at least 0"),
                       (lambda: dataset(vdir).set_epoch(-1), "epoch: must be at least 0"),
-                      (lambda: dataset(vdir, seed=2**64), f"seed: {2**64} is too large")]:
+                      (lambda: dataset(vdir, seed=2**64), f"seed: {2**64} is too large"),
+                      (lambda: dataset(vdir, rank=5, world_size=4), "rank: must be at most 3"),
+                      (lambda: dataset(vdir).set_epoch(2**63), f"epoch: must be at most {2**63 - 1}")]:
         with pytest.raises(timef.TimeFValidationError) as e:
             call()
         assert str(e.value) == f"invalid option {why}"

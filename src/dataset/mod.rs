@@ -613,6 +613,15 @@ impl TimeFDataset {
     pub fn series(&self) -> impl Iterator<Item = SeriesMeta> + '_ {
         self.series.ids.by_id().into_iter().map(move |r| self.series.meta(r as usize))
     }
+    /// True when the dataset holds no source, series, sample, annotation or
+    /// task (its `info` aside).
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+            && self.series.len() == 0
+            && self.samples.len() == 0
+            && self.annotations.is_empty()
+            && self.tasks.is_empty()
+    }
     /// Number of samples.
     pub fn sample_count(&self) -> usize {
         self.samples.len()
@@ -770,7 +779,8 @@ pub(crate) fn unknown_channel_hint<'a>(given: &str, known: impl IntoIterator<Ite
     if known.len() > CHANNELS_LISTED {
         listed.push_str(&format!(" and {} more", known.len() - CHANNELS_LISTED));
     }
-    let alone = given.split_once('/').map(|(_, c)| c).filter(|c| known.contains(c));
+    // after any '/' (a spec type may hold one): the longest name there is
+    let alone = given.match_indices('/').map(|(i, _)| &given[i + 1..]).find(|c| known.contains(c));
     match alone {
         Some(c) => format!(" (a channel is named without its spec type: {c}; channels: {listed})"),
         None if known.is_empty() => String::new(),
@@ -796,6 +806,21 @@ pub(crate) fn first_non_finite(values: &[f32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_channel_is_told_the_channels_there_are() {
+        let hint = |given: &str, known: &[&str]| unknown_channel_hint(given, known.iter().copied());
+        assert_eq!(hint("V9", &["I", "II"]), " (channels: I, II)");
+        assert_eq!(hint("V9", &[]), "");
+        assert_eq!(hint("ecg/II", &["I", "II"]), " (a channel is named without its spec type: II; channels: I, II)");
+        // a spec type holding '/' (review 147), the longest name after one
+        let known = ["a/b", "b"];
+        assert_eq!(hint("x/y/a/b", &known), " (a channel is named without its spec type: a/b; channels: a/b, b)");
+        let many: Vec<String> = (0..25).map(|i| format!("c{i:02}")).collect();
+        let listed: Vec<&str> = many.iter().map(String::as_str).collect();
+        let first: Vec<&str> = listed[..20].to_vec();
+        assert_eq!(hint("x", &listed), format!(" (channels: {} and 5 more)", first.join(", ")));
+    }
 
     #[test]
     fn the_first_non_finite_value_is_found_in_every_block_position() {

@@ -236,6 +236,9 @@ pub fn apply(
         plan.added.tasks.extend(a.tasks);
         plan.added.sources.extend(a.sources);
     }
+    // a base task the edit sets left the base before the additions: one an
+    // addition brings again is not new (review 147: counted as added)
+    plan.added.tasks.retain(|id| !replaced.contains(id));
     // after every addition's metadata: values differ only where the metadata are the same
     conflicts.extend(changed_values(d, same, base_values)?);
     refused(conflicts)?;

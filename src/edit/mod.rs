@@ -126,15 +126,16 @@ impl Edit {
     }
 
     /// True when the edit names no operation: no id to remove, no dataset to
-    /// add, no row to set, no dataset field to change. Written, it would be a
-    /// copy of its base; the CLI and Python refuse it as a likely mistake.
+    /// add that holds anything, no row to set, no dataset field to change.
+    /// Written, it would be a copy of its base; the CLI and Python refuse it
+    /// as a likely mistake.
     pub fn is_empty(&self) -> bool {
         self.remove_sample_ids.is_empty()
             && self.remove_series_ids.is_empty()
             && self.remove_channels.is_empty()
             && self.remove_annotation_ids.is_empty()
             && self.remove_task_ids.is_empty()
-            && self.add.is_empty()
+            && self.add.iter().all(TimeFDataset::is_empty)
             && self.set_annotations.is_empty()
             && self.set_tasks.is_empty()
             && self.set_sources.is_empty()

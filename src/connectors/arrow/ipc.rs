@@ -172,10 +172,19 @@ pub(super) fn decode_ipc(
 /// continuation marker), whose bytes are never all text (review 146: a `.ts`
 /// file gave "message of 1701336099 bytes beyond the end of the file").
 fn starts_as_text(bytes: &[u8]) -> Option<String> {
-    let head = &bytes[..bytes.len().min(8)];
-    let text = head.len() == 8 && head.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
+    // UTF-8 text, after a byte order mark, of no control character but
+    // whitespace (a message length holds a zero byte, the marker is not UTF-8)
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let head = &body[..body.len().min(32)];
+    let valid = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        // a character cut at the 32nd byte is text still
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    let text = valid.len() >= 8 && valid.chars().all(|c| !c.is_control() || c.is_whitespace());
     text.then(|| {
-        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(24)]).into_owned();
+        let shown: String = valid.chars().take(24).collect();
         format!(
             "it starts as text ({shown:?}…), not as Arrow or Parquet: a UCR/UEA .ts file is read by \
              `timef ingest ucr`, a Monash .tsf file by `timef ingest tsf`"
