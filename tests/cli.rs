@@ -72,6 +72,22 @@ fn a_text_file_read_as_arrow_names_the_text_connectors() {
     let prefix =
         format!("timef: error: {}: not a readable Arrow IPC file or stream: it starts as text (", odd.display());
     assert!(err.starts_with(&format!("{prefix}\"#Données générées\\n@probl\"…)")), "{err}");
+    // Latin-1 and UTF-16 too (review 148)
+    std::fs::write(&odd, b"#Cl\xe9ment's data\n@problemName x\n").unwrap();
+    let (code, _, err) =
+        cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", odd.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with(&format!("{prefix}\"#Cl\u{fffd}ment's data\\n@probl")), "{err}");
+    std::fs::write(&odd, b"\xff\xfe#\0T\0h\0e\0 \0d\0a\0t\0a\0").unwrap();
+    let (code, _, err) =
+        cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", odd.to_str().unwrap()]);
+    let utf16 = format!(
+        "timef: error: {}: not a readable Arrow IPC file or stream: it starts as UTF-16 text (a byte order mark), not \
+         as Arrow or Parquet: a UCR/UEA .ts file is read by `timef ingest ucr`, a Monash .tsf file by `timef ingest \
+         tsf`\n",
+        odd.display()
+    );
+    assert_eq!((code, err), (2, utf16));
 }
 
 fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {

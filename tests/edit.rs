@@ -327,6 +327,16 @@ fn added_series_of_no_kind_of_the_base_are_warned_about() {
     assert_eq!(edit("v3", &["--spec-type", "imu", "--sampling-rate-hz", "10"]), "");
 }
 
+/// `BasicMotions_TRAIN.ts` ingested as `BM/v1` under `root` with the
+/// connector's `options`; the version's directory.
+fn ingest_bm(root: &Path, options: &[&str]) -> PathBuf {
+    let train = real("ucr/BasicMotions_TRAIN.ts");
+    let args = ["--quiet", "ingest", "ucr", "--root", root.to_str().unwrap(), "--name", "BM", "--version", "v1"];
+    let (code, _, err) = cli(&[&args[..], options, &[train.to_str().unwrap()]].concat());
+    assert_eq!((code, err.as_str()), (0, ""));
+    root.join("BM/v1")
+}
+
 /// What `timef edit --add-*` reads is under the base's name, so of the
 /// base's source, described as the base describes it (review 138 #1: a
 /// `.tsf` file's `@relation` or an Arrow file's dataset name clashed with a
@@ -337,10 +347,7 @@ fn what_the_cli_adds_is_of_the_base_source() {
     let root = tempfile::tempdir().unwrap();
     let r = root.path().to_str().unwrap();
     let train = real("ucr/BasicMotions_TRAIN.ts");
-    let args = ["--quiet", "ingest", "ucr", "--root", r, "--name", "BM", "--version", "v1", "--spec-type", "imu"];
-    let (code, _, err) = cli(&[&args[..], &["--sampling-rate-hz", "10", train.to_str().unwrap()]].concat());
-    assert_eq!((code, err.as_str()), (0, ""));
-    let base = root.path().join("BM/v1");
+    let base = ingest_bm(root.path(), &["--spec-type", "imu", "--sampling-rate-hz", "10"]);
     let sources = |version: &str| {
         let v = Version::open(root.path().join("BM").join(version)).unwrap();
         v.manifest().sources.iter().map(|s| (s.source_id.clone(), s.name.clone())).collect::<Vec<_>>()
@@ -436,11 +443,7 @@ fn what_the_cli_adds_is_of_the_base_source() {
 fn an_unknown_readable_id_of_a_uuid_space_is_shown_its_uuid() {
     let root = tempfile::tempdir().unwrap();
     let r = root.path().to_str().unwrap();
-    let train = real("ucr/BasicMotions_TRAIN.ts");
-    let ingest = ["--quiet", "ingest", "ucr", "--root", r, "--name", "BM", "--version", "v1", "--ids", "uuid"];
-    let (code, _, err) = cli(&[&ingest[..], &["--spec-type", "imu", train.to_str().unwrap()]].concat());
-    assert_eq!((code, err.as_str()), (0, ""));
-    let base = root.path().join("BM/v1");
+    let base = ingest_bm(root.path(), &["--ids", "uuid", "--spec-type", "imu"]);
     let edit = |id: &str| {
         cli(&["edit", base.to_str().unwrap(), "--out-root", r, "--version", "v2", "--dry-run", "--remove-sample", id])
     };

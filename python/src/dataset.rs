@@ -105,6 +105,12 @@ impl PyDataset {
         self.lock().map(drop)
     }
 
+    /// True when the dataset holds nothing (`TimeFDataset::is_empty`), or
+    /// `ValueError` once taken.
+    pub fn holds_nothing(&self) -> PyResult<bool> {
+        Ok(self.lock()?.as_ref().is_none_or(timef::TimeFDataset::is_empty))
+    }
+
     /// Takes the dataset out for `by` (a writer, an edit); later uses raise
     /// `ValueError` naming `by`.
     pub fn take(&self, by: &'static str) -> PyResult<timef::TimeFDataset> {

@@ -151,7 +151,15 @@ impl FromPyObject<'_, '_> for Count {
     /// Any Python `int` (a `float` or `str` is refused with `TypeError`, as
     /// Python's own integer arguments are).
     fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
-        obj.extract::<i128>().map(Count)
+        match obj.extract::<i128>() {
+            Ok(v) => Ok(Count(v)),
+            // an int past i128 (2**200) is refused by `get` as out of range, by
+            // its sign, not as a bare OverflowError naming nothing (review 148)
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+                Ok(Count(if obj.lt(0)? { i128::MIN } else { i128::MAX }))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -159,10 +167,15 @@ impl Count {
     /// The value as `T`, or the refusal naming `option`.
     pub(crate) fn get<T: TryFrom<i128>>(self, option: &'static str) -> PyResult<T> {
         T::try_from(self.0).map_err(|_| {
+            // an int past i128 was kept as its sign (`extract`): not shown
+            let shown = match self.0 {
+                i128::MIN | i128::MAX => "the value".to_string(),
+                v => v.to_string(),
+            };
             let reason = match self.0 < 0 {
                 // not "at least 0": an option's own minimum may be 1 (review 147)
-                true => format!("{} is negative", self.0),
-                false => format!("{} is too large", self.0),
+                true => format!("{shown} is negative"),
+                false => format!("{shown} is too large"),
             };
             to_py(timef::Error::InvalidOption { option, reason })
         })

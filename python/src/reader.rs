@@ -112,7 +112,7 @@ impl PyVersion {
 
     /// The selected series' chunks in index order as a `pyarrow.RecordBatchReader`
     /// (`timef::scan`): columns time_series_id, chunk_idx, value_offset, values.
-    #[pyo3(signature = (*, samples = None, channels = None, task = None, split = None, threads = 0))]
+    #[pyo3(signature = (*, samples = None, channels = None, task = None, split = None, threads = Count(0)))]
     fn scan<'py>(
         &self,
         py: Python<'py>,
@@ -120,10 +120,11 @@ impl PyVersion {
         channels: Option<Vec<String>>,
         task: Option<String>,
         split: Option<String>,
-        threads: usize,
+        threads: Count,
     ) -> PyResult<Bound<'py, PyAny>> {
         use arrow_pyarrow::IntoPyArrow;
         use timef::scan::{scan_schema, ScanOptions};
+        let threads: usize = threads.get("threads")?;
         let selection = selection(samples, channels, task, split)?;
         let v = Arc::clone(&self.inner);
         let scan = py

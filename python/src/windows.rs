@@ -155,11 +155,11 @@ impl PyWindowPlan {
     }
 
     /// `consumed` and the last windows not in it past a multiple of
-    /// `ranks`: with it, every rank of a split (any workers each) takes the
-    /// same number of windows (`drop_last`; `timef::windows::drop_remainder`).
-    /// Raises `TimeFValidationError` for `ranks` 0 or a bad `consumed`.
-    fn drop_remainder(&self, consumed: Vec<(u64, u64)>, ranks: usize) -> PyResult<Vec<(u64, u64)>> {
-        drop_remainder(self.inner.len(), &consumed, ranks).map_err(to_py)
+    /// `world_size`: with it, every rank of a split (any workers each) takes
+    /// the same number of windows (`drop_last`; `timef::windows::drop_remainder`).
+    /// Raises `TimeFValidationError` for `world_size` 0 or a bad `consumed`.
+    fn drop_remainder(&self, consumed: Vec<(u64, u64)>, world_size: Count) -> PyResult<Vec<(u64, u64)>> {
+        drop_remainder(self.inner.len(), &consumed, world_size.get("world_size")?).map_err(to_py)
     }
 
     /// Every window of block `block`, in index order, as one dict batch.

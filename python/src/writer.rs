@@ -452,13 +452,13 @@ pub fn edit_version<'py>(
             return Err(PyValueError::new_err(format!("dataset {name}/{version} is given twice in add")));
         }
     }
-    let edit = timef::edit::Edit {
+    let mut edit = timef::edit::Edit {
         remove_sample_ids: remove_sample_ids.into_iter().collect::<BTreeSet<_>>(),
         remove_series_ids: remove_series_ids.into_iter().collect(),
         remove_channels: remove_channels.into_iter().collect(),
         remove_annotation_ids: remove_annotation_ids.into_iter().collect(),
         remove_task_ids: remove_task_ids.into_iter().collect(),
-        add: add.iter().map(|d| d.take("edit_version (add=)")).collect::<PyResult<_>>()?,
+        add: Vec::new(),
         set_annotations,
         set_tasks,
         set_sources,
@@ -468,13 +468,16 @@ pub fn edit_version<'py>(
         cascade: if cascade { timef::edit::Cascade::RemoveDependents } else { timef::edit::Cascade::Refuse },
         inputs: Vec::new(),
     };
-    if edit.is_empty() {
-        return Err(PyValueError::new_err(
-            "no operation given: name at least one of remove_sample_ids, remove_series_ids, remove_channels, \
+    // judged before the added datasets are taken, so a mistake leaves them usable (review 148)
+    if edit.is_empty() && add.iter().map(|d| d.holds_nothing()).collect::<PyResult<Vec<_>>>()?.iter().all(|&n| n) {
+        let add = if add.is_empty() { "" } else { " (the datasets of add hold nothing)" };
+        return Err(PyValueError::new_err(format!(
+            "no operation given{add}: name at least one of remove_sample_ids, remove_series_ids, remove_channels, \
              remove_annotation_ids, remove_task_ids, add, set_annotations, set_tasks, set_sources, description, \
-             license, citation (the CLI refuses the same)",
-        ));
+             license, citation (the CLI refuses the same)"
+        )));
     }
+    edit.add = add.iter().map(|d| d.take("edit_version (add=)")).collect::<PyResult<_>>()?;
     if dry_run {
         let set = json!({
             "set_annotations": edit.set_annotations.iter().map(|(a, _)| &a.annotation_id).collect::<Vec<_>>(),

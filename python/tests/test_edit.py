@@ -300,12 +300,14 @@ def test_a_dry_run_makes_every_check_writes_nothing_and_returns_the_plan(tmp_pat
         timef.edit_version(base, tmp_path, dataset_version="v2", dry_run=True, remove_sample_ids=["nope"])
     assert (e.value.id, e.value.field) == ("nope", "remove_sample_ids")
     # an edit of no operation, dry run or not, as the CLI (review 146: it wrote a copy of the base)
-    # (an addition that holds nothing is none either: review 147)
-    for dry_run, add in [(True, []), (False, []), (False, [timef.TimeFDataset("bm", "x")])]:
+    # (an addition that holds nothing is none either: review 147; and is left usable: review 148)
+    empty = timef.TimeFDataset("bm", "x")
+    for dry_run, add, why in [(True, [], ""), (False, [], ""), (False, [empty], " (the datasets of add hold nothing)")]:
         with pytest.raises(ValueError) as e:
             timef.edit_version(base, tmp_path, dataset_version="v2", dry_run=dry_run, cascade=True, add=add)
         assert type(e.value) is ValueError
-        assert str(e.value).startswith("no operation given: name at least one of remove_sample_ids, ")
+        assert str(e.value).startswith(f"no operation given{why}: name at least one of remove_sample_ids, ")
+    assert empty.sample_ids == []
     assert listing(tmp_path) == before
     # the write does what the dry run said
     new = timef.edit_version(base, tmp_path, dataset_version="v2", remove_sample_ids=["bm-train-0"],

@@ -459,12 +459,13 @@ class WindowPlan:
     def merge_consumed(self, consumed: list[tuple[int, int]], taken: list[int]) -> list[tuple[int, int]]:
         """The positions handed out once consumer ``c`` of ``len(taken)`` took
         ``taken[c]`` windows of its span: the ``consumed`` of any later split."""
-    def drop_remainder(self, consumed: list[tuple[int, int]], ranks: int) -> list[tuple[int, int]]:
-        """``consumed`` and the last ``n % ranks`` of the ``n`` windows not in
-        it (the epoch order's last): with it, every rank of a split, of any
-        number of consumers each, takes ``n // ranks`` windows (a loader's
-        ``drop_last``). Raises ``TimeFValidationError`` for ``ranks`` 0 or a
-        ``consumed`` that is not sorted, disjoint ranges within the epoch."""
+    def drop_remainder(self, consumed: list[tuple[int, int]], world_size: int) -> list[tuple[int, int]]:
+        """``consumed`` and the last ``n % world_size`` of the ``n`` windows not
+        in it (the epoch order's last): with it, every rank of a split, of any
+        number of consumers each, takes ``n // world_size`` windows (a
+        loader's ``drop_last``). Raises ``TimeFValidationError`` for
+        ``world_size`` 0 or a ``consumed`` that is not sorted, disjoint ranges
+        within the epoch."""
     def read_stats(self) -> dict[str, int] | None:
         """Requests and bytes of the reads through the opened version's store
         handle so far (every reader of that ``timef.open``): ``requests``,

@@ -279,7 +279,10 @@ class WindowDataset(torch.utils.data.IterableDataset):
                                  "rank and world_size are given together (or neither: torch.distributed's)")
         check_int("context_length", context_length, 1)
         world_size = check_int("world_size", world_size, 1, none=True)
-        rank = check_int("rank", rank, 0, (world_size or 1) - 1, none=True)
+        rank = check_int("rank", rank, 0, none=True)
+        if rank is not None and rank >= world_size:
+            # as Version.windows words it (review 148)
+            raise invalid_option("rank", f"{rank} is not below world_size {world_size}")
         batch_size = check_int("batch_size", batch_size, 1, none=True)
         if not isinstance(drop_last, (bool, np.bool_)):
             raise invalid_option("drop_last", f"{drop_last!r} is not a bool")

@@ -61,7 +61,11 @@ fn slice(intervals: &[(u64, u64)], lo: u64, hi: u64) -> Vec<(u64, u64)> {
 
 /// The global positions of `share`'s span, less its first `taken`.
 pub(super) fn span(total: u64, share: &Share) -> Result<Vec<(u64, u64)>> {
-    if share.consumers == 0 || share.consumer >= share.consumers {
+    if share.consumers == 0 {
+        // the count itself, not the consumer in it (review 148)
+        return Err(Error::InvalidOption { option: "consumers", reason: "must be at least 1".into() });
+    }
+    if share.consumer >= share.consumers {
         return Err(Error::InvalidOption {
             option: "consumer",
             reason: format!("consumer {} of {} consumers", share.consumer, share.consumers),

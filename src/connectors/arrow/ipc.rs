@@ -168,27 +168,23 @@ pub(super) fn decode_ipc(
 }
 
 /// Why an input that starts as text is no Arrow input, naming the connectors
-/// of the text formats: an IPC stream starts with a message length (or the
-/// continuation marker), whose bytes are never all text (review 146: a `.ts`
-/// file gave "message of 1701336099 bytes beyond the end of the file").
+/// of the text formats (review 146: a `.ts` file gave "message of 1701336099
+/// bytes beyond the end of the file"). Text in any 8-bit encoding (UTF-8,
+/// after its byte order mark, Latin-1, cp1252: review 148) holds no control
+/// byte but whitespace in its first 8 bytes, where an IPC stream's message
+/// length holds a zero byte; UTF-16 is known by its byte order mark.
 fn starts_as_text(bytes: &[u8]) -> Option<String> {
-    // UTF-8 text, after a byte order mark, of no control character but
-    // whitespace (a message length holds a zero byte, the marker is not UTF-8)
+    const READ_BY: &str = "not as Arrow or Parquet: a UCR/UEA .ts file is read by `timef ingest ucr`, a Monash .tsf \
+                           file by `timef ingest tsf`";
+    if bytes.starts_with(b"\xff\xfe") || bytes.starts_with(b"\xfe\xff") {
+        return Some(format!("it starts as UTF-16 text (a byte order mark), {READ_BY}"));
+    }
     let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let head = &body[..body.len().min(32)];
-    let valid = match std::str::from_utf8(head) {
-        Ok(s) => s,
-        // a character cut at the 32nd byte is text still
-        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-        Err(_) => return None,
-    };
-    let text = valid.len() >= 8 && valid.chars().all(|c| !c.is_control() || c.is_whitespace());
-    text.then(|| {
-        let shown: String = valid.chars().take(24).collect();
-        format!(
-            "it starts as text ({shown:?}…), not as Arrow or Parquet: a UCR/UEA .ts file is read by \
-             `timef ingest ucr`, a Monash .tsf file by `timef ingest tsf`"
-        )
+    let texty = |b: &u8| (*b >= 0x20 && *b != 0x7f) || matches!(b, b'\t' | b'\n' | b'\r' | 0x0c);
+    (head.len() >= 8 && head[..8].iter().all(texty)).then(|| {
+        let shown: String = String::from_utf8_lossy(head).chars().take(24).collect();
+        format!("it starts as text ({shown:?}…), {READ_BY}")
     })
 }
 
