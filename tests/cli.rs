@@ -88,6 +88,19 @@ fn a_text_file_read_as_arrow_names_the_text_connectors() {
         odd.display()
     );
     assert_eq!((code, err), (2, utf16));
+    // a binary file with a readable start, and UTF-32's mark, are not called text (review 149)
+    for bytes in [&b"SQLite format 3\0\x10\0\x01\x01\0@  \0\0\0\x01"[..], b"\xff\xfe\0\0#\0\0\0T\0\0\0h\0\0\0"] {
+        std::fs::write(&odd, bytes).unwrap();
+        let (code, _, err) =
+            cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", odd.to_str().unwrap()]);
+        assert_eq!(code, 2);
+        assert!(err.starts_with(&format!("timef: error: {}: not a readable Arrow IPC file or stream: ", odd.display())));
+        assert!(!err.contains("text"), "{err}");
+    }
+    // a character the 32-byte cut splits is not shown as U+FFFD (review 149)
+    std::fs::write(&odd, "数据".repeat(11)).unwrap();
+    let (_, _, err) = cli(&["ingest", "arrow", "--root", r, "--name", "a", "--version", "v1", odd.to_str().unwrap()]);
+    assert!(err.contains(&format!("it starts as text (\"{}\"…)", "数据".repeat(5))), "{err}");
 }
 
 fn ingest_basic_motions(root: &Path) -> std::path::PathBuf {

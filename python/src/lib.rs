@@ -143,7 +143,11 @@ pub(crate) fn committed_late(dir: &std::path::Path) -> Option<String> {
 /// option is; extracted as `usize` or `u64` directly, `-1` raised a bare
 /// `OverflowError` naming nothing.
 #[derive(Clone, Copy)]
-pub(crate) struct Count(pub(crate) i128);
+pub(crate) struct Count {
+    value: i128,
+    /// An int past i128 (2**200), kept as its sign in `value`.
+    past: bool,
+}
 
 impl FromPyObject<'_, '_> for Count {
     type Error = PyErr;
@@ -152,11 +156,11 @@ impl FromPyObject<'_, '_> for Count {
     /// Python's own integer arguments are).
     fn extract(obj: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
         match obj.extract::<i128>() {
-            Ok(v) => Ok(Count(v)),
+            Ok(value) => Ok(Count::of(value)),
             // an int past i128 (2**200) is refused by `get` as out of range, by
             // its sign, not as a bare OverflowError naming nothing (review 148)
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
-                Ok(Count(if obj.lt(0)? { i128::MIN } else { i128::MAX }))
+                Ok(Count { value: if obj.lt(0)? { -1 } else { i128::MAX }, past: true })
             }
             Err(e) => Err(e),
         }
@@ -164,15 +168,17 @@ impl FromPyObject<'_, '_> for Count {
 }
 
 impl Count {
+    /// The count `value` (a default of a signature).
+    pub(crate) const fn of(value: i128) -> Count {
+        Count { value, past: false }
+    }
+
     /// The value as `T`, or the refusal naming `option`.
     pub(crate) fn get<T: TryFrom<i128>>(self, option: &'static str) -> PyResult<T> {
-        T::try_from(self.0).map_err(|_| {
+        T::try_from(self.value).map_err(|_| {
             // an int past i128 was kept as its sign (`extract`): not shown
-            let shown = match self.0 {
-                i128::MIN | i128::MAX => "the value".to_string(),
-                v => v.to_string(),
-            };
-            let reason = match self.0 < 0 {
+            let shown = if self.past { "the value".to_string() } else { self.value.to_string() };
+            let reason = match self.value < 0 {
                 // not "at least 0": an option's own minimum may be 1 (review 147)
                 true => format!("{shown} is negative"),
                 false => format!("{shown} is too large"),

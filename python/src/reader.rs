@@ -112,7 +112,8 @@ impl PyVersion {
 
     /// The selected series' chunks in index order as a `pyarrow.RecordBatchReader`
     /// (`timef::scan`): columns time_series_id, chunk_idx, value_offset, values.
-    #[pyo3(signature = (*, samples = None, channels = None, task = None, split = None, threads = Count(0)))]
+    #[pyo3(signature = (*, samples = None, channels = None, task = None, split = None, threads = Count::of(0)),
+           text_signature = "($self, /, *, samples=None, channels=None, task=None, split=None, threads=0)")]
     fn scan<'py>(
         &self,
         py: Python<'py>,
@@ -146,11 +147,11 @@ impl PyVersion {
     /// groups in buffers of `shuffle_buffer_row_groups` (`timef::windows`,
     /// docs/format.md §10). A plan of no window over series that hold values
     /// (each shorter than a window, `pad` off) warns (`UserWarning`).
-    #[pyo3(signature = (context_length, prediction_length = Count(0), *, task = None, split = None, samples = None,
+    #[pyo3(signature = (context_length, prediction_length = Count::of(0), *, task = None, split = None, samples = None,
                         channels = None, stride = None, pad = false, stack_channels = false, shuffle = true,
-                        seed = Count(0),
-                        shuffle_buffer_row_groups = Count(timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS as i128),
-                        threads = Count(0)),
+                        seed = Count::of(0),
+                        shuffle_buffer_row_groups = Count::of(timef::windows::DEFAULT_SHUFFLE_BUFFER_ROW_GROUPS as i128),
+                        threads = Count::of(0)),
            // help() shows the defaults (a constant's would show as `...`; test_write checks them)
            text_signature = "($self, /, context_length, prediction_length=0, *, task=None, split=None, samples=None, \
                              channels=None, stride=None, pad=False, stack_channels=False, shuffle=True, seed=0, \
@@ -195,8 +196,8 @@ impl PyVersion {
     /// `batch_size` numpy arrays (see `WindowPlan.windows`). Raises
     /// `TimeFValidationError` (`field` the option) for `world_size` 0, `rank`
     /// not below `world_size`, `batch_size` 0, and as `window_plan`.
-    #[pyo3(signature = (context_length, prediction_length = Count(0), *, epoch = Count(0), rank = Count(0),
-                        world_size = Count(1), batch_size = Count(256), **options),
+    #[pyo3(signature = (context_length, prediction_length = Count::of(0), *, epoch = Count::of(0), rank = Count::of(0),
+                        world_size = Count::of(1), batch_size = Count::of(256), **options),
            text_signature = "($self, /, context_length, prediction_length=0, *, epoch=0, rank=0, world_size=1, \
                              batch_size=256, **options)")]
     #[allow(clippy::too_many_arguments)]
@@ -221,7 +222,8 @@ impl PyVersion {
         if rank >= world_size {
             return Err(bad("rank", format!("{rank} is not below world_size {world_size}")));
         }
-        let plan = slf.call_method("window_plan", (context_length.0, prediction_length.0), options)?;
+        let lengths: (u64, u64) = (context_length.get("context_length")?, prediction_length.get("prediction_length")?);
+        let plan = slf.call_method("window_plan", lengths, options)?;
         let plan = plan.cast::<PyWindowPlan>()?;
         let share = timef::windows::Share { consumer: rank, consumers: world_size, consumed: Vec::new(), taken: 0 };
         plan.get().iter(slf.py(), epoch, share, batch_size)

@@ -111,8 +111,8 @@ impl PyWindowPlan {
     /// iterator of dict batches of at most `batch_size` windows. Raises
     /// `TimeFValidationError` (`field` the option) for a consumer outside
     /// `consumers` and for `batch_size` 0.
-    #[pyo3(signature = (*, epoch = Count(0), consumer = Count(0), consumers = Count(1), consumed = Vec::new(),
-                        taken = Count(0), batch_size = Count(256)),
+    #[pyo3(signature = (*, epoch = Count::of(0), consumer = Count::of(0), consumers = Count::of(1), consumed = Vec::new(),
+                        taken = Count::of(0), batch_size = Count::of(256)),
            text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0, batch_size=256)")]
     fn windows(
         &self,
@@ -130,8 +130,8 @@ impl PyWindowPlan {
     /// `(id, start)` of the windows the same share takes, in order, computed
     /// from the index alone (no value is read); the id is the window's
     /// `time_series_id`, or its `sample_id` with `stack_channels`.
-    #[pyo3(signature = (*, epoch = Count(0), consumer = Count(0), consumers = Count(1), consumed = Vec::new(),
-                        taken = Count(0)),
+    #[pyo3(signature = (*, epoch = Count::of(0), consumer = Count::of(0), consumers = Count::of(1), consumed = Vec::new(),
+                        taken = Count::of(0)),
            text_signature = "($self, /, *, epoch=0, consumer=0, consumers=1, consumed=(), taken=0)")]
     fn order(
         &self,
@@ -155,11 +155,17 @@ impl PyWindowPlan {
     }
 
     /// `consumed` and the last windows not in it past a multiple of
-    /// `world_size`: with it, every rank of a split (any workers each) takes
-    /// the same number of windows (`drop_last`; `timef::windows::drop_remainder`).
-    /// Raises `TimeFValidationError` for `world_size` 0 or a bad `consumed`.
-    fn drop_remainder(&self, consumed: Vec<(u64, u64)>, world_size: Count) -> PyResult<Vec<(u64, u64)>> {
-        drop_remainder(self.inner.len(), &consumed, world_size.get("world_size")?).map_err(to_py)
+    /// `ranks`: with it, every rank of a split (any workers each) takes the
+    /// same number of windows (`drop_last`; `timef::windows::drop_remainder`).
+    /// Raises `TimeFValidationError` (`field` `ranks`) for `ranks` 0 or
+    /// negative, or a bad `consumed`.
+    fn drop_remainder(&self, consumed: Vec<(u64, u64)>, ranks: Count) -> PyResult<Vec<(u64, u64)>> {
+        // named as the argument is, not as the core's `world_size` (review 148)
+        let ranks: usize = ranks.get("ranks")?;
+        if ranks == 0 {
+            return Err(to_py(timef::Error::InvalidOption { option: "ranks", reason: "must be at least 1".into() }));
+        }
+        drop_remainder(self.inner.len(), &consumed, ranks).map_err(to_py)
     }
 
     /// Every window of block `block`, in index order, as one dict batch.

@@ -375,8 +375,8 @@ fn refuse_non_finite(origin: &str, row: usize, id_field: &str, r: &Bound<'_, PyA
 /// `set_annotations`, `set_tasks` and `set_sources` as given, and in
 /// `set_dataset` the fields of `description`, `license` and `citation` given). The datasets
 /// in `add` are handed to the edit as to `TimeFWriter.write`, once the other
-/// arguments are read: the call spends them whatever its outcome, a dry run
-/// and a refused edit included (an added series that the base holds with the
+/// arguments are read and the edit names an operation: from there the call
+/// spends them whatever its outcome, a dry run and a refused edit included (an added series that the base holds with the
 /// same id and metadata has its values loaded to compare them with the
 /// base's, and loaders run once), so a retry builds them again. A refused
 /// edit raises `TimeFEditError` naming its blockers (docs/format.md §7), a

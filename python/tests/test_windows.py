@@ -132,7 +132,8 @@ def test_windows_equal_read_series_slices_and_are_exactly_the_expected_set(vdir:
                              (lambda: v.window_plan(CONTEXT, seed=-2**200), "seed", "the value is negative"),
                              (lambda: v.scan(threads=-1), "threads", "-1 is negative"),
                              (lambda: v.window_plan(CONTEXT).windows(consumers=0), "consumers", "must be at least 1"),
-                             (lambda: v.window_plan(CONTEXT).drop_remainder([], 0), "world_size", "must be at least 1")]:
+                             (lambda: v.window_plan(CONTEXT).drop_remainder([], 0), "ranks", "must be at least 1"),
+                             (lambda: v.window_plan(2**127 - 1), "context_length", f"{2**127 - 1} is too large")]:
         with pytest.raises(timef.TimeFValidationError) as e:
             call()
         assert (str(e.value), e.value.field) == (f"invalid option {field}: {why}", field)
@@ -713,9 +714,10 @@ def test_bad_loader_arguments_are_refused_naming_the_option(needs_torch: None, v
         assert str(e.value).startswith(f"invalid option {field}: "), str(e.value)
     # as the core words it (review 146: "0 is outside 1..=18446744073709551615")
     for call, why in [(lambda: timef.torch.WindowDataset(vdir, 0), "context_length: must be at least 1"),
-                      (lambda: timef.torch.WindowDataset(vdir, -1), "context_length: must be at least 1"),
-                      (lambda: timef.torch.WindowDataset(vdir, CONTEXT, -1), "prediction_length: must be at least 0"),
-                      (lambda: dataset(vdir).set_epoch(-1), "epoch: must be at least 0"),
+                      (lambda: timef.torch.WindowDataset(vdir, -1), "context_length: -1 is negative"),
+                      (lambda: timef.torch.WindowDataset(vdir, CONTEXT, -1), "prediction_length: -1 is negative"),
+                      (lambda: dataset(vdir).set_epoch(-1), "epoch: -1 is negative"),
+                      (lambda: dataset(vdir, rank=-1, world_size=4), "rank: -1 is negative"),
                       (lambda: dataset(vdir, seed=2**64), f"seed: {2**64} is too large"),
                       (lambda: dataset(vdir, rank=5, world_size=4), "rank: 5 is not below world_size 4"),
                       (lambda: dataset(vdir).set_epoch(2**63), f"epoch: must be at most {2**63 - 1}")]:

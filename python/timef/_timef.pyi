@@ -459,13 +459,13 @@ class WindowPlan:
     def merge_consumed(self, consumed: list[tuple[int, int]], taken: list[int]) -> list[tuple[int, int]]:
         """The positions handed out once consumer ``c`` of ``len(taken)`` took
         ``taken[c]`` windows of its span: the ``consumed`` of any later split."""
-    def drop_remainder(self, consumed: list[tuple[int, int]], world_size: int) -> list[tuple[int, int]]:
-        """``consumed`` and the last ``n % world_size`` of the ``n`` windows not
-        in it (the epoch order's last): with it, every rank of a split, of any
-        number of consumers each, takes ``n // world_size`` windows (a
-        loader's ``drop_last``). Raises ``TimeFValidationError`` for
-        ``world_size`` 0 or a ``consumed`` that is not sorted, disjoint ranges
-        within the epoch."""
+    def drop_remainder(self, consumed: list[tuple[int, int]], ranks: int) -> list[tuple[int, int]]:
+        """``consumed`` and the last ``n % ranks`` of the ``n`` windows not in
+        it (the epoch order's last): with it, every rank of a split, of any
+        number of consumers each, takes ``n // ranks`` windows (a loader's
+        ``drop_last``). Raises ``TimeFValidationError`` (``field`` ``ranks``)
+        for ``ranks`` below 1, or a ``consumed`` that is not sorted, disjoint
+        ranges within the epoch."""
     def read_stats(self) -> dict[str, int] | None:
         """Requests and bytes of the reads through the opened version's store
         handle so far (every reader of that ``timef.open``): ``requests``,
@@ -541,8 +541,9 @@ def edit_version(
     Removes samples, series, channels (every series of that channel name),
     annotations and tasks by id; adds the content of each ``add`` dataset (an
     id the base holds must come with identical content; the dataset is taken
-    by the call once the other arguments are read, as by ``TimeFWriter.write``,
-    and spent whatever the outcome, a dry run and a refused edit included:
+    by the call once the other arguments are read and the edit names an
+    operation, as by ``TimeFWriter.write``, and from there spent whatever the
+    outcome, a dry run and a refused edit included:
     an added series the base holds has its values loaded to compare them, and
     loaders run once; a retry builds it again); sets
     annotations (dicts of one annotation row per sample: ``annotation_id``,

@@ -50,8 +50,8 @@ def check_int(option: str, value: Any, minimum: int, maximum: int = U64_MAX, *, 
         raise invalid_option(option, f"{value!r} is not an integer" + (" or None" if none else ""))
     value = int(value)
     if value < minimum:
-        # as the core says it (`must be at least 1`), not as a range to 2**64 - 1 (review 146)
-        raise invalid_option(option, f"must be at least {minimum}")
+        # as the core says it (`-1 is negative`, `must be at least 1`), not as a range to 2**64 - 1
+        raise invalid_option(option, f"{value} is negative" if value < 0 else f"must be at least {minimum}")
     if value > maximum:
         # the bound, when the option has one of its own (rank below world_size)
         raise invalid_option(option, f"{value} is too large" if maximum == U64_MAX else f"must be at most {maximum}")

@@ -171,19 +171,28 @@ pub(super) fn decode_ipc(
 /// of the text formats (review 146: a `.ts` file gave "message of 1701336099
 /// bytes beyond the end of the file"). Text in any 8-bit encoding (UTF-8,
 /// after its byte order mark, Latin-1, cp1252: review 148) holds no control
-/// byte but whitespace in its first 8 bytes, where an IPC stream's message
-/// length holds a zero byte; UTF-16 is known by its byte order mark.
+/// byte but whitespace in its first 32, where an IPC stream's message length
+/// holds a zero byte (as do most binary formats' headers: review 149); UTF-16
+/// is known by its byte order mark (not UTF-32's, `ff fe 00 00`).
 fn starts_as_text(bytes: &[u8]) -> Option<String> {
     const READ_BY: &str = "not as Arrow or Parquet: a UCR/UEA .ts file is read by `timef ingest ucr`, a Monash .tsf \
                            file by `timef ingest tsf`";
-    if bytes.starts_with(b"\xff\xfe") || bytes.starts_with(b"\xfe\xff") {
+    let utf16 = (bytes.starts_with(b"\xff\xfe") && !bytes[2..].starts_with(b"\0\0")) || bytes.starts_with(b"\xfe\xff");
+    if utf16 {
         return Some(format!("it starts as UTF-16 text (a byte order mark), {READ_BY}"));
     }
     let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let head = &body[..body.len().min(32)];
     let texty = |b: &u8| (*b >= 0x20 && *b != 0x7f) || matches!(b, b'\t' | b'\n' | b'\r' | 0x0c);
-    (head.len() >= 8 && head[..8].iter().all(texty)).then(|| {
-        let shown: String = String::from_utf8_lossy(head).chars().take(24).collect();
+    (head.len() >= 8 && head.iter().all(texty)).then(|| {
+        // UTF-8 up to a character the cut at 32 bytes split, else as Latin-1 would read
+        let shown: String = match std::str::from_utf8(head) {
+            Ok(s) => s.chars().take(24).collect(),
+            Err(e) if e.error_len().is_none() => {
+                String::from_utf8_lossy(&head[..e.valid_up_to()]).chars().take(24).collect()
+            }
+            Err(_) => String::from_utf8_lossy(head).chars().take(24).collect(),
+        };
         format!("it starts as text ({shown:?}…), {READ_BY}")
     })
 }
