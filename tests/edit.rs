@@ -234,17 +234,12 @@ fn cli_edit_dry_run_and_exit_codes() {
     let list = root.path().join("rm.txt");
     // after a byte order mark, as Windows editors write one: the first line is still a comment
     std::fs::write(&list, "\u{feff}# drop T1's context\r\ntsf-T1/context\r\n\r\n").unwrap();
-    let (code, out, err) = cli(&[
-        "edit",
-        b,
-        "--out-root",
-        r,
-        "--version",
-        "v2",
-        "--remove-samples-from",
-        list.to_str().unwrap(),
-        "--cascade",
-    ]);
+    // `timef edit` of version `version` removing the samples `list` names, with `more`
+    let remove_listed = |version: &str, list: &Path, more: &[&str]| {
+        let args = ["edit", b, "--out-root", r, "--version", version, "--remove-samples-from", list.to_str().unwrap()];
+        cli(&[&args[..], more].concat())
+    };
+    let (code, out, err) = remove_listed("v2", &list, &["--cascade"]);
     assert_eq!(code, 0);
     assert_eq!(
         out,
@@ -272,19 +267,7 @@ fn cli_edit_dry_run_and_exit_codes() {
     // an unknown id of the list is refused at its line (review 146), one given as an option as it is
     let list9 = root.path().join("rm9.txt");
     std::fs::write(&list9, "# ids\ntsf-T1/context\n\n  tsf-T9  \n").unwrap();
-    let (code9, _, err9) = cli(&[
-        "edit",
-        b,
-        "--out-root",
-        r,
-        "--version",
-        "v9",
-        "--remove-samples-from",
-        list9.to_str().unwrap(),
-        "--remove-sample",
-        "tsf-T8",
-        "--dry-run",
-    ]);
+    let (code9, _, err9) = remove_listed("v9", &list9, &["--remove-sample", "tsf-T8", "--dry-run"]);
     let want = format!(
         "timef: error: edit refused: unknown sample id tsf-T8; unknown sample id tsf-T9 ({}:4)\n",
         list9.display()
